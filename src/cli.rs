@@ -1,0 +1,198 @@
+//! Command line: `serve` (the default), `user add`, `audit verify`.
+//!
+//! Every option also reads an `INCIDENTMIND_…` environment variable; `--help` lists them.
+
+use std::io::{BufRead, Write};
+
+use clap::{Args, Parser, Subcommand};
+use sqlx::SqlitePool;
+
+use crate::domain::{Role, UserName};
+use crate::store::{self, audit, users};
+use crate::web::{self, AppState, Settings};
+
+/// IncidentMind: work production incidents with an organizational memory.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+pub struct Cli {
+    /// SQLite database file (or `sqlite://…` URL); created if missing.
+    #[arg(long, env = "INCIDENTMIND_DATABASE_URL", default_value = "incidentmind.db", global = true)]
+    pub database_url: String,
+    /// Options of the web server (used by `serve`, the default command).
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    /// What to do; `serve` when omitted.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Web server options.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "INCIDENTMIND_BIND", default_value = "127.0.0.1:3000", global = true)]
+    pub bind: String,
+    /// Largest accepted request body for ordinary requests, in bytes.
+    #[arg(long, env = "INCIDENTMIND_MAX_BODY_BYTES", default_value_t = 1024 * 1024, global = true)]
+    pub max_body_bytes: usize,
+    /// Mark the session cookie `Secure` (set when served over HTTPS).
+    #[arg(long, env = "INCIDENTMIND_SECURE_COOKIES", default_value_t = false, global = true)]
+    pub secure_cookies: bool,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the web app (default).
+    Serve,
+    /// Manage users.
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Inspect the append-only audit log.
+    #[command(subcommand)]
+    Audit(AuditCommand),
+}
+
+/// `user …`
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create a user and print a new API token as the last line of stdout.
+    Add {
+        /// Sign-in name (letters, digits, `.`, `_`, `-`, `@`).
+        name: String,
+        /// responder, reviewer or admin.
+        #[arg(long, default_value = "responder")]
+        role: String,
+        /// Read a password from the first line of stdin (needed to sign in in a browser).
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Print a new API token for an existing user (last line of stdout).
+    Token {
+        /// The user's name.
+        name: String,
+    },
+}
+
+/// `audit …`
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Recompute the hash chain; exits 1 at the first broken entry.
+    Verify,
+}
+
+/// Parses the command line and runs it.
+///
+/// # Errors
+/// Any failure, printed by `main` on stderr with exit code 1 (including a broken audit chain).
+pub async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    init_tracing();
+    run(cli).await
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "incidentmind=info,tower_http=info".into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let pool = store::connect(&cli.database_url).await?;
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(pool, &cli.serve).await,
+        Command::User(UserCommand::Add {
+            name,
+            role,
+            password_stdin,
+        }) => {
+            let password = if password_stdin {
+                let mut line = String::new();
+                std::io::stdin().lock().read_line(&mut line)?;
+                let p = line.trim_end_matches(['\r', '\n']).to_string();
+                anyhow::ensure!(p.chars().count() >= 8, "the password must be at least 8 characters");
+                Some(p)
+            } else {
+                None
+            };
+            let token = add_user(&pool, &name, &role, password.as_deref()).await?;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "created user {name} ({role})")?;
+            writeln!(out, "{token}")?;
+            Ok(())
+        }
+        Command::User(UserCommand::Token { name }) => {
+            let (user, _) = users::find_with_password(&pool, &name)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no user named {name}"))?;
+            let token = web::auth::issue_token(&pool, user.id).await?;
+            println!("{token}");
+            Ok(())
+        }
+        Command::Audit(AuditCommand::Verify) => match audit::verify(&pool).await? {
+            audit::Verification::Intact { entries } => {
+                println!("audit log intact: {entries} entries");
+                Ok(())
+            }
+            audit::Verification::Broken { seq, reason } => {
+                anyhow::bail!("audit log BROKEN at entry {seq}: {reason}")
+            }
+        },
+    }
+}
+
+/// Creates a user (password hashed with Argon2id via `password-auth`) and returns a new API token.
+///
+/// # Errors
+/// Validation errors for the name or role, a conflict when the name is taken.
+pub async fn add_user(
+    pool: &SqlitePool,
+    name: &str,
+    role: &str,
+    password: Option<&str>,
+) -> anyhow::Result<String> {
+    let name = UserName::parse(name)?;
+    let role = Role::parse(role)?;
+    let hash = password.map(password_auth::generate_hash);
+    let user = users::create(pool, &name, role, hash.as_deref()).await?;
+    Ok(web::auth::issue_token(pool, user.id).await?)
+}
+
+async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
+    let settings = Settings {
+        max_body_bytes: args.max_body_bytes,
+        secure_cookies: args.secure_cookies,
+    };
+    let state = AppState::new(pool, settings);
+    let listener = tokio::net::TcpListener::bind(&args.bind).await?;
+    tracing::info!("listening on http://{}", listener.local_addr()?);
+    axum::serve(listener, web::router(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    tracing::info!("shut down");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+}

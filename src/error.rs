@@ -1,0 +1,105 @@
+//! The library's one error type and its single mapping to HTTP responses.
+//!
+//! 4xx errors show their message; 5xx errors are logged once with their source chain and show a
+//! generic text. The JSON API renders `{"error": {"code": "...", "message": "..."}}`; pages
+//! render the error template (see `web::pages`).
+
+use axum::http::StatusCode;
+
+use crate::domain::{InvalidTransition, ValidationError};
+
+/// Everything a service or handler can fail with.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// Input broke a rule (HTTP 422).
+    #[error(transparent)]
+    Validation(#[from] ValidationError),
+    /// The request body could not be read as the expected shape (HTTP 400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The request body is larger than the configured limit (HTTP 413).
+    #[error("request body is larger than the limit of {limit_bytes} bytes")]
+    PayloadTooLarge {
+        /// The configured limit in bytes.
+        limit_bytes: usize,
+    },
+    /// No or bad credentials (HTTP 401).
+    #[error("sign in or send an API token (Authorization: Bearer …)")]
+    Unauthenticated,
+    /// Signed in but the role does not allow this (HTTP 403).
+    #[error("{0}")]
+    Forbidden(String),
+    /// The named thing does not exist (HTTP 404).
+    #[error("{0} not found")]
+    NotFound(String),
+    /// An impossible workflow move (HTTP 409).
+    #[error(transparent)]
+    InvalidTransition(#[from] InvalidTransition),
+    /// The resource changed under the request, or a unique key already exists (HTTP 409).
+    #[error("{0}")]
+    Conflict(String),
+    /// Anything else: a bug or an unavailable database (HTTP 500, logged).
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+impl From<sqlx::Error> for AppError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Internal(e.into())
+    }
+}
+
+impl From<sqlx::migrate::MigrateError> for AppError {
+    fn from(e: sqlx::migrate::MigrateError) -> Self {
+        Self::Internal(e.into())
+    }
+}
+
+impl AppError {
+    /// The HTTP status for this error.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::InvalidTransition(_) | Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// A stable machine-readable code for the JSON API (`validation`, `invalid_transition`, …).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Validation(_) => "validation",
+            Self::BadRequest(_) => "bad_request",
+            Self::PayloadTooLarge { .. } => "payload_too_large",
+            Self::Unauthenticated => "unauthenticated",
+            Self::Forbidden(_) => "forbidden",
+            Self::NotFound(_) => "not_found",
+            Self::InvalidTransition(_) => "invalid_transition",
+            Self::Conflict(_) => "conflict",
+            Self::Internal(_) => "internal",
+        }
+    }
+
+    /// The message shown to people: the error text for 4xx, a generic sentence for 5xx.
+    /// Logs 5xx errors with their source chain (once, inside the request span).
+    pub fn public_message(&self) -> String {
+        if let Self::Internal(e) = self {
+            tracing::error!(error = ?e, "internal error");
+            return "something went wrong on our side; the error was logged".to_string();
+        }
+        self.to_string()
+    }
+
+    /// Shorthand for a 403 naming the role that is needed.
+    pub fn needs_role(role: crate::domain::Role, what: &str) -> Self {
+        Self::Forbidden(format!("{what} needs the {role} role"))
+    }
+}
+
+/// Result alias for the library.
+pub type AppResult<T> = Result<T, AppError>;

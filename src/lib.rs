@@ -1,0 +1,15 @@
+//! IncidentMind: an incident-response copilot with organizational memory.
+//!
+//! Layers (DESIGN.md §7): [`web`] (axum handlers, askama pages, JSON API) calls [`services`],
+//! which apply the pure rules in [`domain`] and persist through [`store`] (the only module with
+//! SQL). [`cli`] is the command line; `main.rs` only calls it.
+
+pub mod cli;
+pub mod domain;
+pub mod error;
+pub mod services;
+pub mod store;
+pub mod web;
+
+pub use error::{AppError, AppResult};
+pub use web::{AppState, Settings, router};

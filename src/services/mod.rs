@@ -1,0 +1,4 @@
+//! Application services: the workflow steps a handler calls. Each opens its own write
+//! transaction, applies domain rules, writes the timeline and the audit log, and commits.
+
+pub mod workflow;

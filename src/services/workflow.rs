@@ -1,0 +1,105 @@
+//! Opening incidents and moving them through the state machine (DESIGN.md §1).
+
+use sqlx::SqlitePool;
+
+use crate::domain::incident::required_role;
+use crate::domain::{Incident, IncidentId, NewIncident, Resolution, Transition};
+use crate::error::{AppError, AppResult};
+use crate::store::users::User;
+use crate::store::{self, audit, incidents};
+
+/// Opens an incident in `investigating` on behalf of `actor` (a user name or an integration).
+///
+/// # Errors
+/// Database errors.
+pub async fn open_incident(pool: &SqlitePool, actor: &str, new: &NewIncident) -> AppResult<Incident> {
+    let mut tx = store::begin_write(pool).await?;
+    let incident = incidents::insert(&mut tx, new, actor, store::now()).await?;
+    let detail = serde_json::json!({
+        "title": new.title, "service": new.service, "severity": new.severity,
+    });
+    audit::append(&mut tx, actor, "incident.open", incident.id.as_str(), &detail.to_string()).await?;
+    tx.commit().await?;
+    tracing::info!(incident.id = %incident.id, "incident opened");
+    Ok(incident)
+}
+
+/// What a transition request carries besides its name.
+#[derive(Debug, Clone, Default)]
+pub struct TransitionInput {
+    /// Required for [`Transition::Resolve`].
+    pub resolution: Option<Resolution>,
+}
+
+/// Applies `transition` to incident `id` on behalf of `user`.
+///
+/// # Errors
+/// - [`AppError::Forbidden`] when the user's role is not enough (confirm needs a reviewer);
+/// - [`AppError::NotFound`] for an unknown incident;
+/// - [`AppError::InvalidTransition`] (409) when the state does not allow it, including when a
+///   concurrent request moved it first;
+/// - [`AppError::Validation`] when resolve comes without a resolution.
+pub async fn transition(
+    pool: &SqlitePool,
+    user: &User,
+    id: &IncidentId,
+    transition: Transition,
+    input: TransitionInput,
+) -> AppResult<Incident> {
+    let needed = required_role(transition);
+    if !user.role.includes(needed) {
+        return Err(AppError::needs_role(
+            needed,
+            &format!("{} an incident", transition.as_str().replace('_', " ")),
+        ));
+    }
+    if transition == Transition::Resolve && input.resolution.is_none() {
+        return Err(crate::domain::ValidationError::new(
+            "summary",
+            "resolving needs a summary and a root cause",
+        )
+        .into());
+    }
+    let mut tx = store::begin_write(pool).await?;
+    let current = incidents::get_in(&mut tx, id).await?;
+    let to = current.state.apply(transition)?;
+    let at = store::now();
+    let detail = match transition {
+        Transition::Resolve => "resolved".to_string(),
+        _ => format!("{} → {}", current.state.label(), to.label()),
+    };
+    let patch = incidents::TransitionPatch {
+        resolution: input.resolution,
+    };
+    let applied = incidents::apply_transition(
+        &mut tx,
+        id,
+        current.state,
+        to,
+        transition,
+        &patch,
+        &user.name,
+        at,
+        &detail,
+    )
+    .await?;
+    if !applied {
+        // The write lock makes this unreachable in one process; keep the guard for several.
+        return Err(AppError::Conflict(format!(
+            "incident {id} changed while this request ran; reload and try again"
+        )));
+    }
+    let audit_detail = serde_json::json!({"from": current.state, "to": to});
+    audit::append(
+        &mut tx,
+        &user.name,
+        &format!("incident.{}", transition.as_str()),
+        id.as_str(),
+        &audit_detail.to_string(),
+    )
+    .await?;
+    let incident = incidents::get_in(&mut tx, id).await?;
+    tx.commit().await?;
+    tracing::info!(incident.id = %id, from = %current.state, to = %to, "transition");
+    Ok(incident)
+}

@@ -1,0 +1,300 @@
+//! Incidents, their per-year id sequence and their timeline.
+//!
+//! A transition is applied as compare-and-set on the state (`UPDATE … WHERE id = ? AND state = ?`),
+//! so of several concurrent conflicting requests exactly one succeeds (DESIGN.md §1).
+
+use sqlx::SqlitePool;
+
+use super::{Tx, db_time, parse_db_time};
+use crate::domain::{
+    Incident, IncidentId, IncidentState, NewIncident, Severity, TimelineEvent, Transition,
+};
+use crate::error::{AppError, AppResult};
+
+#[derive(sqlx::FromRow)]
+struct IncidentRow {
+    id: String,
+    title: String,
+    service: String,
+    severity: String,
+    description: String,
+    state: String,
+    opened_by: String,
+    opened_at: String,
+    updated_at: String,
+    resolved_at: Option<String>,
+    summary: Option<String>,
+    root_cause: Option<String>,
+    version: i64,
+}
+
+fn corrupt(e: impl std::fmt::Display) -> AppError {
+    AppError::Internal(anyhow::anyhow!("stored incident: {e}"))
+}
+
+impl IncidentRow {
+    fn into_incident(self) -> AppResult<Incident> {
+        Ok(Incident {
+            id: IncidentId::parse(&self.id).map_err(corrupt)?,
+            title: self.title,
+            service: self.service,
+            severity: Severity::parse(&self.severity).map_err(corrupt)?,
+            description: self.description,
+            state: IncidentState::parse(&self.state).map_err(corrupt)?,
+            opened_by: self.opened_by,
+            opened_at: parse_db_time(&self.opened_at)?,
+            updated_at: parse_db_time(&self.updated_at)?,
+            resolved_at: self.resolved_at.as_deref().map(parse_db_time).transpose()?,
+            summary: self.summary,
+            root_cause: self.root_cause,
+            version: self.version,
+        })
+    }
+}
+
+const COLUMNS: &str = "id, title, service, severity, description, state, opened_by, opened_at, \
+                       updated_at, resolved_at, summary, root_cause, version";
+
+/// Inserts a new incident in `investigating`, allocating the next `INC-YYYY-NNNN` for the year of
+/// `at`, and records `opened` on its timeline. Runs inside the caller's write transaction.
+///
+/// # Errors
+/// Database errors.
+pub async fn insert(
+    tx: &mut Tx,
+    new: &NewIncident,
+    opened_by: &str,
+    at: jiff::Timestamp,
+) -> AppResult<Incident> {
+    let year = at.to_zoned_datetime(jiff::tz::TimeZone::UTC).year();
+    let seq: i64 = sqlx::query_scalar(
+        "INSERT INTO incident_counters (year, last) VALUES (?, 1)
+         ON CONFLICT (year) DO UPDATE SET last = last + 1 RETURNING last",
+    )
+    .bind(i64::from(year))
+    .fetch_one(&mut **tx)
+    .await?;
+    let id = IncidentId::new(year, seq);
+    let t = db_time(at);
+    sqlx::query(
+        "INSERT INTO incidents (id, title, service, severity, description, state, opened_by,
+                                opened_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, 'investigating', ?, ?, ?)",
+    )
+    .bind(id.as_str())
+    .bind(&new.title)
+    .bind(&new.service)
+    .bind(new.severity.as_str())
+    .bind(&new.description)
+    .bind(opened_by)
+    .bind(&t)
+    .bind(&t)
+    .execute(&mut **tx)
+    .await?;
+    add_event(
+        tx,
+        &id,
+        at,
+        opened_by,
+        "opened",
+        &format!("{} on {}: {}", new.severity, new.service, new.title),
+    )
+    .await?;
+    Ok(Incident {
+        id,
+        title: new.title.clone(),
+        service: new.service.clone(),
+        severity: new.severity,
+        description: new.description.clone(),
+        state: IncidentState::Investigating,
+        opened_by: opened_by.to_string(),
+        opened_at: at,
+        updated_at: at,
+        resolved_at: None,
+        summary: None,
+        root_cause: None,
+        version: 1,
+    })
+}
+
+/// Appends an event to an incident's timeline inside the caller's transaction.
+///
+/// # Errors
+/// Database errors.
+pub async fn add_event(
+    tx: &mut Tx,
+    id: &IncidentId,
+    at: jiff::Timestamp,
+    actor: &str,
+    kind: &str,
+    detail: &str,
+) -> AppResult<()> {
+    sqlx::query("INSERT INTO timeline_events (incident_id, at, actor, kind, detail) VALUES (?, ?, ?, ?, ?)")
+        .bind(id.as_str())
+        .bind(db_time(at))
+        .bind(actor)
+        .bind(kind)
+        .bind(detail)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Loads one incident.
+///
+/// # Errors
+/// [`AppError::NotFound`] when there is no such incident.
+pub async fn get(pool: &SqlitePool, id: &IncidentId) -> AppResult<Incident> {
+    let sql = format!("SELECT {COLUMNS} FROM incidents WHERE id = ?");
+    let row: Option<IncidentRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id.as_str())
+        .fetch_optional(pool)
+        .await?;
+    row.ok_or_else(|| AppError::NotFound(format!("incident {id}")))?
+        .into_incident()
+}
+
+/// Same as [`get`] inside a transaction.
+///
+/// # Errors
+/// [`AppError::NotFound`] when there is no such incident.
+pub async fn get_in(tx: &mut Tx, id: &IncidentId) -> AppResult<Incident> {
+    let sql = format!("SELECT {COLUMNS} FROM incidents WHERE id = ?");
+    let row: Option<IncidentRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id.as_str())
+        .fetch_optional(&mut **tx)
+        .await?;
+    row.ok_or_else(|| AppError::NotFound(format!("incident {id}")))?
+        .into_incident()
+}
+
+/// Filters for [`list`]; `None` means any.
+#[derive(Debug, Clone, Default)]
+pub struct IncidentFilter {
+    /// Only incidents in this state.
+    pub state: Option<IncidentState>,
+    /// Only this service (exact, lower-case).
+    pub service: Option<String>,
+    /// Only this severity.
+    pub severity: Option<Severity>,
+    /// At most this many, newest first (default 200).
+    pub limit: Option<i64>,
+}
+
+/// Lists incidents, newest first.
+///
+/// # Errors
+/// Database errors.
+pub async fn list(pool: &SqlitePool, f: &IncidentFilter) -> AppResult<Vec<Incident>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM incidents
+         WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR service = ?2) AND (?3 IS NULL OR severity = ?3)
+         ORDER BY opened_at DESC, id DESC LIMIT ?4"
+    );
+    let rows: Vec<IncidentRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(f.state.map(IncidentState::as_str))
+        .bind(f.service.as_deref())
+        .bind(f.severity.map(Severity::as_str))
+        .bind(f.limit.unwrap_or(200).clamp(1, 1000))
+        .fetch_all(pool)
+        .await?;
+    rows.into_iter().map(IncidentRow::into_incident).collect()
+}
+
+/// Distinct service names, for the list filter.
+///
+/// # Errors
+/// Database errors.
+pub async fn services(pool: &SqlitePool) -> AppResult<Vec<String>> {
+    Ok(
+        sqlx::query_scalar("SELECT DISTINCT service FROM incidents ORDER BY service")
+            .fetch_all(pool)
+            .await?,
+    )
+}
+
+/// The incident's timeline, oldest first.
+///
+/// # Errors
+/// Database errors.
+pub async fn timeline(pool: &SqlitePool, id: &IncidentId) -> AppResult<Vec<TimelineEvent>> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        id: i64,
+        at: String,
+        actor: String,
+        kind: String,
+        detail: String,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT id, at, actor, kind, detail FROM timeline_events WHERE incident_id = ? ORDER BY id",
+    )
+    .bind(id.as_str())
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|r| {
+            Ok(TimelineEvent {
+                id: r.id,
+                at: parse_db_time(&r.at)?,
+                actor: r.actor,
+                kind: r.kind,
+                detail: r.detail,
+            })
+        })
+        .collect()
+}
+
+/// Extra columns a transition writes.
+#[derive(Debug, Clone, Default)]
+pub struct TransitionPatch {
+    /// Set `summary` and `root_cause` and `resolved_at` (resolve).
+    pub resolution: Option<crate::domain::Resolution>,
+}
+
+/// Applies `transition` from `from` to `to` with compare-and-set on the state, inside the
+/// caller's transaction, and records it on the timeline.
+///
+/// Returns `false` (and writes nothing) when the incident is no longer in `from`.
+///
+/// # Errors
+/// Database errors.
+#[allow(clippy::too_many_arguments)]
+pub async fn apply_transition(
+    tx: &mut Tx,
+    id: &IncidentId,
+    from: IncidentState,
+    to: IncidentState,
+    transition: Transition,
+    patch: &TransitionPatch,
+    actor: &str,
+    at: jiff::Timestamp,
+    detail: &str,
+) -> AppResult<bool> {
+    let t = db_time(at);
+    let (summary, root_cause, resolved_at) = match &patch.resolution {
+        Some(r) => (Some(r.summary.as_str()), Some(r.root_cause.as_str()), Some(t.as_str())),
+        None => (None, None, None),
+    };
+    let done = sqlx::query(
+        "UPDATE incidents SET state = ?, updated_at = ?, version = version + 1,
+             summary = COALESCE(?, summary), root_cause = COALESCE(?, root_cause),
+             resolved_at = COALESCE(?, resolved_at)
+         WHERE id = ? AND state = ?",
+    )
+    .bind(to.as_str())
+    .bind(&t)
+    .bind(summary)
+    .bind(root_cause)
+    .bind(resolved_at)
+    .bind(id.as_str())
+    .bind(from.as_str())
+    .execute(&mut **tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if done {
+        add_event(tx, id, at, actor, transition.as_str(), detail).await?;
+    }
+    Ok(done)
+}

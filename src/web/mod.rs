@@ -1,0 +1,145 @@
+//! The HTTP layer: one router for pages (`/incidents…`), the JSON API (`/api/v1/…`), static
+//! assets and health checks. Handlers parse, authorize, call a service and render; they hold no
+//! business rules (DESIGN.md §7).
+
+pub mod api;
+pub mod assets;
+pub mod auth;
+pub mod errors;
+pub mod pages;
+pub mod view;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, MatchedPath, State};
+use axum::http::{HeaderName, HeaderValue, Request, StatusCode, header};
+use axum::routing::get;
+use sqlx::SqlitePool;
+use tower::ServiceBuilder;
+use tower_http::csrf::CsrfLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::trace::TraceLayer;
+use tower_sessions::{Expiry, SessionManagerLayer, cookie::SameSite};
+
+use crate::store::sessions::SqliteSessionStore;
+
+/// Runtime settings the handlers need.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Largest accepted request body, bytes (413 above it).
+    pub max_body_bytes: usize,
+    /// Mark the session cookie `Secure`.
+    pub secure_cookies: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 1024 * 1024,
+            secure_cookies: false,
+        }
+    }
+}
+
+/// Shared state of every handler: the database pool and the settings.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    /// The one SQLite pool.
+    pub pool: SqlitePool,
+    /// Settings.
+    pub settings: std::sync::Arc<Settings>,
+}
+
+impl AppState {
+    /// Builds the state.
+    pub fn new(pool: SqlitePool, settings: Settings) -> Self {
+        Self {
+            pool,
+            settings: std::sync::Arc::new(settings),
+        }
+    }
+}
+
+/// Content-Security-Policy of every response: no inline script, no framing, no `<base>`.
+pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                       object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+
+/// The whole application: pages, API, assets, health checks and the middleware stack (request
+/// ids, tracing, security headers, CSRF check, sessions, body limit).
+pub fn router(state: AppState) -> Router {
+    let sessions = SessionManagerLayer::new(SqliteSessionStore::new(state.pool.clone()))
+        .with_name("incidentmind_session")
+        .with_secure(state.settings.secure_cookies)
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_expiry(Expiry::OnInactivity(tower_sessions::cookie::time::Duration::hours(12)));
+    let request_id = HeaderName::from_static("x-request-id");
+    let trace = TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
+        let route = req
+            .extensions()
+            .get::<MatchedPath>()
+            .map(|p| p.as_str().to_string())
+            .unwrap_or_default();
+        let id = req
+            .headers()
+            .get("x-request-id")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        tracing::info_span!("request", http.method = %req.method(), http.route = %route, request.id = %id)
+    });
+    let middleware = ServiceBuilder::new()
+        .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
+        .layer(trace)
+        .layer(PropagateRequestIdLayer::new(request_id))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CSP),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("DENY"),
+        ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("same-origin"),
+        ))
+        .layer(axum::middleware::map_response(errors::csrf_rejection_message))
+        .layer(CsrfLayer::new())
+        .layer(sessions)
+        .layer(DefaultBodyLimit::max(state.settings.max_body_bytes))
+        .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            Duration::from_secs(120),
+        ));
+    Router::new()
+        .merge(pages::router())
+        .merge(api::router())
+        .merge(assets::router())
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(errors::not_found)
+        .layer(middleware)
+        .with_state(state)
+}
+
+/// `GET /healthz`: 200 while the process runs.
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+/// `GET /readyz`: 200 when the database answers, 503 otherwise.
+async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
+    match sqlx::query("SELECT 1").execute(&state.pool).await {
+        Ok(_) => (StatusCode::OK, "ready"),
+        Err(e) => {
+            tracing::warn!(error = %e, "database not ready");
+            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable")
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! Server-rendered pages (askama). Every page works without JavaScript; forms POST and redirect
+//! with 303, or re-render with the input and a 422 on a validation error.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::Deserialize;
+use tower_sessions::Session;
+
+use super::AppState;
+use super::api::ListQuery;
+use super::auth::{self, CurrentUser};
+use super::errors::{PageError, PageForm};
+use super::view::{Clock, Step, stepper};
+use crate::domain::{
+    Incident, IncidentId, IncidentState, NewIncident, Resolution, Severity, TimelineEvent, Transition,
+};
+use crate::error::AppError;
+use crate::services::workflow::{self, TransitionInput};
+use crate::store::incidents;
+use crate::store::users::{self, User};
+
+/// Page routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/", get(|| async { Redirect::to("/incidents") }))
+        .route("/signin", get(signin_page).post(signin_submit))
+        .route("/signout", post(signout))
+        .route("/profile", get(profile_page).post(profile_submit))
+        .route("/incidents", get(list_page).post(create_submit))
+        .route("/incidents/new", get(new_page))
+        .route("/incidents/{id}", get(show_page))
+        .route("/incidents/{id}/resolve", post(resolve_submit))
+        .route("/incidents/{id}/reopen", post(reopen_submit))
+        .route("/incidents/{id}/postmortem", post(draft_submit))
+        .route("/incidents/{id}/postmortem/confirm", post(confirm_submit))
+        .route("/incidents/{id}/learn", post(learn_submit))
+}
+
+type PageResult = Result<Response, PageError>;
+
+/// What the base layout needs on every page.
+pub struct Layout {
+    /// Signed-in user's name and role, if any.
+    pub user: Option<(String, String)>,
+    /// Cache-busting versions of the stylesheet and script.
+    pub css_v: String,
+    /// See `css_v`.
+    pub js_v: String,
+    /// Page title.
+    pub title: String,
+}
+
+impl Layout {
+    /// Layout for `user` (none on sign-in and error pages) with a page title.
+    pub fn new(user: Option<&User>, title: impl Into<String>) -> Self {
+        Self {
+            user: user.map(|u| (u.name.clone(), u.role.to_string())),
+            css_v: super::assets::version("app.css"),
+            js_v: super::assets::version("tz.js"),
+            title: title.into(),
+        }
+    }
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "signin.html")]
+struct SigninPage {
+    layout: Layout,
+    next: String,
+    name: String,
+    error: Option<String>,
+    first_run: bool,
+}
+
+#[derive(Deserialize, Default)]
+struct NextQuery {
+    #[serde(default)]
+    next: String,
+}
+
+/// Only same-site relative paths are allowed as a post-sign-in destination.
+fn safe_next(next: &str) -> String {
+    if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') {
+        next.to_string()
+    } else {
+        "/incidents".to_string()
+    }
+}
+
+async fn signin_page(State(state): State<AppState>, Query(q): Query<NextQuery>) -> PageResult {
+    let first_run = users::count(&state.pool).await? == 0;
+    Ok(SigninPage {
+        layout: Layout::new(None, "Sign in"),
+        next: safe_next(&q.next),
+        name: String::new(),
+        error: None,
+        first_run,
+    }
+    .into_response())
+}
+
+#[derive(Deserialize)]
+struct SigninForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    password: String,
+    #[serde(default)]
+    next: String,
+}
+
+async fn signin_submit(
+    State(state): State<AppState>,
+    session: Session,
+    PageForm(form): PageForm<SigninForm>,
+) -> PageResult {
+    match auth::sign_in(&state.pool, &session, &form.name, &form.password).await {
+        Ok(_) => Ok(Redirect::to(&safe_next(&form.next)).into_response()),
+        Err(AppError::Unauthenticated) => Ok((
+            StatusCode::UNAUTHORIZED,
+            SigninPage {
+                layout: Layout::new(None, "Sign in"),
+                next: safe_next(&form.next),
+                name: form.name,
+                error: Some("Unknown name or wrong password.".into()),
+                first_run: false,
+            },
+        )
+            .into_response()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn signout(session: Session) -> PageResult {
+    auth::sign_out(&session).await?;
+    Ok(Redirect::to("/signin").into_response())
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "profile.html")]
+struct ProfilePage {
+    layout: Layout,
+    time_zone: String,
+    browser_zone: String,
+    error: Option<String>,
+}
+
+async fn profile_page(CurrentUser(user): CurrentUser, headers: HeaderMap) -> PageResult {
+    let browser = Clock::for_viewer(None, &headers).zone_name;
+    Ok(ProfilePage {
+        layout: Layout::new(Some(&user), "Profile"),
+        time_zone: user.time_zone.clone().unwrap_or_default(),
+        browser_zone: browser,
+        error: None,
+    }
+    .into_response())
+}
+
+#[derive(Deserialize)]
+struct ProfileForm {
+    #[serde(default)]
+    time_zone: String,
+}
+
+async fn profile_submit(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    headers: HeaderMap,
+    PageForm(form): PageForm<ProfileForm>,
+) -> PageResult {
+    let zone = form.time_zone.trim();
+    if !zone.is_empty() && !super::view::is_known_zone(zone) {
+        let page = ProfilePage {
+            layout: Layout::new(Some(&user), "Profile"),
+            time_zone: zone.to_string(),
+            browser_zone: Clock::for_viewer(None, &headers).zone_name,
+            error: Some(format!(
+                "'{zone}' is not a known time zone; use an IANA name such as Europe/Paris or America/New_York, or leave empty to use your browser's"
+            )),
+        };
+        return Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response());
+    }
+    users::set_time_zone(&state.pool, user.id, Some(zone).filter(|z| !z.is_empty())).await?;
+    Ok(Redirect::to("/profile").into_response())
+}
+
+struct Row {
+    incident: Incident,
+    opened: String,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "incidents/list.html")]
+struct ListPage {
+    layout: Layout,
+    rows: Vec<Row>,
+    services: Vec<String>,
+    states: Vec<(&'static str, &'static str)>,
+    severities: Vec<&'static str>,
+    q: ListQuery,
+    zone: String,
+}
+
+async fn list_page(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    headers: HeaderMap,
+    Query(q): Query<ListQuery>,
+) -> PageResult {
+    let filter = q.to_filter()?;
+    let clock = Clock::for_viewer(Some(&user), &headers);
+    let rows = incidents::list(&state.pool, &filter)
+        .await?
+        .into_iter()
+        .map(|i| Row {
+            opened: clock.fmt(&i.opened_at),
+            incident: i,
+        })
+        .collect();
+    Ok(ListPage {
+        layout: Layout::new(Some(&user), "Incidents"),
+        rows,
+        services: incidents::services(&state.pool).await?,
+        states: IncidentState::ALL.iter().map(|s| (s.as_str(), s.label())).collect(),
+        severities: Severity::ALL.iter().map(|s| s.as_str()).collect(),
+        q,
+        zone: clock.zone_name,
+    }
+    .into_response())
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "incidents/new.html")]
+struct NewPage {
+    layout: Layout,
+    form: NewForm,
+    severities: Vec<&'static str>,
+    error: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct NewForm {
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    service: String,
+    #[serde(default)]
+    severity: String,
+    #[serde(default)]
+    description: String,
+}
+
+async fn new_page(CurrentUser(user): CurrentUser) -> PageResult {
+    Ok(NewPage {
+        layout: Layout::new(Some(&user), "Open an incident"),
+        form: NewForm {
+            severity: "SEV3".into(),
+            ..Default::default()
+        },
+        severities: Severity::ALL.iter().map(|s| s.as_str()).collect(),
+        error: None,
+    }
+    .into_response())
+}
+
+async fn create_submit(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    PageForm(form): PageForm<NewForm>,
+) -> PageResult {
+    match NewIncident::parse(&form.title, &form.service, &form.severity, &form.description) {
+        Ok(new) => {
+            let incident = workflow::open_incident(&state.pool, &user.name, &new).await?;
+            Ok(Redirect::to(&format!("/incidents/{}", incident.id)).into_response())
+        }
+        Err(e) => Ok((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            NewPage {
+                layout: Layout::new(Some(&user), "Open an incident"),
+                form,
+                severities: Severity::ALL.iter().map(|s| s.as_str()).collect(),
+                error: Some(e.to_string()),
+            },
+        )
+            .into_response()),
+    }
+}
+
+struct Event {
+    at: String,
+    event: TimelineEvent,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "incidents/show.html")]
+struct ShowPage {
+    layout: Layout,
+    incident: Incident,
+    opened: String,
+    resolved: String,
+    steps: Vec<Step>,
+    timeline: Vec<Event>,
+    zone: String,
+    resolve_form: ResolveForm,
+    error: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct ResolveForm {
+    #[serde(default)]
+    summary: String,
+    #[serde(default)]
+    root_cause: String,
+}
+
+fn page_id(id: &str) -> Result<IncidentId, PageError> {
+    IncidentId::parse(id).map_err(|_| PageError(AppError::NotFound(format!("incident {id}"))))
+}
+
+async fn render_incident(
+    state: &AppState,
+    user: &User,
+    headers: &HeaderMap,
+    id: &IncidentId,
+    resolve_form: ResolveForm,
+    error: Option<(StatusCode, String)>,
+) -> PageResult {
+    let incident = incidents::get(&state.pool, id).await?;
+    let clock = Clock::for_viewer(Some(user), headers);
+    let timeline = incidents::timeline(&state.pool, id)
+        .await?
+        .into_iter()
+        .map(|e| Event {
+            at: clock.fmt(&e.at),
+            event: e,
+        })
+        .collect();
+    let (status, error) = match error {
+        Some((s, m)) => (s, Some(m)),
+        None => (StatusCode::OK, None),
+    };
+    let page = ShowPage {
+        layout: Layout::new(Some(user), format!("{} · {}", incident.id, incident.title)),
+        opened: clock.fmt(&incident.opened_at),
+        resolved: clock.fmt_opt(&incident.resolved_at),
+        steps: stepper(incident.state, user.role),
+        incident,
+        timeline,
+        zone: clock.zone_name,
+        resolve_form,
+        error,
+    };
+    Ok((status, page).into_response())
+}
+
+async fn show_page(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> PageResult {
+    let id = page_id(&id)?;
+    render_incident(&state, &user, &headers, &id, ResolveForm::default(), None).await
+}
+
+/// Runs a transition from a form; a 4xx outcome re-renders the incident page with the message.
+async fn transition_from_form(
+    state: &AppState,
+    user: &User,
+    headers: &HeaderMap,
+    id: &str,
+    t: Transition,
+    input: TransitionInput,
+    form: ResolveForm,
+) -> PageResult {
+    let id = page_id(id)?;
+    match workflow::transition(&state.pool, user, &id, t, input).await {
+        Ok(_) => Ok(Redirect::to(&format!("/incidents/{id}")).into_response()),
+        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
+        Err(e) => {
+            let status = e.status();
+            render_incident(state, user, headers, &id, form, Some((status, e.to_string()))).await
+        }
+    }
+}
+
+async fn resolve_submit(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    PageForm(form): PageForm<ResolveForm>,
+) -> PageResult {
+    match Resolution::parse(&form.summary, &form.root_cause) {
+        Ok(r) => {
+            let input = TransitionInput { resolution: Some(r) };
+            transition_from_form(&state, &user, &headers, &id, Transition::Resolve, input, form).await
+        }
+        Err(e) => {
+            let id = page_id(&id)?;
+            render_incident(&state, &user, &headers, &id, form, Some((StatusCode::UNPROCESSABLE_ENTITY, e.to_string())))
+                .await
+        }
+    }
+}
+
+macro_rules! simple_transition {
+    ($name:ident, $t:expr) => {
+        async fn $name(
+            State(state): State<AppState>,
+            CurrentUser(user): CurrentUser,
+            headers: HeaderMap,
+            Path(id): Path<String>,
+        ) -> PageResult {
+            transition_from_form(&state, &user, &headers, &id, $t, TransitionInput::default(), ResolveForm::default())
+                .await
+        }
+    };
+}
+
+simple_transition!(reopen_submit, Transition::Reopen);
+simple_transition!(draft_submit, Transition::DraftPostmortem);
+simple_transition!(confirm_submit, Transition::Confirm);
+simple_transition!(learn_submit, Transition::Learn);

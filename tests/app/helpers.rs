@@ -1,0 +1,142 @@
+//! Test harness: a fresh SQLite file per test, the real router served on 127.0.0.1, and users of
+//! each role with API tokens and passwords.
+
+use incidentmind::{AppState, Settings, cli::add_user, router, store};
+use reqwest::{Client, Response, StatusCode};
+use serde_json::Value;
+use sqlx::SqlitePool;
+
+/// Password of every test user.
+pub const PASSWORD: &str = "correct horse battery";
+
+pub struct TestApp {
+    pub base: String,
+    pub pool: SqlitePool,
+    pub responder: String,
+    pub reviewer: String,
+    pub admin: String,
+    pub client: Client,
+    pub db_path: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(Settings::default()).await
+}
+
+pub async fn spawn_app_with(settings: Settings) -> TestApp {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db_path = dir.path().join("test.db");
+    let pool = store::connect(db_path.to_str().expect("utf-8 path"))
+        .await
+        .expect("database");
+    let responder = add_user(&pool, "rita", "responder", Some(PASSWORD)).await.expect("user");
+    let reviewer = add_user(&pool, "victor", "reviewer", Some(PASSWORD)).await.expect("user");
+    let admin = add_user(&pool, "ada", "admin", Some(PASSWORD)).await.expect("user");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let app = router(AppState::new(pool.clone(), settings));
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.expect("serve");
+    });
+    TestApp {
+        base: format!("http://{addr}"),
+        pool,
+        responder,
+        reviewer,
+        admin,
+        client: Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client"),
+        db_path,
+        _dir: dir,
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub async fn post_json(&self, token: &str, path: &str, body: Value) -> Response {
+        self.client
+            .post(self.url(path))
+            .bearer_auth(token)
+            .json(&body)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    pub async fn get(&self, token: &str, path: &str) -> Response {
+        self.client
+            .get(self.url(path))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("request")
+    }
+
+    /// Opens an incident as the responder and returns its id.
+    pub async fn open_incident(&self, title: &str, service: &str) -> String {
+        let res = self
+            .post_json(
+                &self.responder,
+                "/api/v1/incidents",
+                serde_json::json!({"title": title, "service": service, "severity": "SEV2",
+                                   "description": "customers see errors"}),
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        res.json::<Value>().await.expect("json")["id"]
+            .as_str()
+            .expect("id")
+            .to_string()
+    }
+
+    pub async fn resolve(&self, id: &str) -> Response {
+        self.post_json(
+            &self.responder,
+            &format!("/api/v1/incidents/{id}/resolve"),
+            serde_json::json!({"summary": "rolled back", "root_cause": "bad deploy"}),
+        )
+        .await
+    }
+
+    pub async fn count(&self, table: &str) -> i64 {
+        sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+            .fetch_one(&self.pool)
+            .await
+            .expect("count")
+    }
+
+    /// A client with a cookie jar, signed in as `name` through the sign-in form.
+    pub async fn browser(&self, name: &str) -> Client {
+        let c = Client::builder()
+            .cookie_store(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("client");
+        let res = c
+            .post(self.url("/signin"))
+            .header("origin", &self.base)
+            .form(&[("name", name), ("password", PASSWORD), ("next", "/incidents")])
+            .send()
+            .await
+            .expect("signin");
+        assert_eq!(res.status(), StatusCode::SEE_OTHER, "sign-in should redirect");
+        c
+    }
+}
+
+/// Reads the JSON error body `{"error": {"code", "message"}}`.
+pub async fn error_of(res: Response) -> (StatusCode, String, String) {
+    let status = res.status();
+    let v: Value = res.json().await.expect("json error body");
+    (
+        status,
+        v["error"]["code"].as_str().unwrap_or_default().to_string(),
+        v["error"]["message"].as_str().unwrap_or_default().to_string(),
+    )
+}
