@@ -16,7 +16,12 @@ use crate::web::{self, AppState, Settings};
 #[command(version, about)]
 pub struct Cli {
     /// SQLite database file (or `sqlite://…` URL); created if missing.
-    #[arg(long, env = "INCIDENTMIND_DATABASE_URL", default_value = "incidentmind.db", global = true)]
+    #[arg(
+        long,
+        env = "INCIDENTMIND_DATABASE_URL",
+        default_value = "incidentmind.db",
+        global = true
+    )]
     pub database_url: String,
     /// Options of the web server (used by `serve`, the default command).
     #[command(flatten)]
@@ -30,13 +35,23 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on.
-    #[arg(long, env = "INCIDENTMIND_BIND", default_value = "127.0.0.1:3000", global = true)]
+    #[arg(
+        long,
+        env = "INCIDENTMIND_BIND",
+        default_value = "127.0.0.1:3000",
+        global = true
+    )]
     pub bind: String,
     /// Largest accepted request body for ordinary requests, in bytes.
     #[arg(long, env = "INCIDENTMIND_MAX_BODY_BYTES", default_value_t = 1024 * 1024, global = true)]
     pub max_body_bytes: usize,
     /// Mark the session cookie `Secure` (set when served over HTTPS).
-    #[arg(long, env = "INCIDENTMIND_SECURE_COOKIES", default_value_t = false, global = true)]
+    #[arg(
+        long,
+        env = "INCIDENTMIND_SECURE_COOKIES",
+        default_value_t = false,
+        global = true
+    )]
     pub secure_cookies: bool,
 }
 
@@ -113,7 +128,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 let mut line = String::new();
                 std::io::stdin().lock().read_line(&mut line)?;
                 let p = line.trim_end_matches(['\r', '\n']).to_string();
-                anyhow::ensure!(p.chars().count() >= 8, "the password must be at least 8 characters");
+                anyhow::ensure!(
+                    p.chars().count() >= 8,
+                    "the password must be at least 8 characters"
+                );
                 Some(p)
             } else {
                 None

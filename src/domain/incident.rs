@@ -31,7 +31,12 @@ impl IncidentId {
     /// # Errors
     /// [`ValidationError`] on any other shape.
     pub fn parse(s: &str) -> Result<Self, ValidationError> {
-        let bad = || ValidationError::new("id", format!("'{s}' is not an incident id like INC-2026-0001"));
+        let bad = || {
+            ValidationError::new(
+                "id",
+                format!("'{s}' is not an incident id like INC-2026-0001"),
+            )
+        };
         let rest = s.strip_prefix("INC-").ok_or_else(bad)?;
         let (year, seq) = rest.split_once('-').ok_or_else(bad)?;
         let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
@@ -437,7 +442,13 @@ mod tests {
         );
         let e = Resolved.apply(Confirm).unwrap_err();
         assert!(e.to_string().contains("draft the post-mortem first"), "{e}");
-        assert!(Learned.apply(Reopen).unwrap_err().to_string().contains("closed"));
+        assert!(
+            Learned
+                .apply(Reopen)
+                .unwrap_err()
+                .to_string()
+                .contains("closed")
+        );
     }
 
     #[test]
@@ -452,7 +463,13 @@ mod tests {
         assert_eq!(IncidentId::new(2026, 7).as_str(), "INC-2026-0007");
         assert_eq!(IncidentId::new(2026, 12345).as_str(), "INC-2026-12345");
         assert!(IncidentId::parse("INC-2026-0007").is_ok());
-        for bad in ["INC-26-0007", "INC-2026-7", "inc-2026-0007", "INC-2026-00a7", ""] {
+        for bad in [
+            "INC-26-0007",
+            "INC-2026-7",
+            "inc-2026-0007",
+            "INC-2026-00a7",
+            "",
+        ] {
             assert!(IncidentId::parse(bad).is_err(), "{bad}");
         }
     }
@@ -462,12 +479,25 @@ mod tests {
         let ok = NewIncident::parse(" Checkout slow ", "Payments-API", "SEV2", "").unwrap();
         assert_eq!(ok.title, "Checkout slow");
         assert_eq!(ok.service, "payments-api");
-        assert_eq!(NewIncident::parse("", "a", "SEV1", "").unwrap_err().field, "title");
+        assert_eq!(
+            NewIncident::parse("", "a", "SEV1", "").unwrap_err().field,
+            "title"
+        );
         let long = "x".repeat(201);
         let e = NewIncident::parse(&long, "a", "SEV1", "").unwrap_err();
         assert_eq!(e.field, "title");
         assert!(e.message.contains("200"));
-        assert_eq!(NewIncident::parse("t", "a b", "SEV1", "").unwrap_err().field, "service");
-        assert_eq!(NewIncident::parse("t\u{0007}", "a", "SEV1", "").unwrap_err().field, "title");
+        assert_eq!(
+            NewIncident::parse("t", "a b", "SEV1", "")
+                .unwrap_err()
+                .field,
+            "service"
+        );
+        assert_eq!(
+            NewIncident::parse("t\u{0007}", "a", "SEV1", "")
+                .unwrap_err()
+                .field,
+            "title"
+        );
     }
 }

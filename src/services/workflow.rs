@@ -12,13 +12,24 @@ use crate::store::{self, audit, incidents};
 ///
 /// # Errors
 /// Database errors.
-pub async fn open_incident(pool: &SqlitePool, actor: &str, new: &NewIncident) -> AppResult<Incident> {
+pub async fn open_incident(
+    pool: &SqlitePool,
+    actor: &str,
+    new: &NewIncident,
+) -> AppResult<Incident> {
     let mut tx = store::begin_write(pool).await?;
     let incident = incidents::insert(&mut tx, new, actor, store::now()).await?;
     let detail = serde_json::json!({
         "title": new.title, "service": new.service, "severity": new.severity,
     });
-    audit::append(&mut tx, actor, "incident.open", incident.id.as_str(), &detail.to_string()).await?;
+    audit::append(
+        &mut tx,
+        actor,
+        "incident.open",
+        incident.id.as_str(),
+        &detail.to_string(),
+    )
+    .await?;
     tx.commit().await?;
     tracing::info!(incident.id = %incident.id, "incident opened");
     Ok(incident)

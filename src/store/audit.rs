@@ -43,7 +43,15 @@ pub fn entry_hash(
     detail: &str,
 ) -> String {
     let mut h = Sha256::new();
-    for part in [prev_hash, &seq.to_string(), at, actor, action, subject, detail] {
+    for part in [
+        prev_hash,
+        &seq.to_string(),
+        at,
+        actor,
+        action,
+        subject,
+        detail,
+    ] {
         h.update(part.as_bytes());
         h.update([0x1f]);
     }
@@ -128,7 +136,9 @@ pub async fn verify(pool: &SqlitePool) -> AppResult<Verification> {
                 reason: "does not link to the previous entry".into(),
             });
         }
-        let h = entry_hash(&prev, e.seq, &e.at, &e.actor, &e.action, &e.subject, &e.detail);
+        let h = entry_hash(
+            &prev, e.seq, &e.at, &e.actor, &e.action, &e.subject, &e.detail,
+        );
         if h != e.hash {
             return Ok(Verification::Broken {
                 seq: e.seq,

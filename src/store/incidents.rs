@@ -129,14 +129,16 @@ pub async fn add_event(
     kind: &str,
     detail: &str,
 ) -> AppResult<()> {
-    sqlx::query("INSERT INTO timeline_events (incident_id, at, actor, kind, detail) VALUES (?, ?, ?, ?, ?)")
-        .bind(id.as_str())
-        .bind(db_time(at))
-        .bind(actor)
-        .bind(kind)
-        .bind(detail)
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query(
+        "INSERT INTO timeline_events (incident_id, at, actor, kind, detail) VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(id.as_str())
+    .bind(db_time(at))
+    .bind(actor)
+    .bind(kind)
+    .bind(detail)
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 
@@ -273,7 +275,11 @@ pub async fn apply_transition(
 ) -> AppResult<bool> {
     let t = db_time(at);
     let (summary, root_cause, resolved_at) = match &patch.resolution {
-        Some(r) => (Some(r.summary.as_str()), Some(r.root_cause.as_str()), Some(t.as_str())),
+        Some(r) => (
+            Some(r.summary.as_str()),
+            Some(r.root_cause.as_str()),
+            Some(t.as_str()),
+        ),
         None => (None, None, None),
     };
     let done = sqlx::query(

@@ -27,7 +27,8 @@ fn backend(e: impl std::fmt::Display) -> session_store::Error {
 #[async_trait]
 impl SessionStore for SqliteSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
-        let data = serde_json::to_vec(&record.data).map_err(|e| session_store::Error::Encode(e.to_string()))?;
+        let data = serde_json::to_vec(&record.data)
+            .map_err(|e| session_store::Error::Encode(e.to_string()))?;
         // Ids are 128-bit random; on the astronomically unlikely collision, draw a new one.
         loop {
             let res = sqlx::query("INSERT INTO sessions (id, data, expiry_date) VALUES (?, ?, ?)")
@@ -45,7 +46,8 @@ impl SessionStore for SqliteSessionStore {
     }
 
     async fn save(&self, record: &Record) -> session_store::Result<()> {
-        let data = serde_json::to_vec(&record.data).map_err(|e| session_store::Error::Encode(e.to_string()))?;
+        let data = serde_json::to_vec(&record.data)
+            .map_err(|e| session_store::Error::Encode(e.to_string()))?;
         sqlx::query(
             "INSERT INTO sessions (id, data, expiry_date) VALUES (?, ?, ?)
              ON CONFLICT (id) DO UPDATE SET data = excluded.data, expiry_date = excluded.expiry_date",
@@ -65,19 +67,21 @@ impl SessionStore for SqliteSessionStore {
     }
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
-        let row: Option<(Vec<u8>, i64)> =
-            sqlx::query_as("SELECT data, expiry_date FROM sessions WHERE id = ? AND expiry_date > ?")
-                .bind(id.to_string())
-                .bind(OffsetDateTime::now_utc().unix_timestamp())
-                .fetch_optional(&self.pool)
-                .await
-                .map_err(backend)?;
+        let row: Option<(Vec<u8>, i64)> = sqlx::query_as(
+            "SELECT data, expiry_date FROM sessions WHERE id = ? AND expiry_date > ?",
+        )
+        .bind(id.to_string())
+        .bind(OffsetDateTime::now_utc().unix_timestamp())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(backend)?;
         let Some((data, expiry)) = row else {
             return Ok(None);
         };
         Ok(Some(Record {
             id: *id,
-            data: serde_json::from_slice(&data).map_err(|e| session_store::Error::Decode(e.to_string()))?,
+            data: serde_json::from_slice(&data)
+                .map_err(|e| session_store::Error::Decode(e.to_string()))?,
             expiry_date: OffsetDateTime::from_unix_timestamp(expiry).map_err(backend)?,
         }))
     }

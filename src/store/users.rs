@@ -130,12 +130,11 @@ pub async fn find_with_password(
         user: UserRow,
         password_hash: Option<String>,
     }
-    let row: Option<Row> = sqlx::query_as(
-        "SELECT id, name, role, time_zone, password_hash FROM users WHERE name = ?",
-    )
-    .bind(name)
-    .fetch_optional(pool)
-    .await?;
+    let row: Option<Row> =
+        sqlx::query_as("SELECT id, name, role, time_zone, password_hash FROM users WHERE name = ?")
+            .bind(name)
+            .fetch_optional(pool)
+            .await?;
     row.map(|r| Ok((r.user.into_user()?, r.password_hash)))
         .transpose()
 }

@@ -11,7 +11,10 @@ use serde::{Deserialize, Serialize};
 use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson};
-use crate::domain::{Incident, IncidentId, IncidentState, NewIncident, Resolution, Severity, TimelineEvent, Transition};
+use crate::domain::{
+    Incident, IncidentId, IncidentState, NewIncident, Resolution, Severity, TimelineEvent,
+    Transition,
+};
 use crate::services::workflow::{self, TransitionInput};
 use crate::store::incidents::{self, IncidentFilter};
 
@@ -53,7 +56,12 @@ async fn create(
     CurrentUser(user): CurrentUser,
     ApiJson(body): ApiJson<CreateIncident>,
 ) -> ApiResult<impl IntoResponse> {
-    let new = NewIncident::parse(&body.title, &body.service, &body.severity, &body.description)?;
+    let new = NewIncident::parse(
+        &body.title,
+        &body.service,
+        &body.severity,
+        &body.description,
+    )?;
     let incident = workflow::open_incident(&state.pool, &user.name, &new).await?;
     Ok((StatusCode::CREATED, Json(incident)))
 }
@@ -80,9 +88,13 @@ impl ListQuery {
     pub fn to_filter(&self) -> Result<IncidentFilter, crate::domain::ValidationError> {
         let nonempty = |s: &str| Some(s.trim()).filter(|s| !s.is_empty()).map(str::to_string);
         Ok(IncidentFilter {
-            state: nonempty(&self.state).map(|s| IncidentState::parse(&s)).transpose()?,
+            state: nonempty(&self.state)
+                .map(|s| IncidentState::parse(&s))
+                .transpose()?,
             service: nonempty(&self.service).map(|s| s.to_lowercase()),
-            severity: nonempty(&self.severity).map(|s| Severity::parse(&s)).transpose()?,
+            severity: nonempty(&self.severity)
+                .map(|s| Severity::parse(&s))
+                .transpose()?,
             limit: None,
         })
     }
@@ -144,17 +156,28 @@ async fn resolve(
     let input = TransitionInput {
         resolution: Some(resolution),
     };
-    Ok(Json(workflow::transition(&state.pool, &user, &id, Transition::Resolve, input).await?))
+    Ok(Json(
+        workflow::transition(&state.pool, &user, &id, Transition::Resolve, input).await?,
+    ))
 }
 
-async fn simple(state: &AppState, user: &CurrentUser, id: &str, t: Transition) -> ApiResult<Json<Incident>> {
+async fn simple(
+    state: &AppState,
+    user: &CurrentUser,
+    id: &str,
+    t: Transition,
+) -> ApiResult<Json<Incident>> {
     let id = parse_id(id)?;
     Ok(Json(
         workflow::transition(&state.pool, &user.0, &id, t, TransitionInput::default()).await?,
     ))
 }
 
-async fn reopen(State(state): State<AppState>, user: CurrentUser, Path(id): Path<String>) -> ApiResult<Json<Incident>> {
+async fn reopen(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Incident>> {
     simple(&state, &user, &id, Transition::Reopen).await
 }
 
@@ -166,10 +189,18 @@ async fn draft_postmortem(
     simple(&state, &user, &id, Transition::DraftPostmortem).await
 }
 
-async fn confirm(State(state): State<AppState>, user: CurrentUser, Path(id): Path<String>) -> ApiResult<Json<Incident>> {
+async fn confirm(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Incident>> {
     simple(&state, &user, &id, Transition::Confirm).await
 }
 
-async fn learn(State(state): State<AppState>, user: CurrentUser, Path(id): Path<String>) -> ApiResult<Json<Incident>> {
+async fn learn(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Incident>> {
     simple(&state, &user, &id, Transition::Learn).await
 }

@@ -79,7 +79,10 @@ impl IntoResponse for AuthRejection {
 impl FromRequestParts<AppState> for CurrentUser {
     type Rejection = AuthRejection;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         let is_api = parts.uri.path().starts_with("/api/");
         let reject = |e: AppError, parts: &Parts| {
             if is_api || !matches!(e, AppError::Unauthenticated) {
@@ -98,7 +101,10 @@ impl FromRequestParts<AppState> for CurrentUser {
             let token = value
                 .to_str()
                 .ok()
-                .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+                .and_then(|v| {
+                    v.strip_prefix("Bearer ")
+                        .or_else(|| v.strip_prefix("bearer "))
+                })
                 .map(str::trim)
                 .filter(|t| !t.is_empty());
             let Some(token) = token else {
@@ -134,15 +140,22 @@ impl FromRequestParts<AppState> for CurrentUser {
 /// # Errors
 /// [`AppError::Unauthenticated`] for an unknown name, a user without a password, or a wrong
 /// password (the same error for all three).
-pub async fn sign_in(pool: &SqlitePool, session: &Session, name: &str, password: &str) -> AppResult<User> {
+pub async fn sign_in(
+    pool: &SqlitePool,
+    session: &Session,
+    name: &str,
+    password: &str,
+) -> AppResult<User> {
     let found = users::find_with_password(pool, name.trim()).await?;
     let Some((user, Some(hash))) = found else {
         return Err(AppError::Unauthenticated);
     };
     let password = password.to_string();
-    let ok = tokio::task::spawn_blocking(move || password_auth::verify_password(password, &hash).is_ok())
-        .await
-        .map_err(|e| AppError::Internal(e.into()))?;
+    let ok = tokio::task::spawn_blocking(move || {
+        password_auth::verify_password(password, &hash).is_ok()
+    })
+    .await
+    .map_err(|e| AppError::Internal(e.into()))?;
     if !ok {
         return Err(AppError::Unauthenticated);
     }
@@ -162,5 +175,8 @@ pub async fn sign_in(pool: &SqlitePool, session: &Session, name: &str, password:
 /// # Errors
 /// Session store errors.
 pub async fn sign_out(session: &Session) -> AppResult<()> {
-    session.flush().await.map_err(|e| AppError::Internal(e.into()))
+    session
+        .flush()
+        .await
+        .map_err(|e| AppError::Internal(e.into()))
 }

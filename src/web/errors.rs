@@ -89,7 +89,11 @@ impl<T: DeserializeOwned> FromRequest<super::AppState> for ApiJson<T> {
             Ok(Json(v)) => Ok(Self(v)),
             Err(e) => {
                 let e: JsonRejection = e;
-                Err(ApiError(rejection(e.status(), e.body_text(), state.settings.max_body_bytes)))
+                Err(ApiError(rejection(
+                    e.status(),
+                    e.body_text(),
+                    state.settings.max_body_bytes,
+                )))
             }
         }
     }
@@ -107,7 +111,11 @@ impl<T: DeserializeOwned> FromRequest<super::AppState> for PageForm<T> {
             Ok(axum::Form(v)) => Ok(Self(v)),
             Err(e) => {
                 let e: FormRejection = e;
-                Err(PageError(rejection(e.status(), e.body_text(), state.settings.max_body_bytes)))
+                Err(PageError(rejection(
+                    e.status(),
+                    e.body_text(),
+                    state.settings.max_body_bytes,
+                )))
             }
         }
     }
@@ -115,7 +123,7 @@ impl<T: DeserializeOwned> FromRequest<super::AppState> for PageForm<T> {
 
 /// Fallback for unknown routes: JSON under `/api`, a page elsewhere.
 pub async fn not_found(uri: axum::http::Uri) -> Response {
-    let e = AppError::NotFound(format!("{}", uri.path()));
+    let e = AppError::NotFound(uri.path().to_string());
     if uri.path().starts_with("/api/") {
         ApiError(e).into_response()
     } else {

@@ -74,7 +74,9 @@ pub fn router(state: AppState) -> Router {
         .with_secure(state.settings.secure_cookies)
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
-        .with_expiry(Expiry::OnInactivity(tower_sessions::cookie::time::Duration::hours(12)));
+        .with_expiry(Expiry::OnInactivity(
+            tower_sessions::cookie::time::Duration::hours(12),
+        ));
     let request_id = HeaderName::from_static("x-request-id");
     let trace = TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
         let route = req
@@ -109,7 +111,9 @@ pub fn router(state: AppState) -> Router {
             header::REFERRER_POLICY,
             HeaderValue::from_static("same-origin"),
         ))
-        .layer(axum::middleware::map_response(errors::csrf_rejection_message))
+        .layer(axum::middleware::map_response(
+            errors::csrf_rejection_message,
+        ))
         .layer(CsrfLayer::new())
         .layer(sessions)
         .layer(DefaultBodyLimit::max(state.settings.max_body_bytes))

@@ -3,11 +3,11 @@
 
 use askama::Template;
 use askama_web::WebTemplate;
+use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use axum::Router;
 use serde::Deserialize;
 use tower_sessions::Session;
 
@@ -17,7 +17,8 @@ use super::auth::{self, CurrentUser};
 use super::errors::{PageError, PageForm};
 use super::view::{Clock, Step, stepper};
 use crate::domain::{
-    Incident, IncidentId, IncidentState, NewIncident, Resolution, Severity, TimelineEvent, Transition,
+    Incident, IncidentId, IncidentState, NewIncident, Resolution, Severity, TimelineEvent,
+    Transition,
 };
 use crate::error::AppError;
 use crate::services::workflow::{self, TransitionInput};
@@ -226,7 +227,10 @@ async fn list_page(
         layout: Layout::new(Some(&user), "Incidents"),
         rows,
         services: incidents::services(&state.pool).await?,
-        states: IncidentState::ALL.iter().map(|s| (s.as_str(), s.label())).collect(),
+        states: IncidentState::ALL
+            .iter()
+            .map(|s| (s.as_str(), s.label()))
+            .collect(),
         severities: Severity::ALL.iter().map(|s| s.as_str()).collect(),
         q,
         zone: clock.zone_name,
@@ -273,7 +277,12 @@ async fn create_submit(
     CurrentUser(user): CurrentUser,
     PageForm(form): PageForm<NewForm>,
 ) -> PageResult {
-    match NewIncident::parse(&form.title, &form.service, &form.severity, &form.description) {
+    match NewIncident::parse(
+        &form.title,
+        &form.service,
+        &form.severity,
+        &form.description,
+    ) {
         Ok(new) => {
             let incident = workflow::open_incident(&state.pool, &user.name, &new).await?;
             Ok(Redirect::to(&format!("/incidents/{}", incident.id)).into_response())
@@ -384,7 +393,15 @@ async fn transition_from_form(
         Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
         Err(e) => {
             let status = e.status();
-            render_incident(state, user, headers, &id, form, Some((status, e.to_string()))).await
+            render_incident(
+                state,
+                user,
+                headers,
+                &id,
+                form,
+                Some((status, e.to_string())),
+            )
+            .await
         }
     }
 }
@@ -398,13 +415,31 @@ async fn resolve_submit(
 ) -> PageResult {
     match Resolution::parse(&form.summary, &form.root_cause) {
         Ok(r) => {
-            let input = TransitionInput { resolution: Some(r) };
-            transition_from_form(&state, &user, &headers, &id, Transition::Resolve, input, form).await
+            let input = TransitionInput {
+                resolution: Some(r),
+            };
+            transition_from_form(
+                &state,
+                &user,
+                &headers,
+                &id,
+                Transition::Resolve,
+                input,
+                form,
+            )
+            .await
         }
         Err(e) => {
             let id = page_id(&id)?;
-            render_incident(&state, &user, &headers, &id, form, Some((StatusCode::UNPROCESSABLE_ENTITY, e.to_string())))
-                .await
+            render_incident(
+                &state,
+                &user,
+                &headers,
+                &id,
+                form,
+                Some((StatusCode::UNPROCESSABLE_ENTITY, e.to_string())),
+            )
+            .await
         }
     }
 }
@@ -417,8 +452,16 @@ macro_rules! simple_transition {
             headers: HeaderMap,
             Path(id): Path<String>,
         ) -> PageResult {
-            transition_from_form(&state, &user, &headers, &id, $t, TransitionInput::default(), ResolveForm::default())
-                .await
+            transition_from_form(
+                &state,
+                &user,
+                &headers,
+                &id,
+                $t,
+                TransitionInput::default(),
+                ResolveForm::default(),
+            )
+            .await
         }
     };
 }

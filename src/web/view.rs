@@ -34,7 +34,10 @@ impl Clock {
             .or(from_cookie)
             .unwrap_or_else(|| "UTC".into());
         match TimeZone::get(&name) {
-            Ok(tz) => Self { tz, zone_name: name },
+            Ok(tz) => Self {
+                tz,
+                zone_name: name,
+            },
             Err(_) => Self::utc(),
         }
     }
@@ -103,7 +106,11 @@ pub fn stepper(state: IncidentState, role: Role) -> Vec<Step> {
     let steps = [
         ("Investigate", None, Investigating),
         ("Resolve", Some(Transition::Resolve), Resolved),
-        ("Post-mortem", Some(Transition::DraftPostmortem), PostmortemDraft),
+        (
+            "Post-mortem",
+            Some(Transition::DraftPostmortem),
+            PostmortemDraft,
+        ),
         ("Confirm", Some(Transition::Confirm), Confirmed),
         ("Learn", Some(Transition::Learn), Learned),
     ];
@@ -163,7 +170,10 @@ mod tests {
             Some("A reviewer must confirm the post-mortem first")
         );
         let s = stepper(IncidentState::PostmortemDraft, Role::Responder);
-        assert_eq!(s[3].disabled_reason.as_deref(), Some("Needs the reviewer role"));
+        assert_eq!(
+            s[3].disabled_reason.as_deref(),
+            Some("Needs the reviewer role")
+        );
         assert_eq!(s[1].status, "done");
         assert_eq!(s[2].status, "current");
         let s = stepper(IncidentState::PostmortemDraft, Role::Reviewer);

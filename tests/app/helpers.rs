@@ -16,7 +16,6 @@ pub struct TestApp {
     pub reviewer: String,
     pub admin: String,
     pub client: Client,
-    pub db_path: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -30,10 +29,18 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
     let pool = store::connect(db_path.to_str().expect("utf-8 path"))
         .await
         .expect("database");
-    let responder = add_user(&pool, "rita", "responder", Some(PASSWORD)).await.expect("user");
-    let reviewer = add_user(&pool, "victor", "reviewer", Some(PASSWORD)).await.expect("user");
-    let admin = add_user(&pool, "ada", "admin", Some(PASSWORD)).await.expect("user");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let responder = add_user(&pool, "rita", "responder", Some(PASSWORD))
+        .await
+        .expect("user");
+    let reviewer = add_user(&pool, "victor", "reviewer", Some(PASSWORD))
+        .await
+        .expect("user");
+    let admin = add_user(&pool, "ada", "admin", Some(PASSWORD))
+        .await
+        .expect("user");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let addr = listener.local_addr().expect("addr");
     let app = router(AppState::new(pool.clone(), settings));
     tokio::spawn(async move {
@@ -49,7 +56,6 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("client"),
-        db_path,
         _dir: dir,
     }
 }
@@ -121,11 +127,19 @@ impl TestApp {
         let res = c
             .post(self.url("/signin"))
             .header("origin", &self.base)
-            .form(&[("name", name), ("password", PASSWORD), ("next", "/incidents")])
+            .form(&[
+                ("name", name),
+                ("password", PASSWORD),
+                ("next", "/incidents"),
+            ])
             .send()
             .await
             .expect("signin");
-        assert_eq!(res.status(), StatusCode::SEE_OTHER, "sign-in should redirect");
+        assert_eq!(
+            res.status(),
+            StatusCode::SEE_OTHER,
+            "sign-in should redirect"
+        );
         c
     }
 }
@@ -137,6 +151,9 @@ pub async fn error_of(res: Response) -> (StatusCode, String, String) {
     (
         status,
         v["error"]["code"].as_str().unwrap_or_default().to_string(),
-        v["error"]["message"].as_str().unwrap_or_default().to_string(),
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
     )
 }

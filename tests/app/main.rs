@@ -1,5 +1,5 @@
 //! Integration tests: the real router over HTTP on loopback, a fresh SQLite file per test.
 
 mod helpers;
-mod workflow;
 mod web;
+mod workflow;

@@ -8,7 +8,12 @@ use crate::helpers::{PASSWORD, spawn_app};
 async fn a_responder_signs_in_opens_an_incident_and_resolves_it_through_the_forms() {
     let app = spawn_app().await;
     // Without a session a page redirects to sign-in, remembering where to come back.
-    let res = app.client.get(app.url("/incidents/new")).send().await.unwrap();
+    let res = app
+        .client
+        .get(app.url("/incidents/new"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     assert_eq!(res.headers()["location"], "/signin?next=%2Fincidents%2Fnew");
 
@@ -16,7 +21,12 @@ async fn a_responder_signs_in_opens_an_incident_and_resolves_it_through_the_form
     let res = b
         .post(app.url("/incidents"))
         .header("origin", &app.base)
-        .form(&[("title", "Checkout <b>slow</b>"), ("service", "payments-api"), ("severity", "SEV2"), ("description", "p99 up")])
+        .form(&[
+            ("title", "Checkout <b>slow</b>"),
+            ("service", "payments-api"),
+            ("severity", "SEV2"),
+            ("description", "p99 up"),
+        ])
         .send()
         .await
         .unwrap();
@@ -24,10 +34,24 @@ async fn a_responder_signs_in_opens_an_incident_and_resolves_it_through_the_form
     let location = res.headers()["location"].to_str().unwrap().to_string();
     assert!(location.starts_with("/incidents/INC-"), "{location}");
 
-    let html = b.get(app.url(&location)).send().await.unwrap().text().await.unwrap();
-    assert!(html.contains("Checkout &#60;b&#62;slow&#60;/b&#62;") || html.contains("Checkout &lt;b&gt;slow&lt;/b&gt;"), "title escaped");
+    let html = b
+        .get(app.url(&location))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("Checkout &#60;b&#62;slow&#60;/b&#62;")
+            || html.contains("Checkout &lt;b&gt;slow&lt;/b&gt;"),
+        "title escaped"
+    );
     assert!(!html.contains("<b>slow</b>"));
-    assert!(html.contains("Resolve the incident first"), "later steps say why they are disabled");
+    assert!(
+        html.contains("Resolve the incident first"),
+        "later steps say why they are disabled"
+    );
     assert!(html.contains("A reviewer must confirm the post-mortem first"));
     assert!(html.contains(r#"action="/incidents/"#));
     assert!(html.contains("+00:00"), "times show their offset");
@@ -48,27 +72,68 @@ async fn a_responder_signs_in_opens_an_incident_and_resolves_it_through_the_form
     let res = b
         .post(app.url(&format!("{location}/resolve")))
         .header("origin", &app.base)
-        .form(&[("summary", "rolled back v2.3"), ("root_cause", "connection leak")])
+        .form(&[
+            ("summary", "rolled back v2.3"),
+            ("root_cause", "connection leak"),
+        ])
         .send()
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let html = b.get(app.url(&location)).send().await.unwrap().text().await.unwrap();
+    let html = b
+        .get(app.url(&location))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(html.contains(r#"id="state">Resolved<"#), "{html}");
     assert!(html.contains("connection leak"));
 
     // The responder cannot confirm; the page says so instead of 500.
-    let res = b.post(app.url(&format!("{location}/postmortem"))).header("origin", &app.base).send().await.unwrap();
+    let res = b
+        .post(app.url(&format!("{location}/postmortem")))
+        .header("origin", &app.base)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let html = b.get(app.url(&location)).send().await.unwrap().text().await.unwrap();
+    let html = b
+        .get(app.url(&location))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(html.contains("Needs the reviewer role"));
-    let res = b.post(app.url(&format!("{location}/postmortem/confirm"))).header("origin", &app.base).send().await.unwrap();
+    let res = b
+        .post(app.url(&format!("{location}/postmortem/confirm")))
+        .header("origin", &app.base)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
 
     // The list shows it, and filters work.
-    let html = b.get(app.url("/incidents?state=postmortem_draft")).send().await.unwrap().text().await.unwrap();
+    let html = b
+        .get(app.url("/incidents?state=postmortem_draft"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(html.contains(&location[11..]));
-    let html = b.get(app.url("/incidents?state=learned")).send().await.unwrap().text().await.unwrap();
+    let html = b
+        .get(app.url("/incidents?state=learned"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(html.contains("No incidents match"));
 }
 
@@ -78,26 +143,54 @@ async fn a_wrong_password_is_refused_and_sign_out_ends_the_session() {
     let res = app
         .client
         .post(app.url("/signin"))
-        .form(&[("name", "rita"), ("password", "nope"), ("next", "/incidents")])
+        .form(&[
+            ("name", "rita"),
+            ("password", "nope"),
+            ("next", "/incidents"),
+        ])
         .send()
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
-    assert!(res.text().await.unwrap().contains("Unknown name or wrong password"));
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("Unknown name or wrong password")
+    );
     let b = app.browser("rita").await;
-    assert_eq!(b.get(app.url("/incidents")).send().await.unwrap().status(), StatusCode::OK);
-    let res = b.post(app.url("/signout")).header("origin", &app.base).send().await.unwrap();
+    assert_eq!(
+        b.get(app.url("/incidents")).send().await.unwrap().status(),
+        StatusCode::OK
+    );
+    let res = b
+        .post(app.url("/signout"))
+        .header("origin", &app.base)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    assert_eq!(b.get(app.url("/incidents")).send().await.unwrap().status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        b.get(app.url("/incidents")).send().await.unwrap().status(),
+        StatusCode::SEE_OTHER
+    );
 }
 
 #[tokio::test]
 async fn sign_in_never_redirects_off_site() {
     let app = spawn_app().await;
-    let c = reqwest::Client::builder().cookie_store(true).redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let c = reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
     let res = c
         .post(app.url("/signin"))
-        .form(&[("name", "rita"), ("password", PASSWORD), ("next", "//evil.example/x")])
+        .form(&[
+            ("name", "rita"),
+            ("password", PASSWORD),
+            ("next", "//evil.example/x"),
+        ])
         .send()
         .await
         .unwrap();
@@ -125,7 +218,11 @@ async fn cross_site_form_posts_are_refused_by_the_csrf_check() {
         .send()
         .await
         .unwrap();
-    assert_eq!(res.status(), StatusCode::FORBIDDEN, "a foreign Origin alone is enough to refuse");
+    assert_eq!(
+        res.status(),
+        StatusCode::FORBIDDEN,
+        "a foreign Origin alone is enough to refuse"
+    );
     assert_eq!(app.count("incidents").await, 0);
     // Same-origin posts pass.
     let res = b
@@ -165,26 +262,71 @@ async fn responses_carry_security_headers_and_request_ids() {
 #[tokio::test]
 async fn static_assets_have_content_types_and_cache_headers() {
     let app = spawn_app().await;
-    let html = app.client.get(app.url("/signin")).send().await.unwrap().text().await.unwrap();
+    let html = app
+        .client
+        .get(app.url("/signin"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     let start = html.find("/static/app.css?v=").expect("css link");
     let href: String = html[start..].chars().take_while(|c| *c != '"').collect();
     let res = app.client.get(app.url(&href)).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(res.headers()["content-type"], "text/css");
-    assert!(res.headers()["cache-control"].to_str().unwrap().contains("immutable"));
+    assert!(
+        res.headers()["cache-control"]
+            .to_str()
+            .unwrap()
+            .contains("immutable")
+    );
     let etag = res.headers()["etag"].clone();
-    let res = app.client.get(app.url("/static/app.css")).header("if-none-match", etag).send().await.unwrap();
+    let res = app
+        .client
+        .get(app.url("/static/app.css"))
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
-    let res = app.client.get(app.url("/static/tz.js")).send().await.unwrap();
-    assert!(res.headers()["content-type"].to_str().unwrap().contains("javascript"));
+    let res = app
+        .client
+        .get(app.url("/static/tz.js"))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        res.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .contains("javascript")
+    );
     assert_eq!(res.headers()["cache-control"], "public, max-age=300");
-    assert_eq!(app.client.get(app.url("/static/nope.css")).send().await.unwrap().status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.client
+            .get(app.url("/static/nope.css"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]
 async fn health_and_readiness_answer() {
     let app = spawn_app().await;
-    assert_eq!(app.client.get(app.url("/healthz")).send().await.unwrap().status(), StatusCode::OK);
+    assert_eq!(
+        app.client
+            .get(app.url("/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::OK
+    );
     let res = app.client.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(res.text().await.unwrap(), "ready");
@@ -210,9 +352,21 @@ async fn pages_show_times_in_the_viewers_zone_with_the_offset() {
     assert!(html.contains("Asia/Kolkata"));
     // A profile setting wins over the browser.
     let b = app.browser("rita").await;
-    let res = b.post(app.url("/profile")).header("origin", &app.base).form(&[("time_zone", "America/Nowhere")]).send().await.unwrap();
+    let res = b
+        .post(app.url("/profile"))
+        .header("origin", &app.base)
+        .form(&[("time_zone", "America/Nowhere")])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    let res = b.post(app.url("/profile")).header("origin", &app.base).form(&[("time_zone", "Pacific/Chatham")]).send().await.unwrap();
+    let res = b
+        .post(app.url("/profile"))
+        .header("origin", &app.base)
+        .form(&[("time_zone", "Pacific/Chatham")])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let html = app
         .client
@@ -225,7 +379,10 @@ async fn pages_show_times_in_the_viewers_zone_with_the_offset() {
         .text()
         .await
         .unwrap();
-    assert!(html.contains("+12:45") || html.contains("+13:45"), "Chatham offset shown");
+    assert!(
+        html.contains("+12:45") || html.contains("+13:45"),
+        "Chatham offset shown"
+    );
 }
 
 #[tokio::test]
@@ -233,10 +390,18 @@ async fn unknown_routes_are_404_in_the_right_format() {
     let app = spawn_app().await;
     let res = app.get(&app.responder, "/api/v1/nope").await;
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
-    assert_eq!(res.json::<serde_json::Value>().await.unwrap()["error"]["code"], "not_found");
+    assert_eq!(
+        res.json::<serde_json::Value>().await.unwrap()["error"]["code"],
+        "not_found"
+    );
     let res = app.get(&app.responder, "/incidents/INC-2020-0001").await;
     assert_eq!(res.status(), StatusCode::NOT_FOUND);
-    assert!(res.text().await.unwrap().contains("incident INC-2020-0001 not found"));
+    assert!(
+        res.text()
+            .await
+            .unwrap()
+            .contains("incident INC-2020-0001 not found")
+    );
 }
 
 #[test]
@@ -245,12 +410,26 @@ fn the_cli_creates_a_user_and_prints_a_token_as_the_last_line() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("cli.db");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_incidentmind"))
-        .args(["--database-url", db.to_str().unwrap(), "user", "add", "alice", "--role", "reviewer", "--password-stdin"])
+        .args([
+            "--database-url",
+            db.to_str().unwrap(),
+            "user",
+            "add",
+            "alice",
+            "--role",
+            "reviewer",
+            "--password-stdin",
+        ])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"a-long-password\n").unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"a-long-password\n")
+        .unwrap();
     let out = child.wait_with_output().unwrap();
     assert!(out.status.success());
     let stdout = String::from_utf8(out.stdout).unwrap();
@@ -258,7 +437,13 @@ fn the_cli_creates_a_user_and_prints_a_token_as_the_last_line() {
     assert!(last.starts_with("im_") && last.len() == 67, "{last}");
     // A second user with the same name is refused with a clear message.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_incidentmind"))
-        .args(["--database-url", db.to_str().unwrap(), "user", "add", "alice"])
+        .args([
+            "--database-url",
+            db.to_str().unwrap(),
+            "user",
+            "add",
+            "alice",
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
