@@ -66,6 +66,13 @@ pub enum Command {
     /// Inspect the append-only audit log.
     #[command(subcommand)]
     Audit(AuditCommand),
+    /// Write every memory record to stdout as JSON lines.
+    Export,
+    /// Import memory records from a JSON-lines file written by `export` (all or nothing).
+    Import {
+        /// Path of the .jsonl file.
+        file: std::path::PathBuf,
+    },
 }
 
 /// `user …`
@@ -149,6 +156,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let token = web::auth::issue_token(&pool, user.id).await?;
             println!("{token}");
             Ok(())
+        }
+        Command::Export => {
+            let out = crate::services::memory::export(&pool).await?;
+            std::io::stdout().lock().write_all(out.as_bytes())?;
+            Ok(())
+        }
+        Command::Import { file } => {
+            let text = std::fs::read(&file)?;
+            let text = String::from_utf8_lossy(&text);
+            match crate::services::memory::import(&pool, "import", &text).await? {
+                Ok(n) => {
+                    println!("imported {n} records from {}", file.display());
+                    Ok(())
+                }
+                Err(bad) => {
+                    for b in &bad {
+                        eprintln!("line {}: {}", b.line, b.message);
+                    }
+                    anyhow::bail!(
+                        "{} bad line(s) in {}; nothing was imported",
+                        bad.len(),
+                        file.display()
+                    )
+                }
+            }
         }
         Command::Audit(AuditCommand::Verify) => match audit::verify(&pool).await? {
             audit::Verification::Intact { entries } => {

@@ -7,6 +7,9 @@
 pub mod cli;
 pub mod domain;
 pub mod error;
+pub mod evidence;
+pub mod recall;
+pub mod redact;
 pub mod services;
 pub mod store;
 pub mod web;

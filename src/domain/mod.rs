@@ -1,13 +1,18 @@
 //! Pure domain types and rules: incident states and transitions, severities, roles and the
 //! validation of what people type. Nothing in here does I/O (DESIGN.md §7).
 
+pub mod action;
 pub mod incident;
+pub mod memory;
+pub mod synonyms;
 pub mod user;
 
+pub use action::ActionKind;
 pub use incident::{
     Incident, IncidentId, IncidentState, InvalidTransition, NewIncident, Resolution, Severity,
     TimelineEvent, Transition,
 };
+pub use memory::{Confidence, EpistemicType, MemoryKind, Rule, RuleSeverity, Validation};
 pub use user::{Role, UserName};
 
 /// A rule broken by input a person supplied; the message says what to change.

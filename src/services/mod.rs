@@ -1,4 +1,5 @@
 //! Application services: the workflow steps a handler calls. Each opens its own write
 //! transaction, applies domain rules, writes the timeline and the audit log, and commits.
 
+pub mod memory;
 pub mod workflow;

@@ -3,6 +3,8 @@
 
 pub mod audit;
 pub mod incidents;
+pub mod memory;
+pub mod redaction;
 pub mod sessions;
 pub mod users;
 

@@ -6,6 +6,7 @@ pub mod api;
 pub mod assets;
 pub mod auth;
 pub mod errors;
+pub mod memory;
 pub mod pages;
 pub mod view;
 
@@ -124,6 +125,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(pages::router())
         .merge(api::router())
+        .merge(memory::router())
         .merge(assets::router())
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))

@@ -1,0 +1,205 @@
+//! The closed vocabulary of actions the copilot may recommend (DESIGN.md §5). Anything else —
+//! model output, API input — is coerced through an alias table or rejected, never passed through.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::ValidationError;
+
+macro_rules! action_kinds {
+    ($($(#[$vm:meta])* $v:ident => $s:literal, $label:literal;)+) => {
+        /// A remediation or investigation action. Approving one only simulates it.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum ActionKind { $($(#[$vm])* $v),+ }
+
+        impl ActionKind {
+            /// Every action kind.
+            pub const ALL: &'static [ActionKind] = &[$(ActionKind::$v),+];
+
+            /// The snake_case name (`raise_pool_limit`).
+            pub fn as_str(self) -> &'static str {
+                match self { $(ActionKind::$v => $s),+ }
+            }
+
+            /// A label for people ("Raise the connection-pool limit").
+            pub fn label(self) -> &'static str {
+                match self { $(ActionKind::$v => $label),+ }
+            }
+        }
+    };
+}
+
+action_kinds! {
+    /// Restart the service's processes.
+    RestartService => "restart_service", "Restart the service";
+    /// Roll back to the previous deploy.
+    RollbackDeploy => "rollback_deploy", "Roll back the last deploy";
+    /// Add instances.
+    ScaleOut => "scale_out", "Scale out (add instances)";
+    /// Remove instances.
+    ScaleIn => "scale_in", "Scale in (remove instances)";
+    /// Raise the connection-pool size.
+    RaisePoolLimit => "raise_pool_limit", "Raise the connection-pool limit";
+    /// Lower the connection-pool size.
+    LowerPoolLimit => "lower_pool_limit", "Lower the connection-pool limit";
+    /// Fail over to the database replica.
+    FailoverDatabase => "failover_database", "Fail over the database";
+    /// Flush a cache.
+    FlushCache => "flush_cache", "Flush the cache";
+    /// Turn a feature flag off.
+    DisableFeatureFlag => "disable_feature_flag", "Disable the feature flag";
+    /// Drain a node.
+    DrainNode => "drain_node", "Drain the node";
+    /// Rotate credentials or certificates.
+    RotateCredentials => "rotate_credentials", "Rotate credentials / certificates";
+    /// Block a traffic source.
+    BlockTrafficSource => "block_traffic_source", "Block the traffic source";
+    /// Raise a timeout.
+    IncreaseTimeout => "increase_timeout", "Increase the timeout";
+    /// Ship a fix forward.
+    RollForwardFix => "roll_forward_fix", "Roll forward a fix";
+    /// Page the owning team.
+    PageOwnerTeam => "page_owner_team", "Page the owning team";
+    /// Collect more evidence before acting.
+    GatherMoreEvidence => "gather_more_evidence", "Gather more evidence";
+    /// Free disk space.
+    FreeDiskSpace => "free_disk_space", "Free disk space";
+    /// Throttle / rate-limit clients.
+    ThrottleClients => "throttle_clients", "Throttle clients";
+}
+
+/// Aliases accepted from models and people, mapped to their action kind (lower-case, spaces and
+/// dashes read as underscores).
+const ALIASES: &[(&str, ActionKind)] = &[
+    ("restart", ActionKind::RestartService),
+    ("reboot", ActionKind::RestartService),
+    ("bounce", ActionKind::RestartService),
+    ("restart_pods", ActionKind::RestartService),
+    ("rolling_restart", ActionKind::RestartService),
+    ("revert", ActionKind::RollbackDeploy),
+    ("rollback", ActionKind::RollbackDeploy),
+    ("roll_back", ActionKind::RollbackDeploy),
+    ("revert_deploy", ActionKind::RollbackDeploy),
+    ("scale_up", ActionKind::ScaleOut),
+    ("add_capacity", ActionKind::ScaleOut),
+    ("add_instances", ActionKind::ScaleOut),
+    ("scale_down", ActionKind::ScaleIn),
+    ("increase_pool_size", ActionKind::RaisePoolLimit),
+    ("increase_pool", ActionKind::RaisePoolLimit),
+    ("raise_pool_size", ActionKind::RaisePoolLimit),
+    ("increase_connection_pool", ActionKind::RaisePoolLimit),
+    ("increase_max_connections", ActionKind::RaisePoolLimit),
+    ("decrease_pool_size", ActionKind::LowerPoolLimit),
+    ("failover", ActionKind::FailoverDatabase),
+    ("promote_replica", ActionKind::FailoverDatabase),
+    ("clear_cache", ActionKind::FlushCache),
+    ("purge_cache", ActionKind::FlushCache),
+    ("disable_flag", ActionKind::DisableFeatureFlag),
+    ("feature_flag_off", ActionKind::DisableFeatureFlag),
+    ("toggle_feature_flag", ActionKind::DisableFeatureFlag),
+    ("cordon_node", ActionKind::DrainNode),
+    ("drain", ActionKind::DrainNode),
+    ("rotate_certificate", ActionKind::RotateCredentials),
+    ("renew_certificate", ActionKind::RotateCredentials),
+    ("rotate_keys", ActionKind::RotateCredentials),
+    ("rotate_secrets", ActionKind::RotateCredentials),
+    ("block_ip", ActionKind::BlockTrafficSource),
+    ("block_traffic", ActionKind::BlockTrafficSource),
+    ("raise_timeout", ActionKind::IncreaseTimeout),
+    ("extend_timeout", ActionKind::IncreaseTimeout),
+    ("hotfix", ActionKind::RollForwardFix),
+    ("deploy_fix", ActionKind::RollForwardFix),
+    ("roll_forward", ActionKind::RollForwardFix),
+    ("escalate", ActionKind::PageOwnerTeam),
+    ("page_team", ActionKind::PageOwnerTeam),
+    ("page_oncall", ActionKind::PageOwnerTeam),
+    ("investigate", ActionKind::GatherMoreEvidence),
+    ("collect_logs", ActionKind::GatherMoreEvidence),
+    ("gather_evidence", ActionKind::GatherMoreEvidence),
+    ("clean_disk", ActionKind::FreeDiskSpace),
+    ("free_disk", ActionKind::FreeDiskSpace),
+    ("rate_limit", ActionKind::ThrottleClients),
+    ("throttle", ActionKind::ThrottleClients),
+];
+
+impl ActionKind {
+    /// Exact parse of the snake_case name.
+    ///
+    /// # Errors
+    /// [`ValidationError`] on `kind` listing the accepted names.
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        let t = s.trim();
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == t)
+            .ok_or_else(|| {
+                let all: Vec<&str> = Self::ALL.iter().map(|k| k.as_str()).collect();
+                ValidationError::new(
+                    "kind",
+                    format!(
+                        "'{s}' is not an action kind; use one of: {}",
+                        all.join(", ")
+                    ),
+                )
+            })
+    }
+
+    /// Lenient parse for model output and aliases: normalises case, spaces and dashes, then
+    /// tries the exact names and the alias table. `None` means the item must be dropped.
+    pub fn coerce(s: &str) -> Option<Self> {
+        let norm: String = s
+            .trim()
+            .to_lowercase()
+            .chars()
+            .map(|c| if c == ' ' || c == '-' { '_' } else { c })
+            .collect();
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|k| k.as_str() == norm)
+            .or_else(|| ALIASES.iter().find(|(a, _)| *a == norm).map(|(_, k)| *k))
+    }
+}
+
+impl fmt::Display for ActionKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aliases_coerce_and_unknown_kinds_are_dropped() {
+        assert_eq!(
+            ActionKind::coerce("restart"),
+            Some(ActionKind::RestartService)
+        );
+        assert_eq!(
+            ActionKind::coerce("Revert"),
+            Some(ActionKind::RollbackDeploy)
+        );
+        assert_eq!(
+            ActionKind::coerce("raise pool limit"),
+            Some(ActionKind::RaisePoolLimit)
+        );
+        assert_eq!(ActionKind::coerce("reboot_cluster"), None);
+        assert_eq!(ActionKind::coerce("rm -rf /"), None);
+        assert!(
+            ActionKind::parse("restart").is_err(),
+            "exact parse has no aliases"
+        );
+        assert!(ActionKind::ALL.len() >= 16);
+    }
+
+    #[test]
+    fn serde_refuses_unknown_kinds() {
+        assert!(serde_json::from_str::<ActionKind>("\"scale_out\"").is_ok());
+        assert!(serde_json::from_str::<ActionKind>("\"delete_database\"").is_err());
+    }
+}

@@ -1,0 +1,766 @@
+//! Online log-template mining: variable masking + Drain.
+//!
+//! Drain: P. He, J. Zhu, Z. Zheng, M. R. Lyu, "Drain: An Online Log Parsing Approach with Fixed
+//! Depth Tree", ICWS 2017. A message is split into tokens; the tree routes it by token count, then
+//! by its first `depth - 2` tokens (tokens holding a variable go to the `<*>` child; a node with
+//! `max_children` children sends new tokens to `<*>` too); the leaf holds log groups and the message
+//! joins the most similar group when `similar tokens / token count >= sim_threshold`, turning the
+//! differing positions into `<*>`; otherwise it starts a new group.
+//!
+//! Preprocessing (our generic masks, hand-written, no regex):
+//! - a token whose core (outer brackets/quotes/trailing punctuation removed) contains a digit and
+//!   only the characters `[A-Za-z0-9._:/+#,-]` becomes `<*>`: numbers, IPv4/IPv6, host:port,
+//!   times, dates, UUIDs, hex ids, versions, block ids, paths with digits (but letters followed by
+//!   a single digit, like `ssh2` or `tty2`, are names and stay);
+//! - a dotted host name (>= 2 dots, lower-case labels) becomes `<*>`;
+//! - `key=value`: the value is masked by the same rules, the key is kept (`uid=<*>`);
+//! - other tokens with digits keep their punctuation skeleton and mask each alphanumeric run
+//!   holding a digit (`LOGIN(uid=0)` → `LOGIN(uid=<*>)`).
+//!
+//! Our additions to plain Drain (generic, not tuned per data set):
+//! - two *different* partially masked tokens (`LOGIN(uid=<*>)` vs `(uid=<*>)`) come from different
+//!   format strings, so a group never absorbs a message that differs there;
+//! - a literal token that follows a run of two or more spaces (an appended qualifier such as PAM's
+//!   `rhost=x  user=root`) must match exactly;
+//! - similarity counts a `<*>` template position as a match only when the message also holds a
+//!   masked variable there.
+
+use std::collections::HashMap;
+
+/// Template token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TTok {
+    /// Variable position `<*>`.
+    Wild,
+    /// Constant text (may contain `<*>` fragments from masking).
+    Lit(Box<str>),
+    /// Categorical position: fewer than [`CATEGORICAL_MAX`] distinct literal values seen so far;
+    /// each value defines a separate variant (template).
+    Cat(Vec<Box<str>>),
+}
+
+/// Token flags.
+pub const F_MASKED: u8 = 1; // contains a masked variable
+const F_WILD: u8 = 2; // the whole token is `<*>`
+
+/// A tokenized, masked message (reusable buffers; no allocation per line once warm).
+#[derive(Default, Debug)]
+pub struct Tokens {
+    buf: String,
+    spans: Vec<(u32, u32, u8)>,
+}
+
+impl Tokens {
+    /// Number of tokens.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+    /// True when no tokens.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+    /// Token text.
+    pub fn tok(&self, i: usize) -> &str {
+        let (s, e, _) = self.spans[i];
+        &self.buf[s as usize..e as usize]
+    }
+    fn flags(&self, i: usize) -> u8 {
+        self.spans[i].2
+    }
+
+    /// Tokenize `text` on ASCII whitespace (at most `max_tokens`) and mask variables.
+    pub fn fill(&mut self, text: &str, max_tokens: usize) {
+        self.buf.clear();
+        self.spans.clear();
+        let b = text.as_bytes();
+        let mut i = 0;
+        let mut dates = false;
+        while i < b.len() && self.spans.len() < max_tokens {
+            if b[i].is_ascii_whitespace() {
+                i += 1;
+                continue;
+            }
+            let s = i;
+            while i < b.len() && !b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            let tok = &text[s..i];
+            let start = self.buf.len() as u32;
+            let flags = mask_token(tok, &mut self.buf);
+            dates |= flags == 0 && is_date_name(tok);
+            self.spans.push((start, self.buf.len() as u32, flags));
+        }
+        if dates {
+            self.mask_dates();
+        }
+    }
+
+    /// Weekday/month names next to a masked number or another date name (an embedded
+    /// `Fri Jun 17 07:07:00 2005`) are variables too.
+    fn mask_dates(&mut self) {
+        let n = self.spans.len();
+        let is_date: Vec<bool> = (0..n)
+            .map(|i| self.spans[i].2 == 0 && is_date_name(self.tok(i)))
+            .collect();
+        let wild: Vec<bool> = (0..n).map(|i| self.spans[i].2 & F_WILD != 0).collect();
+        let mut changed = false;
+        let mut mark = vec![false; n];
+        for i in 0..n {
+            if !is_date[i] {
+                continue;
+            }
+            let near = |j: usize| j < n && (wild[j] || is_date[j]);
+            let anchored = (i + 1 < n && wild[i + 1])
+                || (i + 2 < n && is_date[i + 1] && wild[i + 2])
+                || (i > 0 && wild[i - 1] && near(i + 1));
+            if anchored {
+                mark[i] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return;
+        }
+        let old = std::mem::take(&mut self.buf);
+        let spans = std::mem::take(&mut self.spans);
+        for (i, (s, e, f)) in spans.into_iter().enumerate() {
+            let start = self.buf.len() as u32;
+            if mark[i] {
+                self.buf.push_str("<*>");
+                self.spans
+                    .push((start, self.buf.len() as u32, F_MASKED | F_WILD));
+            } else {
+                self.buf.push_str(&old[s as usize..e as usize]);
+                self.spans.push((start, self.buf.len() as u32, f));
+            }
+        }
+    }
+}
+
+fn is_date_name(t: &str) -> bool {
+    const NAMES: [&str; 19] = [
+        "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun", "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let t = t.trim_end_matches(',');
+    t.len() == 3 && NAMES.contains(&t)
+}
+
+#[inline]
+fn core_char(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, b'.' | b':' | b'/' | b'-' | b'_' | b'+' | b'#' | b',')
+}
+
+/// Is `core` (already stripped of outer punctuation) a variable as a whole?
+fn whole_variable(core: &[u8]) -> bool {
+    if core.is_empty() {
+        return false;
+    }
+    // protocol/device-style names: letters then one digit (`ssh2`, `tty2`, `http2`)
+    if core.len() >= 3
+        && core[core.len() - 1].is_ascii_digit()
+        && core[..core.len() - 1].iter().all(u8::is_ascii_alphabetic)
+    {
+        return false;
+    }
+    let mut digit = false;
+    for &c in core {
+        if c.is_ascii_digit() {
+            digit = true;
+        } else if !core_char(c) {
+            return false;
+        }
+    }
+    if digit {
+        return true;
+    }
+    // dotted host name without digits: >= 2 dots, lower-case/hyphen labels, no empty label
+    let mut dots = 0;
+    let mut label = 0;
+    for &c in core {
+        if c == b'.' {
+            if label == 0 {
+                return false;
+            }
+            dots += 1;
+            label = 0;
+        } else if c.is_ascii_lowercase() || c == b'-' {
+            label += 1;
+        } else {
+            return false;
+        }
+    }
+    dots >= 2 && label >= 2
+}
+
+const OPEN: &[u8] = b"([{<'\"";
+const CLOSE: &[u8] = b")]}>'\",;:.!?";
+
+/// Mask one token into `out`; returns flags.
+fn mask_token(tok: &str, out: &mut String) -> u8 {
+    let b = tok.as_bytes();
+    // fast path: no digit and no dot → literal (host names need dots)
+    if !b.iter().any(|c| c.is_ascii_digit() || *c == b'.') {
+        out.push_str(tok);
+        return 0;
+    }
+    let mut s = 0;
+    while s < b.len() && OPEN.contains(&b[s]) {
+        s += 1;
+    }
+    let mut e = b.len();
+    while e > s && CLOSE.contains(&b[e - 1]) {
+        e -= 1;
+    }
+    let core = &b[s..e];
+    if whole_variable(core) {
+        out.push_str(&tok[..s]);
+        out.push_str("<*>");
+        out.push_str(&tok[e..]);
+        return if s == 0 && e == b.len() {
+            F_MASKED | F_WILD
+        } else {
+            F_MASKED
+        };
+    }
+    // key=value
+    if let Some(eq) = core.iter().position(|&c| c == b'=')
+        && eq > 0
+        && core[..eq]
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+    {
+        let val = &core[eq + 1..];
+        let mut vs = 0;
+        while vs < val.len() && OPEN.contains(&val[vs]) {
+            vs += 1;
+        }
+        let mut ve = val.len();
+        while ve > vs && CLOSE.contains(&val[ve - 1]) {
+            ve -= 1;
+        }
+        if whole_variable(&val[vs..ve]) {
+            let v0 = s + eq + 1;
+            out.push_str(&tok[..v0 + vs]);
+            out.push_str("<*>");
+            out.push_str(&tok[v0 + ve..]);
+            return F_MASKED;
+        }
+    }
+    if !b.iter().any(u8::is_ascii_digit) {
+        out.push_str(tok);
+        return 0;
+    }
+    // skeleton: mask every alphanumeric run holding a digit; a '-' sign before a digit run that
+    // follows a non-alphanumeric byte is part of the number.
+    let start = out.len();
+    let mut i = 0;
+    let mut masked = false;
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_alphanumeric() {
+            let rs = i;
+            let mut has_digit = false;
+            while i < b.len() && b[i].is_ascii_alphanumeric() {
+                has_digit |= b[i].is_ascii_digit();
+                i += 1;
+            }
+            if has_digit {
+                if !out[start..].ends_with("<*>") {
+                    out.push_str("<*>");
+                }
+                masked = true;
+            } else {
+                out.push_str(&tok[rs..i]);
+            }
+        } else if c == b'-'
+            && i + 1 < b.len()
+            && b[i + 1].is_ascii_digit()
+            && (i == 0 || !b[i - 1].is_ascii_alphanumeric())
+        {
+            i += 1;
+        } else {
+            // collapse "<*>.<*>" style joins into one "<*>"
+            if out[start..].ends_with("<*>")
+                && matches!(c, b'.' | b':' | b'-' | b'_')
+                && i + 1 < b.len()
+                && b[i + 1].is_ascii_digit()
+            {
+                i += 1;
+                continue;
+            }
+            let ch_len = utf8_len(c);
+            out.push_str(&tok[i..(i + ch_len).min(b.len())]);
+            i += ch_len;
+        }
+    }
+    if masked { F_MASKED } else { 0 }
+}
+
+#[inline]
+fn utf8_len(first: u8) -> usize {
+    match first {
+        0..=0x7f => 1,
+        0xc0..=0xdf => 2,
+        0xe0..=0xef => 3,
+        _ => 4,
+    }
+}
+
+/// Distinct values a `key=value` position may take before it becomes a variable: a field seen
+/// with fewer values is an enumeration (e.g. `user=root` / `user=guest`, `state=open`) and splits
+/// the group into variants; other differing tokens become `<*>` at once, as in Drain.
+pub const CATEGORICAL_MAX: usize = 4;
+const NO_VALUE: u8 = u8::MAX;
+
+/// A log group (Drain's "log group"); its lines are split into variants by categorical positions.
+#[derive(Clone, Debug)]
+pub struct Cluster {
+    /// Template tokens.
+    pub tokens: Vec<TTok>,
+    variants: HashMap<Box<[u8]>, u32>,
+}
+
+impl Cluster {
+    /// Template text of the whole group (categorical positions shown as `<*>`).
+    pub fn template(&self) -> String {
+        render(&self.tokens, None)
+    }
+}
+
+fn render(tokens: &[TTok], key: Option<&[u8]>) -> String {
+    let mut s = String::new();
+    for (i, t) in tokens.iter().enumerate() {
+        if i > 0 {
+            s.push(' ');
+        }
+        match t {
+            TTok::Wild => s.push_str("<*>"),
+            TTok::Lit(l) => s.push_str(l),
+            TTok::Cat(vals) => match key.map(|k| k[i]) {
+                Some(v) if (v as usize) < vals.len() => s.push_str(&vals[v as usize]),
+                _ => s.push_str("<*>"),
+            },
+        }
+    }
+    s
+}
+
+#[derive(Default, Debug)]
+struct Node {
+    children: HashMap<Box<str>, Node>,
+    clusters: Vec<u32>,
+}
+
+/// Drain parameters.
+#[derive(Clone, Copy, Debug)]
+pub struct DrainConfig {
+    /// Tree depth (paper: 4 → two prefix-token layers).
+    pub depth: usize,
+    /// Similarity threshold `st` in [0, 1].
+    pub sim_threshold: f64,
+    /// Maximum children per internal node.
+    pub max_children: usize,
+    /// Maximum number of templates (variants) ever created; unmatched messages beyond it are
+    /// counted as overflow.
+    pub max_clusters: usize,
+}
+
+impl Default for DrainConfig {
+    fn default() -> Self {
+        DrainConfig {
+            depth: 4,
+            sim_threshold: 0.7,
+            max_children: 100,
+            max_clusters: 5_000,
+        }
+    }
+}
+
+/// Result of adding a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AddResult {
+    /// The message belongs to template (variant) `id`; `new` when the variant was just created.
+    Template {
+        /// Variant id (stable; see [`Drain::take_merges`]).
+        id: u32,
+        /// Whether this message created it.
+        new: bool,
+    },
+    /// Template cap reached and nothing matched.
+    Overflow,
+}
+
+#[derive(Clone, Debug)]
+struct Variant {
+    cluster: u32,
+    key: Box<[u8]>,
+}
+
+/// The Drain parse tree.
+#[derive(Debug)]
+pub struct Drain {
+    cfg: DrainConfig,
+    roots: HashMap<usize, Node>,
+    /// Groups, indexed by id.
+    pub clusters: Vec<Cluster>,
+    variants: Vec<Variant>,
+    merges: Vec<(u32, u32)>,
+    key: Vec<u8>,
+}
+
+const WILD_KEY: &str = "<*>";
+
+impl Drain {
+    /// New empty tree.
+    pub fn new(cfg: DrainConfig) -> Self {
+        Drain {
+            cfg,
+            roots: HashMap::new(),
+            clusters: Vec::new(),
+            variants: Vec::new(),
+            merges: Vec::new(),
+            key: Vec::new(),
+        }
+    }
+
+    /// Number of variants ever created (ids are `0..variant_count()`).
+    pub fn variant_count(&self) -> usize {
+        self.variants.len()
+    }
+
+    /// Template text of a variant.
+    pub fn variant_template(&self, id: u32) -> String {
+        let v = &self.variants[id as usize];
+        render(&self.clusters[v.cluster as usize].tokens, Some(&v.key))
+    }
+
+    /// Variant merges that happened since the last call, as (kept, absorbed): when a categorical
+    /// position saturates, variants that differed only there become one.
+    pub fn take_merges(&mut self) -> Vec<(u32, u32)> {
+        std::mem::take(&mut self.merges)
+    }
+
+    /// Add one tokenized message.
+    pub fn add(&mut self, toks: &Tokens) -> AddResult {
+        let n = toks.len();
+        let prefix = self.cfg.depth.saturating_sub(2).min(n);
+        let max_children = self.cfg.max_children;
+        let mut node = self.roots.entry(n).or_default();
+        for i in 0..prefix {
+            let t = toks.tok(i);
+            let key = if toks.flags(i) & F_MASKED != 0 {
+                WILD_KEY
+            } else {
+                t
+            };
+            let key = if node.children.contains_key(key) {
+                key
+            } else if node.children.len() < max_children {
+                node.children.insert(key.into(), Node::default());
+                key
+            } else {
+                node.children.entry(WILD_KEY.into()).or_default();
+                WILD_KEY
+            };
+            node = node.children.get_mut(key).expect("child exists");
+        }
+        let mut best: Option<(u32, f64, usize)> = None;
+        for &cid in &node.clusters {
+            let c = &self.clusters[cid as usize];
+            if let Some((sim, wild)) = similarity(c, toks)
+                && best.is_none_or(|(_, bs, bw)| sim > bs || (sim == bs && wild > bw))
+            {
+                best = Some((cid, sim, wild));
+            }
+        }
+        let cid = match best {
+            Some((cid, sim, _)) if sim >= self.cfg.sim_threshold => cid,
+            _ => {
+                if self.variants.len() >= self.cfg.max_clusters {
+                    return AddResult::Overflow;
+                }
+                let id = self.clusters.len() as u32;
+                let mut tokens = Vec::with_capacity(n);
+                for i in 0..n {
+                    let f = toks.flags(i);
+                    tokens.push(if f & F_WILD != 0 {
+                        TTok::Wild
+                    } else {
+                        TTok::Lit(toks.tok(i).into())
+                    });
+                }
+                self.clusters.push(Cluster {
+                    tokens,
+                    variants: HashMap::new(),
+                });
+                node.clusters.push(id);
+                id
+            }
+        };
+        self.join(cid, toks)
+    }
+
+    fn join(&mut self, cid: u32, toks: &Tokens) -> AddResult {
+        let c = &mut self.clusters[cid as usize];
+        let mut saturated: Vec<usize> = Vec::new();
+        self.key.clear();
+        for i in 0..toks.len() {
+            let t = toks.tok(i);
+            let masked = toks.flags(i) & F_MASKED != 0;
+            let k = match &mut c.tokens[i] {
+                TTok::Wild => NO_VALUE,
+                TTok::Lit(l) => {
+                    if l.ends_with("=<*>") && (**l == *t || matches_key_wild(l, t)) {
+                        NO_VALUE
+                    } else if **l == *t {
+                        0
+                    } else if masked || !same_key(l, t) {
+                        saturated.push(i);
+                        NO_VALUE
+                    } else {
+                        let old = std::mem::replace(l, Box::from(""));
+                        c.tokens[i] = TTok::Cat(vec![old, t.into()]);
+                        1
+                    }
+                }
+                TTok::Cat(vals) => match vals.iter().position(|v| **v == *t) {
+                    Some(p) => p as u8,
+                    None if masked || vals.len() + 1 >= CATEGORICAL_MAX => {
+                        saturated.push(i);
+                        NO_VALUE
+                    }
+                    None => {
+                        vals.push(t.into());
+                        (vals.len() - 1) as u8
+                    }
+                },
+            };
+            self.key.push(k);
+        }
+        if !saturated.is_empty() {
+            for &i in &saturated {
+                c.tokens[i] = match &c.tokens[i] {
+                    TTok::Lit(l) => key_wild(l, toks.tok(i)),
+                    TTok::Cat(vals) => key_wild(&vals[0], toks.tok(i)),
+                    TTok::Wild => TTok::Wild,
+                };
+            }
+            // re-key existing variants; collisions merge
+            let old = std::mem::take(&mut c.variants);
+            let mut entries: Vec<(Box<[u8]>, u32)> = old.into_iter().collect();
+            entries.sort_by_key(|e| e.1);
+            for (mut k, vid) in entries {
+                for &i in &saturated {
+                    k[i] = NO_VALUE;
+                }
+                match c.variants.get(&k) {
+                    Some(&keep) => self.merges.push((keep, vid)),
+                    None => {
+                        self.variants[vid as usize].key = k.clone();
+                        c.variants.insert(k, vid);
+                    }
+                }
+            }
+        }
+        if let Some(&id) = c.variants.get(self.key.as_slice()) {
+            return AddResult::Template { id, new: false };
+        }
+        if self.variants.len() >= self.cfg.max_clusters {
+            return AddResult::Overflow;
+        }
+        let id = self.variants.len() as u32;
+        let key: Box<[u8]> = self.key.as_slice().into();
+        c.variants.insert(key.clone(), id);
+        self.variants.push(Variant { cluster: cid, key });
+        AddResult::Template { id, new: true }
+    }
+}
+
+/// Two unmasked `key=value` tokens with the same key (`user=root` vs `user=guest`): a candidate
+/// categorical position. Other differing tokens become `<*>` at once, as in Drain.
+fn same_key(a: &str, b: &str) -> bool {
+    match (a.split_once('='), b.split_once('=')) {
+        (Some((ka, va)), Some((kb, vb))) => {
+            ka == kb && !ka.is_empty() && !va.is_empty() && !vb.is_empty() && !a.contains("<*>")
+        }
+        _ => false,
+    }
+}
+
+/// Generalise a position: `key=<*>` when both tokens are non-empty `key=value` fields with the
+/// same key (the key is a constant of the format), else `<*>`.
+fn key_wild(a: &str, b: &str) -> TTok {
+    match (a.split_once('='), b.split_once('=')) {
+        (Some((ka, va)), Some((kb, vb)))
+            if ka == kb && !ka.is_empty() && !va.is_empty() && !vb.is_empty() =>
+        {
+            TTok::Lit(format!("{ka}=<*>").into())
+        }
+        _ => TTok::Wild,
+    }
+}
+
+/// Template `key=<*>` against a message token `key=value` (non-empty value).
+fn matches_key_wild(l: &str, t: &str) -> bool {
+    match l.strip_suffix("<*>") {
+        Some(k) if k.ends_with('=') && k.len() > 1 => t.len() > k.len() && t.starts_with(k),
+        _ => false,
+    }
+}
+
+/// `key=` (empty field) against `key=<value>`: the field is absent in one message, a different
+/// format, never merged.
+fn empty_vs_value(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() < b.len() { (a, b) } else { (b, a) };
+    short.len() >= 2 && short.ends_with('=') && long.len() > short.len() && long.starts_with(short)
+}
+
+/// Drain's sequence similarity (equal tokens / length; a `<*>` position counts as equal when the
+/// message holds a masked variable there) with our hard constraints; `None` = never merge.
+fn similarity(c: &Cluster, toks: &Tokens) -> Option<(f64, usize)> {
+    let n = toks.len();
+    if n == 0 {
+        return Some((1.0, 0));
+    }
+    let mut eq = 0usize;
+    let mut wild = 0usize;
+    for i in 0..n {
+        let f = toks.flags(i);
+        match &c.tokens[i] {
+            TTok::Wild => {
+                wild += 1;
+                if f & F_MASKED != 0 {
+                    eq += 1;
+                }
+            }
+            TTok::Lit(l) => {
+                let t = toks.tok(i);
+                if **l == *t || matches_key_wild(l, t) {
+                    eq += 1;
+                } else if (f & F_MASKED != 0 && f & F_WILD == 0 && l.contains("<*>"))
+                    || empty_vs_value(l, t)
+                {
+                    return None;
+                }
+            }
+            TTok::Cat(vals) => {
+                let t = toks.tok(i);
+                if vals.iter().any(|v| **v == *t) {
+                    eq += 1;
+                }
+            }
+        }
+    }
+    Some((eq as f64 / n as f64, wild))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn masked(s: &str) -> String {
+        let mut t = Tokens::default();
+        t.fill(s, 1000);
+        (0..t.len()).map(|i| t.tok(i)).collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn masks() {
+        assert_eq!(
+            masked(
+                "Received block blk_-1608999687919862906 src: /10.250.19.102:54106 dest: /10.250.19.102:50010"
+            ),
+            "Received block <*> src: <*> dest: <*>"
+        );
+        assert_eq!(
+            masked("session opened for user news by (uid=0)"),
+            "session opened for user news by (uid=<*>)"
+        );
+        assert_eq!(masked("by LOGIN(uid=0)"), "by LOGIN(uid=<*>)");
+        assert_eq!(
+            masked("rhost=220-135-151-1.hinet-ip.hinet.net user=root"),
+            "rhost=<*> user=root"
+        );
+        assert_eq!(
+            masked("getaddrinfo for ns.marryaldkfaczcz.com [173.234.31.186] failed"),
+            "getaddrinfo for <*> [<*>] failed"
+        );
+        assert_eq!(
+            masked("id 550e8400-e29b-41d4-a716-446655440000 at 0x7ffd"),
+            "id <*> at <*>"
+        );
+        assert_eq!(masked("java.io.IOException: x"), "java.io.IOException: x");
+        assert_eq!(masked("mice.c(1234)]:"), "mice.c(<*>)]:");
+        assert_eq!(masked("took 12.5ms, 3 retries"), "took <*>, <*> retries");
+    }
+
+    fn add(d: &mut Drain, t: &mut Tokens, l: &str) -> u32 {
+        t.fill(l, 100);
+        match d.add(t) {
+            AddResult::Template { id, .. } => id,
+            AddResult::Overflow => u32::MAX,
+        }
+    }
+
+    #[test]
+    fn drain_groups() {
+        let mut d = Drain::new(DrainConfig::default());
+        let mut t = Tokens::default();
+        let mut ids = Vec::new();
+        for l in [
+            "Connection pool exhausted (waited 100 ms)",
+            "Connection pool exhausted (waited 250 ms)",
+            "login by alice ok",
+            "login by bob ok",
+            "session opened for user news by (uid=0)",
+            "session opened for user cyrus by LOGIN(uid=0)",
+        ] {
+            ids.push(add(&mut d, &mut t, l));
+        }
+        assert_eq!(ids, vec![0, 0, 1, 1, 2, 3]);
+        assert_eq!(
+            d.variant_template(0),
+            "Connection pool exhausted (waited <*> ms)"
+        );
+        assert_eq!(d.variant_template(1), "login by <*> ok");
+        assert_eq!(
+            d.variant_template(3),
+            "session opened for user cyrus by LOGIN(uid=<*>)"
+        );
+    }
+
+    #[test]
+    fn categorical_fields_split_until_saturated() {
+        let mut d = Drain::new(DrainConfig::default());
+        let mut t = Tokens::default();
+        let a = add(&mut d, &mut t, "auth failure rhost=1.2.3.4 user=root");
+        let b = add(&mut d, &mut t, "auth failure rhost=1.2.3.5 user=guest");
+        let c = add(&mut d, &mut t, "auth failure rhost=1.2.3.6 user=root");
+        assert_eq!((a, b, c), (0, 1, 0));
+        assert_eq!(d.variant_template(1), "auth failure rhost=<*> user=guest");
+        assert_eq!(
+            add(&mut d, &mut t, "auth failure rhost=1.2.3.7 user=test"),
+            2
+        );
+        assert!(d.take_merges().is_empty());
+        // 4th distinct value: the field is a variable, the variants merge
+        assert_eq!(
+            add(&mut d, &mut t, "auth failure rhost=1.2.3.8 user=ftp"),
+            0
+        );
+        assert_eq!(d.take_merges(), vec![(0, 1), (0, 2)]);
+        assert_eq!(d.variant_template(0), "auth failure rhost=<*> user=<*>");
+        // an empty field is a different format
+        assert_eq!(add(&mut d, &mut t, "auth failure rhost= user=root"), 3);
+    }
+
+    #[test]
+    fn embedded_dates_are_variables() {
+        assert_eq!(
+            masked("connection from 1.2.3.4 (x.y.net) at Fri Jun 17 07:07:00 2005"),
+            "connection from <*> (<*>) at <*> <*> <*> <*> <*>"
+        );
+        assert_eq!(masked("Sun is shining in May"), "Sun is shining in May");
+    }
+}

@@ -1,0 +1,336 @@
+//! Recall (DESIGN.md §4): the one function the UI, the API and the analyst use to find what the
+//! organization learned before.
+//!
+//! Pipeline: derive failure-mode tags from the query (catalogue signatures + the domain synonym
+//! table) → three ranked candidate lists: FTS5 BM25 over the expanded text (descriptive), FTS5
+//! over rules and runbooks with the prescriptive form (prescriptive), exact structured keys —
+//! failure mode, service and its graph neighbours, action kind (scope) → reciprocal rank fusion
+//! (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and individual
+//! rank learning methods", SIGIR 2009; k = 60) → weighted by kind, recency (per-kind half-life),
+//! importance and validation → top k, each with why it was recalled and marks for stale,
+//! superseded or contradicted records. Nothing is cut by a similarity threshold: when no list has
+//! a candidate the result says so.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::Serialize;
+use sqlx::SqlitePool;
+
+use crate::domain::memory::MemoryRecord;
+use crate::domain::synonyms::{self, concepts_in, phrases_of};
+use crate::domain::{ActionKind, MemoryKind, Validation};
+use crate::error::AppResult;
+use crate::store::{self, memory as mstore};
+
+/// RRF constant.
+const RRF_K: f64 = 60.0;
+/// Candidates taken from each list.
+const PER_LIST: i64 = 60;
+
+/// What to recall for.
+#[derive(Debug, Clone, Default)]
+pub struct RecallQuery {
+    /// Free text: an incident's title, description and observations, or a question.
+    pub text: String,
+    /// The service in scope.
+    pub service: Option<String>,
+    /// Failure-mode tags already known (e.g. from evidence); more are derived from `text`.
+    pub failure_modes: Vec<String>,
+    /// Action kinds in scope (e.g. a recommendation being checked).
+    pub action_kinds: Vec<ActionKind>,
+    /// Leave out this incident's own records.
+    pub exclude_incident: Option<String>,
+    /// Only these kinds (empty = every durable kind).
+    pub kinds: Vec<MemoryKind>,
+    /// How many results (default 10, at most 100).
+    pub k: usize,
+}
+
+/// Why a record was recalled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Why {
+    /// Query words found in the record (after stemming-insensitive comparison).
+    pub matched_terms: Vec<String>,
+    /// Failure-mode tags shared with the query.
+    pub tags: Vec<String>,
+    /// Service shared with the query (directly or through a dependency).
+    pub services: Vec<String>,
+    /// Action kind shared with the query.
+    pub action_kinds: Vec<String>,
+    /// Which candidate lists found it: `text`, `rules`, `scope`.
+    pub lists: Vec<&'static str>,
+}
+
+/// One recalled record.
+#[derive(Debug, Clone, Serialize)]
+pub struct Recalled {
+    /// The record (all fields of `GET /api/v1/memories`).
+    #[serde(flatten)]
+    pub memory: MemoryRecord,
+    /// Fused, weighted score (higher is better; only comparable within one result).
+    pub score: f64,
+    /// Why it was recalled.
+    pub why: Why,
+    /// `stale` (older than its half-life), `superseded`, `contradicted` (the same action is
+    /// recorded both as failing and as working).
+    pub marks: Vec<&'static str>,
+}
+
+/// The answer of [`recall`].
+#[derive(Debug, Clone, Serialize)]
+pub struct RecallResult {
+    /// Best first.
+    pub results: Vec<Recalled>,
+    /// Tags derived from the query (shown to people; used as structured keys).
+    pub derived_tags: Vec<String>,
+    /// Set when nothing matched: "No relevant organizational memory found".
+    pub notice: Option<String>,
+}
+
+/// Message when recall finds nothing.
+pub const NOTHING_FOUND: &str = "No relevant organizational memory found";
+
+const STOPWORDS: &[&str] = &[
+    "the", "and", "for", "with", "that", "this", "from", "was", "were", "are", "is", "be", "been",
+    "to", "of", "in", "on", "at", "it", "its", "as", "by", "or", "an", "a", "we", "our", "not",
+    "but", "all", "any", "can", "has", "have", "had", "after", "before", "when", "what", "which",
+    "who", "should", "would", "could", "do", "does", "did", "i", "you", "they", "them", "there",
+    "their", "about", "into", "over", "than", "then", "so", "if", "up", "out", "no", "yes", "how",
+    "why", "will", "just", "also", "some", "more", "most", "very", "since", "while", "again",
+    "being", "seeing", "seen", "see", "because", "always", "check", "first",
+];
+
+/// Lower-case content words of `text` (≥ 2 chars, no stopwords), deduplicated, in order.
+pub fn content_words(text: &str) -> Vec<String> {
+    let mut seen = BTreeSet::new();
+    text.split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= 2 && !STOPWORDS.contains(&w.as_str()))
+        .filter(|w| seen.insert(w.clone()))
+        .collect()
+}
+
+/// Failure-mode tags of `text`: catalogue signatures plus synonym-table concepts.
+pub fn derive_tags(text: &str) -> Vec<String> {
+    let mut tags: BTreeSet<String> = crate::evidence::signatures::match_tags(text)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
+    tags.extend(concepts_in(text).into_iter().map(|(t, _)| t.to_string()));
+    tags.into_iter().collect()
+}
+
+/// Crude stem for term matching in "why": lower-case, strip common English suffixes.
+fn stem(w: &str) -> String {
+    let w = w.to_lowercase();
+    for suf in ["ations", "ation", "ings", "ing", "ed", "es", "s"] {
+        if w.len() > suf.len() + 3 && w.ends_with(suf) {
+            return w[..w.len() - suf.len()].to_string();
+        }
+    }
+    w
+}
+
+/// Weight of a kind in ranking: root causes, failures and rules over narrative.
+fn kind_weight(k: MemoryKind) -> f64 {
+    use MemoryKind::*;
+    match k {
+        RootCause | RemediationFailure | Lesson => 1.3,
+        Symptom | FalseHypothesis | RemediationSuccess | Runbook | Trigger => 1.15,
+        ContributingFactor | RejectedRecommendation | ServiceFact | Dependency => 1.0,
+        IncidentSummary => 1.1,
+        _ => 0.9,
+    }
+}
+
+/// Runs the recall pipeline.
+///
+/// # Errors
+/// Database errors.
+pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResult> {
+    let k = if q.k == 0 { 10 } else { q.k.min(100) };
+    let mut tags: BTreeSet<String> = q.failure_modes.iter().cloned().collect();
+    tags.extend(derive_tags(&q.text));
+    let words = content_words(&q.text);
+
+    // Descriptive: the words of the query plus the phrases of every derived concept.
+    let mut expanded = words.join(" ");
+    for t in &tags {
+        expanded.push(' ');
+        expanded.push_str(&t.replace('_', " "));
+        for p in phrases_of(t).iter().take(6) {
+            expanded.push(' ');
+            expanded.push_str(p);
+        }
+    }
+    let exclude = q.exclude_incident.as_deref();
+    let kinds = &q.kinds;
+    let text_list = mstore::fts_candidates(
+        pool,
+        &mstore::fts_or_query(&expanded),
+        kinds,
+        exclude,
+        PER_LIST,
+    )
+    .await?;
+
+    // Prescriptive: rules and runbooks for the same words.
+    let rule_kinds: Vec<MemoryKind> = [MemoryKind::Lesson, MemoryKind::Runbook]
+        .into_iter()
+        .filter(|k| kinds.is_empty() || kinds.contains(k))
+        .collect();
+    let rules_list = if rule_kinds.is_empty() {
+        Vec::new()
+    } else {
+        mstore::fts_candidates(
+            pool,
+            &mstore::fts_or_query(&expanded),
+            &rule_kinds,
+            exclude,
+            PER_LIST / 2,
+        )
+        .await?
+    };
+
+    // Scope: structured keys and the service graph.
+    let mut keys: Vec<(&str, String, f64)> = tags
+        .iter()
+        .map(|t| ("failure_mode", t.clone(), 2.0))
+        .collect();
+    let mut neighbours = Vec::new();
+    if let Some(s) = &q.service {
+        keys.push(("service", s.clone(), 1.0));
+        neighbours = mstore::neighbours(pool, s).await?;
+        keys.extend(neighbours.iter().map(|n| ("service", n.clone(), 0.5)));
+    }
+    keys.extend(
+        q.action_kinds
+            .iter()
+            .map(|a| ("action_kind", a.as_str().to_string(), 1.5)),
+    );
+    let scope_list = mstore::key_candidates(pool, &keys, exclude, PER_LIST).await?;
+
+    let mut fused: HashMap<i64, (f64, Vec<&'static str>)> = HashMap::new();
+    for (name, list, weight) in [
+        ("text", &text_list, 1.0),
+        ("rules", &rules_list, 0.8),
+        ("scope", &scope_list, 1.0),
+    ] {
+        for (rank, id) in list.iter().enumerate() {
+            let e = fused.entry(*id).or_insert((0.0, Vec::new()));
+            e.0 += weight / (RRF_K + rank as f64 + 1.0);
+            e.1.push(name);
+        }
+    }
+    if fused.is_empty() {
+        return Ok(RecallResult {
+            results: Vec::new(),
+            derived_tags: tags.into_iter().collect(),
+            notice: Some(NOTHING_FOUND.to_string()),
+        });
+    }
+    let ids: Vec<i64> = fused.keys().copied().collect();
+    let records = mstore::get_many(pool, &ids).await?;
+    let now = store::now();
+    let query_stems: Vec<(String, String)> = words.iter().map(|w| (stem(w), w.clone())).collect();
+    let mut results: Vec<Recalled> = records
+        .into_iter()
+        .filter(|r| kinds.is_empty() || kinds.contains(&r.kind))
+        .filter(|r| r.validation != Validation::Retracted)
+        .map(|r| {
+            let (base, lists) = fused.get(&r.id).cloned().unwrap_or_default();
+            let age = r.age_days(now);
+            let importance = 1.0 + 0.05 * (r.importance.clamp(1, 4) - 2) as f64;
+            let score = base
+                * kind_weight(r.kind)
+                * r.kind.recency_weight(age)
+                * importance
+                * r.validation.weight()
+                * (1.0 + 0.02 * (r.evidence_count.clamp(1, 10) - 1) as f64);
+            let text_stems: BTreeSet<String> =
+                content_words(&r.text).iter().map(|w| stem(w)).collect();
+            let why = Why {
+                matched_terms: query_stems
+                    .iter()
+                    .filter(|(s, _)| text_stems.contains(s))
+                    .map(|(_, w)| w.clone())
+                    .take(12)
+                    .collect(),
+                tags: r
+                    .failure_modes
+                    .iter()
+                    .filter(|t| tags.contains(*t))
+                    .cloned()
+                    .collect(),
+                services: r
+                    .services
+                    .iter()
+                    .filter(|s| q.service.as_ref() == Some(*s) || neighbours.contains(s))
+                    .cloned()
+                    .collect(),
+                action_kinds: r
+                    .action_kind
+                    .filter(|a| q.action_kinds.contains(a))
+                    .map(|a| vec![a.as_str().to_string()])
+                    .unwrap_or_default(),
+                lists,
+            };
+            let mut marks = Vec::new();
+            if r.kind.is_stale(age) {
+                marks.push("stale");
+            }
+            if r.validation == Validation::Superseded {
+                marks.push("superseded");
+            }
+            Recalled {
+                memory: r,
+                score,
+                why,
+                marks,
+            }
+        })
+        .collect();
+    results.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then(b.memory.id.cmp(&a.memory.id))
+    });
+    results.truncate(k);
+    mark_contradictions(&mut results);
+    Ok(RecallResult {
+        results,
+        derived_tags: tags.into_iter().collect(),
+        notice: None,
+    })
+}
+
+/// Marks a remediation record `contradicted` when the result also holds the opposite verdict for
+/// the same action on a shared service.
+fn mark_contradictions(results: &mut [Recalled]) {
+    let outcomes: Vec<(ActionKind, MemoryKind, Vec<String>)> = results
+        .iter()
+        .filter_map(|r| {
+            r.memory
+                .action_kind
+                .map(|a| (a, r.memory.kind, r.memory.services.clone()))
+        })
+        .collect();
+    for r in results.iter_mut() {
+        let Some(a) = r.memory.action_kind else {
+            continue;
+        };
+        let opposite = match r.memory.kind {
+            MemoryKind::RemediationFailure => MemoryKind::RemediationSuccess,
+            MemoryKind::RemediationSuccess => MemoryKind::RemediationFailure,
+            _ => continue,
+        };
+        if outcomes.iter().any(|(oa, ok, os)| {
+            *oa == a && *ok == opposite && os.iter().any(|s| r.memory.services.contains(s))
+        }) {
+            r.marks.push("contradicted");
+        }
+    }
+}
+
+/// Re-export for callers that only need the synonym table.
+pub use synonyms::SYNONYMS;

@@ -1,0 +1,664 @@
+//! Records (working and durable memory), their structured keys, links, history, the FTS5 index
+//! and the service dependency graph. Retracted records are excluded from every candidate query.
+
+use sqlx::SqlitePool;
+
+use super::{Tx, db_time, now, parse_db_time};
+use crate::domain::memory::{MemoryRecord, NewRecord};
+use crate::domain::{
+    ActionKind, Confidence, EpistemicType, MemoryKind, Rule, RuleSeverity, Validation,
+};
+use crate::error::{AppError, AppResult};
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: i64,
+    kind: String,
+    epistemic_type: String,
+    text: String,
+    services: String,
+    failure_modes: String,
+    action_kind: Option<String>,
+    target: Option<String>,
+    incident_id: Option<String>,
+    validation: String,
+    confidence: Option<String>,
+    importance: i64,
+    rule_always: Option<String>,
+    rule_because: Option<String>,
+    rule_scope: Option<String>,
+    rule_severity: Option<String>,
+    author: String,
+    created_at: String,
+    last_recalled_at: Option<String>,
+    recall_count: i64,
+    evidence_count: i64,
+    superseded_by: Option<i64>,
+    data: String,
+    sources: Option<String>,
+}
+
+const SELECT: &str = "SELECT r.id, r.kind, r.epistemic_type, r.text, r.services, r.failure_modes, r.action_kind,
+    r.target, r.incident_id, r.validation, r.confidence, r.importance, r.rule_always, r.rule_because,
+    r.rule_scope, r.rule_severity, r.author, r.created_at, r.last_recalled_at, r.recall_count,
+    r.evidence_count, r.superseded_by, r.data,
+    (SELECT group_concat(to_id) FROM (SELECT to_id FROM record_links l WHERE l.from_id = r.id ORDER BY to_id)) AS sources
+    FROM records r";
+
+fn corrupt(e: impl std::fmt::Display) -> AppError {
+    AppError::Internal(anyhow::anyhow!("stored record: {e}"))
+}
+
+impl Row {
+    fn into_record(self) -> AppResult<MemoryRecord> {
+        let rule = match (
+            self.rule_always,
+            self.rule_because,
+            self.rule_scope,
+            self.rule_severity,
+        ) {
+            (Some(always), Some(because), Some(scope), Some(sev)) => Some(Rule {
+                always,
+                because,
+                scope,
+                severity: RuleSeverity::parse(&sev).map_err(corrupt)?,
+            }),
+            _ => None,
+        };
+        Ok(MemoryRecord {
+            id: self.id,
+            kind: MemoryKind::parse(&self.kind).map_err(corrupt)?,
+            epistemic_type: EpistemicType::parse(&self.epistemic_type).map_err(corrupt)?,
+            text: self.text,
+            services: serde_json::from_str(&self.services).map_err(corrupt)?,
+            failure_modes: serde_json::from_str(&self.failure_modes).map_err(corrupt)?,
+            action_kind: self
+                .action_kind
+                .as_deref()
+                .map(ActionKind::parse)
+                .transpose()
+                .map_err(corrupt)?,
+            target: self.target,
+            incident_id: self.incident_id,
+            validation: Validation::parse(&self.validation).map_err(corrupt)?,
+            confidence: self
+                .confidence
+                .as_deref()
+                .map(Confidence::parse)
+                .transpose()
+                .map_err(corrupt)?,
+            importance: self.importance,
+            rule,
+            author: self.author,
+            created_at: parse_db_time(&self.created_at)?,
+            last_recalled_at: self
+                .last_recalled_at
+                .as_deref()
+                .map(parse_db_time)
+                .transpose()?,
+            recall_count: self.recall_count,
+            evidence_count: self.evidence_count,
+            superseded_by: self.superseded_by,
+            sources: self
+                .sources
+                .unwrap_or_default()
+                .split(',')
+                .filter_map(|s| s.parse().ok())
+                .collect(),
+            data: serde_json::from_str(&self.data).map_err(corrupt)?,
+        })
+    }
+}
+
+/// Words indexed beside the text so scope matches by search too: services, tags, action kind.
+fn scope_text(r: &NewRecord) -> String {
+    let mut s = String::new();
+    for part in r.services.iter().chain(r.failure_modes.iter()) {
+        s.push_str(&part.replace(['_', '-'], " "));
+        s.push(' ');
+    }
+    if let Some(a) = r.action_kind {
+        s.push_str(&a.as_str().replace('_', " "));
+    }
+    s
+}
+
+/// Inserts a record with its keys, links, FTS entry (durable kinds only) and a history entry,
+/// inside the caller's transaction. With an `origin` already present, writes nothing and returns
+/// the existing record's id and `false`.
+///
+/// # Errors
+/// Database errors.
+pub async fn insert(tx: &mut Tx, r: &NewRecord, at: jiff::Timestamp) -> AppResult<(i64, bool)> {
+    if let Some(origin) = &r.origin {
+        let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM records WHERE origin = ?")
+            .bind(origin)
+            .fetch_optional(&mut **tx)
+            .await?;
+        if let Some(id) = existing {
+            return Ok((id, false));
+        }
+    }
+    let rule = r.rule.as_ref();
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO records (kind, epistemic_type, text, services, failure_modes, action_kind, target,
+            incident_id, validation, confidence, importance, rule_always, rule_because, rule_scope,
+            rule_severity, author, created_at, origin, data)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(r.kind.as_str())
+    .bind(r.epistemic_type.as_str())
+    .bind(&r.text)
+    .bind(serde_json::to_string(&r.services).map_err(corrupt)?)
+    .bind(serde_json::to_string(&r.failure_modes).map_err(corrupt)?)
+    .bind(r.action_kind.map(ActionKind::as_str))
+    .bind(r.target.as_deref())
+    .bind(r.incident_id.as_deref())
+    .bind(r.validation.as_str())
+    .bind(r.confidence.map(Confidence::as_str))
+    .bind(r.importance)
+    .bind(rule.map(|x| x.always.as_str()))
+    .bind(rule.map(|x| x.because.as_str()))
+    .bind(rule.map(|x| x.scope.as_str()))
+    .bind(rule.map(|x| x.severity.as_str()))
+    .bind(&r.author)
+    .bind(db_time(at))
+    .bind(r.origin.as_deref())
+    .bind(if r.data.is_null() { "{}".to_string() } else { r.data.to_string() })
+    .fetch_one(&mut **tx)
+    .await?;
+    let keys = r
+        .services
+        .iter()
+        .map(|s| ("service", s.as_str()))
+        .chain(r.failure_modes.iter().map(|t| ("failure_mode", t.as_str())))
+        .chain(r.action_kind.map(|a| ("action_kind", a.as_str())));
+    for (key, value) in keys {
+        sqlx::query("INSERT OR IGNORE INTO record_keys (key, value, record_id) VALUES (?, ?, ?)")
+            .bind(key)
+            .bind(value)
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    for to in &r.cites {
+        sqlx::query(
+            "INSERT OR IGNORE INTO record_links (from_id, to_id, relation) VALUES (?, ?, 'cites')",
+        )
+        .bind(id)
+        .bind(to)
+        .execute(&mut **tx)
+        .await?;
+    }
+    if r.kind.is_durable() {
+        sqlx::query("INSERT INTO records_fts (rowid, text, scope) VALUES (?, ?, ?)")
+            .bind(id)
+            .bind(&r.text)
+            .bind(scope_text(r))
+            .execute(&mut **tx)
+            .await?;
+    }
+    add_history(tx, id, &r.author, "created", r.validation.as_str(), at).await?;
+    Ok((id, true))
+}
+
+/// Records a change of a record (created, superseded, retracted, evidence bumped).
+///
+/// # Errors
+/// Database errors.
+pub async fn add_history(
+    tx: &mut Tx,
+    id: i64,
+    actor: &str,
+    change: &str,
+    detail: &str,
+    at: jiff::Timestamp,
+) -> AppResult<()> {
+    sqlx::query(
+        "INSERT INTO record_history (record_id, at, actor, change, detail) VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(id)
+    .bind(db_time(at))
+    .bind(actor)
+    .bind(change)
+    .bind(detail)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Loads one record with its source ids.
+///
+/// # Errors
+/// [`AppError::NotFound`] for an unknown id.
+pub async fn get(pool: &SqlitePool, id: i64) -> AppResult<MemoryRecord> {
+    let sql = format!("{SELECT} WHERE r.id = ?");
+    let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    row.ok_or_else(|| AppError::NotFound(format!("memory {id}")))?
+        .into_record()
+}
+
+/// Same as [`get`] inside a transaction.
+///
+/// # Errors
+/// [`AppError::NotFound`] for an unknown id.
+pub async fn get_in(tx: &mut Tx, id: i64) -> AppResult<MemoryRecord> {
+    let sql = format!("{SELECT} WHERE r.id = ?");
+    let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    row.ok_or_else(|| AppError::NotFound(format!("memory {id}")))?
+        .into_record()
+}
+
+/// Loads several records by id, in the order of `ids` (unknown ids skipped).
+///
+/// # Errors
+/// Database errors.
+pub async fn get_many(pool: &SqlitePool, ids: &[i64]) -> AppResult<Vec<MemoryRecord>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let list = serde_json::to_string(ids).map_err(corrupt)?;
+    let sql = format!("{SELECT} WHERE r.id IN (SELECT value FROM json_each(?))");
+    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(list)
+        .fetch_all(pool)
+        .await?;
+    let mut recs: Vec<MemoryRecord> = rows
+        .into_iter()
+        .map(Row::into_record)
+        .collect::<AppResult<_>>()?;
+    recs.sort_by_key(|r| ids.iter().position(|i| *i == r.id).unwrap_or(usize::MAX));
+    Ok(recs)
+}
+
+/// Filters for [`list`]; `None` / empty means any.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryFilter {
+    /// Full-text query (FTS5 terms, OR-ed).
+    pub q: Option<String>,
+    /// Only this kind.
+    pub kind: Option<MemoryKind>,
+    /// Only records keyed to this service.
+    pub service: Option<String>,
+    /// Only records keyed to this failure mode.
+    pub failure_mode: Option<String>,
+    /// Only records from this incident.
+    pub incident: Option<String>,
+    /// Only this validation state.
+    pub validation: Option<Validation>,
+    /// Include working records (observations, hypotheses…); default durable only.
+    pub include_working: bool,
+    /// At most this many (default 200, max 1000).
+    pub limit: Option<i64>,
+}
+
+/// Durable kinds as a JSON array, for `IN (SELECT value FROM json_each(?))`.
+fn durable_kinds_json() -> String {
+    let kinds: Vec<&str> = MemoryKind::ALL
+        .iter()
+        .filter(|k| k.is_durable())
+        .map(|k| k.as_str())
+        .collect();
+    serde_json::to_string(&kinds).unwrap_or_else(|_| "[]".into())
+}
+
+/// Lists records, newest first (or by relevance when `q` is set).
+///
+/// # Errors
+/// Database errors.
+pub async fn list(pool: &SqlitePool, f: &MemoryFilter) -> AppResult<Vec<MemoryRecord>> {
+    let fts = f.q.as_deref().map(fts_or_query).filter(|q| !q.is_empty());
+    let sql = format!(
+        "{SELECT} {join} WHERE (?1 IS NULL OR r.kind = ?1)
+           AND (?2 IS NULL OR EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'service' AND k.value = ?2))
+           AND (?3 IS NULL OR EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'failure_mode' AND k.value = ?3))
+           AND (?4 IS NULL OR r.incident_id = ?4)
+           AND (?5 IS NULL OR r.validation = ?5)
+           AND (?6 OR r.kind IN (SELECT value FROM json_each(?7)))
+           {fts_where}
+         ORDER BY {order} LIMIT ?9",
+        join = if fts.is_some() { "JOIN records_fts ON records_fts.rowid = r.id" } else { "" },
+        fts_where = if fts.is_some() { "AND records_fts MATCH ?8" } else { "AND ?8 IS NULL" },
+        order = if fts.is_some() { "bm25(records_fts, 1.0, 0.5)" } else { "r.id DESC" },
+    );
+    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(f.kind.map(MemoryKind::as_str))
+        .bind(f.service.as_deref())
+        .bind(f.failure_mode.as_deref())
+        .bind(f.incident.as_deref())
+        .bind(f.validation.map(Validation::as_str))
+        .bind(f.include_working || f.incident.is_some())
+        .bind(durable_kinds_json())
+        .bind(fts)
+        .bind(f.limit.unwrap_or(200).clamp(1, 1000))
+        .fetch_all(pool)
+        .await?;
+    rows.into_iter().map(Row::into_record).collect()
+}
+
+/// Turns free text into an FTS5 expression: each word (letters/digits, ≥ 2 chars) quoted and
+/// OR-ed, at most 40 words. Quoting makes any user text safe to pass to MATCH.
+pub fn fts_or_query(text: &str) -> String {
+    let mut seen = std::collections::HashSet::new();
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 2)
+        .map(str::to_lowercase)
+        .filter(|w| seen.insert(w.clone()))
+        .take(40)
+        .map(|w| format!("\"{w}\""))
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}
+
+/// BM25 candidates for an FTS5 expression among durable, non-retracted records: `(id, rank)`
+/// best first. `kinds` restricts the kinds (empty = all durable); `exclude_incident` drops one
+/// incident's own records.
+///
+/// # Errors
+/// Database errors (an FTS syntax error cannot happen with [`fts_or_query`] output).
+pub async fn fts_candidates(
+    pool: &SqlitePool,
+    expr: &str,
+    kinds: &[MemoryKind],
+    exclude_incident: Option<&str>,
+    limit: i64,
+) -> AppResult<Vec<i64>> {
+    if expr.is_empty() {
+        return Ok(Vec::new());
+    }
+    let kinds_json = if kinds.is_empty() {
+        durable_kinds_json()
+    } else {
+        serde_json::to_string(&kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>())
+            .map_err(corrupt)?
+    };
+    let ids: Vec<i64> = sqlx::query_scalar(
+        "SELECT r.id FROM records_fts JOIN records r ON r.id = records_fts.rowid
+         WHERE records_fts MATCH ? AND r.validation != 'retracted'
+           AND r.kind IN (SELECT value FROM json_each(?))
+           AND (? IS NULL OR r.incident_id IS NULL OR r.incident_id != ?)
+         ORDER BY bm25(records_fts, 1.0, 0.6) LIMIT ?",
+    )
+    .bind(expr)
+    .bind(kinds_json)
+    .bind(exclude_incident)
+    .bind(exclude_incident)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(ids)
+}
+
+/// Structured candidates: durable, non-retracted records matching any of `keys`
+/// (`(key, value, weight)` with key `service`, `failure_mode` or `action_kind`), best total
+/// weight first.
+///
+/// # Errors
+/// Database errors.
+pub async fn key_candidates(
+    pool: &SqlitePool,
+    keys: &[(&str, String, f64)],
+    exclude_incident: Option<&str>,
+    limit: i64,
+) -> AppResult<Vec<i64>> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let keys_json = serde_json::to_string(
+        &keys
+            .iter()
+            .map(|(k, v, w)| serde_json::json!([k, v, w]))
+            .collect::<Vec<_>>(),
+    )
+    .map_err(corrupt)?;
+    let ids: Vec<i64> = sqlx::query_scalar(
+        "WITH q(key, value, weight) AS (
+             SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]')
+             FROM json_each(?) j)
+         SELECT k.record_id FROM q JOIN record_keys k ON k.key = q.key AND k.value = q.value
+         JOIN records r ON r.id = k.record_id
+         WHERE r.validation != 'retracted' AND r.kind IN (SELECT value FROM json_each(?))
+           AND (? IS NULL OR r.incident_id IS NULL OR r.incident_id != ?)
+         GROUP BY k.record_id ORDER BY SUM(q.weight) DESC, k.record_id DESC LIMIT ?",
+    )
+    .bind(keys_json)
+    .bind(durable_kinds_json())
+    .bind(exclude_incident)
+    .bind(exclude_incident)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(ids)
+}
+
+/// Services that `service` depends on and that depend on it (the entity graph, one hop).
+///
+/// # Errors
+/// Database errors.
+pub async fn neighbours(pool: &SqlitePool, service: &str) -> AppResult<Vec<String>> {
+    Ok(sqlx::query_scalar(
+        "SELECT depends_on FROM service_dependencies WHERE service = ?1
+         UNION SELECT service FROM service_dependencies WHERE depends_on = ?1",
+    )
+    .bind(service)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Records that `service` depends on `depends_on` (idempotent).
+///
+/// # Errors
+/// Database errors.
+pub async fn add_dependency(tx: &mut Tx, service: &str, depends_on: &str) -> AppResult<()> {
+    sqlx::query("INSERT OR IGNORE INTO service_dependencies (service, depends_on) VALUES (?, ?)")
+        .bind(service)
+        .bind(depends_on)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// Confirmed remediation records (failures and successes) about `action`, for the dead-end
+/// check; retracted ones never come back.
+///
+/// # Errors
+/// Database errors.
+pub async fn remediations_for_action(
+    pool: &SqlitePool,
+    action: ActionKind,
+) -> AppResult<Vec<MemoryRecord>> {
+    let sql = format!(
+        "{SELECT} WHERE r.action_kind = ? AND r.kind IN ('remediation_failure', 'remediation_success')
+           AND r.validation IN ('confirmed', 'superseded') ORDER BY r.id"
+    );
+    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(action.as_str())
+        .fetch_all(pool)
+        .await?;
+    rows.into_iter().map(Row::into_record).collect()
+}
+
+/// Changes a record's validation state (and its successor when superseded), with history.
+///
+/// # Errors
+/// Database errors.
+pub async fn set_validation(
+    tx: &mut Tx,
+    id: i64,
+    v: Validation,
+    superseded_by: Option<i64>,
+    actor: &str,
+    reason: &str,
+) -> AppResult<()> {
+    sqlx::query("UPDATE records SET validation = ?, superseded_by = COALESCE(?, superseded_by) WHERE id = ?")
+        .bind(v.as_str())
+        .bind(superseded_by)
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    if v == Validation::Retracted {
+        sqlx::query("DELETE FROM records_fts WHERE rowid = ?")
+            .bind(id)
+            .execute(&mut **tx)
+            .await?;
+    }
+    add_history(tx, id, actor, v.as_str(), reason, now()).await
+}
+
+/// Adds one to a record's evidence count (a later incident confirmed the same knowledge).
+///
+/// # Errors
+/// Database errors.
+pub async fn bump_evidence(tx: &mut Tx, id: i64, actor: &str, detail: &str) -> AppResult<()> {
+    sqlx::query("UPDATE records SET evidence_count = evidence_count + 1 WHERE id = ?")
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    add_history(tx, id, actor, "evidence", detail, now()).await
+}
+
+/// Marks records as returned by recall (count and instant).
+///
+/// # Errors
+/// Database errors.
+pub async fn touch_recalled(pool: &SqlitePool, ids: &[i64]) -> AppResult<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE records SET recall_count = recall_count + 1, last_recalled_at = ?
+         WHERE id IN (SELECT value FROM json_each(?))",
+    )
+    .bind(db_time(now()))
+    .bind(serde_json::to_string(ids).map_err(corrupt)?)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+/// A record's history, oldest first: `(at, actor, change, detail)`.
+///
+/// # Errors
+/// Database errors.
+pub async fn history(
+    pool: &SqlitePool,
+    id: i64,
+) -> AppResult<Vec<(String, String, String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT at, actor, change, detail FROM record_history WHERE record_id = ? ORDER BY id",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Every record, oldest first (for export).
+///
+/// # Errors
+/// Database errors.
+pub async fn all(pool: &SqlitePool) -> AppResult<Vec<MemoryRecord>> {
+    let sql = format!("{SELECT} ORDER BY r.id");
+    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .fetch_all(pool)
+        .await?;
+    rows.into_iter().map(Row::into_record).collect()
+}
+
+/// Writes an exported record back with its id, instants and counters (import into an empty
+/// database), inside the caller's transaction.
+///
+/// # Errors
+/// [`AppError::Conflict`] when the id exists; database errors.
+pub async fn restore(tx: &mut Tx, r: &MemoryRecord) -> AppResult<()> {
+    let new = NewRecord {
+        kind: r.kind,
+        epistemic_type: r.epistemic_type,
+        text: r.text.clone(),
+        services: r.services.clone(),
+        failure_modes: r.failure_modes.clone(),
+        action_kind: r.action_kind,
+        target: r.target.clone(),
+        incident_id: r.incident_id.clone(),
+        validation: r.validation,
+        confidence: r.confidence,
+        importance: r.importance,
+        rule: r.rule.clone(),
+        author: r.author.clone(),
+        cites: Vec::new(),
+        origin: None,
+        data: r.data.clone(),
+    };
+    let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM records WHERE id = ?")
+        .bind(r.id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    if exists.is_some() {
+        return Err(AppError::Conflict(format!(
+            "memory {} already exists",
+            r.id
+        )));
+    }
+    let (new_id, _) = insert(tx, &new, r.created_at).await?;
+    sqlx::query(
+        "UPDATE records SET id = ?, last_recalled_at = ?, recall_count = ?, evidence_count = ?, superseded_by = ?
+         WHERE id = ?",
+    )
+    .bind(r.id)
+    .bind(r.last_recalled_at.map(db_time))
+    .bind(r.recall_count)
+    .bind(r.evidence_count)
+    .bind(r.superseded_by)
+    .bind(new_id)
+    .execute(&mut **tx)
+    .await?;
+    for (table, col) in [
+        ("record_keys", "record_id"),
+        ("record_history", "record_id"),
+    ] {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE {table} SET {col} = ? WHERE {col} = ?"
+        )))
+        .bind(r.id)
+        .bind(new_id)
+        .execute(&mut **tx)
+        .await?;
+    }
+    if r.kind.is_durable() {
+        sqlx::query("DELETE FROM records_fts WHERE rowid = ?")
+            .bind(new_id)
+            .execute(&mut **tx)
+            .await?;
+        if r.validation != Validation::Retracted {
+            sqlx::query("INSERT INTO records_fts (rowid, text, scope) VALUES (?, ?, ?)")
+                .bind(r.id)
+                .bind(&r.text)
+                .bind(scope_text(&new))
+                .execute(&mut **tx)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Adds the `cites` links of an imported record (after all records exist).
+///
+/// # Errors
+/// Database errors.
+pub async fn restore_links(tx: &mut Tx, from: i64, sources: &[i64]) -> AppResult<()> {
+    for to in sources {
+        sqlx::query(
+            "INSERT OR IGNORE INTO record_links (from_id, to_id, relation) VALUES (?, ?, 'cites')",
+        )
+        .bind(from)
+        .bind(to)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}

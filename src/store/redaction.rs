@@ -1,0 +1,36 @@
+//! Per-incident redaction maps, so a secret gets the same placeholder every time within one
+//! incident (`<email-1>` stays `<email-1>`).
+
+use super::Tx;
+use crate::error::{AppError, AppResult};
+use crate::redact::Redactor;
+
+/// Loads the incident's redactor (a fresh one when none is stored yet).
+///
+/// # Errors
+/// Database errors; a stored map that does not parse.
+pub async fn load(tx: &mut Tx, incident_id: &str) -> AppResult<Redactor> {
+    let map: Option<String> =
+        sqlx::query_scalar("SELECT map FROM redaction_maps WHERE incident_id = ?")
+            .bind(incident_id)
+            .fetch_optional(&mut **tx)
+            .await?;
+    match map {
+        Some(m) => serde_json::from_str(&m).map_err(|e| AppError::Internal(e.into())),
+        None => Ok(Redactor::default()),
+    }
+}
+
+/// Stores the incident's redactor.
+///
+/// # Errors
+/// Database errors.
+pub async fn save(tx: &mut Tx, incident_id: &str, r: &Redactor) -> AppResult<()> {
+    let map = serde_json::to_string(r).map_err(|e| AppError::Internal(e.into()))?;
+    sqlx::query("INSERT INTO redaction_maps (incident_id, map) VALUES (?, ?) ON CONFLICT (incident_id) DO UPDATE SET map = excluded.map")
+        .bind(incident_id)
+        .bind(map)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}

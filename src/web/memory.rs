@@ -1,0 +1,725 @@
+//! Organizational memory over HTTP: the memory browser, notes and runbooks, supersede and
+//! retract (reviewers), recall — as pages and as JSON under `/api/v1`.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use super::AppState;
+use super::auth::CurrentUser;
+use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::pages::Layout;
+use super::view::Clock;
+use crate::domain::memory::{MemoryRecord, NewRecord};
+use crate::domain::{MemoryKind, Role, Validation, ValidationError, optional_text, required_text};
+use crate::error::AppError;
+use crate::recall::{RecallQuery, RecallResult, recall};
+use crate::services::memory as msvc;
+use crate::store::memory::{self as mstore, MemoryFilter};
+
+/// Routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/memories", get(api_list).post(api_create))
+        .route("/api/v1/memories/{id}", get(api_show))
+        .route("/api/v1/memories/{id}/supersede", post(api_supersede))
+        .route("/api/v1/memories/{id}/retract", post(api_retract))
+        .route("/api/v1/recall", get(api_recall))
+        .route("/memories", get(browser_page))
+        .route("/memories/new", get(new_page).post(new_submit))
+        .route("/memories/{id}", get(show_page))
+        .route("/memories/{id}/supersede", post(supersede_submit))
+        .route("/memories/{id}/retract", post(retract_submit))
+}
+
+/// Query of the memory list (API and browser); empty = any.
+#[derive(Debug, Default, Deserialize)]
+pub struct MemoryQuery {
+    /// Full-text search.
+    #[serde(default)]
+    pub q: String,
+    /// Kind.
+    #[serde(default)]
+    pub kind: String,
+    /// Service.
+    #[serde(default)]
+    pub service: String,
+    /// Failure-mode tag.
+    #[serde(default)]
+    pub failure_mode: String,
+    /// Incident id.
+    #[serde(default)]
+    pub incident: String,
+    /// Validation state.
+    #[serde(default)]
+    pub validation: String,
+}
+
+fn nonempty(s: &str) -> Option<String> {
+    Some(s.trim()).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+impl MemoryQuery {
+    fn to_filter(&self) -> Result<MemoryFilter, ValidationError> {
+        Ok(MemoryFilter {
+            q: nonempty(&self.q),
+            kind: nonempty(&self.kind)
+                .map(|k| MemoryKind::parse(&k))
+                .transpose()?,
+            service: nonempty(&self.service).map(|s| s.to_lowercase()),
+            failure_mode: nonempty(&self.failure_mode),
+            incident: nonempty(&self.incident),
+            validation: nonempty(&self.validation)
+                .map(|v| Validation::parse(&v))
+                .transpose()?,
+            include_working: false,
+            limit: None,
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct MemoryList {
+    memories: Vec<MemoryRecord>,
+}
+
+async fn api_list(
+    State(s): State<AppState>,
+    _u: CurrentUser,
+    Query(q): Query<MemoryQuery>,
+) -> Result<Json<MemoryList>, ApiError> {
+    Ok(Json(MemoryList {
+        memories: mstore::list(&s.pool, &q.to_filter()?).await?,
+    }))
+}
+
+#[derive(Serialize)]
+struct MemoryDetail {
+    #[serde(flatten)]
+    memory: MemoryRecord,
+    source_records: Vec<MemoryRecord>,
+    history: Vec<HistoryEntry>,
+}
+
+#[derive(Serialize)]
+struct HistoryEntry {
+    at: String,
+    actor: String,
+    change: String,
+    detail: String,
+}
+
+async fn detail(s: &AppState, id: i64) -> Result<MemoryDetail, AppError> {
+    let memory = mstore::get(&s.pool, id).await?;
+    let source_records = mstore::get_many(&s.pool, &memory.sources).await?;
+    let history = mstore::history(&s.pool, id)
+        .await?
+        .into_iter()
+        .map(|(at, actor, change, detail)| HistoryEntry {
+            at,
+            actor,
+            change,
+            detail,
+        })
+        .collect();
+    Ok(MemoryDetail {
+        memory,
+        source_records,
+        history,
+    })
+}
+
+fn parse_mem_id(id: &str) -> Result<i64, AppError> {
+    id.trim_start_matches("MEM-")
+        .parse()
+        .map_err(|_| AppError::NotFound(format!("memory {id}")))
+}
+
+async fn api_show(
+    State(s): State<AppState>,
+    _u: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Json<MemoryDetail>, ApiError> {
+    Ok(Json(detail(&s, parse_mem_id(&id)?).await?))
+}
+
+/// Body of `POST /api/v1/memories`: a note (service_fact, dependency) or runbook written by a
+/// person. Runbooks carry `title`, `steps` and `common_causes`; a dependency carries
+/// `depends_on`.
+#[derive(Debug, Default, Deserialize)]
+pub struct CreateMemory {
+    /// `service_fact`, `dependency` or `runbook`.
+    pub kind: String,
+    /// The fact, or the runbook's summary.
+    #[serde(default)]
+    pub text: String,
+    /// Service it is about.
+    #[serde(default)]
+    pub service: String,
+    /// Failure-mode tags (comma-separated in forms).
+    #[serde(default)]
+    pub failure_modes: Vec<String>,
+    /// Runbook title.
+    #[serde(default)]
+    pub title: String,
+    /// Runbook steps, one per line.
+    #[serde(default)]
+    pub steps: String,
+    /// Runbook common causes, one per line.
+    #[serde(default)]
+    pub common_causes: String,
+    /// For a dependency: the service depended on.
+    #[serde(default)]
+    pub depends_on: String,
+    /// For a new version of a runbook or note: the record it replaces.
+    #[serde(default)]
+    pub replaces: Option<i64>,
+}
+
+impl CreateMemory {
+    fn to_record(&self, author: &str) -> Result<NewRecord, AppError> {
+        let kind = MemoryKind::parse(&self.kind)?;
+        let service = crate::domain::incident::parse_service(&self.service)?;
+        let failure_modes: Vec<String> = self
+            .failure_modes
+            .iter()
+            .flat_map(|t| t.split(','))
+            .map(|t| t.trim().to_lowercase())
+            .filter(|t| !t.is_empty())
+            .collect();
+        let (text, data) = match kind {
+            MemoryKind::ServiceFact => (
+                required_text("text", &self.text, 5000)?,
+                serde_json::json!({}),
+            ),
+            MemoryKind::Dependency => {
+                let on = crate::domain::incident::parse_service(&self.depends_on)
+                    .map_err(|e| ValidationError::new("depends_on", e.message))?;
+                let extra = optional_text("text", &self.text, 2000)?;
+                (
+                    format!("{service} depends on {on}. {extra}")
+                        .trim()
+                        .to_string(),
+                    serde_json::json!({"depends_on": on}),
+                )
+            }
+            MemoryKind::Runbook => {
+                let title = required_text("title", &self.title, 200)?;
+                let steps: Vec<String> = self
+                    .steps
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                if steps.is_empty() {
+                    return Err(ValidationError::new(
+                        "steps",
+                        "a runbook needs at least one step (one per line)",
+                    )
+                    .into());
+                }
+                let causes: Vec<String> = self
+                    .common_causes
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(str::to_string)
+                    .collect();
+                let summary = optional_text("text", &self.text, 5000)?;
+                let text = format!(
+                    "Runbook: {title}. {summary}\nSteps: {}\nCommon causes: {}",
+                    steps.join("; "),
+                    causes.join("; ")
+                );
+                (
+                    text,
+                    serde_json::json!({"title": title, "steps": steps, "common_causes": causes}),
+                )
+            }
+            other => {
+                return Err(ValidationError::new(
+                    "kind",
+                    format!("{other} records are written by the incident workflow; people write service_fact, dependency or runbook here"),
+                )
+                .into());
+            }
+        };
+        let mut r = NewRecord::new(kind, text, author);
+        r.services = vec![service];
+        r.failure_modes = failure_modes;
+        r.data = data;
+        Ok(r)
+    }
+}
+
+/// Writes a note or runbook (and, for a new version, supersedes the one it replaces; runbook
+/// versions count up in `data.version`).
+async fn create_memory(
+    s: &AppState,
+    user: &crate::store::users::User,
+    body: &CreateMemory,
+) -> Result<MemoryRecord, AppError> {
+    let mut rec = body.to_record(&user.name)?;
+    if let Some(old) = body.replaces {
+        let prev = mstore::get(&s.pool, old).await?;
+        if prev.kind != rec.kind {
+            return Err(ValidationError::new(
+                "replaces",
+                format!("MEM-{old} is a {}, not a {}", prev.kind, rec.kind),
+            )
+            .into());
+        }
+        let version = prev
+            .data
+            .get("version")
+            .and_then(|v| v.as_i64())
+            .unwrap_or(1)
+            + 1;
+        if let Some(obj) = rec.data.as_object_mut() {
+            obj.insert("version".into(), version.into());
+            obj.insert("previous".into(), old.into());
+        }
+    } else if let Some(obj) = rec.data.as_object_mut() {
+        obj.insert("version".into(), 1.into());
+    }
+    let written = msvc::write_note(&s.pool, rec).await?;
+    if let Some(old) = body.replaces {
+        msvc::supersede(&s.pool, &user.name, old, written.id, "new version").await?;
+    }
+    Ok(written)
+}
+
+async fn api_create(
+    State(s): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    ApiJson(body): ApiJson<CreateMemory>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(create_memory(&s, &user, &body).await?),
+    ))
+}
+
+/// Body of supersede.
+#[derive(Debug, Deserialize)]
+pub struct SupersedeBody {
+    /// Id of the newer record.
+    pub by: i64,
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// Body of retract.
+#[derive(Debug, Deserialize)]
+pub struct RetractBody {
+    /// Why (required).
+    #[serde(default)]
+    pub reason: String,
+}
+
+async fn api_supersede(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(b): ApiJson<SupersedeBody>,
+) -> Result<Json<MemoryRecord>, ApiError> {
+    user.require(Role::Reviewer, "superseding a memory")?;
+    Ok(Json(
+        msvc::supersede(
+            &s.pool,
+            &user.0.name,
+            parse_mem_id(&id)?,
+            b.by,
+            b.reason.trim(),
+        )
+        .await?,
+    ))
+}
+
+async fn api_retract(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(b): ApiJson<RetractBody>,
+) -> Result<Json<MemoryRecord>, ApiError> {
+    user.require(Role::Reviewer, "retracting a memory")?;
+    let reason = required_text("reason", &b.reason, 2000)?;
+    Ok(Json(
+        msvc::retract(&s.pool, &user.0.name, parse_mem_id(&id)?, &reason).await?,
+    ))
+}
+
+/// Query of `GET /api/v1/recall`.
+#[derive(Debug, Default, Deserialize)]
+pub struct RecallParams {
+    /// Free text.
+    #[serde(default)]
+    pub q: String,
+    /// Service in scope.
+    #[serde(default)]
+    pub service: String,
+    /// How many (default 10).
+    #[serde(default)]
+    pub k: Option<usize>,
+}
+
+async fn run_recall(s: &AppState, p: &RecallParams) -> Result<RecallResult, AppError> {
+    let q = RecallQuery {
+        text: optional_text("q", &p.q, 10_000)?,
+        service: nonempty(&p.service).map(|s| s.to_lowercase()),
+        k: p.k.unwrap_or(10),
+        ..Default::default()
+    };
+    if q.text.is_empty() && q.service.is_none() {
+        return Err(ValidationError::new("q", "give a question or a service to recall for").into());
+    }
+    let res = recall(&s.pool, &q).await?;
+    let ids: Vec<i64> = res.results.iter().map(|r| r.memory.id).collect();
+    mstore::touch_recalled(&s.pool, &ids).await?;
+    Ok(res)
+}
+
+async fn api_recall(
+    State(s): State<AppState>,
+    _u: CurrentUser,
+    Query(p): Query<RecallParams>,
+) -> Result<Json<RecallResult>, ApiError> {
+    Ok(Json(run_recall(&s, &p).await?))
+}
+
+// ---- pages ----
+
+struct Item {
+    m: MemoryRecord,
+    created: String,
+    score: Option<String>,
+    why: String,
+    marks: String,
+}
+
+fn item(m: MemoryRecord, clock: &Clock) -> Item {
+    Item {
+        created: clock.fmt(&m.created_at),
+        m,
+        score: None,
+        why: String::new(),
+        marks: String::new(),
+    }
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "memories/browser.html")]
+struct BrowserPage {
+    layout: Layout,
+    q: MemoryQuery,
+    recall_q: String,
+    items: Vec<Item>,
+    recalled: Option<Vec<Item>>,
+    notice: Option<String>,
+    kinds: Vec<&'static str>,
+    validations: Vec<&'static str>,
+}
+
+#[derive(Deserialize, Default)]
+struct BrowserQuery {
+    #[serde(flatten)]
+    filter: MemoryQuery,
+    #[serde(default)]
+    recall: String,
+}
+
+async fn browser_page(
+    State(s): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    headers: HeaderMap,
+    Query(bq): Query<BrowserQuery>,
+) -> Result<Response, PageError> {
+    let clock = Clock::for_viewer(Some(&user), &headers);
+    let items = mstore::list(&s.pool, &bq.filter.to_filter()?)
+        .await?
+        .into_iter()
+        .map(|m| item(m, &clock))
+        .collect();
+    let (recalled, notice) = if bq.recall.trim().is_empty() {
+        (None, None)
+    } else {
+        let res = run_recall(
+            &s,
+            &RecallParams {
+                q: bq.recall.clone(),
+                ..Default::default()
+            },
+        )
+        .await?;
+        let list = res
+            .results
+            .into_iter()
+            .map(|r| Item {
+                score: Some(format!("{:.4}", r.score)),
+                why: why_text(&r.why),
+                marks: r.marks.join(", "),
+                ..item(r.memory, &clock)
+            })
+            .collect();
+        (Some(list), res.notice)
+    };
+    Ok(BrowserPage {
+        layout: Layout::new(Some(&user), "Memory"),
+        recall_q: bq.recall,
+        q: bq.filter,
+        items,
+        recalled,
+        notice,
+        kinds: MemoryKind::ALL
+            .iter()
+            .filter(|k| k.is_durable())
+            .map(|k| k.as_str())
+            .collect(),
+        validations: Validation::ALL.iter().map(|v| v.as_str()).collect(),
+    }
+    .into_response())
+}
+
+/// "why recalled" in one line.
+pub fn why_text(w: &crate::recall::Why) -> String {
+    let mut parts = Vec::new();
+    if !w.matched_terms.is_empty() {
+        parts.push(format!("words: {}", w.matched_terms.join(", ")));
+    }
+    if !w.tags.is_empty() {
+        parts.push(format!("failure modes: {}", w.tags.join(", ")));
+    }
+    if !w.services.is_empty() {
+        parts.push(format!("service: {}", w.services.join(", ")));
+    }
+    if !w.action_kinds.is_empty() {
+        parts.push(format!("action: {}", w.action_kinds.join(", ")));
+    }
+    parts.join(" · ")
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "memories/show.html")]
+struct ShowPage {
+    layout: Layout,
+    d: MemoryDetail,
+    created: String,
+    can_curate: bool,
+    error: Option<String>,
+}
+
+async fn render_show(
+    s: &AppState,
+    user: &crate::store::users::User,
+    headers: &HeaderMap,
+    id: i64,
+    error: Option<(StatusCode, String)>,
+) -> Result<Response, PageError> {
+    let d = detail(s, id).await?;
+    let clock = Clock::for_viewer(Some(user), headers);
+    let (status, error) = error.map_or((StatusCode::OK, None), |(st, m)| (st, Some(m)));
+    Ok((
+        status,
+        ShowPage {
+            layout: Layout::new(Some(user), format!("MEM-{id}")),
+            created: clock.fmt(&d.memory.created_at),
+            d,
+            can_curate: user.role.includes(Role::Reviewer),
+            error,
+        },
+    )
+        .into_response())
+}
+
+async fn show_page(
+    State(s): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    render_show(&s, &user, &headers, parse_mem_id(&id)?, None).await
+}
+
+#[derive(Deserialize)]
+struct CurateForm {
+    #[serde(default)]
+    by: String,
+    #[serde(default)]
+    reason: String,
+}
+
+async fn supersede_submit(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    PageForm(f): PageForm<CurateForm>,
+) -> Result<Response, PageError> {
+    let id = parse_mem_id(&id)?;
+    let result = async {
+        user.require(Role::Reviewer, "superseding a memory")?;
+        let by = parse_mem_id(f.by.trim()).map_err(|_| {
+            ValidationError::new("by", "give the id of the newer record, e.g. MEM-42")
+        })?;
+        msvc::supersede(&s.pool, &user.0.name, id, by, f.reason.trim()).await
+    }
+    .await;
+    match result {
+        Ok(_) => Ok(Redirect::to(&format!("/memories/{id}")).into_response()),
+        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
+        Err(e) => render_show(&s, &user.0, &headers, id, Some((e.status(), e.to_string()))).await,
+    }
+}
+
+async fn retract_submit(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    PageForm(f): PageForm<CurateForm>,
+) -> Result<Response, PageError> {
+    let id = parse_mem_id(&id)?;
+    let result = async {
+        user.require(Role::Reviewer, "retracting a memory")?;
+        let reason = required_text("reason", &f.reason, 2000)?;
+        msvc::retract(&s.pool, &user.0.name, id, &reason).await
+    }
+    .await;
+    match result {
+        Ok(_) => Ok(Redirect::to(&format!("/memories/{id}")).into_response()),
+        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
+        Err(e) => render_show(&s, &user.0, &headers, id, Some((e.status(), e.to_string()))).await,
+    }
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "memories/new.html")]
+struct NewPage {
+    layout: Layout,
+    f: NewForm,
+    error: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct NewForm {
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    service: String,
+    #[serde(default)]
+    failure_modes: String,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    steps: String,
+    #[serde(default)]
+    common_causes: String,
+    #[serde(default)]
+    depends_on: String,
+    #[serde(default)]
+    replaces: String,
+}
+
+#[derive(Deserialize, Default)]
+struct NewQuery {
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    replaces: String,
+}
+
+async fn new_page(
+    State(s): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Query(nq): Query<NewQuery>,
+) -> Result<Response, PageError> {
+    let mut f = NewForm {
+        kind: if nq.kind.is_empty() {
+            "service_fact".into()
+        } else {
+            nq.kind
+        },
+        ..Default::default()
+    };
+    if let Ok(old) = parse_mem_id(&nq.replaces) {
+        let prev = mstore::get(&s.pool, old).await?;
+        f.kind = prev.kind.as_str().into();
+        f.service = prev.services.first().cloned().unwrap_or_default();
+        f.failure_modes = prev.failure_modes.join(", ");
+        f.replaces = old.to_string();
+        let str_of = |k: &str| {
+            prev.data
+                .get(k)
+                .and_then(|v| v.as_str())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let lines_of = |k: &str| {
+            prev.data
+                .get(k)
+                .and_then(|v| v.as_array())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|x| x.as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+                .unwrap_or_default()
+        };
+        f.title = str_of("title");
+        f.depends_on = str_of("depends_on");
+        f.steps = lines_of("steps");
+        f.common_causes = lines_of("common_causes");
+        f.text = if prev.kind == MemoryKind::ServiceFact {
+            prev.text.clone()
+        } else {
+            String::new()
+        };
+    }
+    Ok(NewPage {
+        layout: Layout::new(Some(&user), "New note or runbook"),
+        f,
+        error: None,
+    }
+    .into_response())
+}
+
+async fn new_submit(
+    State(s): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    PageForm(f): PageForm<NewForm>,
+) -> Result<Response, PageError> {
+    let body = CreateMemory {
+        kind: f.kind.clone(),
+        text: f.text.clone(),
+        service: f.service.clone(),
+        failure_modes: vec![f.failure_modes.clone()],
+        title: f.title.clone(),
+        steps: f.steps.clone(),
+        common_causes: f.common_causes.clone(),
+        depends_on: f.depends_on.clone(),
+        replaces: f.replaces.trim().parse().ok(),
+    };
+    match create_memory(&s, &user, &body).await {
+        Ok(m) => Ok(Redirect::to(&format!("/memories/{}", m.id)).into_response()),
+        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
+        Err(e) => Ok((
+            e.status(),
+            NewPage {
+                layout: Layout::new(Some(&user), "New note or runbook"),
+                f,
+                error: Some(e.to_string()),
+            },
+        )
+            .into_response()),
+    }
+}

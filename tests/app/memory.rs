@@ -1,0 +1,536 @@
+//! Organizational memory: typed records, recall, supersede/retract, notes and runbooks, audit,
+//! export/import.
+
+use incidentmind::domain::memory::NewRecord;
+use incidentmind::domain::{ActionKind, EpistemicType, MemoryKind, Validation};
+use incidentmind::recall::{RecallQuery, recall};
+use incidentmind::services::memory as msvc;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{error_of, spawn_app};
+
+fn rec(kind: MemoryKind, text: &str, service: &str, tags: &[&str]) -> NewRecord {
+    let mut r = NewRecord::new(kind, text, "victor");
+    r.services = vec![service.to_string()];
+    r.failure_modes = tags.iter().map(|t| t.to_string()).collect();
+    r
+}
+
+/// Writes `r`, first writing an observation for it to cite when it is an inference.
+async fn write(
+    pool: &sqlx::SqlitePool,
+    mut r: NewRecord,
+) -> incidentmind::domain::memory::MemoryRecord {
+    if r.epistemic_type == EpistemicType::Inference && r.cites.is_empty() {
+        let obs = msvc::write(
+            pool,
+            NewRecord::new(MemoryKind::Observation, format!("seen: {}", r.text), "rita"),
+        )
+        .await
+        .unwrap();
+        r.cites = vec![obs.id];
+    }
+    msvc::write(pool, r).await.unwrap()
+}
+
+/// A small, varied memory so ranking has something to beat.
+async fn seed_distractors(pool: &sqlx::SqlitePool) {
+    let items = [
+        (
+            MemoryKind::RootCause,
+            "TLS certificate on the edge proxy expired at midnight",
+            "edge-proxy",
+            "tls_certificate_expired",
+        ),
+        (
+            MemoryKind::RootCause,
+            "Disk on the logging node filled up with debug logs",
+            "log-shipper",
+            "disk_full",
+        ),
+        (
+            MemoryKind::Symptom,
+            "Search results stale because the indexer consumer fell behind",
+            "search",
+            "consumer_lag",
+        ),
+        (
+            MemoryKind::RootCause,
+            "DNS resolver misconfiguration after a config push",
+            "auth-api",
+            "dns_resolution_failure",
+        ),
+        (
+            MemoryKind::RemediationFailure,
+            "Restarting the cache cluster did not clear the stampede",
+            "catalog",
+            "cache_failure",
+        ),
+        (
+            MemoryKind::RootCause,
+            "Replica fell 20 minutes behind during the bulk import",
+            "orders-db",
+            "replication_lag",
+        ),
+        (
+            MemoryKind::Symptom,
+            "Pods OOMKilled in a crash loop after the image upgrade",
+            "recommendations",
+            "oom_killed",
+        ),
+        (
+            MemoryKind::RootCause,
+            "Rate limiter misconfigured, clients got 429 responses",
+            "public-api",
+            "rate_limited",
+        ),
+    ];
+    for (kind, text, svc, tag) in items {
+        write(pool, rec(kind, text, svc, &[tag])).await;
+    }
+}
+
+#[tokio::test]
+async fn a_paraphrased_query_finds_the_dead_end_in_the_top_3() {
+    let app = spawn_app().await;
+    seed_distractors(&app.pool).await;
+    let mut failure = rec(
+        MemoryKind::RemediationFailure,
+        "Connection pool exhausted on payments-db, raising max pool size did not help",
+        "payments-db",
+        &[],
+    );
+    failure.action_kind = Some(ActionKind::RaisePoolLimit);
+    let written = msvc::write(&app.pool, failure).await.unwrap();
+    let res = recall(
+        &app.pool,
+        &RecallQuery {
+            text: "checkout API timing out waiting for database connections".into(),
+            k: 10,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ids: Vec<i64> = res.results.iter().map(|r| r.memory.id).collect();
+    let pos = ids.iter().position(|i| *i == written.id).expect("found");
+    assert!(pos < 3, "rank {pos} in {ids:?}");
+    let why = &res.results[pos].why;
+    assert!(
+        why.tags.contains(&"connection_pool_exhausted".to_string()),
+        "{why:?}"
+    );
+    assert!(res.notice.is_none());
+}
+
+#[tokio::test]
+async fn nothing_relevant_says_so_instead_of_returning_noise() {
+    let app = spawn_app().await;
+    let res = recall(
+        &app.pool,
+        &RecallQuery {
+            text: "quarterly budget spreadsheet".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(res.results.is_empty());
+    assert_eq!(
+        res.notice.as_deref(),
+        Some("No relevant organizational memory found")
+    );
+}
+
+#[tokio::test]
+async fn a_superseded_record_ranks_below_its_successor_and_is_marked() {
+    let app = spawn_app().await;
+    let old = write(
+        &app.pool,
+        rec(
+            MemoryKind::RootCause,
+            "Checkout latency caused by connection pool exhaustion on payments-db",
+            "payments-api",
+            &["connection_pool_exhausted"],
+        ),
+    )
+    .await;
+    let new = write(
+        &app.pool,
+        rec(
+            MemoryKind::RootCause,
+            "Checkout latency caused by a connection leak exhausting the pool on payments-db",
+            "payments-api",
+            &["connection_pool_exhausted", "connection_leak"],
+        ),
+    )
+    .await;
+    // Before: the older one is found too.
+    msvc::supersede(&app.pool, "victor", old.id, new.id, "leak found")
+        .await
+        .unwrap();
+    let res = recall(
+        &app.pool,
+        &RecallQuery {
+            text: "checkout latency connection pool exhaustion".into(),
+            service: Some("payments-api".into()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ids: Vec<i64> = res.results.iter().map(|r| r.memory.id).collect();
+    let (pn, po) = (
+        ids.iter().position(|i| *i == new.id).unwrap(),
+        ids.iter().position(|i| *i == old.id).unwrap(),
+    );
+    assert!(pn < po, "successor first: {ids:?}");
+    assert!(res.results[po].marks.contains(&"superseded"));
+    let o = incidentmind::store::memory::get(&app.pool, old.id)
+        .await
+        .unwrap();
+    assert_eq!(
+        (o.validation, o.superseded_by),
+        (Validation::Superseded, Some(new.id))
+    );
+}
+
+#[tokio::test]
+async fn a_retracted_record_never_comes_back_on_any_path() {
+    let app = spawn_app().await;
+    let mut r = rec(
+        MemoryKind::RemediationFailure,
+        "Raising the pool limit on payments-db did not help",
+        "payments-db",
+        &["connection_pool_exhausted"],
+    );
+    r.action_kind = Some(ActionKind::RaisePoolLimit);
+    let m = msvc::write(&app.pool, r).await.unwrap();
+    msvc::retract(&app.pool, "victor", m.id, "wrong incident")
+        .await
+        .unwrap();
+    for q in [
+        RecallQuery {
+            text: "raising the pool limit payments-db".into(),
+            ..Default::default()
+        },
+        RecallQuery {
+            service: Some("payments-db".into()),
+            ..Default::default()
+        },
+        RecallQuery {
+            failure_modes: vec!["connection_pool_exhausted".into()],
+            ..Default::default()
+        },
+        RecallQuery {
+            action_kinds: vec![ActionKind::RaisePoolLimit],
+            ..Default::default()
+        },
+    ] {
+        let res = recall(&app.pool, &q).await.unwrap();
+        assert!(res.results.iter().all(|x| x.memory.id != m.id), "{q:?}");
+    }
+    let dead_ends =
+        incidentmind::store::memory::remediations_for_action(&app.pool, ActionKind::RaisePoolLimit)
+            .await
+            .unwrap();
+    assert!(dead_ends.is_empty());
+    // Still readable for audit.
+    let v: Value = app
+        .get(&app.responder, &format!("/api/v1/memories/{}", m.id))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["validation"], "retracted");
+    assert_eq!(v["history"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn inferences_need_sources_and_decisions_cannot_rest_on_decisions_only() {
+    let app = spawn_app().await;
+    let mut r = NewRecord::new(MemoryKind::Hypothesis, "the pool is too small", "rita");
+    r.epistemic_type = EpistemicType::Inference;
+    let e = msvc::write(&app.pool, r.clone()).await.unwrap_err();
+    assert!(e.to_string().contains("must cite"), "{e}");
+    r.cites = vec![9999];
+    assert!(
+        msvc::write(&app.pool, r.clone())
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("does not exist")
+    );
+    let obs = msvc::write(
+        &app.pool,
+        NewRecord::new(MemoryKind::Observation, "pool wait p99 4s", "rita"),
+    )
+    .await
+    .unwrap();
+    r.cites = vec![obs.id];
+    let inf = msvc::write(&app.pool, r).await.unwrap();
+    assert_eq!(inf.sources, vec![obs.id], "retrieval returns the sources");
+    let mut d1 = NewRecord::new(MemoryKind::Recommendation, "raise the pool", "rita");
+    d1.cites = vec![inf.id];
+    let d1 = msvc::write(&app.pool, d1).await.unwrap();
+    let mut d2 = NewRecord::new(MemoryKind::Recommendation, "approve it", "rita");
+    d2.cites = vec![d1.id];
+    assert!(
+        msvc::write(&app.pool, d2)
+            .await
+            .unwrap_err()
+            .to_string()
+            .contains("only decisions")
+    );
+}
+
+#[tokio::test]
+async fn secrets_are_redacted_before_they_are_stored() {
+    let app = spawn_app().await;
+    let text = "pool exhausted; DSN postgres://app:hunter2secret@10.0.0.5/pay, paged jane.doe@example.com, token Bearer abcdef1234567890abcdef";
+    let m = write(
+        &app.pool,
+        rec(MemoryKind::ServiceFact, text, "payments-db", &[]),
+    )
+    .await;
+    for secret in [
+        "hunter2secret",
+        "jane.doe@example.com",
+        "abcdef1234567890abcdef",
+    ] {
+        assert!(!m.text.contains(secret), "{} leaked: {}", secret, m.text);
+    }
+    assert!(
+        m.text.contains("10.0.0.5"),
+        "private addresses kept: {}",
+        m.text
+    );
+    let rows: Vec<String> = sqlx::query_scalar("SELECT text FROM records")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert!(rows.iter().all(|t| !t.contains("hunter2secret")));
+}
+
+#[tokio::test]
+async fn notes_and_runbooks_are_written_versioned_and_recalled_by_scope() {
+    let app = spawn_app().await;
+    let res = app
+        .post_json(&app.responder, "/api/v1/memories", json!({
+            "kind": "runbook", "service": "payments-api", "title": "Pool exhaustion on payments",
+            "steps": "Check pool wait vs request rate\nLook for a leak in the last deploy\nRestart only as a stopgap",
+            "common_causes": "connection leak\nslow queries", "failure_modes": ["connection_pool_exhausted"]
+        }))
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let v1: Value = res.json().await.unwrap();
+    assert_eq!(v1["data"]["version"], 1);
+    let res = app
+        .post_json(&app.responder, "/api/v1/memories", json!({
+            "kind": "runbook", "service": "payments-api", "title": "Pool exhaustion on payments",
+            "steps": "Compare pool wait with request rate\nBisect the last deploy for a leak", "replaces": v1["id"]
+        }))
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let v2: Value = res.json().await.unwrap();
+    assert_eq!(v2["data"]["version"], 2);
+    let old: Value = app
+        .get(&app.responder, &format!("/api/v1/memories/{}", v1["id"]))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(old["validation"], "superseded");
+    assert_eq!(old["superseded_by"], v2["id"]);
+
+    let res = app
+        .post_json(
+            &app.responder,
+            "/api/v1/memories",
+            json!({"kind": "dependency", "service": "checkout", "depends_on": "payments-api"}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    // Scope recall through the graph: checkout → payments-api's runbook.
+    let v: Value = app
+        .get(&app.responder, "/api/v1/recall?service=checkout&k=5")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let ids: Vec<i64> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_i64().unwrap())
+        .collect();
+    assert!(ids.contains(&v2["id"].as_i64().unwrap()), "{v}");
+    let first = &v["results"][0];
+    for field in [
+        "id",
+        "kind",
+        "epistemic_type",
+        "text",
+        "incident_id",
+        "validation",
+        "score",
+        "why",
+    ] {
+        assert!(first.get(field).is_some(), "{field} in {first}");
+    }
+    // Bad kinds are refused with a message.
+    let (status, _, message) = error_of(
+        app.post_json(
+            &app.responder,
+            "/api/v1/memories",
+            json!({"kind": "lesson", "service": "x", "text": "t"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(message.contains("incident workflow"), "{message}");
+}
+
+#[tokio::test]
+async fn only_reviewers_retract_and_every_change_is_audited() {
+    let app = spawn_app().await;
+    let m = write(
+        &app.pool,
+        rec(
+            MemoryKind::ServiceFact,
+            "payments-api runs 12 pods",
+            "payments-api",
+            &[],
+        ),
+    )
+    .await;
+    let path = format!("/api/v1/memories/{}/retract", m.id);
+    let res = app
+        .post_json(&app.responder, &path, json!({"reason": "outdated"}))
+        .await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    let res = app
+        .post_json(&app.reviewer, &path, json!({"reason": ""}))
+        .await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let res = app
+        .post_json(&app.reviewer, &path, json!({"reason": "outdated"}))
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let res = app
+        .post_json(&app.reviewer, &path, json!({"reason": "again"}))
+        .await;
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    let actions: Vec<String> = sqlx::query_scalar("SELECT action FROM audit_log ORDER BY seq")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(actions, ["memory.write", "memory.retract"]);
+    let listed: Value = app
+        .get(&app.responder, "/api/v1/memories?validation=retracted")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["memories"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn the_audit_chain_holds_after_1000_operations() {
+    use incidentmind::store::audit::{Verification, verify};
+    let app = spawn_app().await;
+    for i in 0..1000 {
+        write(
+            &app.pool,
+            rec(
+                MemoryKind::ServiceFact,
+                &format!("fact number {i}"),
+                "svc",
+                &[],
+            ),
+        )
+        .await;
+    }
+    assert_eq!(
+        verify(&app.pool).await.unwrap(),
+        Verification::Intact { entries: 1000 }
+    );
+    sqlx::query("DROP TRIGGER audit_log_no_update")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE audit_log SET detail = '{}' WHERE seq = 500")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert!(matches!(
+        verify(&app.pool).await.unwrap(),
+        Verification::Broken { seq: 500, .. }
+    ));
+}
+
+#[tokio::test]
+async fn export_then_import_into_an_empty_database_round_trips_exactly() {
+    let app = spawn_app().await;
+    seed_distractors(&app.pool).await;
+    let obs = msvc::write(
+        &app.pool,
+        NewRecord::new(MemoryKind::Observation, "pool wait climbing", "rita"),
+    )
+    .await
+    .unwrap();
+    let mut inf = NewRecord::new(MemoryKind::RootCause, "a leak", "rita");
+    inf.cites = vec![obs.id];
+    let inf = msvc::write(&app.pool, inf).await.unwrap();
+    msvc::retract(&app.pool, "victor", 1, "test").await.unwrap();
+    let first = msvc::export(&app.pool).await.unwrap();
+    assert_eq!(first.lines().count(), 15);
+
+    let other = spawn_app().await;
+    let n = msvc::import(&other.pool, "test", &first)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 15);
+    let second = msvc::export(&other.pool).await.unwrap();
+    assert_eq!(first, second);
+    let back = incidentmind::store::memory::get(&other.pool, inf.id)
+        .await
+        .unwrap();
+    assert_eq!(back.sources, vec![obs.id]);
+    // Retracted stays out of recall after import.
+    let res = recall(
+        &other.pool,
+        &RecallQuery {
+            text: "TLS certificate edge proxy expired".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(res.results.iter().all(|r| r.memory.id != 1));
+}
+
+#[tokio::test]
+async fn a_bad_import_line_is_reported_by_number_and_nothing_is_imported() {
+    let app = spawn_app().await;
+    seed_distractors(&app.pool).await;
+    let mut lines: Vec<String> = msvc::export(&app.pool)
+        .await
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines[3] = lines[3].replace("\"root_cause\"", "\"gossip\"");
+    lines.insert(5, "{not json".into());
+    let other = spawn_app().await;
+    let bad = msvc::import(&other.pool, "test", &lines.join("\n"))
+        .await
+        .unwrap()
+        .unwrap_err();
+    let numbers: Vec<usize> = bad.iter().map(|b| b.line).collect();
+    assert_eq!(numbers, vec![4, 6]);
+    assert_eq!(other.count("records").await, 0);
+}
