@@ -45,6 +45,9 @@ pub struct ServeArgs {
     /// Largest accepted request body for ordinary requests, in bytes.
     #[arg(long, env = "INCIDENTMIND_MAX_BODY_BYTES", default_value_t = 1024 * 1024, global = true)]
     pub max_body_bytes: usize,
+    /// Largest accepted evidence upload (logs, metrics, alerts), in bytes.
+    #[arg(long, env = "INCIDENTMIND_MAX_EVIDENCE_BYTES", default_value_t = 50 * 1024 * 1024, global = true)]
+    pub max_evidence_bytes: usize,
     /// Mark the session cookie `Secure` (set when served over HTTPS).
     #[arg(
         long,
@@ -215,6 +218,7 @@ async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
     let settings = Settings {
         max_body_bytes: args.max_body_bytes,
         secure_cookies: args.secure_cookies,
+        max_evidence_bytes: args.max_evidence_bytes,
     };
     let state = AppState::new(pool, settings);
     let listener = tokio::net::TcpListener::bind(&args.bind).await?;

@@ -1,5 +1,6 @@
 //! Application services: the workflow steps a handler calls. Each opens its own write
 //! transaction, applies domain rules, writes the timeline and the audit log, and commits.
 
+pub mod evidence;
 pub mod memory;
 pub mod workflow;

@@ -2,6 +2,7 @@
 //! return domain types (DESIGN.md §7).
 
 pub mod audit;
+pub mod evidence;
 pub mod incidents;
 pub mod memory;
 pub mod redaction;

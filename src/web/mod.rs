@@ -6,6 +6,7 @@ pub mod api;
 pub mod assets;
 pub mod auth;
 pub mod errors;
+pub mod evidence;
 pub mod memory;
 pub mod pages;
 pub mod view;
@@ -33,6 +34,8 @@ pub struct Settings {
     pub max_body_bytes: usize,
     /// Mark the session cookie `Secure`.
     pub secure_cookies: bool,
+    /// Largest accepted evidence upload, bytes (413 above it).
+    pub max_evidence_bytes: usize,
 }
 
 impl Default for Settings {
@@ -40,6 +43,7 @@ impl Default for Settings {
         Self {
             max_body_bytes: 1024 * 1024,
             secure_cookies: false,
+            max_evidence_bytes: 50 * 1024 * 1024,
         }
     }
 }
@@ -126,6 +130,7 @@ pub fn router(state: AppState) -> Router {
         .merge(pages::router())
         .merge(api::router())
         .merge(memory::router())
+        .merge(evidence::router(state.settings.max_evidence_bytes))
         .merge(assets::router())
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))

@@ -317,6 +317,87 @@ struct ShowPage {
     zone: String,
     resolve_form: ResolveForm,
     error: Option<String>,
+    observation_groups: Vec<ObservationGroup>,
+    evidence: Vec<crate::store::evidence::EvidenceMeta>,
+}
+
+/// Observations sharing a failure mode, for the incident page.
+pub struct ObservationGroup {
+    /// Failure-mode tag, or `other`.
+    pub tag: String,
+    /// The tag's description from the catalogue.
+    pub description: String,
+    /// The observations.
+    pub items: Vec<ObservationView>,
+}
+
+/// One observation with links to its lines.
+pub struct ObservationView {
+    /// Reference (`OBS-12`).
+    pub reference: String,
+    /// Statement.
+    pub text: String,
+    /// `(label, url)` per line range.
+    pub links: Vec<(String, String)>,
+}
+
+/// Groups an incident's observations by failure mode (an observation with several tags appears
+/// under each), most populated group first; untagged ones last under `other`.
+pub fn group_observations(
+    incident: &IncidentId,
+    obs: &[crate::domain::memory::MemoryRecord],
+) -> Vec<ObservationGroup> {
+    let mut groups: Vec<ObservationGroup> = Vec::new();
+    for o in obs {
+        let eid = o.data.get("evidence_id").and_then(|v| v.as_i64());
+        let links: Vec<(String, String)> = o
+            .data
+            .get("line_ranges")
+            .and_then(|v| v.as_array())
+            .map(|rs| {
+                rs.iter()
+                    .filter_map(|r| Some((r.get("start")?.as_u64()?, r.get("end")?.as_u64()?)))
+                    .take(8)
+                    .filter_map(|(a, b)| {
+                        let e = eid?;
+                        let label = if a == b {
+                            format!("line {a}")
+                        } else {
+                            format!("lines {a}–{b}")
+                        };
+                        Some((
+                            label,
+                            format!("/incidents/{incident}/evidence/{e}?from={a}&to={b}"),
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let view = || ObservationView {
+            reference: o.reference(),
+            text: o.text.clone(),
+            links: links.clone(),
+        };
+        let tags: Vec<String> = if o.failure_modes.is_empty() {
+            vec!["other".into()]
+        } else {
+            o.failure_modes.clone()
+        };
+        for t in tags {
+            match groups.iter_mut().find(|g| g.tag == t) {
+                Some(g) => g.items.push(view()),
+                None => groups.push(ObservationGroup {
+                    description: crate::evidence::failure_mode_description(&t)
+                        .unwrap_or("Observations without a known failure signature.")
+                        .to_string(),
+                    tag: t,
+                    items: vec![view()],
+                }),
+            }
+        }
+    }
+    groups.sort_by_key(|g| (g.tag == "other", std::cmp::Reverse(g.items.len())));
+    groups
 }
 
 #[derive(Deserialize, Default)]
@@ -353,6 +434,15 @@ async fn render_incident(
         Some((s, m)) => (s, Some(m)),
         None => (StatusCode::OK, None),
     };
+    let obs_filter = crate::store::memory::MemoryFilter {
+        incident: Some(id.to_string()),
+        kind: Some(crate::domain::MemoryKind::Observation),
+        limit: Some(1000),
+        ..Default::default()
+    };
+    let observations = crate::store::memory::list(&state.pool, &obs_filter).await?;
+    let observation_groups = group_observations(id, &observations);
+    let evidence = crate::store::evidence::list(&state.pool, id.as_str()).await?;
     let page = ShowPage {
         layout: Layout::new(Some(user), format!("{} · {}", incident.id, incident.title)),
         opened: clock.fmt(&incident.opened_at),
@@ -363,6 +453,8 @@ async fn render_incident(
         zone: clock.zone_name,
         resolve_form,
         error,
+        observation_groups,
+        evidence,
     };
     Ok((status, page).into_response())
 }

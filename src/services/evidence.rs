@@ -1,0 +1,148 @@
+//! Adding evidence to an incident: extract observations (DESIGN.md §2), redact, store the raw
+//! text and one `observation` record per finding, all in one transaction.
+
+use sqlx::SqlitePool;
+
+use crate::domain::memory::{MemoryRecord, NewRecord};
+use crate::domain::{IncidentId, IncidentState, MemoryKind, ValidationError};
+use crate::error::{AppError, AppResult};
+use crate::evidence::{EvidenceKind, Extraction, extract};
+use crate::store::{self, audit, evidence as estore, incidents, memory as mstore};
+
+/// Longest accepted `source` label, characters.
+pub const SOURCE_MAX: usize = 200;
+
+/// What the service stored.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct EvidenceAdded {
+    /// The evidence row (without content).
+    pub evidence: estore::EvidenceMeta,
+    /// The extracted observations as stored records.
+    pub observations: Vec<MemoryRecord>,
+    /// `false` when this exact delivery was stored before (dedup key) and nothing was written.
+    pub created: bool,
+}
+
+/// Runs extraction off the async runtime (it is CPU-bound on big inputs).
+///
+/// # Errors
+/// [`AppError::Internal`] if the worker panicked.
+pub async fn extract_blocking(kind: EvidenceKind, text: String) -> AppResult<(Extraction, String)> {
+    tokio::task::spawn_blocking(move || (extract(kind, &text), text))
+        .await
+        .map_err(|e| AppError::Internal(e.into()))
+}
+
+/// Stores `content` of `kind` as evidence on incident `id` with its extracted observations.
+/// `dedup_key` makes a repeated delivery a no-op (alerts).
+///
+/// # Errors
+/// [`AppError::NotFound`]; [`AppError::Conflict`] on a learned incident; validation errors for
+/// empty content or an over-long source.
+pub async fn add(
+    pool: &SqlitePool,
+    actor: &str,
+    id: &IncidentId,
+    kind: EvidenceKind,
+    content: String,
+    source: &str,
+    dedup_key: Option<&str>,
+) -> AppResult<EvidenceAdded> {
+    if content.trim().is_empty() {
+        return Err(ValidationError::new(
+            "content",
+            "is empty: paste logs, metrics, an alert body or a note",
+        )
+        .into());
+    }
+    let source = crate::domain::optional_text("source", source, SOURCE_MAX)?;
+    let incident = incidents::get(pool, id).await?;
+    if incident.state == IncidentState::Learned {
+        return Err(AppError::Conflict(format!(
+            "{id} is learned and closed; open a new incident for new evidence"
+        )));
+    }
+    let (extraction, content) = extract_blocking(kind, content).await?;
+    let mut tx = store::begin_write(pool).await?;
+    let mut redacted = content;
+    crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut redacted]).await?;
+    let bytes = redacted.len() as i64;
+    let new = estore::NewEvidence {
+        incident_id: id.as_str(),
+        kind: kind.as_str(),
+        source: &source,
+        content: &redacted,
+        bytes: extraction.bytes as i64,
+        lines: extraction.lines as i64,
+        format: &extraction.format,
+        author: actor,
+        dedup_key,
+    };
+    let at = store::now();
+    let Some(evidence_id) = estore::insert(&mut tx, &new, at).await? else {
+        tx.rollback().await?;
+        let existing = estore::list(pool, id.as_str()).await?.into_iter().last();
+        return Ok(EvidenceAdded {
+            evidence: existing.ok_or_else(|| AppError::Conflict("duplicate delivery".into()))?,
+            observations: Vec::new(),
+            created: false,
+        });
+    };
+    let mut ids = Vec::with_capacity(extraction.observations.len());
+    for o in &extraction.observations {
+        let mut example = o.example.clone().unwrap_or_default();
+        crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut example])
+            .await?;
+        let mut r = NewRecord::new(MemoryKind::Observation, o.statement.clone(), actor);
+        r.incident_id = Some(id.to_string());
+        r.services = vec![incident.service.clone()];
+        r.failure_modes = o.failure_modes.clone();
+        r.data = serde_json::json!({
+            "evidence_id": evidence_id,
+            "evidence_kind": kind.as_str(),
+            "line_ranges": o.line_ranges,
+            "count": o.count,
+            "first_seen": o.first_seen,
+            "last_seen": o.last_seen,
+            "level": o.level,
+            "example": if example.is_empty() { None } else { Some(example) },
+            "salience": o.salience,
+        });
+        let (rid, _) = crate::services::memory::write_in(&mut tx, r).await?;
+        ids.push(rid);
+    }
+    let detail = format!(
+        "{} {} ({} lines, {} observations){}",
+        kind.as_str(),
+        extraction.format,
+        extraction.lines,
+        ids.len(),
+        if source.is_empty() {
+            String::new()
+        } else {
+            format!(" from {source}")
+        }
+    );
+    incidents::add_event(&mut tx, id, at, actor, "evidence_added", &detail).await?;
+    let audit_detail = serde_json::json!({"evidence": evidence_id, "kind": kind, "bytes": bytes, "observations": ids.len()});
+    audit::append(
+        &mut tx,
+        actor,
+        "evidence.add",
+        id.as_str(),
+        &audit_detail.to_string(),
+    )
+    .await?;
+    tx.commit().await?;
+    let observations = mstore::get_many(pool, &ids).await?;
+    let evidence = estore::list(pool, id.as_str())
+        .await?
+        .into_iter()
+        .find(|e| e.id == evidence_id)
+        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("evidence {evidence_id} vanished")))?;
+    Ok(EvidenceAdded {
+        evidence,
+        observations,
+        created: true,
+    })
+}

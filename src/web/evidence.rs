@@ -1,0 +1,253 @@
+//! Evidence over HTTP: `POST /api/v1/incidents/{id}/evidence` (JSON `{kind, content, source?}`,
+//! raw `text/plain` with `?kind=&source=`, or multipart with a file), the paste/upload form on the
+//! incident page, and the page that shows the lines an observation points at.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Multipart, Path, Query, Request, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use super::AppState;
+use super::auth::CurrentUser;
+use super::errors::{ApiError, PageError};
+use super::pages::Layout;
+use crate::domain::{IncidentId, ValidationError};
+use crate::error::AppError;
+use crate::evidence::EvidenceKind;
+use crate::services::evidence as esvc;
+use crate::store::{evidence as estore, memory as mstore};
+
+/// Routes; the evidence routes accept bodies up to `max_evidence_bytes`.
+pub fn router(max_evidence_bytes: usize) -> Router<AppState> {
+    Router::new()
+        .route(
+            "/api/v1/incidents/{id}/evidence",
+            get(api_list).post(api_add),
+        )
+        .route("/incidents/{id}/evidence", axum::routing::post(page_add))
+        .layer(axum::extract::DefaultBodyLimit::max(max_evidence_bytes))
+        .route("/incidents/{id}/evidence/{eid}", get(lines_page))
+}
+
+#[derive(Debug, Deserialize, Default)]
+struct Submission {
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    content: String,
+    #[serde(default)]
+    source: String,
+}
+
+fn parse_kind(s: &str) -> Result<EvidenceKind, AppError> {
+    EvidenceKind::parse(s).ok_or_else(|| {
+        ValidationError::new(
+            "kind",
+            format!("'{s}' is not an evidence kind; use logs, metrics, alert or note"),
+        )
+        .into()
+    })
+}
+
+fn too_large(limit: usize) -> AppError {
+    AppError::PayloadTooLarge { limit_bytes: limit }
+}
+
+/// Reads a submission in any of the three encodings. Invalid UTF-8 in raw and uploaded text is
+/// replaced (U+FFFD), not rejected.
+async fn read_submission(
+    req: Request,
+    state: &AppState,
+) -> Result<(EvidenceKind, String, String), AppError> {
+    let limit = state.settings.max_evidence_bytes;
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    if ct.starts_with("multipart/form-data") {
+        let mut mp = Multipart::from_request(req, state).await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large(limit)
+            } else {
+                AppError::BadRequest(e.body_text())
+            }
+        })?;
+        let mut s = Submission::default();
+        let mut file: Option<(String, Bytes)> = None;
+        while let Some(field) = mp.next_field().await.map_err(|e| {
+            if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                too_large(limit)
+            } else {
+                AppError::BadRequest(e.body_text())
+            }
+        })? {
+            let name = field.name().unwrap_or("").to_string();
+            let file_name = field.file_name().map(str::to_string);
+            let data = field.bytes().await.map_err(|e| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    too_large(limit)
+                } else {
+                    AppError::BadRequest(e.body_text())
+                }
+            })?;
+            match name.as_str() {
+                "kind" => s.kind = String::from_utf8_lossy(&data).into_owned(),
+                "source" => s.source = String::from_utf8_lossy(&data).into_owned(),
+                "content" => s.content = String::from_utf8_lossy(&data).into_owned(),
+                "file" if !data.is_empty() => file = Some((file_name.unwrap_or_default(), data)),
+                _ => {}
+            }
+        }
+        if let Some((name, data)) = file {
+            if s.content.trim().is_empty() {
+                s.content = String::from_utf8_lossy(&data).into_owned();
+            } else {
+                s.content.push('\n');
+                s.content.push_str(&String::from_utf8_lossy(&data));
+            }
+            if s.source.trim().is_empty() {
+                s.source = name;
+            }
+        }
+        return Ok((parse_kind(&s.kind)?, s.content, s.source));
+    }
+    if ct.starts_with("application/json") {
+        let axum::Json(s) = axum::Json::<Submission>::from_request(req, state)
+            .await
+            .map_err(|e| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    too_large(limit)
+                } else {
+                    AppError::BadRequest(e.body_text())
+                }
+            })?;
+        return Ok((parse_kind(&s.kind)?, s.content, s.source));
+    }
+    if ct.starts_with("application/x-www-form-urlencoded") {
+        let axum::Form(s) = axum::Form::<Submission>::from_request(req, state)
+            .await
+            .map_err(|e| {
+                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    too_large(limit)
+                } else {
+                    AppError::BadRequest(e.body_text())
+                }
+            })?;
+        return Ok((parse_kind(&s.kind)?, s.content, s.source));
+    }
+    // Raw text: kind and source in the query string.
+    let q: Submission =
+        serde_urlencoded::from_str(req.uri().query().unwrap_or("")).unwrap_or_default();
+    let bytes = axum::body::to_bytes(req.into_body(), limit)
+        .await
+        .map_err(|_| too_large(limit))?;
+    Ok((
+        parse_kind(if q.kind.is_empty() { "logs" } else { &q.kind })?,
+        String::from_utf8_lossy(&bytes).into_owned(),
+        q.source,
+    ))
+}
+
+fn incident_id(id: &str) -> Result<IncidentId, AppError> {
+    IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
+}
+
+async fn api_add(
+    State(s): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(id): Path<String>,
+    req: Request,
+) -> Result<Response, ApiError> {
+    let id = incident_id(&id)?;
+    let (kind, content, source) = read_submission(req, &s).await?;
+    let added = esvc::add(&s.pool, &user.name, &id, kind, content, &source, None).await?;
+    Ok((StatusCode::CREATED, Json(added)).into_response())
+}
+
+#[derive(serde::Serialize)]
+struct EvidenceList {
+    evidence: Vec<estore::EvidenceMeta>,
+    observations: Vec<crate::domain::memory::MemoryRecord>,
+}
+
+async fn api_list(
+    State(s): State<AppState>,
+    _u: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Json<EvidenceList>, ApiError> {
+    let id = incident_id(&id)?;
+    crate::store::incidents::get(&s.pool, &id).await?;
+    let evidence = estore::list(&s.pool, id.as_str()).await?;
+    let filter = mstore::MemoryFilter {
+        incident: Some(id.to_string()),
+        kind: Some(crate::domain::MemoryKind::Observation),
+        limit: Some(1000),
+        ..Default::default()
+    };
+    Ok(Json(EvidenceList {
+        evidence,
+        observations: mstore::list(&s.pool, &filter).await?,
+    }))
+}
+
+async fn page_add(
+    State(s): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path(id): Path<String>,
+    req: Request,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    let (kind, content, source) = read_submission(req, &s).await?;
+    esvc::add(&s.pool, &user.name, &id, kind, content, &source, None).await?;
+    Ok(Redirect::to(&format!("/incidents/{id}#observations")).into_response())
+}
+
+#[derive(Deserialize)]
+struct LinesQuery {
+    #[serde(default)]
+    from: Option<u64>,
+    #[serde(default)]
+    to: Option<u64>,
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "incidents/evidence.html")]
+struct LinesPage {
+    layout: Layout,
+    incident_id: String,
+    meta: estore::EvidenceMeta,
+    lines: Vec<(u64, String)>,
+    from: u64,
+    to: u64,
+}
+
+/// At most this many lines are shown at once.
+const MAX_LINES_SHOWN: u64 = 500;
+
+async fn lines_page(
+    State(s): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    Path((id, eid)): Path<(String, i64)>,
+    Query(q): Query<LinesQuery>,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    let from = q.from.unwrap_or(1);
+    let to = q.to.unwrap_or(from + 99);
+    let (meta, lines) = estore::lines(&s.pool, id.as_str(), eid, from, to, MAX_LINES_SHOWN).await?;
+    Ok(LinesPage {
+        layout: Layout::new(Some(&user), format!("{id} evidence {eid}")),
+        incident_id: id.to_string(),
+        meta,
+        from,
+        to: to.min(from + MAX_LINES_SHOWN - 1),
+        lines,
+    }
+    .into_response())
+}
