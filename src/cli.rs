@@ -48,6 +48,43 @@ pub struct ServeArgs {
     /// Largest accepted evidence upload (logs, metrics, alerts), in bytes.
     #[arg(long, env = "INCIDENTMIND_MAX_EVIDENCE_BYTES", default_value_t = 50 * 1024 * 1024, global = true)]
     pub max_evidence_bytes: usize,
+    /// Base URL of an OpenAI-compatible server (`…/v1`); unset = built-in analyst only.
+    #[arg(long, env = "INCIDENTMIND_LLM_BASE_URL", global = true)]
+    pub llm_base_url: Option<String>,
+    /// Model name for the LLM analyst.
+    #[arg(
+        long,
+        env = "INCIDENTMIND_LLM_MODEL",
+        default_value = "gpt-4o-mini",
+        global = true
+    )]
+    pub llm_model: String,
+    /// API key for the model server (empty for local servers).
+    #[arg(
+        long,
+        env = "INCIDENTMIND_LLM_API_KEY",
+        default_value = "",
+        hide_env_values = true,
+        hide_default_value = true,
+        global = true
+    )]
+    pub llm_api_key: String,
+    /// Whole-call timeout for the model, in seconds.
+    #[arg(
+        long,
+        env = "INCIDENTMIND_LLM_TIMEOUT_SECS",
+        default_value_t = 30,
+        global = true
+    )]
+    pub llm_timeout_secs: u64,
+    /// Prompt budget for the model, in tokens.
+    #[arg(
+        long,
+        env = "INCIDENTMIND_LLM_TOKEN_BUDGET",
+        default_value_t = 6000,
+        global = true
+    )]
+    pub llm_token_budget: usize,
     /// Mark the session cookie `Secure` (set when served over HTTPS).
     #[arg(
         long,
@@ -220,7 +257,24 @@ async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
         secure_cookies: args.secure_cookies,
         max_evidence_bytes: args.max_evidence_bytes,
     };
-    let state = AppState::new(pool, settings);
+    let mut state = AppState::new(pool, settings);
+    if let Some(base) = args
+        .llm_base_url
+        .as_deref()
+        .filter(|b| !b.trim().is_empty())
+    {
+        let llm = crate::analyst::llm::LlmAnalyst::new(crate::analyst::llm::LlmConfig {
+            base_url: base.to_string(),
+            model: args.llm_model.clone(),
+            api_key: args.llm_api_key.clone(),
+            timeout: std::time::Duration::from_secs(args.llm_timeout_secs.max(1)),
+            token_budget: args.llm_token_budget.max(500),
+        })?;
+        tracing::info!(model = %args.llm_model, base = %base, "LLM analyst configured");
+        state = state.with_llm(std::sync::Arc::new(llm));
+    } else {
+        tracing::info!("no model configured: using the built-in analyst");
+    }
     let listener = tokio::net::TcpListener::bind(&args.bind).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
     axum::serve(listener, web::router(state))

@@ -4,6 +4,7 @@
 //! which apply the pure rules in [`domain`] and persist through [`store`] (the only module with
 //! SQL). [`cli`] is the command line; `main.rs` only calls it.
 
+pub mod analyst;
 pub mod cli;
 pub mod domain;
 pub mod error;

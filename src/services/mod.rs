@@ -2,5 +2,7 @@
 //! transaction, applies domain rules, writes the timeline and the audit log, and commits.
 
 pub mod evidence;
+pub mod ingest;
+pub mod investigation;
 pub mod memory;
 pub mod workflow;

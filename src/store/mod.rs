@@ -1,10 +1,13 @@
 //! The only place with SQL. One module per aggregate; functions take a pool or a transaction and
 //! return domain types (DESIGN.md §7).
 
+pub mod alerts;
 pub mod audit;
 pub mod evidence;
 pub mod incidents;
+pub mod integrations;
 pub mod memory;
+pub mod recommendations;
 pub mod redaction;
 pub mod sessions;
 pub mod users;

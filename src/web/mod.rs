@@ -7,9 +7,11 @@ pub mod assets;
 pub mod auth;
 pub mod errors;
 pub mod evidence;
+pub mod investigation;
 pub mod memory;
 pub mod pages;
 pub mod view;
+pub mod webhooks;
 
 use std::time::Duration;
 
@@ -48,22 +50,31 @@ impl Default for Settings {
     }
 }
 
-/// Shared state of every handler: the database pool and the settings.
+/// Shared state of every handler: the database pool, the settings and the optional model.
 #[derive(Debug, Clone)]
 pub struct AppState {
     /// The one SQLite pool.
     pub pool: SqlitePool,
     /// Settings.
     pub settings: std::sync::Arc<Settings>,
+    /// The LLM analyst when a model server is configured; the built-in analyst is always there.
+    pub llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>>,
 }
 
 impl AppState {
-    /// Builds the state.
+    /// Builds the state with the built-in analyst only.
     pub fn new(pool: SqlitePool, settings: Settings) -> Self {
         Self {
             pool,
             settings: std::sync::Arc::new(settings),
+            llm: None,
         }
+    }
+
+    /// Adds an LLM analyst.
+    pub fn with_llm(mut self, llm: std::sync::Arc<dyn crate::analyst::Analyst>) -> Self {
+        self.llm = Some(llm);
+        self
     }
 }
 
@@ -130,7 +141,9 @@ pub fn router(state: AppState) -> Router {
         .merge(pages::router())
         .merge(api::router())
         .merge(memory::router())
+        .merge(investigation::router())
         .merge(evidence::router(state.settings.max_evidence_bytes))
+        .merge(webhooks::router())
         .merge(assets::router())
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))

@@ -319,6 +319,27 @@ struct ShowPage {
     error: Option<String>,
     observation_groups: Vec<ObservationGroup>,
     evidence: Vec<crate::store::evidence::EvidenceMeta>,
+    investigation: Option<crate::services::investigation::InvestigationView>,
+    similar: Vec<RecalledItem>,
+    dead_ends: Vec<RecalledItem>,
+    rules: Vec<RecalledItem>,
+    memory_notice: Option<String>,
+}
+
+/// A recalled memory as shown in the side lists of the incident page.
+pub struct RecalledItem {
+    /// Memory id.
+    pub id: i64,
+    /// Source incident.
+    pub incident_id: String,
+    /// Kind.
+    pub kind: String,
+    /// Text.
+    pub text: String,
+    /// Why recalled.
+    pub why: String,
+    /// stale / superseded / contradicted.
+    pub marks: String,
 }
 
 /// Observations sharing a failure mode, for the incident page.
@@ -443,6 +464,55 @@ async fn render_incident(
     let observations = crate::store::memory::list(&state.pool, &obs_filter).await?;
     let observation_groups = group_observations(id, &observations);
     let evidence = crate::store::evidence::list(&state.pool, id.as_str()).await?;
+    let investigation = match crate::store::recommendations::latest_investigation(
+        &state.pool,
+        id.as_str(),
+    )
+    .await?
+    {
+        Some(i) => {
+            Some(crate::services::investigation::view_investigation(&state.pool, i.id).await?)
+        }
+        None => None,
+    };
+    let (obs_sorted, tags) =
+        crate::services::investigation::incident_tags(&state.pool, &incident).await?;
+    let recalled = crate::services::investigation::recall_for_incident(
+        &state.pool,
+        &incident,
+        &obs_sorted,
+        &tags,
+        30,
+    )
+    .await?;
+    let (mut similar, mut dead_ends, mut rules) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen_incidents = std::collections::BTreeSet::new();
+    for r in recalled.results {
+        let item = RecalledItem {
+            id: r.memory.id,
+            incident_id: r.memory.incident_id.clone().unwrap_or_default(),
+            kind: r.memory.kind.to_string(),
+            text: r.memory.text.clone(),
+            why: super::memory::why_text(&r.why),
+            marks: r.marks.join(", "),
+        };
+        use crate::domain::MemoryKind as K;
+        match r.memory.kind {
+            K::RemediationFailure | K::RejectedRecommendation => dead_ends.push(item),
+            K::Lesson | K::Runbook => rules.push(item),
+            K::ServiceFact | K::Dependency => {}
+            _ if !item.incident_id.is_empty()
+                && seen_incidents.insert(item.incident_id.clone()) =>
+            {
+                similar.push(item)
+            }
+            _ => {}
+        }
+    }
+    similar.truncate(5);
+    dead_ends.truncate(8);
+    rules.truncate(6);
+    let memory_notice = recalled.notice;
     let page = ShowPage {
         layout: Layout::new(Some(user), format!("{} · {}", incident.id, incident.title)),
         opened: clock.fmt(&incident.opened_at),
@@ -455,6 +525,11 @@ async fn render_incident(
         error,
         observation_groups,
         evidence,
+        investigation,
+        similar,
+        dead_ends,
+        rules,
+        memory_notice,
     };
     Ok((status, page).into_response())
 }

@@ -24,6 +24,13 @@ pub async fn spawn_app() -> TestApp {
 }
 
 pub async fn spawn_app_with(settings: Settings) -> TestApp {
+    spawn_app_full(settings, None).await
+}
+
+pub async fn spawn_app_full(
+    settings: Settings,
+    llm: Option<std::sync::Arc<dyn incidentmind::analyst::Analyst>>,
+) -> TestApp {
     let dir = tempfile::tempdir().expect("tempdir");
     let db_path = dir.path().join("test.db");
     let pool = store::connect(db_path.to_str().expect("utf-8 path"))
@@ -42,7 +49,11 @@ pub async fn spawn_app_with(settings: Settings) -> TestApp {
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let app = router(AppState::new(pool.clone(), settings));
+    let mut state = AppState::new(pool.clone(), settings);
+    if let Some(l) = llm {
+        state = state.with_llm(l);
+    }
+    let app = router(state);
     tokio::spawn(async move {
         axum::serve(listener, app).await.expect("serve");
     });

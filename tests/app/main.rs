@@ -2,6 +2,9 @@
 
 mod evidence;
 mod helpers;
+mod investigation;
+mod llm;
 mod memory;
 mod web;
+mod webhooks;
 mod workflow;

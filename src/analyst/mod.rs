@@ -1,0 +1,105 @@
+//! The analyst (DESIGN.md §6): one trait, two implementations. [`builtin::BuiltinAnalyst`] is the
+//! default — offline, deterministic, rules over evidence tags and recalled memory. The LLM
+//! analyst (`llm`) asks an OpenAI-compatible server and falls back to the built-in result.
+//!
+//! Whatever an analyst proposes is validated by the investigation service against the same
+//! types: action kinds are coerced or dropped, citations of unknown records are dropped,
+//! confidence is re-capped by the ceilings of DESIGN.md §2.
+
+pub mod builtin;
+pub mod llm;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use crate::domain::memory::MemoryRecord;
+use crate::domain::{Confidence, Incident};
+use crate::recall::Recalled;
+
+/// Everything an analyst may look at for one incident.
+#[derive(Debug, Clone)]
+pub struct InvestigationInput {
+    /// The incident.
+    pub incident: Incident,
+    /// Its observations (records of type observation), most salient first.
+    pub observations: Vec<MemoryRecord>,
+    /// What recall returned for it (other incidents' memories, rules, runbooks, notes).
+    pub recalled: Vec<Recalled>,
+    /// Failure-mode tags of the incident (from its evidence and its description).
+    pub failure_modes: Vec<String>,
+}
+
+/// A prior incident a hypothesis leans on, and why it is relevant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PriorIncident {
+    /// `INC-YYYY-NNNN`.
+    pub id: String,
+    /// Why it is relevant to this incident.
+    pub why: String,
+}
+
+/// A root-cause hypothesis as proposed (before validation).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProposedHypothesis {
+    /// One sentence.
+    pub statement: String,
+    /// Confidence the analyst would give; capped later.
+    pub confidence: Confidence,
+    /// Ids of records it rests on (observations of this incident, recalled memories).
+    pub cites: Vec<i64>,
+    /// Prior incidents it leans on.
+    pub prior_incidents: Vec<PriorIncident>,
+}
+
+/// A recommended action as proposed (before validation): `kind` is free text until coerced into
+/// [`crate::domain::ActionKind`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProposedAction {
+    /// Action kind name or alias (`raise_pool_limit`, `restart`…).
+    pub kind: String,
+    /// What it acts on (a service, node, flag…).
+    pub target: String,
+    /// Why, for people.
+    pub rationale: String,
+    /// Index into the hypotheses it follows from.
+    pub hypothesis: Option<usize>,
+}
+
+/// What an analyst returns.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AnalystOutput {
+    /// Hypotheses, most likely first.
+    pub hypotheses: Vec<ProposedHypothesis>,
+    /// Recommended actions, most useful first.
+    pub actions: Vec<ProposedAction>,
+    /// Items the analyst itself discarded while parsing (e.g. malformed entries).
+    pub dropped: Vec<String>,
+}
+
+/// Why an analyst could not answer; the service then shows the built-in result with
+/// "model unavailable: …".
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnalystError {
+    /// No answer within the timeout.
+    #[error("no answer within {0} s")]
+    Timeout(u64),
+    /// Connection refused, DNS, TLS, an HTTP error status…
+    #[error("transport error: {0}")]
+    Transport(String),
+    /// The answer was not valid structured output (or was truncated).
+    #[error("invalid output: {0}")]
+    InvalidOutput(String),
+}
+
+/// An analyst.
+#[async_trait]
+pub trait Analyst: Send + Sync + std::fmt::Debug {
+    /// Short name shown on the page (`built-in`, `llm:model-name`).
+    fn name(&self) -> String;
+
+    /// Proposes hypotheses and actions for an incident.
+    ///
+    /// # Errors
+    /// [`AnalystError`] when no usable answer was produced.
+    async fn investigate(&self, input: &InvestigationInput) -> Result<AnalystOutput, AnalystError>;
+}

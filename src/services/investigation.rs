@@ -1,0 +1,953 @@
+//! Investigation (DESIGN.md §5–§6): recall + analyst → validated hypotheses (inferences) and
+//! recommendations (decisions) from the closed vocabulary, each checked in code against recorded
+//! remediation failures; approvals produce simulated transcripts; verdicts of "did not resolve"
+//! become remediation-failure memory at once.
+
+use std::collections::{BTreeSet, HashSet};
+
+use serde::Serialize;
+use sqlx::SqlitePool;
+
+use crate::analyst::builtin::BuiltinAnalyst;
+use crate::analyst::{Analyst, AnalystOutput, InvestigationInput, PriorIncident};
+use crate::domain::memory::{MemoryRecord, NewRecord, SourceInfo, confidence_ceiling};
+use crate::domain::{
+    ActionKind, Confidence, EpistemicType, IncidentId, IncidentState, MemoryKind, ValidationError,
+};
+use crate::error::{AppError, AppResult};
+use crate::recall::{self, RecallQuery, Recalled};
+use crate::store::{self, audit, incidents, memory as mstore, recommendations as rstore};
+
+/// A dead-end warning on a recommendation.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct Warning {
+    /// The banner text.
+    pub message: String,
+    /// Incidents where the action did not resolve or made things worse.
+    pub incident_ids: Vec<String>,
+    /// The remediation-failure memories behind it.
+    pub memory_ids: Vec<i64>,
+    /// Incidents where the same action worked under a different failure mode.
+    pub worked_in: Vec<String>,
+}
+
+/// Checks an action against recorded remediation failures: same action kind and (same service or
+/// a shared failure mode). Successes of the same action under a different failure mode are named
+/// too. `None` when nothing matches.
+///
+/// # Errors
+/// Database errors.
+pub async fn dead_end_warning(
+    pool: &SqlitePool,
+    action: ActionKind,
+    service: &str,
+    tags: &[String],
+) -> AppResult<Option<Warning>> {
+    let records = mstore::remediations_for_action(pool, action).await?;
+    let shares = |r: &MemoryRecord| {
+        r.services.iter().any(|s| s == service) || r.failure_modes.iter().any(|t| tags.contains(t))
+    };
+    let failures: Vec<&MemoryRecord> = records
+        .iter()
+        .filter(|r| r.kind == MemoryKind::RemediationFailure && shares(r))
+        .collect();
+    if failures.is_empty() {
+        return Ok(None);
+    }
+    let mut incident_ids: Vec<String> = Vec::new();
+    let mut parts = Vec::new();
+    for f in &failures {
+        let inc = f
+            .incident_id
+            .clone()
+            .unwrap_or_else(|| "an earlier incident".into());
+        let outcome = if f.data.get("verdict").and_then(|v| v.as_str()) == Some("made_worse") {
+            "made it worse"
+        } else {
+            "did not resolve"
+        };
+        let note = f
+            .data
+            .get("note")
+            .and_then(|v| v.as_str())
+            .filter(|n| !n.is_empty())
+            .unwrap_or(&f.text);
+        parts.push(format!(
+            "tried during {inc} and {outcome}: {}",
+            crate::evidence::truncate_chars(note, 300)
+        ));
+        if !incident_ids.contains(&inc) {
+            incident_ids.push(inc);
+        }
+    }
+    let failure_tags: BTreeSet<&String> = failures
+        .iter()
+        .flat_map(|f| f.failure_modes.iter())
+        .collect();
+    let successes: Vec<&MemoryRecord> = records
+        .iter()
+        .filter(|r| {
+            r.kind == MemoryKind::RemediationSuccess
+                && !r
+                    .failure_modes
+                    .iter()
+                    .any(|t| failure_tags.contains(t) && tags.contains(t))
+        })
+        .collect();
+    let mut message = format!(
+        "{} {}. Confirm why this time is different before approving.",
+        action.label(),
+        parts.join("; ")
+    );
+    let mut worked_in = Vec::new();
+    for s in successes.iter().take(2) {
+        let inc = s
+            .incident_id
+            .clone()
+            .unwrap_or_else(|| "an earlier incident".into());
+        message.push_str(&format!(
+            " It did work during {inc} ({}).",
+            if s.failure_modes.is_empty() {
+                "different failure mode".to_string()
+            } else {
+                s.failure_modes.join(", ")
+            }
+        ));
+        worked_in.push(inc);
+    }
+    Ok(Some(Warning {
+        message,
+        incident_ids,
+        memory_ids: failures.iter().map(|f| f.id).collect(),
+        worked_in,
+    }))
+}
+
+/// A hypothesis as returned by the API.
+#[derive(Debug, Clone, Serialize)]
+pub struct HypothesisView {
+    /// Record id.
+    pub id: i64,
+    /// `INF-12`.
+    pub reference: String,
+    /// Statement.
+    pub statement: String,
+    /// After ceilings.
+    pub confidence: Confidence,
+    /// Cited records (`OBS-3`, `MEM-40`).
+    pub cites: Vec<String>,
+    /// Prior incidents with why they are relevant.
+    pub prior_incidents: Vec<PriorIncident>,
+}
+
+/// A recommendation as returned by the API.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecommendationView {
+    /// Id for the approve / reject / verdict routes.
+    pub id: i64,
+    /// ActionKind snake_case name.
+    pub kind: String,
+    /// People label of the kind.
+    pub label: String,
+    /// Target.
+    pub target: String,
+    /// Why.
+    pub rationale: String,
+    /// Dead-end banner or null.
+    pub warning: Option<Warning>,
+    /// proposed / approved / rejected.
+    pub status: String,
+    /// Rejection reason.
+    pub reject_reason: Option<String>,
+    /// Verdict, once given.
+    pub verdict: Option<String>,
+    /// Verdict note.
+    pub verdict_note: Option<String>,
+    /// Simulated transcript, once approved.
+    pub transcript: Option<String>,
+    /// The hypothesis it follows from.
+    pub hypothesis_id: Option<i64>,
+}
+
+/// The answer of an investigation (and the latest one, for the page).
+#[derive(Debug, Clone, Serialize)]
+pub struct InvestigationView {
+    /// Investigation id.
+    pub investigation_id: i64,
+    /// `built-in` or `llm:<model>`.
+    pub analyst: String,
+    /// Hypotheses, most likely first.
+    pub hypotheses: Vec<HypothesisView>,
+    /// Recommendations: unflagged first, flagged last, none hidden.
+    pub recommendations: Vec<RecommendationView>,
+    /// What recall returned (memory ids with why).
+    pub recalled: Vec<RecalledView>,
+    /// "No relevant organizational memory found" and/or "model unavailable: …".
+    pub notice: Option<String>,
+    /// What validation dropped ("unknown kind 'reboot_cluster'").
+    pub dropped: Vec<String>,
+}
+
+/// A recalled memory in the investigation answer.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct RecalledView {
+    /// Memory id.
+    pub id: i64,
+    /// Kind.
+    pub kind: MemoryKind,
+    /// Source incident.
+    pub incident_id: Option<String>,
+    /// Text.
+    pub text: String,
+    /// Why recalled, one line.
+    pub why: String,
+}
+
+/// Failure-mode tags of an incident: its observations' tags plus tags derived from its title and
+/// description.
+///
+/// # Errors
+/// Database errors.
+pub async fn incident_tags(
+    pool: &SqlitePool,
+    incident: &crate::domain::Incident,
+) -> AppResult<(Vec<MemoryRecord>, Vec<String>)> {
+    let filter = mstore::MemoryFilter {
+        incident: Some(incident.id.to_string()),
+        kind: Some(MemoryKind::Observation),
+        limit: Some(1000),
+        ..Default::default()
+    };
+    let mut observations = mstore::list(pool, &filter).await?;
+    observations.sort_by_key(|o| {
+        std::cmp::Reverse(o.data.get("salience").and_then(|s| s.as_i64()).unwrap_or(0))
+    });
+    let mut tags: BTreeSet<String> = observations
+        .iter()
+        .flat_map(|o| o.failure_modes.iter().cloned())
+        .collect();
+    tags.extend(recall::derive_tags(&format!(
+        "{} {}",
+        incident.title, incident.description
+    )));
+    Ok((observations, tags.into_iter().collect()))
+}
+
+/// The recall an incident page and the analyst use: descriptive text of the incident, its
+/// service and failure modes, excluding its own records.
+///
+/// # Errors
+/// Database errors.
+pub async fn recall_for_incident(
+    pool: &SqlitePool,
+    incident: &crate::domain::Incident,
+    observations: &[MemoryRecord],
+    tags: &[String],
+    k: usize,
+) -> AppResult<recall::RecallResult> {
+    let mut text = format!("{}\n{}", incident.title, incident.description);
+    for o in observations.iter().take(10) {
+        text.push('\n');
+        text.push_str(crate::evidence::truncate_chars(&o.text, 300));
+    }
+    let q = RecallQuery {
+        text,
+        service: Some(incident.service.clone()),
+        failure_modes: tags.to_vec(),
+        exclude_incident: Some(incident.id.to_string()),
+        k,
+        ..Default::default()
+    };
+    recall::recall(pool, &q).await
+}
+
+/// Runs an investigation on incident `id` for `actor` with the built-in analyst, or `llm` when
+/// configured (falling back to the built-in result with a notice), validates, stores and returns
+/// it.
+///
+/// # Errors
+/// [`AppError::NotFound`]; [`AppError::Conflict`] for a learned incident.
+pub async fn investigate(
+    pool: &SqlitePool,
+    llm: Option<&dyn Analyst>,
+    actor: &str,
+    id: &IncidentId,
+) -> AppResult<InvestigationView> {
+    let incident = incidents::get(pool, id).await?;
+    if incident.state == IncidentState::Learned {
+        return Err(AppError::Conflict(format!("{id} is learned and closed")));
+    }
+    let (observations, tags) = incident_tags(pool, &incident).await?;
+    let recalled = recall_for_incident(pool, &incident, &observations, &tags, 12).await?;
+    let memory_empty = recalled.results.is_empty();
+    let input = InvestigationInput {
+        incident: incident.clone(),
+        observations: observations.clone(),
+        recalled: recalled.results.clone(),
+        failure_modes: tags.clone(),
+    };
+    let mut notices: Vec<String> = Vec::new();
+    if memory_empty {
+        notices.push(recall::NOTHING_FOUND.to_string());
+    }
+    let (output, analyst_name): (AnalystOutput, String) = match llm {
+        Some(a) => match a.investigate(&input).await {
+            Ok(o) => (o, a.name()),
+            Err(e) => {
+                tracing::warn!(error = %e, "model unavailable; using the built-in analyst");
+                notices.push(format!(
+                    "model unavailable: {e}; showing the built-in analysis"
+                ));
+                (BuiltinAnalyst::analyse(&input), "built-in".into())
+            }
+        },
+        None => (BuiltinAnalyst::analyse(&input), "built-in".into()),
+    };
+    store_investigation(
+        pool,
+        actor,
+        &incident,
+        &observations,
+        &recalled.results,
+        &tags,
+        output,
+        &analyst_name,
+        notices,
+        memory_empty,
+    )
+    .await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn store_investigation(
+    pool: &SqlitePool,
+    actor: &str,
+    incident: &crate::domain::Incident,
+    observations: &[MemoryRecord],
+    recalled: &[Recalled],
+    tags: &[String],
+    output: AnalystOutput,
+    analyst_name: &str,
+    notices: Vec<String>,
+    memory_empty: bool,
+) -> AppResult<InvestigationView> {
+    let now = store::now();
+    let mut dropped = output.dropped.clone();
+    // Known records an analyst may cite: this incident's observations and what recall returned.
+    let mut known: std::collections::HashMap<i64, SourceInfo> = std::collections::HashMap::new();
+    for o in observations {
+        known.insert(
+            o.id,
+            SourceInfo {
+                epistemic_type: o.epistemic_type,
+                kind: o.kind,
+                age_days: o.age_days(now),
+            },
+        );
+    }
+    for r in recalled {
+        known.insert(
+            r.memory.id,
+            SourceInfo {
+                epistemic_type: r.memory.epistemic_type,
+                kind: r.memory.kind,
+                age_days: r.memory.age_days(now),
+            },
+        );
+    }
+    let mut hyps = Vec::new();
+    for (i, h) in output.hypotheses.iter().enumerate() {
+        let mut cites = Vec::new();
+        for c in &h.cites {
+            if known.contains_key(c) {
+                if !cites.contains(c) {
+                    cites.push(*c);
+                }
+            } else {
+                dropped.push(format!(
+                    "hypothesis {}: citation of unknown record {c}",
+                    i + 1
+                ));
+            }
+        }
+        let mut prior = Vec::new();
+        for p in &h.prior_incidents {
+            if p.id != incident.id.as_str() && rstore::incident_exists(pool, &p.id).await? {
+                prior.push(p.clone());
+            } else {
+                dropped.push(format!(
+                    "hypothesis {}: citation of incident '{}' that does not exist",
+                    i + 1,
+                    crate::evidence::truncate_chars(&p.id, 40)
+                ));
+            }
+        }
+        if cites.is_empty() {
+            // An inference must rest on something: fall back to the most salient observation.
+            match observations.first() {
+                Some(o) => cites.push(o.id),
+                None => {
+                    dropped.push(format!(
+                        "hypothesis {}: no evidence to cite (add evidence first)",
+                        i + 1
+                    ));
+                    continue;
+                }
+            }
+        }
+        let sources: Vec<SourceInfo> = cites.iter().filter_map(|c| known.get(c).copied()).collect();
+        let mut confidence = confidence_ceiling(h.confidence, &sources);
+        if memory_empty {
+            confidence = Confidence::Low;
+        }
+        hyps.push((i, h.statement.clone(), confidence, cites, prior));
+    }
+    // Actions: coerce into the closed vocabulary, drop the rest, one per kind.
+    let mut actions = Vec::new();
+    let mut seen = HashSet::new();
+    for a in &output.actions {
+        match ActionKind::coerce(&a.kind) {
+            Some(k) if seen.insert(k) => {
+                let target = if a.target.trim().is_empty() {
+                    incident.service.clone()
+                } else {
+                    crate::evidence::truncate_chars(a.target.trim(), 200).to_string()
+                };
+                let warning = dead_end_warning(pool, k, &incident.service, tags).await?;
+                actions.push((k, target, a.rationale.clone(), a.hypothesis, warning));
+            }
+            Some(_) => {}
+            None => dropped.push(format!(
+                "unknown kind '{}'",
+                crate::evidence::truncate_chars(&a.kind, 60)
+            )),
+        }
+    }
+    // Unflagged first, flagged last; never hidden.
+    actions.sort_by_key(|a| a.4.is_some());
+    if !dropped.is_empty() {
+        tracing::info!(incident.id = %incident.id, dropped = dropped.len(), "analyst output items dropped");
+    }
+    let mut notice_parts = notices;
+    let proposed = output.actions.len();
+    let unknown = dropped
+        .iter()
+        .filter(|d| d.starts_with("unknown kind"))
+        .count();
+    if unknown > 0 {
+        notice_parts.push(format!(
+            "model proposed {proposed} actions, {unknown} dropped: {}",
+            dropped
+                .iter()
+                .filter(|d| d.starts_with("unknown kind"))
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let notice = if notice_parts.is_empty() {
+        None
+    } else {
+        Some(notice_parts.join(". "))
+    };
+
+    let mut tx = store::begin_write(pool).await?;
+    let recalled_ids: Vec<i64> = recalled.iter().map(|r| r.memory.id).collect();
+    let inv_id = rstore::insert_investigation(
+        &mut tx,
+        incident.id.as_str(),
+        actor,
+        analyst_name,
+        notice.as_deref(),
+        &dropped,
+        &recalled_ids,
+        now,
+    )
+    .await?;
+    let mut hyp_ids = Vec::new();
+    for (i, statement, confidence, cites, prior) in &hyps {
+        let mut r = NewRecord::new(MemoryKind::Hypothesis, statement.clone(), actor);
+        r.epistemic_type = EpistemicType::Inference;
+        r.incident_id = Some(incident.id.to_string());
+        r.services = vec![incident.service.clone()];
+        r.failure_modes = tags.to_vec();
+        r.confidence = Some(*confidence);
+        r.cites = cites.clone();
+        r.data = serde_json::json!({"investigation_id": inv_id, "prior_incidents": prior, "analyst": analyst_name});
+        let (hid, _) = crate::services::memory::write_in(&mut tx, r).await?;
+        hyp_ids.push((*i, hid));
+    }
+    for (pos, (kind, target, rationale, hyp, warning)) in actions.iter().enumerate() {
+        let hypothesis_id =
+            hyp.and_then(|h| hyp_ids.iter().find(|(i, _)| *i == h).map(|(_, id)| *id));
+        let mut r = NewRecord::new(
+            MemoryKind::Recommendation,
+            format!("{} on {target}: {rationale}", kind.label()),
+            actor,
+        );
+        r.epistemic_type = EpistemicType::Decision;
+        r.incident_id = Some(incident.id.to_string());
+        r.services = vec![incident.service.clone()];
+        r.failure_modes = tags.to_vec();
+        r.action_kind = Some(*kind);
+        r.target = Some(target.clone());
+        r.validation = crate::domain::Validation::Pending;
+        r.cites = hypothesis_id.into_iter().collect();
+        r.data = serde_json::json!({"investigation_id": inv_id, "warning": warning});
+        let (rid, _) = crate::services::memory::write_in(&mut tx, r).await?;
+        let warning_json = warning
+            .as_ref()
+            .map(|w| serde_json::to_string(w).unwrap_or_default());
+        rstore::insert(
+            &mut tx,
+            &rstore::NewRecommendation {
+                investigation_id: inv_id,
+                incident_id: incident.id.as_str(),
+                record_id: rid,
+                hypothesis_id,
+                action_kind: kind.as_str(),
+                target,
+                rationale,
+                warning: warning_json,
+                position: pos as i64,
+            },
+        )
+        .await?;
+    }
+    let flagged = actions.iter().filter(|a| a.4.is_some()).count();
+    let detail = format!(
+        "{} hypotheses, {} recommendations ({} flagged as known dead ends) by the {} analyst",
+        hyps.len(),
+        actions.len(),
+        flagged,
+        analyst_name
+    );
+    incidents::add_event(&mut tx, &incident.id, now, actor, "investigated", &detail).await?;
+    audit::append(
+        &mut tx,
+        actor,
+        "incident.investigate",
+        incident.id.as_str(),
+        &serde_json::json!({"investigation": inv_id}).to_string(),
+    )
+    .await?;
+    tx.commit().await?;
+    view_investigation(pool, inv_id).await
+}
+
+/// Loads a stored investigation with its hypotheses, recommendations and recalled memories.
+///
+/// # Errors
+/// Database errors; [`AppError::NotFound`].
+pub async fn view_investigation(pool: &SqlitePool, inv_id: i64) -> AppResult<InvestigationView> {
+    let inv = rstore::get_investigation(pool, inv_id).await?;
+    let filter = mstore::MemoryFilter {
+        incident: Some(inv.incident_id.clone()),
+        kind: Some(MemoryKind::Hypothesis),
+        limit: Some(1000),
+        ..Default::default()
+    };
+    let mut hyps: Vec<MemoryRecord> = mstore::list(pool, &filter)
+        .await?
+        .into_iter()
+        .filter(|h| h.data.get("investigation_id").and_then(|v| v.as_i64()) == Some(inv_id))
+        .collect();
+    hyps.sort_by_key(|h| h.id);
+    let mut cite_refs = std::collections::HashMap::new();
+    let all_cited: Vec<i64> = hyps
+        .iter()
+        .flat_map(|h| h.sources.iter().copied())
+        .collect();
+    for r in mstore::get_many(pool, &all_cited).await? {
+        cite_refs.insert(r.id, r.reference());
+    }
+    let hypotheses = hyps
+        .iter()
+        .map(|h| HypothesisView {
+            id: h.id,
+            reference: h.reference(),
+            statement: h.text.clone(),
+            confidence: h.confidence.unwrap_or(Confidence::Low),
+            cites: h
+                .sources
+                .iter()
+                .map(|s| cite_refs.get(s).cloned().unwrap_or_else(|| format!("#{s}")))
+                .collect(),
+            prior_incidents: h
+                .data
+                .get("prior_incidents")
+                .cloned()
+                .and_then(|v| serde_json::from_value(v).ok())
+                .unwrap_or_default(),
+        })
+        .collect();
+    let recs = rstore::of_investigation(pool, inv_id).await?;
+    let transcripts = mstore::get_many(
+        pool,
+        &recs
+            .iter()
+            .filter_map(|r| r.transcript_id)
+            .collect::<Vec<_>>(),
+    )
+    .await?;
+    let recommendations = recs
+        .into_iter()
+        .map(|r| RecommendationView {
+            label: ActionKind::parse(&r.action_kind)
+                .map(|k| k.label().to_string())
+                .unwrap_or_default(),
+            warning: r
+                .warning
+                .as_deref()
+                .and_then(|w| serde_json::from_str(w).ok()),
+            transcript: r.transcript_id.and_then(|t| {
+                transcripts
+                    .iter()
+                    .find(|x| x.id == t)
+                    .map(|x| x.text.clone())
+            }),
+            id: r.id,
+            kind: r.action_kind,
+            target: r.target,
+            rationale: r.rationale,
+            status: r.status,
+            reject_reason: r.reject_reason,
+            verdict: r.verdict,
+            verdict_note: r.verdict_note,
+            hypothesis_id: r.hypothesis_id,
+        })
+        .collect();
+    let recalled_ids: Vec<i64> = serde_json::from_str(&inv.recalled).unwrap_or_default();
+    let recalled = mstore::get_many(pool, &recalled_ids)
+        .await?
+        .into_iter()
+        .map(|m| RecalledView {
+            id: m.id,
+            kind: m.kind,
+            incident_id: m.incident_id.clone(),
+            why: String::new(),
+            text: m.text,
+        })
+        .collect();
+    Ok(InvestigationView {
+        investigation_id: inv.id,
+        analyst: inv.analyst,
+        hypotheses,
+        recommendations,
+        recalled,
+        notice: inv.notice,
+        dropped: serde_json::from_str(&inv.dropped).unwrap_or_default(),
+    })
+}
+
+/// Deterministic simulated transcript of an action (no command is ever run).
+pub fn simulate(kind: ActionKind, target: &str, incident: &str) -> String {
+    let h = target
+        .bytes()
+        .fold(17u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
+    let n = 2 + h % 7;
+    let secs = 20 + h % 90;
+    let body = match kind {
+        ActionKind::RestartService => format!(
+            "rolling restart of {target}: {n}/{n} instances restarted, health checks passing after {secs} s"
+        ),
+        ActionKind::RollbackDeploy => format!(
+            "rolled back {target} to the previous release; {n}/{n} instances on the old version after {secs} s"
+        ),
+        ActionKind::ScaleOut => format!(
+            "scaled {target} from {n} to {} instances; new instances ready after {secs} s",
+            n * 2
+        ),
+        ActionKind::ScaleIn => format!("scaled {target} from {} to {n} instances", n * 2),
+        ActionKind::RaisePoolLimit => format!(
+            "raised the connection-pool limit of {target} from {} to {}; config reloaded on {n} instances",
+            10 + n * 5,
+            20 + n * 10
+        ),
+        ActionKind::LowerPoolLimit => format!(
+            "lowered the connection-pool limit of {target} from {} to {}; config reloaded on {n} instances",
+            20 + n * 10,
+            10 + n * 5
+        ),
+        ActionKind::FailoverDatabase => {
+            format!("promoted the replica of {target}; writes resumed after {secs} s")
+        }
+        ActionKind::FlushCache => format!(
+            "flushed the cache of {target}: {} keys evicted",
+            1000 + h % 50_000
+        ),
+        ActionKind::DisableFeatureFlag => {
+            format!("disabled the newest feature flag on {target} for 100% of traffic")
+        }
+        ActionKind::DrainNode => {
+            format!("cordoned and drained the node running {target}; {n} pods rescheduled")
+        }
+        ActionKind::RotateCredentials => {
+            format!("issued new credentials / certificate for {target} and reloaded {n} instances")
+        }
+        ActionKind::BlockTrafficSource => {
+            format!("added a deny rule for the offending source in front of {target}")
+        }
+        ActionKind::IncreaseTimeout => {
+            format!("raised the request timeout of {target} from 5 s to 15 s")
+        }
+        ActionKind::RollForwardFix => format!(
+            "deployed a fix to {target}; {n}/{n} instances on the new version after {secs} s"
+        ),
+        ActionKind::PageOwnerTeam => format!(
+            "paged the team owning {target}; acknowledged after {} min",
+            1 + h % 9
+        ),
+        ActionKind::GatherMoreEvidence => format!(
+            "collected logs, metrics and recent changes for {target}; attach them as evidence"
+        ),
+        ActionKind::FreeDiskSpace => format!(
+            "removed rotated logs and temporary files on {target}: {} GB freed",
+            5 + h % 60
+        ),
+        ActionKind::ThrottleClients => {
+            format!("applied a rate limit to the heaviest clients of {target}")
+        }
+    };
+    format!(
+        "[SIMULATED — no command was run] {incident}\n$ simulate {} --target {target}\n{body}\nstatus: completed (simulation)",
+        kind.as_str()
+    )
+}
+
+/// Approves a proposed recommendation: writes the simulated transcript (an `action_result`
+/// record) and puts it on the timeline. A second approval, or approving a rejected one, is a 409.
+///
+/// # Errors
+/// [`AppError::NotFound`], [`AppError::Conflict`].
+pub async fn approve(
+    pool: &SqlitePool,
+    actor: &str,
+    id: &IncidentId,
+    rid: i64,
+) -> AppResult<RecommendationView> {
+    let mut tx = store::begin_write(pool).await?;
+    let incident = incidents::get_in(&mut tx, id).await?;
+    if incident.state == IncidentState::Learned {
+        return Err(AppError::Conflict(format!("{id} is learned and closed")));
+    }
+    let rec = rstore::get_in(&mut tx, id.as_str(), rid).await?;
+    if rec.status != "proposed" {
+        return Err(AppError::Conflict(format!(
+            "recommendation {rid} is already {}",
+            rec.status
+        )));
+    }
+    let kind = ActionKind::parse(&rec.action_kind)?;
+    let mut t = NewRecord::new(
+        MemoryKind::ActionTranscript,
+        simulate(kind, &rec.target, id.as_str()),
+        actor,
+    );
+    t.epistemic_type = EpistemicType::ActionResult;
+    t.incident_id = Some(id.to_string());
+    t.services = vec![incident.service.clone()];
+    t.action_kind = Some(kind);
+    t.target = Some(rec.target.clone());
+    t.cites = vec![rec.record_id];
+    t.origin = Some(format!("approve:{rid}"));
+    t.data = serde_json::json!({"simulated": true, "recommendation_id": rid});
+    let (tid, _) = crate::services::memory::write_in(&mut tx, t).await?;
+    let at = store::now();
+    if !rstore::decide(&mut tx, rid, true, actor, None, Some(tid), at).await? {
+        return Err(AppError::Conflict(format!(
+            "recommendation {rid} was decided by someone else"
+        )));
+    }
+    incidents::add_event(
+        &mut tx,
+        id,
+        at,
+        actor,
+        "action_approved",
+        &format!("{} on {} (simulated)", kind.as_str(), rec.target),
+    )
+    .await?;
+    audit::append(
+        &mut tx,
+        actor,
+        "recommendation.approve",
+        id.as_str(),
+        &serde_json::json!({"recommendation": rid, "kind": kind}).to_string(),
+    )
+    .await?;
+    tx.commit().await?;
+    recommendation_view(pool, rec.investigation_id, rid).await
+}
+
+async fn recommendation_view(
+    pool: &SqlitePool,
+    inv: i64,
+    rid: i64,
+) -> AppResult<RecommendationView> {
+    view_investigation(pool, inv)
+        .await?
+        .recommendations
+        .into_iter()
+        .find(|r| r.id == rid)
+        .ok_or_else(|| AppError::NotFound(format!("recommendation {rid}")))
+}
+
+/// Rejects a proposed recommendation with a reason (kept for Learn as a rejected
+/// recommendation).
+///
+/// # Errors
+/// Validation error for an empty reason; [`AppError::NotFound`]; [`AppError::Conflict`].
+pub async fn reject(
+    pool: &SqlitePool,
+    actor: &str,
+    id: &IncidentId,
+    rid: i64,
+    reason: &str,
+) -> AppResult<RecommendationView> {
+    let reason = crate::domain::required_text("reason", reason, 2000)?;
+    let mut tx = store::begin_write(pool).await?;
+    let rec = rstore::get_in(&mut tx, id.as_str(), rid).await?;
+    if rec.status != "proposed" {
+        return Err(AppError::Conflict(format!(
+            "recommendation {rid} is already {}",
+            rec.status
+        )));
+    }
+    let mut reason_r = reason.clone();
+    crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut reason_r]).await?;
+    let at = store::now();
+    rstore::decide(&mut tx, rid, false, actor, Some(&reason_r), None, at).await?;
+    incidents::add_event(
+        &mut tx,
+        id,
+        at,
+        actor,
+        "action_rejected",
+        &format!("{} on {}: {reason_r}", rec.action_kind, rec.target),
+    )
+    .await?;
+    audit::append(
+        &mut tx,
+        actor,
+        "recommendation.reject",
+        id.as_str(),
+        &serde_json::json!({"recommendation": rid}).to_string(),
+    )
+    .await?;
+    tx.commit().await?;
+    recommendation_view(pool, rec.investigation_id, rid).await
+}
+
+/// Verdicts on an approved action.
+pub const VERDICTS: [&str; 4] = [
+    "resolved",
+    "partially_resolved",
+    "did_not_resolve",
+    "made_worse",
+];
+
+/// Records the verdict on an approved recommendation; `did_not_resolve` and `made_worse` write a
+/// confirmed remediation_failure memory in the same transaction, visible to recall at once.
+///
+/// # Errors
+/// Validation error for an unknown verdict; [`AppError::Conflict`] when not approved or already
+/// judged.
+pub async fn verdict(
+    pool: &SqlitePool,
+    actor: &str,
+    id: &IncidentId,
+    rid: i64,
+    verdict: &str,
+    note: &str,
+) -> AppResult<RecommendationView> {
+    let verdict = verdict.trim();
+    if !VERDICTS.contains(&verdict) {
+        return Err(ValidationError::new(
+            "verdict",
+            format!("'{verdict}' is not a verdict; use {}", VERDICTS.join(", ")),
+        )
+        .into());
+    }
+    let note = crate::domain::optional_text("note", note, 4000)?;
+    let mut tx = store::begin_write(pool).await?;
+    let incident = incidents::get_in(&mut tx, id).await?;
+    let rec = rstore::get_in(&mut tx, id.as_str(), rid).await?;
+    if rec.status != "approved" {
+        return Err(AppError::Conflict(format!(
+            "recommendation {rid} is {}: approve it before giving a verdict",
+            rec.status
+        )));
+    }
+    if let Some(v) = &rec.verdict {
+        return Err(AppError::Conflict(format!(
+            "recommendation {rid} already has the verdict {v}"
+        )));
+    }
+    let mut note_r = note.clone();
+    crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut note_r]).await?;
+    let at = store::now();
+    if !rstore::set_verdict(&mut tx, rid, verdict, &note_r, actor, at).await? {
+        return Err(AppError::Conflict(format!(
+            "recommendation {rid} already has a verdict"
+        )));
+    }
+    let kind = ActionKind::parse(&rec.action_kind)?;
+    if verdict == "did_not_resolve" || verdict == "made_worse" {
+        let (_, tags) = incident_tags(pool, &incident).await?;
+        let outcome = if verdict == "made_worse" {
+            "made it worse"
+        } else {
+            "did not resolve it"
+        };
+        let mut text = format!(
+            "{} on {} during {} ({}) {outcome}",
+            kind.label(),
+            rec.target,
+            id,
+            incident.title
+        );
+        if !note_r.is_empty() {
+            text.push_str(&format!(": {note_r}"));
+        }
+        let mut m = NewRecord::new(MemoryKind::RemediationFailure, text, actor);
+        m.incident_id = Some(id.to_string());
+        m.services = vec![incident.service.clone()];
+        m.failure_modes = tags;
+        m.action_kind = Some(kind);
+        m.target = Some(rec.target.clone());
+        m.importance = 3;
+        m.cites = rec.transcript_id.into_iter().collect();
+        m.origin = Some(format!("verdict:{rid}"));
+        m.data = serde_json::json!({"verdict": verdict, "note": note_r, "recommendation_id": rid});
+        crate::services::memory::write_in(&mut tx, m).await?;
+    }
+    incidents::add_event(
+        &mut tx,
+        id,
+        at,
+        actor,
+        "verdict",
+        &format!(
+            "{} on {}: {verdict}{}",
+            kind.as_str(),
+            rec.target,
+            if note_r.is_empty() {
+                String::new()
+            } else {
+                format!(" — {note_r}")
+            }
+        ),
+    )
+    .await?;
+    audit::append(
+        &mut tx,
+        actor,
+        "recommendation.verdict",
+        id.as_str(),
+        &serde_json::json!({"recommendation": rid, "verdict": verdict}).to_string(),
+    )
+    .await?;
+    tx.commit().await?;
+    recommendation_view(pool, rec.investigation_id, rid).await
+}

@@ -1,0 +1,287 @@
+//! Investigations and recommendations with their lifecycle (proposed → approved | rejected;
+//! approved → verdict). State changes are compare-and-set, so a double submission changes
+//! nothing the second time.
+
+use sqlx::SqlitePool;
+
+use super::{Tx, db_time};
+use crate::error::{AppError, AppResult};
+
+/// A stored recommendation.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
+pub struct Recommendation {
+    /// Id used in routes (`…/recommendations/{rid}`).
+    pub id: i64,
+    /// The investigation that proposed it.
+    pub investigation_id: i64,
+    /// Incident.
+    pub incident_id: String,
+    /// The `decision` record holding it.
+    pub record_id: i64,
+    /// The hypothesis record it follows from.
+    pub hypothesis_id: Option<i64>,
+    /// ActionKind name.
+    pub action_kind: String,
+    /// Target.
+    pub target: String,
+    /// Why.
+    pub rationale: String,
+    /// Dead-end warning as JSON (`{message, incident_ids, …}`), if any.
+    pub warning: Option<String>,
+    /// Display order: unflagged first.
+    pub position: i64,
+    /// proposed / approved / rejected.
+    pub status: String,
+    /// Who approved or rejected.
+    pub decided_by: Option<String>,
+    /// When.
+    pub decided_at: Option<String>,
+    /// Why it was rejected.
+    pub reject_reason: Option<String>,
+    /// The simulated transcript record.
+    pub transcript_id: Option<i64>,
+    /// resolved / partially_resolved / did_not_resolve / made_worse.
+    pub verdict: Option<String>,
+    /// The engineer's note with the verdict.
+    pub verdict_note: Option<String>,
+    /// Who gave the verdict.
+    pub verdict_by: Option<String>,
+    /// When.
+    pub verdict_at: Option<String>,
+}
+
+/// Creates an investigation row; returns its id.
+///
+/// # Errors
+/// Database errors.
+#[allow(clippy::too_many_arguments)]
+pub async fn insert_investigation(
+    tx: &mut Tx,
+    incident_id: &str,
+    actor: &str,
+    analyst: &str,
+    notice: Option<&str>,
+    dropped: &[String],
+    recalled: &[i64],
+    at: jiff::Timestamp,
+) -> AppResult<i64> {
+    Ok(sqlx::query_scalar(
+        "INSERT INTO investigations (incident_id, actor, analyst, notice, dropped, recalled, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(incident_id)
+    .bind(actor)
+    .bind(analyst)
+    .bind(notice)
+    .bind(serde_json::to_string(dropped).unwrap_or_else(|_| "[]".into()))
+    .bind(serde_json::to_string(recalled).unwrap_or_else(|_| "[]".into()))
+    .bind(db_time(at))
+    .fetch_one(&mut **tx)
+    .await?)
+}
+
+/// A stored investigation.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow, serde::Serialize)]
+pub struct Investigation {
+    /// Id.
+    pub id: i64,
+    /// Incident.
+    pub incident_id: String,
+    /// Who ran it.
+    pub actor: String,
+    /// `built-in` or `llm:<model>`.
+    pub analyst: String,
+    /// Notice shown with it.
+    pub notice: Option<String>,
+    /// JSON list of dropped items.
+    pub dropped: String,
+    /// JSON list of recalled record ids.
+    pub recalled: String,
+    /// When.
+    pub created_at: String,
+}
+
+/// The latest investigation of an incident.
+///
+/// # Errors
+/// Database errors.
+pub async fn latest_investigation(
+    pool: &SqlitePool,
+    incident_id: &str,
+) -> AppResult<Option<Investigation>> {
+    Ok(sqlx::query_as(
+        "SELECT * FROM investigations WHERE incident_id = ? ORDER BY id DESC LIMIT 1",
+    )
+    .bind(incident_id)
+    .fetch_optional(pool)
+    .await?)
+}
+
+/// Fields of a new recommendation.
+#[derive(Debug, Clone)]
+pub struct NewRecommendation<'a> {
+    /// Investigation.
+    pub investigation_id: i64,
+    /// Incident.
+    pub incident_id: &'a str,
+    /// Its decision record.
+    pub record_id: i64,
+    /// Hypothesis record.
+    pub hypothesis_id: Option<i64>,
+    /// ActionKind name.
+    pub action_kind: &'a str,
+    /// Target.
+    pub target: &'a str,
+    /// Rationale.
+    pub rationale: &'a str,
+    /// Warning JSON.
+    pub warning: Option<String>,
+    /// Position.
+    pub position: i64,
+}
+
+/// Inserts a recommendation; returns its id.
+///
+/// # Errors
+/// Database errors.
+pub async fn insert(tx: &mut Tx, r: &NewRecommendation<'_>) -> AppResult<i64> {
+    Ok(sqlx::query_scalar(
+        "INSERT INTO recommendations (investigation_id, incident_id, record_id, hypothesis_id, action_kind, target,
+             rationale, warning, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(r.investigation_id)
+    .bind(r.incident_id)
+    .bind(r.record_id)
+    .bind(r.hypothesis_id)
+    .bind(r.action_kind)
+    .bind(r.target)
+    .bind(r.rationale)
+    .bind(&r.warning)
+    .bind(r.position)
+    .fetch_one(&mut **tx)
+    .await?)
+}
+
+/// Recommendations of one investigation, in display order.
+///
+/// # Errors
+/// Database errors.
+pub async fn of_investigation(
+    pool: &SqlitePool,
+    investigation_id: i64,
+) -> AppResult<Vec<Recommendation>> {
+    Ok(sqlx::query_as(
+        "SELECT * FROM recommendations WHERE investigation_id = ? ORDER BY position, id",
+    )
+    .bind(investigation_id)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Every recommendation of an incident (all investigations), oldest first.
+///
+/// # Errors
+/// Database errors.
+pub async fn of_incident(pool: &SqlitePool, incident_id: &str) -> AppResult<Vec<Recommendation>> {
+    Ok(sqlx::query_as("SELECT * FROM recommendations WHERE incident_id = ? ORDER BY investigation_id, position, id")
+        .bind(incident_id)
+        .fetch_all(pool)
+        .await?)
+}
+
+/// Loads one recommendation of an incident inside a transaction.
+///
+/// # Errors
+/// [`AppError::NotFound`].
+pub async fn get_in(tx: &mut Tx, incident_id: &str, id: i64) -> AppResult<Recommendation> {
+    sqlx::query_as("SELECT * FROM recommendations WHERE id = ? AND incident_id = ?")
+        .bind(id)
+        .bind(incident_id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("recommendation {id} of {incident_id}")))
+}
+
+/// proposed → approved (with the transcript record) or rejected (with a reason). Returns whether
+/// this call made the change.
+///
+/// # Errors
+/// Database errors.
+pub async fn decide(
+    tx: &mut Tx,
+    id: i64,
+    approve: bool,
+    actor: &str,
+    reason: Option<&str>,
+    transcript_id: Option<i64>,
+    at: jiff::Timestamp,
+) -> AppResult<bool> {
+    Ok(sqlx::query(
+        "UPDATE recommendations SET status = ?, decided_by = ?, decided_at = ?, reject_reason = ?, transcript_id = ?
+         WHERE id = ? AND status = 'proposed'",
+    )
+    .bind(if approve { "approved" } else { "rejected" })
+    .bind(actor)
+    .bind(db_time(at))
+    .bind(reason)
+    .bind(transcript_id)
+    .bind(id)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// Records the verdict on an approved recommendation that has none yet. Returns whether this
+/// call made the change.
+///
+/// # Errors
+/// Database errors.
+pub async fn set_verdict(
+    tx: &mut Tx,
+    id: i64,
+    verdict: &str,
+    note: &str,
+    actor: &str,
+    at: jiff::Timestamp,
+) -> AppResult<bool> {
+    Ok(sqlx::query(
+        "UPDATE recommendations SET verdict = ?, verdict_note = ?, verdict_by = ?, verdict_at = ?
+         WHERE id = ? AND status = 'approved' AND verdict IS NULL",
+    )
+    .bind(verdict)
+    .bind(note)
+    .bind(actor)
+    .bind(db_time(at))
+    .bind(id)
+    .execute(&mut **tx)
+    .await?
+    .rows_affected()
+        == 1)
+}
+
+/// Whether an incident id exists (to drop citations of incidents that do not).
+///
+/// # Errors
+/// Database errors.
+pub async fn incident_exists(pool: &SqlitePool, id: &str) -> AppResult<bool> {
+    Ok(
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM incidents WHERE id = ?")
+            .bind(id)
+            .fetch_one(pool)
+            .await?
+            > 0,
+    )
+}
+
+/// Loads one investigation.
+///
+/// # Errors
+/// [`AppError::NotFound`].
+pub async fn get_investigation(pool: &SqlitePool, id: i64) -> AppResult<Investigation> {
+    sqlx::query_as("SELECT * FROM investigations WHERE id = ?")
+        .bind(id)
+        .fetch_optional(pool)
+        .await?
+        .ok_or_else(|| AppError::NotFound(format!("investigation {id}")))
+}

@@ -1,0 +1,330 @@
+//! Integrations, admin only: the page (`/integrations`) and the JSON API
+//! (`/api/v1/integrations`). Creating one returns its webhook secret once; only its SHA-256 is
+//! stored. Other roles get a 403.
+
+use std::collections::BTreeMap;
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use super::super::AppState;
+use super::super::auth::CurrentUser;
+use super::super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::super::pages::Layout;
+use crate::domain::{Role, Severity};
+use crate::error::AppError;
+use crate::services::ingest::{self, IntegrationInput, IntegrationUpdate, Source};
+use crate::store::integrations::{self as istore, Integration};
+
+/// Routes of the integrations page and API.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/integrations", post(api_create).get(api_list))
+        .route("/api/v1/integrations/{id}", get(api_show).patch(api_update))
+        .route("/integrations", get(page_list).post(page_create))
+        .route("/integrations/{id}", post(page_update))
+}
+
+const WHAT: &str = "managing integrations";
+
+fn parse_id(id: &str) -> Result<i64, AppError> {
+    id.parse::<i64>()
+        .map_err(|_| AppError::NotFound(format!("integration {id}")))
+}
+
+/// An integration as the API shows it, with its webhook path.
+#[derive(Serialize)]
+struct IntegrationView {
+    #[serde(flatten)]
+    integration: Integration,
+    webhook_path: String,
+}
+
+impl From<Integration> for IntegrationView {
+    fn from(i: Integration) -> Self {
+        Self {
+            webhook_path: format!("/api/v1/webhooks/{}", i.source),
+            integration: i,
+        }
+    }
+}
+
+/// `201 {…integration, "webhook_path", "secret"}`: the secret is shown only here.
+#[derive(Serialize)]
+struct Created {
+    #[serde(flatten)]
+    view: IntegrationView,
+    secret: String,
+}
+
+async fn api_create(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(body): ApiJson<IntegrationInput>,
+) -> Result<impl IntoResponse, ApiError> {
+    user.require(Role::Admin, WHAT)?;
+    let (integration, secret) =
+        ingest::create_integration(&state.pool, &user.0.name, &body).await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(Created {
+            view: integration.into(),
+            secret,
+        }),
+    ))
+}
+
+#[derive(Serialize)]
+struct List {
+    integrations: Vec<IntegrationView>,
+}
+
+async fn api_list(
+    State(state): State<AppState>,
+    user: CurrentUser,
+) -> Result<Json<List>, ApiError> {
+    user.require(Role::Admin, WHAT)?;
+    let integrations = istore::list(&state.pool, None)
+        .await?
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    Ok(Json(List { integrations }))
+}
+
+async fn api_show(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Json<IntegrationView>, ApiError> {
+    user.require(Role::Admin, WHAT)?;
+    Ok(Json(istore::get(&state.pool, parse_id(&id)?).await?.into()))
+}
+
+async fn api_update(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<IntegrationUpdate>,
+) -> Result<Json<IntegrationView>, ApiError> {
+    user.require(Role::Admin, WHAT)?;
+    let id = parse_id(&id)?;
+    Ok(Json(
+        ingest::update_integration(&state.pool, &user.0.name, id, &body)
+            .await?
+            .into(),
+    ))
+}
+
+// ----- pages -----------------------------------------------------------------------------------
+
+/// The create form as typed (kept on a validation error).
+#[derive(Debug, Default, Deserialize)]
+struct CreateForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    source: String,
+    #[serde(default)]
+    default_service: String,
+    #[serde(default)]
+    default_severity: String,
+    /// One `value=SEVn` per line.
+    #[serde(default)]
+    severity_map: String,
+    #[serde(default)]
+    signing_secret: String,
+}
+
+struct Row {
+    id: i64,
+    name: String,
+    source: String,
+    default_service: String,
+    default_severity: String,
+    mapping: String,
+    has_signing_secret: bool,
+    webhook_path: String,
+    created: String,
+}
+
+impl From<&Integration> for Row {
+    fn from(i: &Integration) -> Self {
+        Self {
+            id: i.id,
+            name: i.name.clone(),
+            source: i.source.clone(),
+            default_service: i.default_service.clone(),
+            default_severity: i.default_severity.to_string(),
+            mapping: i
+                .severity_map
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            has_signing_secret: i.has_signing_secret,
+            webhook_path: format!("/api/v1/webhooks/{}", i.source),
+            created: format!("{} by {}", i.created_at, i.created_by),
+        }
+    }
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "integrations/list.html")]
+struct ListPage {
+    layout: Layout,
+    rows: Vec<Row>,
+    sources: Vec<&'static str>,
+    severities: Vec<&'static str>,
+    form: CreateForm,
+    error: Option<String>,
+    /// Set right after creation: (name, source, webhook path, secret).
+    created: Option<(String, String, String, String)>,
+}
+
+async fn render_list(
+    state: &AppState,
+    user: &CurrentUser,
+    form: CreateForm,
+    error: Option<String>,
+    created: Option<(String, String, String, String)>,
+) -> Result<ListPage, PageError> {
+    let rows = istore::list(&state.pool, None)
+        .await?
+        .iter()
+        .map(Row::from)
+        .collect();
+    Ok(ListPage {
+        layout: Layout::new(Some(&user.0), "Integrations"),
+        rows,
+        sources: Source::ALL.iter().map(|s| s.as_str()).collect(),
+        severities: Severity::ALL.iter().map(|s| s.as_str()).collect(),
+        form,
+        error,
+        created,
+    })
+}
+
+async fn page_list(
+    State(state): State<AppState>,
+    user: CurrentUser,
+) -> Result<Response, PageError> {
+    user.require(Role::Admin, WHAT)?;
+    let form = CreateForm {
+        default_severity: "SEV3".into(),
+        ..CreateForm::default()
+    };
+    Ok(render_list(&state, &user, form, None, None)
+        .await?
+        .into_response())
+}
+
+/// Parses `value=SEVn` lines (also `value: SEVn`, comma-separated) into a map.
+fn parse_map_text(text: &str) -> Result<BTreeMap<String, String>, AppError> {
+    let mut out = BTreeMap::new();
+    for item in text.split(['\n', ',']) {
+        let item = item.trim();
+        if item.is_empty() {
+            continue;
+        }
+        let Some((k, v)) = item.split_once('=').or_else(|| item.split_once(':')) else {
+            return Err(crate::domain::ValidationError::new(
+                "severity_map",
+                format!("'{item}' is not value=SEVn"),
+            )
+            .into());
+        };
+        out.insert(k.trim().to_string(), v.trim().to_string());
+    }
+    Ok(out)
+}
+
+async fn page_create(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    PageForm(form): PageForm<CreateForm>,
+) -> Result<Response, PageError> {
+    user.require(Role::Admin, WHAT)?;
+    let result = match parse_map_text(&form.severity_map) {
+        Ok(map) => {
+            let input = IntegrationInput {
+                name: form.name.clone(),
+                source: form.source.clone(),
+                default_service: Some(form.default_service.clone()),
+                default_severity: Some(form.default_severity.clone()),
+                severity_map: Some(map),
+                signing_secret: Some(form.signing_secret.clone()),
+            };
+            ingest::create_integration(&state.pool, &user.0.name, &input).await
+        }
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok((i, secret)) => {
+            let created = Some((
+                i.name.clone(),
+                i.source.clone(),
+                format!("/api/v1/webhooks/{}", i.source),
+                secret,
+            ));
+            let fresh = CreateForm {
+                default_severity: "SEV3".into(),
+                ..CreateForm::default()
+            };
+            let page = render_list(&state, &user, fresh, None, created).await?;
+            Ok((StatusCode::CREATED, page).into_response())
+        }
+        Err(e @ (AppError::Validation(_) | AppError::Conflict(_))) => {
+            let status = e.status();
+            let page = render_list(&state, &user, form, Some(e.to_string()), None).await?;
+            Ok((status, page).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct UpdateForm {
+    #[serde(default)]
+    default_service: Option<String>,
+    #[serde(default)]
+    default_severity: Option<String>,
+    #[serde(default)]
+    signing_secret: Option<String>,
+}
+
+async fn page_update(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    PageForm(form): PageForm<UpdateForm>,
+) -> Result<Response, PageError> {
+    user.require(Role::Admin, WHAT)?;
+    let id = parse_id(&id)?;
+    let nonempty = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
+    let update = IntegrationUpdate {
+        default_service: nonempty(form.default_service),
+        default_severity: nonempty(form.default_severity),
+        severity_map: None,
+        signing_secret: form.signing_secret,
+    };
+    match ingest::update_integration(&state.pool, &user.0.name, id, &update).await {
+        Ok(_) => Ok(Redirect::to("/integrations").into_response()),
+        Err(e @ AppError::Validation(_)) => {
+            let status = e.status();
+            let form = CreateForm {
+                default_severity: "SEV3".into(),
+                ..CreateForm::default()
+            };
+            let page = render_list(&state, &user, form, Some(e.to_string()), None).await?;
+            Ok((status, page).into_response())
+        }
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,187 @@
+//! The copilot over HTTP: investigate, approve (simulated), reject, verdict — JSON under
+//! `/api/v1/incidents/{id}/…` and form posts from the incident page. Only responders and above.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use super::AppState;
+use super::auth::CurrentUser;
+use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use crate::domain::{IncidentId, Role};
+use crate::error::AppError;
+use crate::services::investigation as inv;
+
+/// Routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/incidents/{id}/investigate", post(api_investigate))
+        .route("/api/v1/incidents/{id}/investigation", get(api_latest))
+        .route(
+            "/api/v1/incidents/{id}/recommendations/{rid}/approve",
+            post(api_approve),
+        )
+        .route(
+            "/api/v1/incidents/{id}/recommendations/{rid}/reject",
+            post(api_reject),
+        )
+        .route(
+            "/api/v1/incidents/{id}/recommendations/{rid}/verdict",
+            post(api_verdict),
+        )
+        .route("/incidents/{id}/investigate", post(page_investigate))
+        .route(
+            "/incidents/{id}/recommendations/{rid}/approve",
+            post(page_approve),
+        )
+        .route(
+            "/incidents/{id}/recommendations/{rid}/reject",
+            post(page_reject),
+        )
+        .route(
+            "/incidents/{id}/recommendations/{rid}/verdict",
+            post(page_verdict),
+        )
+}
+
+fn incident_id(id: &str) -> Result<IncidentId, AppError> {
+    IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
+}
+
+async fn api_investigate(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    user.require(Role::Responder, "investigating")?;
+    let id = incident_id(&id)?;
+    let view = inv::investigate(&s.pool, s.llm.as_deref(), &user.0.name, &id).await?;
+    Ok((StatusCode::CREATED, Json(view)).into_response())
+}
+
+async fn api_latest(
+    State(s): State<AppState>,
+    _u: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = incident_id(&id)?;
+    crate::store::incidents::get(&s.pool, &id).await?;
+    match crate::store::recommendations::latest_investigation(&s.pool, id.as_str()).await? {
+        Some(i) => Ok(Json(inv::view_investigation(&s.pool, i.id).await?).into_response()),
+        None => Err(AppError::NotFound(format!(
+            "an investigation of {id} (run POST /api/v1/incidents/{id}/investigate)"
+        ))
+        .into()),
+    }
+}
+
+/// Body of reject.
+#[derive(Debug, Deserialize, Default)]
+pub struct RejectBody {
+    /// Why (required).
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// Body of verdict.
+#[derive(Debug, Deserialize, Default)]
+pub struct VerdictBody {
+    /// resolved / partially_resolved / did_not_resolve / made_worse.
+    #[serde(default)]
+    pub verdict: String,
+    /// What happened.
+    #[serde(default)]
+    pub note: String,
+}
+
+async fn api_approve(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path((id, rid)): Path<(String, i64)>,
+) -> Result<Json<inv::RecommendationView>, ApiError> {
+    user.require(Role::Responder, "approving an action")?;
+    Ok(Json(
+        inv::approve(&s.pool, &user.0.name, &incident_id(&id)?, rid).await?,
+    ))
+}
+
+async fn api_reject(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path((id, rid)): Path<(String, i64)>,
+    ApiJson(b): ApiJson<RejectBody>,
+) -> Result<Json<inv::RecommendationView>, ApiError> {
+    user.require(Role::Responder, "rejecting an action")?;
+    Ok(Json(
+        inv::reject(&s.pool, &user.0.name, &incident_id(&id)?, rid, &b.reason).await?,
+    ))
+}
+
+async fn api_verdict(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path((id, rid)): Path<(String, i64)>,
+    ApiJson(b): ApiJson<VerdictBody>,
+) -> Result<Json<inv::RecommendationView>, ApiError> {
+    user.require(Role::Responder, "recording a verdict")?;
+    Ok(Json(
+        inv::verdict(
+            &s.pool,
+            &user.0.name,
+            &incident_id(&id)?,
+            rid,
+            &b.verdict,
+            &b.note,
+        )
+        .await?,
+    ))
+}
+
+fn back(id: &IncidentId) -> Response {
+    Redirect::to(&format!("/incidents/{id}#copilot")).into_response()
+}
+
+async fn page_investigate(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    inv::investigate(&s.pool, s.llm.as_deref(), &user.0.name, &id).await?;
+    Ok(back(&id))
+}
+
+async fn page_approve(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path((id, rid)): Path<(String, i64)>,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    inv::approve(&s.pool, &user.0.name, &id, rid).await?;
+    Ok(back(&id))
+}
+
+async fn page_reject(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path((id, rid)): Path<(String, i64)>,
+    PageForm(b): PageForm<RejectBody>,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    inv::reject(&s.pool, &user.0.name, &id, rid, &b.reason).await?;
+    Ok(back(&id))
+}
+
+async fn page_verdict(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path((id, rid)): Path<(String, i64)>,
+    PageForm(b): PageForm<VerdictBody>,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    inv::verdict(&s.pool, &user.0.name, &id, rid, &b.verdict, &b.note).await?;
+    Ok(back(&id))
+}

@@ -1,0 +1,235 @@
+//! Alert webhooks (issue #7): `POST /api/v1/webhooks/{alertmanager,pagerduty,grafana,opsgenie}`,
+//! the alert states of an incident (`GET /api/v1/incidents/{id}/alerts`), and — in the
+//! `integrations` submodule — the admin page and API that create the integrations whose secrets
+//! authenticate the webhooks.
+//!
+//! Authentication of a webhook, checked before the body is parsed as JSON:
+//! - `Authorization: Bearer <secret>` or `?token=<secret>`: the integration whose secret hashes
+//!   (SHA-256) to it; it must be of the endpoint's source (403 otherwise). A PagerDuty
+//!   integration with a signing secret also needs a valid `X-PagerDuty-Signature`.
+//! - PagerDuty only, without a bearer secret: `X-PagerDuty-Signature: v1=<hex HMAC-SHA256 of the
+//!   raw body>` (comma-separated while rotating) valid under the signing secret of one PagerDuty
+//!   integration (PagerDuty webhooks v3, "Verifying Signatures").
+//!
+//! Anything else is a 401 and changes nothing. Responses are 202 with
+//! `{"incidents": ["INC-…"], "opened": […], "alerts": {"firing": n, "resolved": m}, "groups": […]}`;
+//! malformed JSON or a wrong shape is a 400 naming the field, a body over the limit a 413.
+
+#[path = "integrations.rs"]
+mod integrations;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, Path, RawQuery, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::auth::CurrentUser;
+use super::errors::ApiError;
+use crate::domain::IncidentId;
+use crate::error::AppError;
+use crate::services::ingest::{self, Source};
+use crate::store::integrations::{self as istore, Integration};
+use crate::store::{alerts as astore, incidents};
+
+/// Routes: the four webhooks, the alerts of an incident, and the integrations page and API.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/webhooks/alertmanager", post(alertmanager))
+        .route("/api/v1/webhooks/pagerduty", post(pagerduty))
+        .route("/api/v1/webhooks/grafana", post(grafana))
+        .route("/api/v1/webhooks/opsgenie", post(opsgenie))
+        .route("/api/v1/incidents/{id}/alerts", get(incident_alerts))
+        .merge(integrations::router())
+}
+
+/// Header PagerDuty v3 webhooks carry their signatures in.
+pub const PAGERDUTY_SIGNATURE: &str = "x-pagerduty-signature";
+
+/// The raw request body (up to the app's body limit), with rejections as [`ApiError`]s: 413 over
+/// the limit, 400 otherwise.
+#[derive(Debug, Clone)]
+pub struct RawBody(pub Bytes);
+
+impl FromRequest<AppState> for RawBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        match Bytes::from_request(req, state).await {
+            Ok(b) => Ok(Self(b)),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                Err(ApiError(AppError::PayloadTooLarge {
+                    limit_bytes: state.settings.max_body_bytes,
+                }))
+            }
+            Err(e) => Err(ApiError(AppError::BadRequest(e.body_text()))),
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct TokenQuery {
+    #[serde(default)]
+    token: Option<String>,
+}
+
+/// The bearer secret of a request: `Authorization: Bearer …` first, else `?token=`.
+fn presented_secret(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
+    let from_header = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, rest) = v.trim().split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+        })
+        .filter(|t| !t.is_empty())
+        .map(str::to_string);
+    from_header.or_else(|| {
+        query
+            .and_then(|q| serde_urlencoded::from_str::<TokenQuery>(q).ok())
+            .and_then(|q| q.token)
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+    })
+}
+
+/// Finds the integration a delivery to `source`'s endpoint comes from.
+///
+/// # Errors
+/// [`AppError::Unauthenticated`] (401) without a valid secret or signature;
+/// [`AppError::Forbidden`] (403) for a secret of another source's integration.
+async fn authenticate(
+    state: &AppState,
+    source: Source,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    body: &[u8],
+) -> Result<Integration, AppError> {
+    let signature = headers
+        .get(PAGERDUTY_SIGNATURE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    if let Some(secret) = presented_secret(headers, query) {
+        let Some(integ) =
+            istore::find_by_secret(&state.pool, &ingest::secret_digest(&secret)).await?
+        else {
+            return Err(AppError::Unauthenticated);
+        };
+        if integ.source != source.as_str() {
+            return Err(AppError::Forbidden(format!(
+                "this secret belongs to a {} integration; point it at /api/v1/webhooks/{}",
+                integ.source, integ.source
+            )));
+        }
+        if let Some(signing) = &integ.signing_secret {
+            let ok = signature
+                .as_deref()
+                .is_some_and(|s| ingest::verify_pagerduty_signature(signing, body, s));
+            if !ok {
+                return Err(AppError::Unauthenticated);
+            }
+        }
+        return Ok(integ);
+    }
+    if source == Source::Pagerduty
+        && let Some(sig) = signature
+    {
+        for integ in istore::list(&state.pool, Some(source.as_str())).await? {
+            if let Some(signing) = &integ.signing_secret
+                && ingest::verify_pagerduty_signature(signing, body, &sig)
+            {
+                return Ok(integ);
+            }
+        }
+    }
+    Err(AppError::Unauthenticated)
+}
+
+async fn receive(
+    state: &AppState,
+    source: Source,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    body: &[u8],
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let integ = authenticate(state, source, headers, query, body).await?;
+    let delivery = ingest::parse_delivery(source, body)?;
+    let out = ingest::ingest(&state.pool, &integ, &delivery).await?;
+    let mut v = json!({
+        "incidents": out.incidents,
+        "opened": out.opened,
+        "alerts": {"firing": out.firing, "resolved": out.resolved},
+        "groups": out.groups,
+    });
+    if let Some(why) = out.ignored {
+        v["ignored"] = Value::String(why);
+    }
+    Ok((StatusCode::ACCEPTED, Json(v)))
+}
+
+async fn alertmanager(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+    RawBody(body): RawBody,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    receive(&state, Source::Alertmanager, &headers, q.as_deref(), &body).await
+}
+
+async fn pagerduty(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+    RawBody(body): RawBody,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    receive(&state, Source::Pagerduty, &headers, q.as_deref(), &body).await
+}
+
+async fn grafana(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+    RawBody(body): RawBody,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    receive(&state, Source::Grafana, &headers, q.as_deref(), &body).await
+}
+
+async fn opsgenie(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    RawQuery(q): RawQuery,
+    RawBody(body): RawBody,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    receive(&state, Source::Opsgenie, &headers, q.as_deref(), &body).await
+}
+
+/// `GET /api/v1/incidents/{id}/alerts`: `{"incident", "firing", "resolved", "summary",
+/// "group": {"key", "integration", "source", "follows"} | null, "alerts": [StoredAlert…]}`.
+async fn incident_alerts(
+    State(state): State<AppState>,
+    _user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let id = IncidentId::parse(&id)
+        .map_err(|_| ApiError(AppError::NotFound(format!("incident {id}"))))?;
+    incidents::get(&state.pool, &id).await?;
+    let alerts = astore::list_for_incident(&state.pool, id.as_str()).await?;
+    let (firing, resolved) = astore::counts(&state.pool, id.as_str()).await?;
+    let group = astore::group_of_incident(&state.pool, id.as_str())
+        .await?
+        .map(|(g, name, source)| {
+            json!({"key": g.group_key, "integration": name, "source": source,
+                   "follows": g.previous_incident_id})
+        });
+    Ok(Json(json!({
+        "incident": id,
+        "firing": firing,
+        "resolved": resolved,
+        "summary": format!("{firing} of {} firing", firing + resolved),
+        "group": group,
+        "alerts": alerts,
+    })))
+}
