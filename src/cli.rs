@@ -85,6 +85,14 @@ pub struct ServeArgs {
         global = true
     )]
     pub llm_token_budget: usize,
+    /// Let the last editor of a post-mortem draft confirm it (small teams).
+    #[arg(
+        long,
+        env = "INCIDENTMIND_ALLOW_SELF_CONFIRM",
+        default_value_t = false,
+        global = true
+    )]
+    pub allow_self_confirm: bool,
     /// Mark the session cookie `Secure` (set when served over HTTPS).
     #[arg(
         long,
@@ -256,6 +264,7 @@ async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
         max_body_bytes: args.max_body_bytes,
         secure_cookies: args.secure_cookies,
         max_evidence_bytes: args.max_evidence_bytes,
+        allow_self_confirm: args.allow_self_confirm,
     };
     let mut state = AppState::new(pool, settings);
     if let Some(base) = args

@@ -4,6 +4,7 @@
 pub mod action;
 pub mod incident;
 pub mod memory;
+pub mod postmortem;
 pub mod synonyms;
 pub mod user;
 

@@ -5,4 +5,5 @@ pub mod evidence;
 pub mod ingest;
 pub mod investigation;
 pub mod memory;
+pub mod postmortem;
 pub mod workflow;

@@ -42,7 +42,9 @@ pub struct TransitionInput {
     pub resolution: Option<Resolution>,
 }
 
-/// Applies `transition` to incident `id` on behalf of `user`.
+/// Applies `transition` to incident `id` on behalf of `user`. Resolve and reopen come through
+/// here; drafting, confirming and learning go through `services::postmortem`, which add their
+/// own rules around the same compare-and-set.
 ///
 /// # Errors
 /// - [`AppError::Forbidden`] when the user's role is not enough (confirm needs a reviewer);
@@ -109,6 +111,11 @@ pub async fn transition(
         &audit_detail.to_string(),
     )
     .await?;
+    if transition == Transition::Reopen && current.state == crate::domain::IncidentState::Confirmed
+    {
+        // Reopening a confirmed post-mortem clears its confirmation.
+        crate::store::postmortems::set_confirmation(&mut tx, id.as_str(), None, at).await?;
+    }
     let incident = incidents::get_in(&mut tx, id).await?;
     tx.commit().await?;
     tracing::info!(incident.id = %id, from = %current.state, to = %to, "transition");

@@ -7,6 +7,7 @@ pub mod evidence;
 pub mod incidents;
 pub mod integrations;
 pub mod memory;
+pub mod postmortems;
 pub mod recommendations;
 pub mod redaction;
 pub mod sessions;

@@ -26,9 +26,6 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/incidents/{id}", get(show))
         .route("/api/v1/incidents/{id}/resolve", post(resolve))
         .route("/api/v1/incidents/{id}/reopen", post(reopen))
-        .route("/api/v1/incidents/{id}/postmortem", post(draft_postmortem))
-        .route("/api/v1/incidents/{id}/postmortem/confirm", post(confirm))
-        .route("/api/v1/incidents/{id}/learn", post(learn))
 }
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -179,28 +176,4 @@ async fn reopen(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Incident>> {
     simple(&state, &user, &id, Transition::Reopen).await
-}
-
-async fn draft_postmortem(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Incident>> {
-    simple(&state, &user, &id, Transition::DraftPostmortem).await
-}
-
-async fn confirm(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Incident>> {
-    simple(&state, &user, &id, Transition::Confirm).await
-}
-
-async fn learn(
-    State(state): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-) -> ApiResult<Json<Incident>> {
-    simple(&state, &user, &id, Transition::Learn).await
 }

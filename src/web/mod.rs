@@ -10,6 +10,7 @@ pub mod evidence;
 pub mod investigation;
 pub mod memory;
 pub mod pages;
+pub mod postmortem;
 pub mod view;
 pub mod webhooks;
 
@@ -38,6 +39,8 @@ pub struct Settings {
     pub secure_cookies: bool,
     /// Largest accepted evidence upload, bytes (413 above it).
     pub max_evidence_bytes: usize,
+    /// Let the last editor of a post-mortem draft confirm it (small teams).
+    pub allow_self_confirm: bool,
 }
 
 impl Default for Settings {
@@ -46,6 +49,7 @@ impl Default for Settings {
             max_body_bytes: 1024 * 1024,
             secure_cookies: false,
             max_evidence_bytes: 50 * 1024 * 1024,
+            allow_self_confirm: false,
         }
     }
 }
@@ -142,6 +146,7 @@ pub fn router(state: AppState) -> Router {
         .merge(api::router())
         .merge(memory::router())
         .merge(investigation::router())
+        .merge(postmortem::router())
         .merge(evidence::router(state.settings.max_evidence_bytes))
         .merge(webhooks::router())
         .merge(assets::router())

@@ -37,9 +37,6 @@ pub fn router() -> Router<AppState> {
         .route("/incidents/{id}", get(show_page))
         .route("/incidents/{id}/resolve", post(resolve_submit))
         .route("/incidents/{id}/reopen", post(reopen_submit))
-        .route("/incidents/{id}/postmortem", post(draft_submit))
-        .route("/incidents/{id}/postmortem/confirm", post(confirm_submit))
-        .route("/incidents/{id}/learn", post(learn_submit))
 }
 
 type PageResult = Result<Response, PageError>;
@@ -513,11 +510,23 @@ async fn render_incident(
     dead_ends.truncate(8);
     rules.truncate(6);
     let memory_notice = recalled.notice;
+    let mut steps = stepper(incident.state, user.role);
+    if incident.state == IncidentState::PostmortemDraft
+        && !state.settings.allow_self_confirm
+        && let Ok(pm) = crate::store::postmortems::get(&state.pool, id.as_str()).await
+        && pm.edited_by == user.name
+        && let Some(step) = steps
+            .iter_mut()
+            .find(|s| s.action == Some(Transition::Confirm))
+    {
+        step.disabled_reason =
+            Some("You edited the draft last: another reviewer must confirm it".into());
+    }
     let page = ShowPage {
         layout: Layout::new(Some(user), format!("{} · {}", incident.id, incident.title)),
         opened: clock.fmt(&incident.opened_at),
         resolved: clock.fmt_opt(&incident.resolved_at),
-        steps: stepper(incident.state, user.role),
+        steps,
         incident,
         timeline,
         zone: clock.zone_name,
@@ -634,6 +643,3 @@ macro_rules! simple_transition {
 }
 
 simple_transition!(reopen_submit, Transition::Reopen);
-simple_transition!(draft_submit, Transition::DraftPostmortem);
-simple_transition!(confirm_submit, Transition::Confirm);
-simple_transition!(learn_submit, Transition::Learn);

@@ -193,3 +193,32 @@ mod tests {
         assert_eq!(Clock::for_viewer(None, &h).zone_name, "UTC");
     }
 }
+
+/// HTML that went through the Markdown renderer and the sanitizer; the only value templates
+/// print with `|safe`.
+#[derive(Debug, Clone)]
+pub struct SafeHtml(String);
+
+impl std::fmt::Display for SafeHtml {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Renders Markdown (CommonMark + tables, pulldown-cmark) and sanitizes the HTML with ammonia:
+/// no script, no event handlers, no `<base>`, only http(s)/mailto links, which get
+/// `rel="noopener noreferrer"`.
+pub fn render_markdown(md: &str) -> SafeHtml {
+    let mut opts = pulldown_cmark::Options::empty();
+    opts.insert(pulldown_cmark::Options::ENABLE_TABLES);
+    opts.insert(pulldown_cmark::Options::ENABLE_STRIKETHROUGH);
+    let parser = pulldown_cmark::Parser::new_ext(md, opts);
+    let mut html = String::new();
+    pulldown_cmark::html::push_html(&mut html, parser);
+    let clean = ammonia::Builder::default()
+        .url_schemes(["http", "https", "mailto"].into_iter().collect())
+        .link_rel(Some("noopener noreferrer"))
+        .clean(&html)
+        .to_string();
+    SafeHtml(clean)
+}

@@ -5,6 +5,7 @@ mod helpers;
 mod investigation;
 mod llm;
 mod memory;
+mod postmortem;
 mod web;
 mod webhooks;
 mod workflow;

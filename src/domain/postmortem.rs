@@ -1,0 +1,464 @@
+//! The post-mortem: its sections, how a draft is built from what happened (templates, no model),
+//! lessons as prescriptive rules, impact times whose durations are never negative, and the
+//! Markdown export. Pure: the facts come in, the document goes out.
+
+use serde::{Deserialize, Serialize};
+
+use super::memory::{Rule, RuleSeverity};
+use super::{ActionKind, Incident, Severity};
+
+/// Impact timing. Instants are UTC; durations are whole seconds, never negative (a clock skew
+/// that would make one negative gives 0).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Impact {
+    /// When impact began (earliest evidence, else when the incident was opened).
+    pub started_at: Option<jiff::Timestamp>,
+    /// When it was detected (incident opened).
+    pub detected_at: Option<jiff::Timestamp>,
+    /// When it was mitigated (first action judged resolved / partially, else resolution).
+    pub mitigated_at: Option<jiff::Timestamp>,
+    /// When the incident was resolved.
+    pub resolved_at: Option<jiff::Timestamp>,
+    /// detected − started, seconds, ≥ 0.
+    pub time_to_detect_secs: i64,
+    /// resolved − started, seconds, ≥ 0.
+    pub time_to_resolve_secs: i64,
+    /// Who or what was affected, in words.
+    pub description: String,
+}
+
+impl Impact {
+    /// Computes the durations from the instants (0 when an instant is missing or out of order).
+    pub fn with_durations(mut self) -> Self {
+        let secs = |a: Option<jiff::Timestamp>, b: Option<jiff::Timestamp>| match (a, b) {
+            (Some(a), Some(b)) => (b.as_second() - a.as_second()).max(0),
+            _ => 0,
+        };
+        self.time_to_detect_secs = secs(self.started_at, self.detected_at);
+        self.time_to_resolve_secs = secs(self.started_at, self.resolved_at);
+        self
+    }
+}
+
+/// An action and what came of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ActionOutcome {
+    /// The action.
+    pub kind: ActionKind,
+    /// Its target.
+    pub target: String,
+    /// The verdict (`resolved`, `did_not_resolve`, …) or `rejected`.
+    pub outcome: String,
+    /// The engineer's note or the rejection reason.
+    pub note: String,
+}
+
+/// A post-mortem document.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Postmortem {
+    /// What happened, in a paragraph (Markdown).
+    pub summary: String,
+    /// Timing and who was affected.
+    pub impact: Impact,
+    /// Symptoms people and monitors saw.
+    #[serde(default)]
+    pub symptoms: Vec<String>,
+    /// The confirmed root cause.
+    pub root_cause: String,
+    /// What set it off.
+    pub trigger: String,
+    /// What made it possible or worse.
+    #[serde(default)]
+    pub contributing_factors: Vec<String>,
+    /// Actions that helped.
+    #[serde(default)]
+    pub what_worked: Vec<ActionOutcome>,
+    /// Actions that did NOT help or made it worse.
+    #[serde(default)]
+    pub what_did_not_work: Vec<ActionOutcome>,
+    /// Recommendations rejected, with the reason.
+    #[serde(default)]
+    pub rejected: Vec<ActionOutcome>,
+    /// First explanations that turned out wrong.
+    #[serde(default)]
+    pub misleading_hypotheses: Vec<String>,
+    /// Lessons as rules.
+    #[serde(default)]
+    pub lessons: Vec<Rule>,
+    /// Follow-ups.
+    #[serde(default)]
+    pub action_items: Vec<String>,
+    /// How detection fell short.
+    #[serde(default)]
+    pub detection_gaps: Vec<String>,
+}
+
+/// What the draft is built from.
+#[derive(Debug, Clone)]
+pub struct DraftFacts {
+    /// The incident (with summary and root cause from resolution).
+    pub incident: Incident,
+    /// Failure-mode tags of the incident.
+    pub failure_modes: Vec<String>,
+    /// Observation statements, most salient first.
+    pub observations: Vec<String>,
+    /// Earliest instant seen in the evidence.
+    pub earliest_evidence: Option<jiff::Timestamp>,
+    /// Approved actions with verdicts (and when the verdict was given), rejected ones with reasons.
+    pub actions: Vec<(ActionOutcome, Option<jiff::Timestamp>)>,
+    /// Hypotheses behind actions that failed (misleading) — statements.
+    pub misleading: Vec<String>,
+}
+
+/// Rule severity for an incident severity: SEV1 → critical … SEV4 → low.
+pub fn rule_severity(s: Severity) -> RuleSeverity {
+    match s {
+        Severity::Sev1 => RuleSeverity::Critical,
+        Severity::Sev2 => RuleSeverity::High,
+        Severity::Sev3 => RuleSeverity::Medium,
+        Severity::Sev4 => RuleSeverity::Low,
+    }
+}
+
+/// Builds the draft from the facts (the built-in analyst's templates).
+pub fn draft(f: &DraftFacts) -> Postmortem {
+    let i = &f.incident;
+    let scope = if f.failure_modes.is_empty() {
+        i.service.clone()
+    } else {
+        format!("{}; {}", i.service, f.failure_modes.join(", "))
+    };
+    let root_cause = i.root_cause.clone().unwrap_or_default();
+    let mitigated = f
+        .actions
+        .iter()
+        .filter(|(a, _)| a.outcome == "resolved" || a.outcome == "partially_resolved")
+        .filter_map(|(_, at)| *at)
+        .min()
+        .or(i.resolved_at);
+    let impact = Impact {
+        started_at: Some(
+            f.earliest_evidence
+                .map_or(i.opened_at, |e| e.min(i.opened_at)),
+        ),
+        detected_at: Some(i.opened_at),
+        mitigated_at: mitigated,
+        resolved_at: i.resolved_at,
+        time_to_detect_secs: 0,
+        time_to_resolve_secs: 0,
+        description: format!("{} on {}: {}", i.severity, i.service, i.title),
+    }
+    .with_durations();
+    let outcome = |o: &str| {
+        f.actions
+            .iter()
+            .map(|(a, _)| a)
+            .filter(|a| a.outcome == o)
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let mut what_worked = outcome("resolved");
+    what_worked.extend(outcome("partially_resolved"));
+    let mut what_did_not_work = outcome("did_not_resolve");
+    what_did_not_work.extend(outcome("made_worse"));
+    let rejected = outcome("rejected");
+    let severity = rule_severity(i.severity);
+    let mut lessons = Vec::new();
+    for a in &what_did_not_work {
+        lessons.push(Rule {
+            always: format!(
+                "Before you {} on {}, confirm the cause is not {}",
+                a.kind.label().to_lowercase(),
+                i.service,
+                if root_cause.is_empty() {
+                    "the one found in this incident".to_string()
+                } else {
+                    first_sentence(&root_cause)
+                }
+            ),
+            because: format!(
+                "During {} {} {} ({}){}",
+                i.id,
+                a.kind.label().to_lowercase(),
+                if a.outcome == "made_worse" {
+                    "made it worse"
+                } else {
+                    "did not resolve it"
+                },
+                f.failure_modes.join(", "),
+                if a.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", a.note)
+                }
+            ),
+            scope: scope.clone(),
+            severity,
+        });
+    }
+    if !root_cause.is_empty() {
+        lessons.push(Rule {
+            always: format!(
+                "When {} shows {}, check for {} first",
+                i.service,
+                if f.failure_modes.is_empty() {
+                    "these symptoms".to_string()
+                } else {
+                    f.failure_modes.join(" / ").replace('_', " ")
+                },
+                first_sentence(&root_cause)
+            ),
+            because: format!("{} was caused by {}", i.id, first_sentence(&root_cause)),
+            scope: scope.clone(),
+            severity,
+        });
+    }
+    let trigger = if f.failure_modes.iter().any(|t| t == "deploy_change") {
+        "A deploy shortly before the impact began".to_string()
+    } else if f.failure_modes.iter().any(|t| t == "config_change") {
+        "A configuration or feature-flag change shortly before the impact began".to_string()
+    } else {
+        "Unknown — fill in what set it off".to_string()
+    };
+    let mut detection_gaps = Vec::new();
+    if impact.time_to_detect_secs > 600 {
+        detection_gaps.push(format!(
+            "Detected {} minutes after impact began: alert earlier on the first symptom",
+            impact.time_to_detect_secs / 60
+        ));
+    }
+    let cause = if root_cause.is_empty() {
+        "the root cause".to_string()
+    } else {
+        first_sentence(&root_cause)
+    };
+    let mut action_items = vec![format!("Add a regression test or alert for: {cause}")];
+    for a in &what_did_not_work {
+        action_items.push(format!(
+            "Update the {} runbook: {} does not fix this failure mode",
+            i.service,
+            a.kind.label().to_lowercase()
+        ));
+    }
+    Postmortem {
+        summary: i.summary.clone().unwrap_or_else(|| i.title.clone()),
+        impact,
+        symptoms: f.observations.iter().take(5).cloned().collect(),
+        root_cause,
+        trigger,
+        contributing_factors: Vec::new(),
+        what_worked,
+        what_did_not_work,
+        rejected,
+        misleading_hypotheses: f.misleading.clone(),
+        lessons,
+        action_items,
+        detection_gaps,
+    }
+}
+
+fn first_sentence(s: &str) -> String {
+    let t = s.trim();
+    let end = t.find(['.', '\n']).unwrap_or(t.len());
+    let mut out = t[..end].trim().to_string();
+    if let Some(c) = out.get(..1) {
+        let lower = c.to_lowercase();
+        if out.chars().nth(1).is_some_and(|c| c.is_lowercase()) {
+            out.replace_range(..1, &lower);
+        }
+    }
+    out
+}
+
+fn duration(secs: i64) -> String {
+    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
+    if h > 0 {
+        format!("{h} h {m} min")
+    } else if m > 0 {
+        format!("{m} min {s} s")
+    } else {
+        format!("{s} s")
+    }
+}
+
+fn list(out: &mut String, items: &[String]) {
+    if items.is_empty() {
+        out.push_str("_None recorded._\n");
+    }
+    for i in items {
+        out.push_str(&format!("- {}\n", i.replace('\n', " ")));
+    }
+}
+
+fn outcomes(out: &mut String, items: &[ActionOutcome]) {
+    if items.is_empty() {
+        out.push_str("_None recorded._\n");
+    }
+    for a in items {
+        out.push_str(&format!(
+            "- `{}` on `{}` — {}{}\n",
+            a.kind,
+            a.target,
+            a.outcome.replace('_', " "),
+            if a.note.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", a.note.replace('\n', " "))
+            }
+        ));
+    }
+}
+
+impl Postmortem {
+    /// The post-mortem as Markdown (the export format and the source of the rendered page).
+    pub fn to_markdown(&self, incident: &Incident) -> String {
+        let t = |ts: &Option<jiff::Timestamp>| {
+            ts.map_or_else(
+                || "—".to_string(),
+                |t| t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string(),
+            )
+        };
+        let mut o = format!(
+            "# Post-mortem {} — {}\n\n",
+            incident.id,
+            incident.title.replace('\n', " ")
+        );
+        o.push_str(&format!(
+            "Service: {} · Severity: {}\n\n## Summary\n\n{}\n\n",
+            incident.service, incident.severity, self.summary
+        ));
+        o.push_str(&format!(
+            "## Impact\n\n{}\n\n| | instant |\n| --- | --- |\n| started | {} |\n| detected | {} |\n| mitigated | {} |\n| resolved | {} |\n\nTime to detect: {} · time to resolve: {}\n\n",
+            self.impact.description,
+            t(&self.impact.started_at),
+            t(&self.impact.detected_at),
+            t(&self.impact.mitigated_at),
+            t(&self.impact.resolved_at),
+            duration(self.impact.time_to_detect_secs),
+            duration(self.impact.time_to_resolve_secs)
+        ));
+        o.push_str("## Symptoms\n\n");
+        list(&mut o, &self.symptoms);
+        o.push_str(&format!(
+            "\n## Root cause\n\n{}\n\n## Trigger\n\n{}\n\n## Contributing factors\n\n",
+            self.root_cause, self.trigger
+        ));
+        list(&mut o, &self.contributing_factors);
+        o.push_str("\n## What worked\n\n");
+        outcomes(&mut o, &self.what_worked);
+        o.push_str("\n## What did NOT work\n\n");
+        outcomes(&mut o, &self.what_did_not_work);
+        o.push_str("\n## Rejected recommendations\n\n");
+        outcomes(&mut o, &self.rejected);
+        o.push_str("\n## Misleading hypotheses\n\n");
+        list(&mut o, &self.misleading_hypotheses);
+        o.push_str("\n## Lessons\n\n");
+        if self.lessons.is_empty() {
+            o.push_str("_None recorded._\n");
+        }
+        for l in &self.lessons {
+            o.push_str(&format!(
+                "- **ALWAYS:** {}\n  **BECAUSE:** {}\n  **SCOPE:** {}\n  **SEVERITY:** {}\n",
+                l.always, l.because, l.scope, l.severity
+            ));
+        }
+        o.push_str("\n## Action items\n\n");
+        list(&mut o, &self.action_items);
+        o.push_str("\n## Detection gaps\n\n");
+        list(&mut o, &self.detection_gaps);
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{IncidentId, IncidentState};
+
+    #[test]
+    fn durations_are_never_negative_even_with_skewed_clocks() {
+        let t = |s: &str| Some(s.parse::<jiff::Timestamp>().unwrap());
+        let i = Impact {
+            started_at: t("2026-11-29T10:30:00Z"),
+            detected_at: t("2026-11-29T10:00:00Z"),
+            resolved_at: t("2026-11-29T09:00:00Z"),
+            ..Default::default()
+        }
+        .with_durations();
+        assert_eq!((i.time_to_detect_secs, i.time_to_resolve_secs), (0, 0));
+        let i = Impact {
+            started_at: t("2026-11-29T10:00:00Z"),
+            detected_at: t("2026-11-29T10:12:00Z"),
+            resolved_at: t("2026-11-29T11:00:00Z"),
+            ..Default::default()
+        }
+        .with_durations();
+        assert_eq!((i.time_to_detect_secs, i.time_to_resolve_secs), (720, 3600));
+    }
+
+    #[test]
+    fn the_draft_turns_a_failed_action_into_a_rule_and_the_markdown_has_every_section() {
+        let now: jiff::Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
+        let incident = Incident {
+            id: IncidentId::new(2026, 7),
+            title: "Checkout errors".into(),
+            service: "payments-api".into(),
+            severity: Severity::Sev2,
+            description: String::new(),
+            state: IncidentState::Resolved,
+            opened_by: "rita".into(),
+            opened_at: now,
+            updated_at: now,
+            resolved_at: Some(now),
+            summary: Some("Rolled back".into()),
+            root_cause: Some("A connection leak in the retry path. More text.".into()),
+            version: 2,
+        };
+        let facts = DraftFacts {
+            incident: incident.clone(),
+            failure_modes: vec!["connection_pool_exhausted".into()],
+            observations: vec!["ERROR template seen 12 times".into()],
+            earliest_evidence: Some("2026-11-29T09:40:00Z".parse().unwrap()),
+            actions: vec![(
+                ActionOutcome {
+                    kind: ActionKind::RaisePoolLimit,
+                    target: "payments-api".into(),
+                    outcome: "did_not_resolve".into(),
+                    note: "maxed again".into(),
+                },
+                None,
+            )],
+            misleading: vec!["Pool too small".into()],
+        };
+        let pm = draft(&facts);
+        assert_eq!(pm.impact.time_to_detect_secs, 1200);
+        assert_eq!(
+            pm.lessons[0].always,
+            "Before you raise the connection-pool limit on payments-api, confirm the cause is not a connection leak in the retry path"
+        );
+        assert!(
+            pm.lessons[0].because.contains("INC-2026-0007")
+                && pm.lessons[0].because.contains("maxed again")
+        );
+        assert_eq!(pm.lessons[0].severity, RuleSeverity::High);
+        let md = pm.to_markdown(&incident);
+        for section in [
+            "## Summary",
+            "## Impact",
+            "## Root cause",
+            "## Trigger",
+            "## Contributing factors",
+            "## What worked",
+            "## What did NOT work",
+            "## Misleading hypotheses",
+            "## Lessons",
+            "## Action items",
+            "**ALWAYS:**",
+            "**BECAUSE:**",
+            "**SCOPE:**",
+            "**SEVERITY:**",
+        ] {
+            assert!(md.contains(section), "{section}");
+        }
+    }
+}

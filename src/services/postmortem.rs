@@ -1,0 +1,757 @@
+//! Post-mortem, confirmation and Learn (DESIGN.md §1, §3): memory accepts only human-confirmed
+//! knowledge. Draft (resolved → postmortem_draft) builds the document from what happened; a
+//! reviewer other than the last editor confirms it; the learnings plan is shown as a preview and
+//! Learn writes exactly that plan in one transaction, once.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use sqlx::SqlitePool;
+
+use crate::domain::memory::{MemoryRecord, NewRecord, Rule};
+use crate::domain::postmortem::{ActionOutcome, DraftFacts, Postmortem, draft};
+use crate::domain::{ActionKind, IncidentId, IncidentState, MemoryKind, Role, Transition};
+use crate::error::{AppError, AppResult};
+use crate::store::users::User;
+use crate::store::{
+    self, audit, incidents, memory as mstore, postmortems as pstore, recommendations as rstore,
+};
+
+/// Who may confirm: the reviewer role, and (unless `allow_self_confirm`) not the last editor.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ConfirmPolicy {
+    /// Small teams: let the last editor confirm their own draft.
+    pub allow_self_confirm: bool,
+}
+
+async fn facts(pool: &SqlitePool, incident: &crate::domain::Incident) -> AppResult<DraftFacts> {
+    let (observations, tags) =
+        crate::services::investigation::incident_tags(pool, incident).await?;
+    let earliest = observations
+        .iter()
+        .filter_map(|o| {
+            o.data
+                .get("first_seen")
+                .and_then(|v| v.as_str())
+                .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+        })
+        .min();
+    let recs = rstore::of_incident(pool, incident.id.as_str()).await?;
+    let mut actions = Vec::new();
+    let mut failed_hypotheses = BTreeSet::new();
+    for r in &recs {
+        let Ok(kind) = ActionKind::parse(&r.action_kind) else {
+            continue;
+        };
+        let (outcome, note, at) = match (r.status.as_str(), &r.verdict) {
+            ("approved", Some(v)) => (
+                v.clone(),
+                r.verdict_note.clone().unwrap_or_default(),
+                r.verdict_at.as_deref().and_then(|t| t.parse().ok()),
+            ),
+            ("rejected", _) => (
+                "rejected".to_string(),
+                r.reject_reason.clone().unwrap_or_default(),
+                None,
+            ),
+            _ => continue,
+        };
+        if (outcome == "did_not_resolve" || outcome == "made_worse")
+            && let Some(h) = r.hypothesis_id
+        {
+            failed_hypotheses.insert(h);
+        }
+        actions.push((
+            ActionOutcome {
+                kind,
+                target: r.target.clone(),
+                outcome,
+                note,
+            },
+            at,
+        ));
+    }
+    let misleading = mstore::get_many(pool, &failed_hypotheses.into_iter().collect::<Vec<_>>())
+        .await?
+        .into_iter()
+        .map(|h| h.text)
+        .collect();
+    Ok(DraftFacts {
+        incident: incident.clone(),
+        failure_modes: tags,
+        observations: observations
+            .iter()
+            .filter(|o| {
+                o.data
+                    .get("level")
+                    .and_then(|l| l.as_str())
+                    .is_some_and(|l| matches!(l, "error" | "critical" | "fatal" | "warn"))
+                    || !o.failure_modes.is_empty()
+            })
+            .map(|o| o.text.clone())
+            .collect(),
+        earliest_evidence: earliest,
+        actions,
+        misleading,
+    })
+}
+
+/// Drafts the post-mortem: resolved → postmortem_draft.
+///
+/// # Errors
+/// [`AppError::InvalidTransition`] unless resolved; [`AppError::NotFound`].
+pub async fn draft_postmortem(
+    pool: &SqlitePool,
+    user: &User,
+    id: &IncidentId,
+) -> AppResult<pstore::StoredPostmortem> {
+    let incident = incidents::get(pool, id).await?;
+    incident.state.apply(Transition::DraftPostmortem)?;
+    let pm = draft(&facts(pool, &incident).await?);
+    let mut tx = store::begin_write(pool).await?;
+    let current = incidents::get_in(&mut tx, id).await?;
+    let to = current.state.apply(Transition::DraftPostmortem)?;
+    let at = store::now();
+    if !incidents::apply_transition(
+        &mut tx,
+        id,
+        current.state,
+        to,
+        Transition::DraftPostmortem,
+        &Default::default(),
+        &user.name,
+        at,
+        "post-mortem drafted (built-in analyst)",
+    )
+    .await?
+    {
+        return Err(AppError::Conflict(format!(
+            "{id} changed while drafting; reload"
+        )));
+    }
+    pstore::upsert_draft(&mut tx, id.as_str(), &pm, &user.name, "built-in", None, at).await?;
+    audit::append(
+        &mut tx,
+        &user.name,
+        "incident.draft_postmortem",
+        id.as_str(),
+        &serde_json::json!({"from": current.state, "to": to}).to_string(),
+    )
+    .await?;
+    tx.commit().await?;
+    pstore::get(pool, id.as_str()).await
+}
+
+/// Replaces the draft's content. Only while the post-mortem is a draft (a confirmed one must be
+/// reopened first, which clears the confirmation).
+///
+/// # Errors
+/// [`AppError::Conflict`] when not a draft (or on a stale `expected_version`); validation errors.
+pub async fn edit(
+    pool: &SqlitePool,
+    user: &User,
+    id: &IncidentId,
+    pm: Postmortem,
+    expected_version: Option<i64>,
+) -> AppResult<pstore::StoredPostmortem> {
+    validate(&pm)?;
+    let mut tx = store::begin_write(pool).await?;
+    let incident = incidents::get_in(&mut tx, id).await?;
+    if incident.state != IncidentState::PostmortemDraft {
+        return Err(AppError::Conflict(format!(
+            "the post-mortem of {id} can be edited only as a draft (it is {}){}",
+            incident.state.label().to_lowercase(),
+            if incident.state == IncidentState::Confirmed {
+                ": reopen the draft first, which clears the confirmation"
+            } else {
+                ""
+            }
+        )));
+    }
+    let pm = pm_with_durations(pm);
+    if !pstore::save_edit(
+        &mut tx,
+        id.as_str(),
+        &pm,
+        &user.name,
+        store::now(),
+        expected_version,
+    )
+    .await?
+    {
+        return Err(AppError::Conflict(
+            "the draft changed since you loaded it; reload and apply your edit again".into(),
+        ));
+    }
+    incidents::add_event(
+        &mut tx,
+        id,
+        store::now(),
+        &user.name,
+        "postmortem_edited",
+        "post-mortem edited",
+    )
+    .await?;
+    audit::append(&mut tx, &user.name, "postmortem.edit", id.as_str(), "{}").await?;
+    tx.commit().await?;
+    pstore::get(pool, id.as_str()).await
+}
+
+fn pm_with_durations(mut pm: Postmortem) -> Postmortem {
+    pm.impact = pm.impact.with_durations();
+    pm
+}
+
+fn validate(pm: &Postmortem) -> Result<(), crate::domain::ValidationError> {
+    use crate::domain::{ValidationError, optional_text, required_text};
+    required_text("summary", &pm.summary, 20_000)?;
+    required_text("root_cause", &pm.root_cause, 20_000)?;
+    optional_text("trigger", &pm.trigger, 5_000)?;
+    for (i, l) in pm.lessons.iter().enumerate() {
+        if l.always.trim().is_empty() {
+            return Err(ValidationError::new(
+                "lessons",
+                format!("lesson {} needs an ALWAYS line", i + 1),
+            ));
+        }
+        if l.because.trim().is_empty() {
+            return Err(ValidationError::new(
+                "lessons",
+                format!("lesson {} needs a BECAUSE line naming the incident", i + 1),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Confirms the draft: postmortem_draft → confirmed.
+///
+/// # Errors
+/// [`AppError::Forbidden`] without the reviewer role or when confirming one's own edit;
+/// [`AppError::InvalidTransition`] when not a draft.
+pub async fn confirm(
+    pool: &SqlitePool,
+    user: &User,
+    id: &IncidentId,
+    policy: ConfirmPolicy,
+) -> AppResult<pstore::StoredPostmortem> {
+    if !user.role.includes(Role::Reviewer) {
+        return Err(AppError::needs_role(
+            Role::Reviewer,
+            "confirming a post-mortem",
+        ));
+    }
+    let mut tx = store::begin_write(pool).await?;
+    let current = incidents::get_in(&mut tx, id).await?;
+    let to = current.state.apply(Transition::Confirm)?;
+    let pm = pstore::get_in(&mut tx, id.as_str()).await?;
+    if !policy.allow_self_confirm && pm.edited_by == user.name {
+        return Err(AppError::Forbidden(format!(
+            "{} edited this draft last: another reviewer must confirm it (or set INCIDENTMIND_ALLOW_SELF_CONFIRM for small teams)",
+            user.name
+        )));
+    }
+    let at = store::now();
+    if !incidents::apply_transition(
+        &mut tx,
+        id,
+        current.state,
+        to,
+        Transition::Confirm,
+        &Default::default(),
+        &user.name,
+        at,
+        "post-mortem confirmed",
+    )
+    .await?
+    {
+        return Err(AppError::Conflict(format!("{id} changed; reload")));
+    }
+    pstore::set_confirmation(&mut tx, id.as_str(), Some(&user.name), at).await?;
+    audit::append(
+        &mut tx,
+        &user.name,
+        "incident.confirm",
+        id.as_str(),
+        &serde_json::json!({"from": current.state, "to": to}).to_string(),
+    )
+    .await?;
+    tx.commit().await?;
+    pstore::get(pool, id.as_str()).await
+}
+
+/// One record Learn will write (or link to, when it duplicates one already in memory).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlannedMemory {
+    /// The record as it will be written (text already redacted).
+    #[serde(flatten)]
+    pub record: NewRecord,
+    /// Sources among the planned records (indexes into the plan).
+    #[serde(skip)]
+    pub cites_planned: Vec<usize>,
+    /// Readable sources: `OBS-3`, `planned #2`.
+    pub source_refs: Vec<String>,
+    /// An existing record it duplicates (linked and its evidence count bumped instead).
+    pub duplicate_of: Option<i64>,
+}
+
+/// The learnings preview (`GET …/learnings/preview`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LearningsPreview {
+    /// Exactly the records Learn will write, in order (same shape as `GET /api/v1/memories`
+    /// without ids).
+    pub memories: Vec<PlannedMemory>,
+    /// Planned records that duplicate existing memory: not written, linked instead.
+    pub duplicates: Vec<PlannedMemory>,
+    /// Already in memory from earlier in the incident (remediation failures recorded by verdicts).
+    pub already_in_memory: Vec<i64>,
+    /// "N durable memories would be written".
+    pub message: String,
+}
+
+fn norm_words(s: &str) -> BTreeSet<String> {
+    crate::recall::content_words(s).into_iter().collect()
+}
+
+/// Builds the learnings plan of a confirmed incident. Deterministic for the same stored state:
+/// the preview and Learn call it and get the same records.
+///
+/// # Errors
+/// [`AppError::InvalidTransition`] unless confirmed; database errors.
+pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPreview> {
+    let incident = incidents::get(pool, id).await?;
+    if incident.state != IncidentState::Confirmed {
+        incident.state.apply(Transition::Learn)?;
+    }
+    let stored = pstore::get(pool, id.as_str()).await?;
+    let pm = &stored.postmortem;
+    let author = stored
+        .confirmed_by
+        .clone()
+        .unwrap_or_else(|| stored.edited_by.clone());
+    let (observations, tags) =
+        crate::services::investigation::incident_tags(pool, &incident).await?;
+    let obs_ids: Vec<i64> = observations.iter().take(3).map(|o| o.id).collect();
+    let verdict_failures: Vec<MemoryRecord> = mstore::list(
+        pool,
+        &mstore::MemoryFilter {
+            incident: Some(id.to_string()),
+            kind: Some(MemoryKind::RemediationFailure),
+            limit: Some(1000),
+            ..Default::default()
+        },
+    )
+    .await?
+    .into_iter()
+    .filter(|r| r.validation != crate::domain::Validation::Retracted)
+    .collect();
+    let mut redactor = {
+        let mut tx = store::begin_write(pool).await?;
+        let r = store::redaction::load(&mut tx, id.as_str()).await?;
+        tx.rollback().await?;
+        r
+    };
+    let mut plan: Vec<PlannedMemory> = Vec::new();
+    let base = |kind: MemoryKind, text: String| {
+        let mut r = NewRecord::new(kind, text, author.clone());
+        r.incident_id = Some(id.to_string());
+        r.services = vec![incident.service.clone()];
+        r.failure_modes = tags.clone();
+        r.importance = crate::domain::postmortem::rule_severity(incident.severity).importance();
+        r
+    };
+    let mut push = |plan: &mut Vec<PlannedMemory>,
+                    mut r: NewRecord,
+                    cites_existing: Vec<i64>,
+                    cites_planned: Vec<usize>|
+     -> usize {
+        r.text = redactor.redact(&r.text);
+        if let Some(rule) = r.rule.as_mut() {
+            rule.always = redactor.redact(&rule.always);
+            rule.because = redactor.redact(&rule.because);
+            r.text = rule.text();
+        }
+        r.cites = cites_existing.clone();
+        r.origin = Some(format!("learn:{id}:{}", plan.len()));
+        let mut source_refs: Vec<String> =
+            cites_existing.iter().map(|c| format!("OBS-{c}")).collect();
+        source_refs.extend(cites_planned.iter().map(|p| format!("planned #{}", p + 1)));
+        plan.push(PlannedMemory {
+            record: r,
+            cites_planned,
+            source_refs,
+            duplicate_of: None,
+        });
+        plan.len() - 1
+    };
+    let title = incident.title.replace('\n', " ");
+    // Observations first: what people saw.
+    let mut symptoms = Vec::new();
+    let symptom_texts: Vec<String> = if pm.symptoms.is_empty() {
+        vec![format!("Reported: {title}")]
+    } else {
+        pm.symptoms.clone()
+    };
+    for s in symptom_texts {
+        symptoms.push(push(
+            &mut plan,
+            base(
+                MemoryKind::Symptom,
+                format!("{id} symptom on {}: {s}", incident.service),
+            ),
+            vec![],
+            vec![],
+        ));
+    }
+    push(
+        &mut plan,
+        base(
+            MemoryKind::IncidentSummary,
+            format!(
+                "{id} ({}, {}): {title}. {}",
+                incident.severity, incident.service, pm.summary
+            ),
+        ),
+        obs_ids.clone(),
+        symptoms.clone(),
+    );
+    let root = push(
+        &mut plan,
+        base(
+            MemoryKind::RootCause,
+            format!("{id} root cause on {}: {}", incident.service, pm.root_cause),
+        ),
+        obs_ids.clone(),
+        symptoms.clone(),
+    );
+    if !pm.trigger.trim().is_empty() && !pm.trigger.starts_with("Unknown") {
+        push(
+            &mut plan,
+            base(MemoryKind::Trigger, format!("{id} trigger: {}", pm.trigger)),
+            vec![],
+            symptoms.clone(),
+        );
+    }
+    for c in &pm.contributing_factors {
+        push(
+            &mut plan,
+            base(
+                MemoryKind::ContributingFactor,
+                format!("{id} contributing factor: {c}"),
+            ),
+            vec![],
+            symptoms.clone(),
+        );
+    }
+    for h in &pm.misleading_hypotheses {
+        push(
+            &mut plan,
+            base(
+                MemoryKind::FalseHypothesis,
+                format!("Misleading first hypothesis during {id}: {h}"),
+            ),
+            vec![],
+            vec![root],
+        );
+    }
+    let mut already = Vec::new();
+    let mut failures = Vec::new();
+    for a in &pm.what_did_not_work {
+        if let Some(existing) = verdict_failures.iter().find(|f| {
+            f.action_kind == Some(a.kind) && f.target.as_deref() == Some(a.target.as_str())
+        }) {
+            already.push(existing.id);
+            continue;
+        }
+        let mut r = base(
+            MemoryKind::RemediationFailure,
+            format!(
+                "{} on {} during {id} {}{}",
+                a.kind.label(),
+                a.target,
+                if a.outcome == "made_worse" {
+                    "made it worse"
+                } else {
+                    "did not resolve it"
+                },
+                if a.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", a.note)
+                }
+            ),
+        );
+        r.action_kind = Some(a.kind);
+        r.target = Some(a.target.clone());
+        r.data = serde_json::json!({"verdict": a.outcome, "note": a.note});
+        failures.push(push(&mut plan, r, vec![], vec![]));
+    }
+    for a in &pm.rejected {
+        let mut r = base(
+            MemoryKind::RejectedRecommendation,
+            format!(
+                "{} on {} was rejected during {id}: {}",
+                a.kind.label(),
+                a.target,
+                a.note
+            ),
+        );
+        r.action_kind = Some(a.kind);
+        r.target = Some(a.target.clone());
+        push(&mut plan, r, vec![], vec![root]);
+    }
+    for a in &pm.what_worked {
+        let mut r = base(
+            MemoryKind::RemediationSuccess,
+            format!(
+                "{} on {} {} {id}{}",
+                a.kind.label(),
+                a.target,
+                if a.outcome == "resolved" {
+                    "resolved"
+                } else {
+                    "partially resolved"
+                },
+                if a.note.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", a.note)
+                }
+            ),
+        );
+        r.action_kind = Some(a.kind);
+        r.target = Some(a.target.clone());
+        push(&mut plan, r, vec![], vec![]);
+    }
+    for l in &pm.lessons {
+        let mut r = base(MemoryKind::Lesson, String::new());
+        r.rule = Some(Rule {
+            always: l.always.clone(),
+            because: l.because.clone(),
+            scope: l.scope.clone(),
+            severity: l.severity,
+        });
+        r.importance = l.severity.importance();
+        let mut cites = vec![root];
+        cites.extend(failures.iter().copied());
+        push(&mut plan, r, vec![], cites);
+    }
+    for a in &pm.action_items {
+        push(
+            &mut plan,
+            base(MemoryKind::ActionItem, format!("{id} action item: {a}")),
+            vec![],
+            vec![root],
+        );
+    }
+    for g in &pm.detection_gaps {
+        push(
+            &mut plan,
+            base(MemoryKind::DetectionGap, format!("{id} detection gap: {g}")),
+            vec![],
+            vec![],
+        );
+    }
+    // Exact or near duplicates of existing memory are linked instead of copied.
+    for p in plan.iter_mut() {
+        let expr = mstore::fts_or_query(&p.record.text);
+        let candidates = mstore::fts_candidates(pool, &expr, &[p.record.kind], None, 5).await?;
+        let mine = norm_words(&p.record.text);
+        for c in mstore::get_many(pool, &candidates).await? {
+            if c.incident_id.as_deref() == Some(id.as_str())
+                || !c.services.iter().any(|s| p.record.services.contains(s))
+            {
+                continue;
+            }
+            let theirs = norm_words(&c.text);
+            let inter = mine.intersection(&theirs).count() as f64;
+            let union = mine.union(&theirs).count().max(1) as f64;
+            if inter / union >= 0.85 {
+                p.duplicate_of = Some(c.id);
+                break;
+            }
+        }
+    }
+    let (duplicates, memories): (Vec<PlannedMemory>, Vec<PlannedMemory>) =
+        plan.into_iter().partition(|p| p.duplicate_of.is_some());
+    let message = format!("{} durable memories would be written", memories.len());
+    Ok(LearningsPreview {
+        memories,
+        duplicates,
+        already_in_memory: already,
+        message,
+    })
+}
+
+/// What Learn returns (also stored, so a repeat returns the same).
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+pub struct LearnResult {
+    /// Incident.
+    pub incident_id: String,
+    /// Ids of the records written, in plan order.
+    pub written: Vec<i64>,
+    /// Existing records whose evidence count was bumped instead of writing duplicates.
+    pub linked: Vec<i64>,
+    /// "N durable memories written".
+    pub message: String,
+}
+
+/// Learn: confirmed → learned, writing exactly the preview in one transaction. A repeated or
+/// concurrent call writes nothing more and returns the stored result.
+///
+/// # Errors
+/// [`AppError::InvalidTransition`] unless confirmed (or already learned).
+pub async fn learn(pool: &SqlitePool, user: &User, id: &IncidentId) -> AppResult<LearnResult> {
+    learn_with_failpoint(pool, user, id, None).await
+}
+
+/// [`learn`] that fails after writing `fail_after` records when set — for the test that shows an
+/// interrupted Learn leaves all or nothing.
+///
+/// # Errors
+/// As [`learn`]; [`AppError::Internal`] at the failpoint.
+#[doc(hidden)]
+pub async fn learn_with_failpoint(
+    pool: &SqlitePool,
+    user: &User,
+    id: &IncidentId,
+    fail_after: Option<usize>,
+) -> AppResult<LearnResult> {
+    if let Some(done) = stored_result(pool, id).await? {
+        return Ok(done);
+    }
+    let preview = match plan(pool, id).await {
+        Ok(p) => p,
+        Err(e @ AppError::InvalidTransition(_)) => return stored_result(pool, id).await?.ok_or(e),
+        Err(e) => return Err(e),
+    };
+    let mut tx = store::begin_write(pool).await?;
+    let current = incidents::get_in(&mut tx, id).await?;
+    if current.state == IncidentState::Learned {
+        drop(tx);
+        return stored_result(pool, id)
+            .await?
+            .ok_or_else(|| AppError::Conflict(format!("{id} is learned")));
+    }
+    let to = current.state.apply(Transition::Learn)?;
+    let at = store::now();
+    let mut written: Vec<i64> = Vec::new();
+    // Indexes in the full plan → ids (duplicates map to the existing record).
+    let mut ids_by_plan: std::collections::HashMap<usize, i64> = std::collections::HashMap::new();
+    let mut all: Vec<&PlannedMemory> = preview
+        .memories
+        .iter()
+        .chain(preview.duplicates.iter())
+        .collect();
+    all.sort_by_key(|p| {
+        p.record
+            .origin
+            .clone()
+            .and_then(|o| o.rsplit(':').next().and_then(|n| n.parse::<usize>().ok()))
+            .unwrap_or(0)
+    });
+    let mut linked = Vec::new();
+    for p in all {
+        let idx = p
+            .record
+            .origin
+            .as_deref()
+            .and_then(|o| o.rsplit(':').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        if let Some(existing) = p.duplicate_of {
+            mstore::bump_evidence(
+                &mut tx,
+                existing,
+                &user.name,
+                &format!("confirmed again by {id}"),
+            )
+            .await?;
+            ids_by_plan.insert(idx, existing);
+            linked.push(existing);
+            continue;
+        }
+        if fail_after.is_some_and(|n| written.len() >= n) {
+            return Err(AppError::Internal(anyhow::anyhow!(
+                "failpoint: learn interrupted after {} records",
+                written.len()
+            )));
+        }
+        let mut r = p.record.clone();
+        r.cites
+            .extend(p.cites_planned.iter().filter_map(|i| ids_by_plan.get(i)));
+        // The text was redacted for the preview; write it as is.
+        let (rid, _) = mstore::insert(&mut tx, &r, at).await?;
+        audit::append(&mut tx, &user.name, "memory.write", &format!("MEM-{rid}"), &serde_json::json!({"id": rid, "kind": r.kind, "epistemic_type": r.epistemic_type, "incident": id.as_str(), "validation": r.validation}).to_string()).await?;
+        ids_by_plan.insert(idx, rid);
+        written.push(rid);
+    }
+    check_written_citations(&mut tx, &written).await?;
+    if !incidents::apply_transition(
+        &mut tx,
+        id,
+        current.state,
+        to,
+        Transition::Learn,
+        &Default::default(),
+        &user.name,
+        at,
+        &format!("{} durable memories written", written.len()),
+    )
+    .await?
+    {
+        return Err(AppError::Conflict(format!("{id} changed; reload")));
+    }
+    let result = LearnResult {
+        incident_id: id.to_string(),
+        message: format!("{} durable memories written", written.len()),
+        written,
+        linked,
+    };
+    pstore::save_learning(
+        &mut tx,
+        id.as_str(),
+        &user.name,
+        &serde_json::to_string(&result).map_err(|e| AppError::Internal(e.into()))?,
+        at,
+    )
+    .await?;
+    audit::append(
+        &mut tx,
+        &user.name,
+        "incident.learn",
+        id.as_str(),
+        &serde_json::json!({"written": result.written.len(), "linked": result.linked.len()})
+            .to_string(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(result)
+}
+
+/// Every inference written must cite something, and no decision may cite only decisions
+/// (DESIGN.md §2) — checked on what was actually written before committing.
+async fn check_written_citations(tx: &mut store::Tx, ids: &[i64]) -> AppResult<()> {
+    for id in ids {
+        let r = mstore::get_in(tx, *id).await?;
+        let mut types = Vec::new();
+        for s in &r.sources {
+            types.push(mstore::get_in(tx, *s).await?.epistemic_type);
+        }
+        crate::domain::memory::check_citations(r.epistemic_type, &types).map_err(|e| {
+            AppError::Internal(anyhow::anyhow!(
+                "learn plan broke a citation rule on MEM-{id}: {e}"
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+async fn stored_result(pool: &SqlitePool, id: &IncidentId) -> AppResult<Option<LearnResult>> {
+    match pstore::learning(pool, id.as_str()).await? {
+        Some(s) => Ok(Some(
+            serde_json::from_str(&s).map_err(|e| AppError::Internal(e.into()))?,
+        )),
+        None => Ok(None),
+    }
+}

@@ -1,0 +1,498 @@
+//! Post-mortem, confirmation, learnings preview and Learn over HTTP (JSON and pages), the
+//! Markdown export and the reviewers' grounding queue.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use super::AppState;
+use super::auth::CurrentUser;
+use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::pages::Layout;
+use super::view::{SafeHtml, render_markdown};
+use crate::domain::memory::{Rule, RuleSeverity};
+use crate::domain::postmortem::Postmortem;
+use crate::domain::{IncidentId, IncidentState, Role, ValidationError};
+use crate::error::AppError;
+use crate::services::postmortem::{self as pm, ConfirmPolicy};
+use crate::store::{incidents, postmortems as pstore};
+
+/// Routes.
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route(
+            "/api/v1/incidents/{id}/postmortem",
+            post(api_draft).get(api_get).put(api_put),
+        )
+        .route(
+            "/api/v1/incidents/{id}/postmortem/confirm",
+            post(api_confirm),
+        )
+        .route("/api/v1/incidents/{id}/postmortem.md", get(api_markdown))
+        .route("/api/v1/incidents/{id}/learnings/preview", get(api_preview))
+        .route("/api/v1/incidents/{id}/learn", post(api_learn))
+        .route("/api/v1/review", get(api_review))
+        .route(
+            "/incidents/{id}/postmortem",
+            post(page_draft).get(page_show),
+        )
+        .route("/incidents/{id}/postmortem/edit", post(page_edit))
+        .route("/incidents/{id}/postmortem/confirm", post(page_confirm))
+        .route("/incidents/{id}/learnings", get(page_preview))
+        .route("/incidents/{id}/learn", post(page_learn))
+        .route("/review", get(page_review))
+}
+
+fn incident_id(id: &str) -> Result<IncidentId, AppError> {
+    IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
+}
+
+fn policy(s: &AppState) -> ConfirmPolicy {
+    ConfirmPolicy {
+        allow_self_confirm: s.settings.allow_self_confirm,
+    }
+}
+
+async fn api_draft(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    user.require(Role::Responder, "drafting a post-mortem")?;
+    let stored = pm::draft_postmortem(&s.pool, &user.0, &incident_id(&id)?).await?;
+    Ok((StatusCode::CREATED, Json(stored)).into_response())
+}
+
+async fn api_get(
+    State(s): State<AppState>,
+    _u: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
+    Ok(Json(
+        pstore::get(&s.pool, incident_id(&id)?.as_str()).await?,
+    ))
+}
+
+/// Body of `PUT …/postmortem`: the whole document, optionally with the version it was loaded at.
+#[derive(Debug, Deserialize)]
+pub struct PutPostmortem {
+    /// The document.
+    #[serde(flatten)]
+    pub postmortem: Postmortem,
+    /// Compare-and-set: the `version` the editor loaded.
+    #[serde(default)]
+    pub version: Option<i64>,
+}
+
+async fn api_put(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(b): ApiJson<PutPostmortem>,
+) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
+    user.require(Role::Responder, "editing a post-mortem")?;
+    Ok(Json(
+        pm::edit(
+            &s.pool,
+            &user.0,
+            &incident_id(&id)?,
+            b.postmortem,
+            b.version,
+        )
+        .await?,
+    ))
+}
+
+async fn api_confirm(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
+    Ok(Json(
+        pm::confirm(&s.pool, &user.0, &incident_id(&id)?, policy(&s)).await?,
+    ))
+}
+
+async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> {
+    let incident = incidents::get(&s.pool, id).await?;
+    let stored = pstore::get(&s.pool, id.as_str()).await?;
+    Ok(stored.postmortem.to_markdown(&incident))
+}
+
+async fn api_markdown(
+    State(s): State<AppState>,
+    _u: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let id = incident_id(&id)?;
+    let md = markdown_of(&s, &id).await?;
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                "text/markdown; charset=utf-8".to_string(),
+            ),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{id}-postmortem.md\""),
+            ),
+        ],
+        md,
+    )
+        .into_response())
+}
+
+async fn api_preview(
+    State(s): State<AppState>,
+    _u: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Json<pm::LearningsPreview>, ApiError> {
+    Ok(Json(pm::plan(&s.pool, &incident_id(&id)?).await?))
+}
+
+async fn api_learn(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Json<pm::LearnResult>, ApiError> {
+    user.require(Role::Responder, "learning")?;
+    Ok(Json(pm::learn(&s.pool, &user.0, &incident_id(&id)?).await?))
+}
+
+#[derive(serde::Serialize)]
+struct ReviewQueue {
+    rules_without_grounding: Vec<ReviewItem>,
+    learned_incidents_without_rules: Vec<ReviewItem>,
+}
+
+#[derive(serde::Serialize)]
+struct ReviewItem {
+    id: String,
+    text: String,
+    fix: String,
+    href: String,
+}
+
+async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
+    let (ungrounded, ruleless) = pstore::review_queue(&s.pool).await?;
+    Ok(ReviewQueue {
+        rules_without_grounding: ungrounded
+            .into_iter()
+            .map(|(id, text)| ReviewItem {
+                id: format!("MEM-{id}"),
+                text,
+                fix:
+                    "Name the incident it comes from (write a new version citing it) or retract it"
+                        .into(),
+                href: format!("/memories/{id}"),
+            })
+            .collect(),
+        learned_incidents_without_rules: ruleless
+            .into_iter()
+            .map(|(id, title)| ReviewItem {
+                href: format!("/incidents/{id}/postmortem"),
+                id,
+                text: title,
+                fix: "Add a lesson (ALWAYS / BECAUSE / SCOPE / SEVERITY) for this incident".into(),
+            })
+            .collect(),
+    })
+}
+
+async fn api_review(
+    State(s): State<AppState>,
+    _u: CurrentUser,
+) -> Result<Json<ReviewQueue>, ApiError> {
+    Ok(Json(review(&s).await?))
+}
+
+// ---- pages ----
+
+fn back(id: &IncidentId, path: &str) -> Response {
+    Redirect::to(&format!("/incidents/{id}{path}")).into_response()
+}
+
+async fn page_draft(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    pm::draft_postmortem(&s.pool, &user.0, &id).await?;
+    Ok(back(&id, "/postmortem"))
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "incidents/postmortem.html")]
+struct PostmortemPage {
+    layout: Layout,
+    incident: crate::domain::Incident,
+    stored: pstore::StoredPostmortem,
+    html: SafeHtml,
+    form: EditForm,
+    editable: bool,
+    can_confirm: bool,
+    confirm_blocked: Option<String>,
+    error: Option<String>,
+}
+
+/// The edit form: lists one item per line; lessons as blocks of `ALWAYS:` / `BECAUSE:` /
+/// `SCOPE:` / `SEVERITY:` lines separated by a blank line.
+#[derive(Debug, Deserialize, Default)]
+struct EditForm {
+    #[serde(default)]
+    summary: String,
+    #[serde(default)]
+    impact: String,
+    #[serde(default)]
+    symptoms: String,
+    #[serde(default)]
+    root_cause: String,
+    #[serde(default)]
+    trigger: String,
+    #[serde(default)]
+    contributing_factors: String,
+    #[serde(default)]
+    misleading_hypotheses: String,
+    #[serde(default)]
+    lessons: String,
+    #[serde(default)]
+    action_items: String,
+    #[serde(default)]
+    detection_gaps: String,
+    #[serde(default)]
+    version: Option<i64>,
+}
+
+fn lines(v: &[String]) -> String {
+    v.join("\n")
+}
+
+fn parse_lines(s: &str) -> Vec<String> {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(|l| l.trim_start_matches("- ").to_string())
+        .collect()
+}
+
+fn lessons_text(rules: &[Rule]) -> String {
+    rules
+        .iter()
+        .map(|r| {
+            format!(
+                "ALWAYS: {}\nBECAUSE: {}\nSCOPE: {}\nSEVERITY: {}",
+                r.always, r.because, r.scope, r.severity
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+/// Parses lesson blocks.
+fn parse_lessons(s: &str) -> Result<Vec<Rule>, ValidationError> {
+    let mut out = Vec::new();
+    for (n, block) in s
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|b| !b.is_empty())
+        .enumerate()
+    {
+        let mut rule = Rule {
+            always: String::new(),
+            because: String::new(),
+            scope: "all".into(),
+            severity: RuleSeverity::Medium,
+        };
+        for line in block.lines() {
+            let (k, v) = line.split_once(':').ok_or_else(|| {
+                ValidationError::new(
+                    "lessons",
+                    format!(
+                        "lesson {}: every line starts with ALWAYS:, BECAUSE:, SCOPE: or SEVERITY:",
+                        n + 1
+                    ),
+                )
+            })?;
+            let v = v.trim().to_string();
+            match k.trim().to_ascii_uppercase().as_str() {
+                "ALWAYS" => rule.always = v,
+                "BECAUSE" => rule.because = v,
+                "SCOPE" => rule.scope = v,
+                "SEVERITY" => rule.severity = RuleSeverity::parse(&v.to_lowercase())?,
+                other => {
+                    return Err(ValidationError::new(
+                        "lessons",
+                        format!("lesson {}: unknown line '{other}:'", n + 1),
+                    ));
+                }
+            }
+        }
+        out.push(rule);
+    }
+    Ok(out)
+}
+
+fn form_of(p: &Postmortem, version: i64) -> EditForm {
+    EditForm {
+        summary: p.summary.clone(),
+        impact: p.impact.description.clone(),
+        symptoms: lines(&p.symptoms),
+        root_cause: p.root_cause.clone(),
+        trigger: p.trigger.clone(),
+        contributing_factors: lines(&p.contributing_factors),
+        misleading_hypotheses: lines(&p.misleading_hypotheses),
+        lessons: lessons_text(&p.lessons),
+        action_items: lines(&p.action_items),
+        detection_gaps: lines(&p.detection_gaps),
+        version: Some(version),
+    }
+}
+
+async fn render(
+    s: &AppState,
+    user: &crate::store::users::User,
+    id: &IncidentId,
+    form: Option<EditForm>,
+    error: Option<(StatusCode, String)>,
+) -> Result<Response, PageError> {
+    let incident = incidents::get(&s.pool, id).await?;
+    let stored = pstore::get(&s.pool, id.as_str()).await?;
+    let html = render_markdown(&stored.postmortem.to_markdown(&incident));
+    let confirm_blocked = if !user.role.includes(Role::Reviewer) {
+        Some("Needs the reviewer role".to_string())
+    } else if !s.settings.allow_self_confirm && stored.edited_by == user.name {
+        Some("You edited this draft last: another reviewer must confirm it".to_string())
+    } else {
+        None
+    };
+    let (status, error) = error.map_or((StatusCode::OK, None), |(st, m)| (st, Some(m)));
+    let page = PostmortemPage {
+        layout: Layout::new(Some(user), format!("Post-mortem {id}")),
+        editable: incident.state == IncidentState::PostmortemDraft,
+        can_confirm: incident.state == IncidentState::PostmortemDraft && confirm_blocked.is_none(),
+        form: form.unwrap_or_else(|| form_of(&stored.postmortem, stored.version)),
+        incident,
+        html,
+        stored,
+        confirm_blocked,
+        error,
+    };
+    Ok((status, page).into_response())
+}
+
+async fn page_show(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    render(&s, &user.0, &incident_id(&id)?, None, None).await
+}
+
+async fn page_edit(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    PageForm(f): PageForm<EditForm>,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    let result: Result<(), AppError> = async {
+        let current = pstore::get(&s.pool, id.as_str()).await?;
+        let mut p = current.postmortem.clone();
+        p.summary = f.summary.clone();
+        p.impact.description = f.impact.clone();
+        p.symptoms = parse_lines(&f.symptoms);
+        p.root_cause = f.root_cause.clone();
+        p.trigger = f.trigger.trim().to_string();
+        p.contributing_factors = parse_lines(&f.contributing_factors);
+        p.misleading_hypotheses = parse_lines(&f.misleading_hypotheses);
+        p.lessons = parse_lessons(&f.lessons)?;
+        p.action_items = parse_lines(&f.action_items);
+        p.detection_gaps = parse_lines(&f.detection_gaps);
+        pm::edit(&s.pool, &user.0, &id, p, f.version).await?;
+        Ok(())
+    }
+    .await;
+    match result {
+        Ok(()) => Ok(back(&id, "/postmortem")),
+        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
+        Err(e) => render(&s, &user.0, &id, Some(f), Some((e.status(), e.to_string()))).await,
+    }
+}
+
+async fn page_confirm(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    match pm::confirm(&s.pool, &user.0, &id, policy(&s)).await {
+        Ok(_) => Ok(back(&id, "/learnings")),
+        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
+        Err(e) => render(&s, &user.0, &id, None, Some((e.status(), e.to_string()))).await,
+    }
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "incidents/learnings.html")]
+struct PreviewPage {
+    layout: Layout,
+    incident: crate::domain::Incident,
+    preview: Option<pm::LearningsPreview>,
+    learned: Option<pm::LearnResult>,
+}
+
+async fn page_preview(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    let incident = incidents::get(&s.pool, &id).await?;
+    let learned = match pstore::learning(&s.pool, id.as_str()).await? {
+        Some(r) => serde_json::from_str(&r).ok(),
+        None => None,
+    };
+    let preview = if learned.is_none() {
+        Some(pm::plan(&s.pool, &id).await?)
+    } else {
+        None
+    };
+    Ok(PreviewPage {
+        layout: Layout::new(Some(&user.0), format!("Learnings {id}")),
+        incident,
+        preview,
+        learned,
+    }
+    .into_response())
+}
+
+async fn page_learn(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    pm::learn(&s.pool, &user.0, &id).await?;
+    Ok(back(&id, "/learnings"))
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "review.html")]
+struct ReviewPage {
+    layout: Layout,
+    q: ReviewQueue,
+}
+
+async fn page_review(State(s): State<AppState>, user: CurrentUser) -> Result<Response, PageError> {
+    Ok(ReviewPage {
+        layout: Layout::new(Some(&user.0), "Review queue"),
+        q: review(&s).await?,
+    }
+    .into_response())
+}

@@ -1,0 +1,662 @@
+//! Post-mortem, confirmation, learnings preview and Learn: the gate of organizational memory.
+
+use futures::future::join_all;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, error_of, spawn_app, spawn_app_with};
+
+const POOL_LOG: &str = "2026-11-29T10:00:00Z INFO request served path=/checkout status=200\n\
+2026-11-29T10:01:00Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.\n\
+2026-11-29T10:02:00Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.\n";
+
+/// An incident taken to `resolved` with a failed and a successful action and a rejection.
+async fn worked_incident(app: &TestApp) -> String {
+    let id = app
+        .open_incident("Payments API errors", "payments-api")
+        .await;
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/evidence"),
+            json!({"kind": "logs", "content": POOL_LOG}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let inv: Value = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/investigate"),
+            json!({}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rid = |kind: &str| {
+        inv["recommendations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["kind"] == kind)
+            .unwrap()["id"]
+            .as_i64()
+            .unwrap()
+    };
+    let base = format!("/api/v1/incidents/{id}/recommendations");
+    let raise = rid("raise_pool_limit");
+    assert_eq!(
+        app.post_json(
+            &app.responder,
+            &format!("{base}/{raise}/approve"),
+            json!({})
+        )
+        .await
+        .status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.post_json(
+            &app.responder,
+            &format!("{base}/{raise}/verdict"),
+            json!({"verdict": "did_not_resolve", "note": "maxed again in minutes"})
+        )
+        .await
+        .status(),
+        StatusCode::OK
+    );
+    let restart = rid("restart_service");
+    assert_eq!(
+        app.post_json(
+            &app.responder,
+            &format!("{base}/{restart}/reject"),
+            json!({"reason": "would drop in-flight payments"})
+        )
+        .await
+        .status(),
+        StatusCode::OK
+    );
+    let gather = rid("gather_more_evidence");
+    assert_eq!(
+        app.post_json(
+            &app.responder,
+            &format!("{base}/{gather}/approve"),
+            json!({})
+        )
+        .await
+        .status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.post_json(
+            &app.responder,
+            &format!("{base}/{gather}/verdict"),
+            json!({"verdict": "resolved", "note": "found the leak"})
+        )
+        .await
+        .status(),
+        StatusCode::OK
+    );
+    let res = app.post_json(&app.responder, &format!("/api/v1/incidents/{id}/resolve"), json!({"summary": "Rolled back 2.14.1", "root_cause": "A connection leak in the payment retry path. It kept connections checked out."})).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    id
+}
+
+async fn draft(app: &TestApp, id: &str) -> Value {
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/postmortem"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    res.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn the_draft_reflects_what_happened_and_preview_equals_what_learn_writes() {
+    let app = spawn_app().await;
+    let id = worked_incident(&app).await;
+    let pm = draft(&app, &id).await;
+    let p = &pm["postmortem"];
+    assert_eq!(
+        p["root_cause"],
+        "A connection leak in the payment retry path. It kept connections checked out."
+    );
+    assert_eq!(p["what_did_not_work"][0]["kind"], "raise_pool_limit");
+    assert_eq!(p["what_did_not_work"][0]["note"], "maxed again in minutes");
+    assert_eq!(p["what_worked"][0]["kind"], "gather_more_evidence");
+    assert_eq!(p["rejected"][0]["note"], "would drop in-flight payments");
+    assert!(p["impact"]["time_to_detect_secs"].as_i64().unwrap() >= 0);
+    let lesson = &p["lessons"][0];
+    assert!(
+        lesson["always"]
+            .as_str()
+            .unwrap()
+            .starts_with("Before you raise the connection-pool limit on payments-api"),
+        "{lesson}"
+    );
+    assert!(lesson["because"].as_str().unwrap().contains(&id));
+    assert_eq!(lesson["severity"], "high", "SEV2 → high");
+
+    // Markdown export has every section.
+    let md = app
+        .get(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/postmortem.md"),
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+    for section in [
+        "## Summary",
+        "## Impact",
+        "## Symptoms",
+        "## Root cause",
+        "## Trigger",
+        "## Contributing factors",
+        "## What worked",
+        "## What did NOT work",
+        "## Rejected recommendations",
+        "## Misleading hypotheses",
+        "## Lessons",
+        "## Action items",
+        "## Detection gaps",
+        "**ALWAYS:**",
+    ] {
+        assert!(md.contains(section), "{section} missing from\n{md}");
+    }
+
+    // No preview or learn before confirm.
+    let (status, _, message) = error_of(
+        app.get(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/learnings/preview"),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(message.contains("confirm"), "{message}");
+    assert_eq!(
+        app.post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/learn"),
+            json!({})
+        )
+        .await
+        .status(),
+        StatusCode::CONFLICT
+    );
+    // A responder cannot confirm; the reviewer (not the editor) can.
+    assert_eq!(
+        app.post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/postmortem/confirm"),
+            json!({})
+        )
+        .await
+        .status(),
+        StatusCode::FORBIDDEN
+    );
+    let res = app
+        .post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/postmortem/confirm"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    // Editing after confirmation needs a reopen.
+    let mut edited = p.clone();
+    edited["summary"] = json!("changed after the fact");
+    let res = app
+        .client
+        .put(app.url(&format!("/api/v1/incidents/{id}/postmortem")))
+        .bearer_auth(&app.responder)
+        .json(&edited)
+        .send()
+        .await
+        .unwrap();
+    let (status, _, message) = error_of(res).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(message.contains("reopen the draft first"), "{message}");
+
+    let preview: Value = app
+        .get(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/learnings/preview"),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let planned = preview["memories"].as_array().unwrap();
+    let kinds: Vec<&str> = planned
+        .iter()
+        .map(|m| m["kind"].as_str().unwrap())
+        .collect();
+    for k in [
+        "symptom",
+        "incident_summary",
+        "root_cause",
+        "rejected_recommendation",
+        "remediation_success",
+        "lesson",
+        "action_item",
+        "false_hypothesis",
+    ] {
+        assert!(kinds.contains(&k), "{k} planned: {kinds:?}");
+    }
+    assert!(
+        !kinds.contains(&"remediation_failure"),
+        "already written by the verdict, no duplicate"
+    );
+    assert_eq!(preview["already_in_memory"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        preview["message"],
+        format!("{} durable memories would be written", planned.len())
+    );
+
+    let learned: Value = app
+        .post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/learn"),
+            json!({}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let written = learned["written"].as_array().unwrap();
+    assert_eq!(written.len(), planned.len());
+    for (w, p) in written.iter().zip(planned) {
+        let m: Value = app
+            .get(
+                &app.responder,
+                &format!("/api/v1/memories/{}", w.as_i64().unwrap()),
+            )
+            .await
+            .json()
+            .await
+            .unwrap();
+        for field in [
+            "kind",
+            "epistemic_type",
+            "text",
+            "services",
+            "failure_modes",
+            "rule",
+            "validation",
+            "incident_id",
+        ] {
+            assert_eq!(m[field], p[field], "{field} of MEM-{w}");
+        }
+        if m["epistemic_type"] == "inference" {
+            assert!(
+                !m["sources"].as_array().unwrap().is_empty(),
+                "inference MEM-{w} has sources"
+            );
+        }
+    }
+    // Learn again: the same answer, nothing more written.
+    let count = app.count("records").await;
+    let again: Value = app
+        .post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/learn"),
+            json!({}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(again, learned);
+    assert_eq!(app.count("records").await, count);
+    let v: Value = app
+        .get(&app.responder, &format!("/api/v1/incidents/{id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["state"], "learned");
+}
+
+#[tokio::test]
+async fn ten_concurrent_learns_write_once() {
+    let app = spawn_app().await;
+    let id = worked_incident(&app).await;
+    draft(&app, &id).await;
+    assert_eq!(
+        app.post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/postmortem/confirm"),
+            json!({})
+        )
+        .await
+        .status(),
+        StatusCode::OK
+    );
+    let before = app.count("records").await;
+    let path = format!("/api/v1/incidents/{id}/learn");
+    let results = join_all((0..10).map(|_| app.post_json(&app.reviewer, &path, json!({})))).await;
+    let mut bodies = Vec::new();
+    for r in results {
+        assert_eq!(r.status(), StatusCode::OK);
+        bodies.push(r.json::<Value>().await.unwrap());
+    }
+    assert!(
+        bodies.windows(2).all(|w| w[0] == w[1]),
+        "every call returns the same result"
+    );
+    let n = bodies[0]["written"].as_array().unwrap().len() as i64;
+    assert_eq!(app.count("records").await, before + n);
+}
+
+#[tokio::test]
+async fn an_interrupted_learn_leaves_nothing_and_a_later_one_writes_everything() {
+    let app = spawn_app().await;
+    let id = worked_incident(&app).await;
+    draft(&app, &id).await;
+    assert_eq!(
+        app.post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/postmortem/confirm"),
+            json!({})
+        )
+        .await
+        .status(),
+        StatusCode::OK
+    );
+    let before = app.count("records").await;
+    let audit_before = app.count("audit_log").await;
+    let user = incidentmind::store::users::find(&app.pool, 2)
+        .await
+        .unwrap()
+        .unwrap();
+    let iid = incidentmind::domain::IncidentId::parse(&id).unwrap();
+    let err =
+        incidentmind::services::postmortem::learn_with_failpoint(&app.pool, &user, &iid, Some(3))
+            .await
+            .unwrap_err();
+    assert!(err.to_string().contains("internal"), "{err}");
+    assert_eq!(app.count("records").await, before, "none of the records");
+    assert_eq!(app.count("audit_log").await, audit_before);
+    let v: Value = app
+        .get(&app.responder, &format!("/api/v1/incidents/{id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["state"], "confirmed");
+    let done = incidentmind::services::postmortem::learn(&app.pool, &user, &iid)
+        .await
+        .unwrap();
+    assert_eq!(
+        app.count("records").await,
+        before + done.written.len() as i64
+    );
+}
+
+#[tokio::test]
+async fn the_last_editor_cannot_confirm_their_own_draft_unless_the_team_allows_it() {
+    for allow in [false, true] {
+        let app = spawn_app_with(incidentmind::Settings {
+            allow_self_confirm: allow,
+            ..Default::default()
+        })
+        .await;
+        let id = worked_incident(&app).await;
+        // The reviewer drafts, so the reviewer is the last editor.
+        let res = app
+            .post_json(
+                &app.reviewer,
+                &format!("/api/v1/incidents/{id}/postmortem"),
+                json!({}),
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let res = app
+            .post_json(
+                &app.reviewer,
+                &format!("/api/v1/incidents/{id}/postmortem/confirm"),
+                json!({}),
+            )
+            .await;
+        if allow {
+            assert_eq!(res.status(), StatusCode::OK);
+        } else {
+            let (status, _, message) = error_of(res).await;
+            assert_eq!(status, StatusCode::FORBIDDEN);
+            assert!(
+                message.contains("another reviewer must confirm"),
+                "{message}"
+            );
+            assert_eq!(
+                app.post_json(
+                    &app.admin,
+                    &format!("/api/v1/incidents/{id}/postmortem/confirm"),
+                    json!({})
+                )
+                .await
+                .status(),
+                StatusCode::OK
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn reopening_a_confirmed_post_mortem_clears_the_confirmation() {
+    let app = spawn_app().await;
+    let id = worked_incident(&app).await;
+    draft(&app, &id).await;
+    app.post_json(
+        &app.reviewer,
+        &format!("/api/v1/incidents/{id}/postmortem/confirm"),
+        json!({}),
+    )
+    .await;
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/reopen"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        res.json::<Value>().await.unwrap()["state"],
+        "postmortem_draft"
+    );
+    let pm: Value = app
+        .get(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/postmortem"),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(pm["confirmed_by"].is_null());
+    let v: Value = app
+        .get(&app.responder, &format!("/api/v1/incidents/{id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        v["timeline"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "reopen")
+    );
+    // Editable again, and the edit is validated.
+    let mut p = pm["postmortem"].clone();
+    p["lessons"][0]["always"] = json!("");
+    let res = app
+        .client
+        .put(app.url(&format!("/api/v1/incidents/{id}/postmortem")))
+        .bearer_auth(&app.responder)
+        .json(&p)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn a_learned_incident_without_a_rule_is_queued_for_review() {
+    let app = spawn_app().await;
+    let id = app.open_incident("Search stale", "search").await;
+    app.resolve(&id).await;
+    let pm = draft(&app, &id).await;
+    let mut p = pm["postmortem"].clone();
+    p["lessons"] = json!([]);
+    let res = app
+        .client
+        .put(app.url(&format!("/api/v1/incidents/{id}/postmortem")))
+        .bearer_auth(&app.responder)
+        .json(&p)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    app.post_json(
+        &app.reviewer,
+        &format!("/api/v1/incidents/{id}/postmortem/confirm"),
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        app.post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/learn"),
+            json!({})
+        )
+        .await
+        .status(),
+        StatusCode::OK
+    );
+    let q: Value = app
+        .get(&app.reviewer, "/api/v1/review")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(q["learned_incidents_without_rules"][0]["id"], id);
+    assert!(
+        q["learned_incidents_without_rules"][0]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("Add a lesson")
+    );
+}
+
+#[tokio::test]
+async fn durations_are_never_negative_with_skewed_evidence_clocks() {
+    let app = spawn_app().await;
+    let id = app.open_incident("Clock skew", "svc").await;
+    let future = "2031-01-01T00:00:00Z ERROR upstream returned 503 Service Unavailable\n";
+    app.post_json(
+        &app.responder,
+        &format!("/api/v1/incidents/{id}/evidence"),
+        json!({"kind": "logs", "content": future}),
+    )
+    .await;
+    app.resolve(&id).await;
+    let pm = draft(&app, &id).await;
+    assert!(
+        pm["postmortem"]["impact"]["time_to_detect_secs"]
+            .as_i64()
+            .unwrap()
+            >= 0
+    );
+    assert!(
+        pm["postmortem"]["impact"]["time_to_resolve_secs"]
+            .as_i64()
+            .unwrap()
+            >= 0
+    );
+}
+
+#[tokio::test]
+async fn an_xss_corpus_renders_inert_everywhere() {
+    let app = spawn_app().await;
+    let corpus = [
+        "<script>alert(1)</script>",
+        "<img src=x onerror=alert(2)>",
+        "<base href=\"https://evil.example/\">",
+        "[click](javascript:alert(3))",
+        "<a href=\"javascript:alert(4)\">x</a>",
+        "<svg onload=alert(5)>",
+    ];
+    let payload = corpus.join(" ");
+    let res = app.post_json(&app.responder, "/api/v1/incidents", json!({"title": &corpus[0], "service": "svc", "severity": "SEV3", "description": payload})).await;
+    let id = res.json::<Value>().await.unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    app.post_json(
+        &app.responder,
+        &format!("/api/v1/incidents/{id}/evidence"),
+        json!({"kind": "note", "content": payload}),
+    )
+    .await;
+    app.post_json(
+        &app.responder,
+        &format!("/api/v1/incidents/{id}/resolve"),
+        json!({"summary": payload, "root_cause": payload}),
+    )
+    .await;
+    let pm = draft(&app, &id).await;
+    let mut p = pm["postmortem"].clone();
+    p["summary"] = json!(format!("Summary with markdown {payload}"));
+    p["contributing_factors"] = json!([payload]);
+    let res = app
+        .client
+        .put(app.url(&format!("/api/v1/incidents/{id}/postmortem")))
+        .bearer_auth(&app.responder)
+        .json(&p)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    for page in [
+        format!("/incidents/{id}"),
+        format!("/incidents/{id}/postmortem"),
+        "/incidents".to_string(),
+    ] {
+        let html = app.get(&app.responder, &page).await.text().await.unwrap();
+        let lower = html.to_lowercase();
+        assert!(!lower.contains("<script>alert"), "{page}: script tag");
+        assert!(
+            !lower.contains("onerror=alert")
+                || lower.contains("onerror=alert(2)&#62;")
+                || !lower.contains("<img"),
+            "{page}"
+        );
+        assert!(
+            !lower.contains("<img src=x onerror"),
+            "{page}: event handler"
+        );
+        assert!(!lower.contains("<svg onload"), "{page}: svg handler");
+        assert!(!lower.contains("<base href"), "{page}: base tag");
+        assert!(
+            !lower.contains("href=\"javascript:"),
+            "{page}: javascript link"
+        );
+    }
+    let html = app
+        .get(&app.responder, &format!("/incidents/{id}/postmortem"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("Summary with markdown"),
+        "the markdown renders"
+    );
+}
