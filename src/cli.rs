@@ -116,6 +116,11 @@ pub enum Command {
     Audit(AuditCommand),
     /// Write every memory record to stdout as JSON lines.
     Export,
+    /// Run the whole story against a temporary database through the HTTP API and print it.
+    Demo,
+    /// The sample organizational history.
+    #[command(subcommand)]
+    History(HistoryCommand),
     /// Import memory records from a JSON-lines file written by `export` (all or nothing).
     Import {
         /// Path of the .jsonl file.
@@ -142,6 +147,13 @@ pub enum UserCommand {
         /// The user's name.
         name: String,
     },
+}
+
+/// `history …`
+#[derive(Debug, Subcommand)]
+pub enum HistoryCommand {
+    /// Replay the embedded sample history (examples/history.json) through the normal workflow.
+    Load,
 }
 
 /// `audit …`
@@ -203,6 +215,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .ok_or_else(|| anyhow::anyhow!("no user named {name}"))?;
             let token = web::auth::issue_token(&pool, user.id).await?;
             println!("{token}");
+            Ok(())
+        }
+        Command::Demo => crate::demo::run().await,
+        Command::History(HistoryCommand::Load) => {
+            let loaded = crate::sample::load_history(&pool).await?;
+            for (src, id) in &loaded {
+                println!("{src} → {id} (learned)");
+            }
+            println!("loaded {} past incidents", loaded.len());
             Ok(())
         }
         Command::Export => {

@@ -6,11 +6,13 @@
 
 pub mod analyst;
 pub mod cli;
+pub mod demo;
 pub mod domain;
 pub mod error;
 pub mod evidence;
 pub mod recall;
 pub mod redact;
+pub mod sample;
 pub mod services;
 pub mod store;
 pub mod web;

@@ -12,6 +12,9 @@
 //! a candidate the result says so.
 
 use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::{LazyLock, Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sqlx::SqlitePool;
@@ -143,17 +146,12 @@ fn kind_weight(k: MemoryKind) -> f64 {
     }
 }
 
-/// Runs the recall pipeline.
-///
-/// # Errors
-/// Database errors.
-pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResult> {
-    let k = if q.k == 0 { 10 } else { q.k.min(100) };
+/// The query's failure-mode tags (given and derived), its content words and the terms of the
+/// descriptive and prescriptive lists: the words plus the phrases of every tag.
+fn expand(q: &RecallQuery) -> (BTreeSet<String>, Vec<String>, Vec<String>) {
     let mut tags: BTreeSet<String> = q.failure_modes.iter().cloned().collect();
     tags.extend(derive_tags(&q.text));
     let words = content_words(&q.text);
-
-    // Descriptive: the words of the query plus the phrases of every derived concept.
     let mut expanded = words.join(" ");
     for t in &tags {
         expanded.push(' ');
@@ -163,36 +161,156 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
             expanded.push_str(p);
         }
     }
-    let exclude = q.exclude_incident.as_deref();
-    let kinds = &q.kinds;
-    let text_list = mstore::fts_candidates(
-        pool,
-        &mstore::fts_or_query(&expanded),
-        kinds,
-        exclude,
-        PER_LIST,
-    )
-    .await?;
+    let terms = mstore::fts_terms(&expanded);
+    (tags, words, terms)
+}
 
+/// Index entries (records containing a term, summed over the terms) the FTS5 expression may
+/// cost. BM25 scores every record that matches any term, so one term found in half the memory
+/// costs more than all the others together while adding almost nothing to the ranking (its
+/// inverse document frequency is near zero). Terms are kept rarest first while their summed
+/// counts fit; the rarest term found at all is always kept.
+const TERM_BUDGET: i64 = 4_000;
+/// Best matches looked at by the single FTS5 pass that yields both text lists.
+const FTS_WINDOW: i64 = 400;
+/// How long a term's record count is reused before it is counted again.
+const DOC_COUNT_TTL: Duration = Duration::from_secs(600);
+
+/// Per database file: term → (records containing it, capped at `TERM_BUDGET + 1`; when counted).
+type DocCounts = HashMap<PathBuf, HashMap<String, (i64, Instant)>>;
+static DOC_COUNTS: LazyLock<Mutex<DocCounts>> = LazyLock::new(Mutex::default);
+
+/// Record counts of `terms` (capped at `TERM_BUDGET + 1`), from the cache when fresh.
+async fn doc_counts(pool: &SqlitePool, terms: &[String]) -> AppResult<Vec<i64>> {
+    let db = pool.connect_options().get_filename().to_path_buf();
+    let now = Instant::now();
+    let mut counts: Vec<Option<i64>> = {
+        let cache = DOC_COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+        let per_db = cache.get(&db);
+        terms
+            .iter()
+            .map(|t| {
+                per_db
+                    .and_then(|m| m.get(t))
+                    .filter(|(_, at)| now.duration_since(*at) < DOC_COUNT_TTL)
+                    .map(|(n, _)| *n)
+            })
+            .collect()
+    };
+    let missing: Vec<String> = terms
+        .iter()
+        .zip(&counts)
+        .filter(|(_, c)| c.is_none())
+        .map(|(t, _)| t.clone())
+        .collect();
+    if !missing.is_empty() {
+        let fresh = mstore::term_doc_counts(pool, &missing, TERM_BUDGET + 1).await?;
+        let mut cache = DOC_COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+        let per_db = cache.entry(db).or_default();
+        if per_db.len() > 100_000 {
+            per_db.clear();
+        }
+        let mut fresh = missing.into_iter().zip(fresh);
+        for c in counts.iter_mut().filter(|c| c.is_none()) {
+            if let Some((t, n)) = fresh.next() {
+                per_db.insert(t, (n, now));
+                *c = Some(n);
+            }
+        }
+    }
+    Ok(counts.into_iter().map(|c| c.unwrap_or(0)).collect())
+}
+
+/// Which of `terms` (with their record counts) the expression keeps: see [`TERM_BUDGET`].
+/// Terms found nowhere cost nothing and are kept (a record written since may hold them).
+fn within_budget(counts: &[i64]) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..counts.len()).collect();
+    order.sort_by_key(|&i| (counts[i], i));
+    let mut keep = vec![false; counts.len()];
+    let (mut spent, mut any) = (0, false);
+    for i in order {
+        let n = counts[i];
+        if n == 0 || spent + n <= TERM_BUDGET || !any {
+            keep[i] = true;
+            spent += n;
+            any |= n > 0;
+        }
+    }
+    keep
+}
+
+/// The FTS5 expression of `terms` within [`TERM_BUDGET`].
+async fn budgeted_expression(pool: &SqlitePool, terms: &[String]) -> AppResult<String> {
+    let counts = doc_counts(pool, terms).await?;
+    let kept: Vec<String> = terms
+        .iter()
+        .zip(within_budget(&counts))
+        .filter(|(_, k)| *k)
+        .map(|(t, _)| t.clone())
+        .collect();
+    Ok(mstore::fts_or_terms(&kept))
+}
+
+/// The FTS5 expression [`recall`] matches for `q` on this database (for benchmarks and
+/// diagnostics).
+///
+/// # Errors
+/// Database errors.
+pub async fn fts_expression(pool: &SqlitePool, q: &RecallQuery) -> AppResult<String> {
+    budgeted_expression(pool, &expand(q).2).await
+}
+
+/// Descriptive and prescriptive candidate lists: one FTS5 pass over the best matches, the exact
+/// per-list query only when that window was too small for a list.
+async fn text_lists(
+    pool: &SqlitePool,
+    terms: &[String],
+    kinds: &[MemoryKind],
+    exclude: Option<&str>,
+) -> AppResult<(Vec<i64>, Vec<i64>)> {
+    let expr = budgeted_expression(pool, terms).await?;
+    if expr.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
     // Prescriptive: rules and runbooks for the same words.
     let rule_kinds: Vec<MemoryKind> = [MemoryKind::Lesson, MemoryKind::Runbook]
         .into_iter()
         .filter(|k| kinds.is_empty() || kinds.contains(k))
         .collect();
-    let rules_list = if rule_kinds.is_empty() {
-        Vec::new()
+    let rule_limit = if rule_kinds.is_empty() {
+        0
     } else {
-        mstore::fts_candidates(
-            pool,
-            &mstore::fts_or_query(&expanded),
-            &rule_kinds,
-            exclude,
-            PER_LIST / 2,
-        )
-        .await?
+        PER_LIST / 2
     };
+    let (mut text, mut rules, complete) = mstore::fts_candidate_lists(
+        pool,
+        &expr,
+        kinds,
+        &rule_kinds,
+        exclude,
+        PER_LIST,
+        rule_limit,
+        FTS_WINDOW,
+    )
+    .await?;
+    if !complete {
+        if (text.len() as i64) < PER_LIST {
+            text = mstore::fts_candidates(pool, &expr, kinds, exclude, PER_LIST).await?;
+        }
+        if (rules.len() as i64) < rule_limit {
+            rules = mstore::fts_candidates(pool, &expr, &rule_kinds, exclude, rule_limit).await?;
+        }
+    }
+    Ok((text, rules))
+}
 
-    // Scope: structured keys and the service graph.
+/// Scope candidates: structured keys (failure modes, the service and its graph neighbours,
+/// action kinds), and the neighbours.
+async fn scope_list(
+    pool: &SqlitePool,
+    q: &RecallQuery,
+    tags: &BTreeSet<String>,
+) -> AppResult<(Vec<i64>, Vec<String>)> {
     let mut keys: Vec<(&str, String, f64)> = tags
         .iter()
         .map(|t| ("failure_mode", t.clone(), 2.0))
@@ -208,7 +326,23 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
             .iter()
             .map(|a| ("action_kind", a.as_str().to_string(), 1.5)),
     );
-    let scope_list = mstore::key_candidates(pool, &keys, exclude, PER_LIST).await?;
+    let list = mstore::key_candidates(pool, &keys, q.exclude_incident.as_deref(), PER_LIST).await?;
+    Ok((list, neighbours))
+}
+
+/// Runs the recall pipeline.
+///
+/// # Errors
+/// Database errors.
+pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResult> {
+    let k = if q.k == 0 { 10 } else { q.k.min(100) };
+    let (tags, words, terms) = expand(q);
+    let kinds = &q.kinds;
+    // The text lists and the scope list are independent: run them on two connections.
+    let ((text_list, rules_list), (scope_list, neighbours)) = tokio::try_join!(
+        text_lists(pool, &terms, kinds, q.exclude_incident.as_deref()),
+        scope_list(pool, q, &tags),
+    )?;
 
     let mut fused: HashMap<i64, (f64, Vec<&'static str>)> = HashMap::new();
     for (name, list, weight) in [

@@ -11,6 +11,7 @@ use super::{
     Analyst, AnalystError, AnalystOutput, InvestigationInput, PriorIncident, ProposedAction,
     ProposedHypothesis,
 };
+use crate::domain::postmortem::{DraftFacts, Postmortem};
 use crate::domain::{ActionKind, Confidence, MemoryKind};
 
 /// One playbook entry: when all of `when` are present and none of `unless`, propose the
@@ -562,6 +563,14 @@ impl Analyst for BuiltinAnalyst {
 
     async fn investigate(&self, input: &InvestigationInput) -> Result<AnalystOutput, AnalystError> {
         Ok(Self::analyse(input))
+    }
+
+    async fn draft_postmortem(
+        &self,
+        _facts: &DraftFacts,
+        builtin: &Postmortem,
+    ) -> Result<Postmortem, AnalystError> {
+        Ok(builtin.clone())
     }
 }
 

@@ -6,6 +6,13 @@
 //! `json_object` with the schema in the prompt → a plain prompt read by the tolerant parser. The
 //! rung that answered is remembered for later calls. One timeout bounds the whole call; there are
 //! no automatic retries. Everything sent is redacted and bounded to a token budget.
+//!
+//! Request shapes differ between servers: a 400 naming `max_tokens` switches to
+//! `max_completion_tokens` (OpenAI's reasoning models), one naming `temperature` leaves it out;
+//! both are remembered like the rung. Error bodies are read in each server's dialect.
+//!
+//! The same ladder drafts post-mortems ([`postmortem_schema`]): the model writes the prose and
+//! the lessons (as ALWAYS/BECAUSE/SCOPE/SEVERITY rules); the facts stay the built-in draft's.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
@@ -20,7 +27,8 @@ use super::{
     Analyst, AnalystError, AnalystOutput, InvestigationInput, PriorIncident, ProposedAction,
     ProposedHypothesis,
 };
-use crate::domain::Confidence;
+use crate::domain::postmortem::{DraftFacts, Postmortem};
+use crate::domain::{Confidence, Rule, RuleSeverity};
 
 /// Configuration of the model server.
 #[derive(Clone)]
@@ -92,7 +100,19 @@ pub struct LlmAnalyst {
     config: LlmConfig,
     client: Client<OpenAIConfig>,
     rung: AtomicU8,
+    quirks: AtomicU8,
 }
+
+/// Request-shape adaptation: send `max_completion_tokens` instead of `max_tokens` (OpenAI's
+/// reasoning models reject the latter).
+const QUIRK_MAX_COMPLETION_TOKENS: u8 = 1;
+/// Request-shape adaptation: leave `temperature` out (models that accept only the default).
+const QUIRK_NO_TEMPERATURE: u8 = 2;
+
+/// Largest reply we ask for, in tokens (`max_tokens`).
+const MAX_REPLY_TOKENS: u32 = 1500;
+/// With `max_completion_tokens` the budget includes hidden reasoning tokens: ask for more.
+const MAX_COMPLETION_TOKENS: u32 = 4096;
 
 impl LlmAnalyst {
     /// Builds the client. The key and base URL always come from `config` (never from `OPENAI_*`).
@@ -112,32 +132,54 @@ impl LlmAnalyst {
             client,
             config,
             rung: AtomicU8::new(0),
+            quirks: AtomicU8::new(0),
         })
     }
 
-    /// The rung later calls start at.
+    /// Starts the ladder at `rung` instead of `json_schema` (for servers known not to support
+    /// the higher rungs, and for tests that exercise each rung against a real server).
+    pub fn with_start_rung(self, rung: Rung) -> Self {
+        self.rung.store(rung as u8, Ordering::Relaxed);
+        self
+    }
+
+    /// The rung later calls start at (after a call: the rung that answered it).
     pub fn current_rung(&self) -> Rung {
         Rung::from_u8(self.rung.load(Ordering::Relaxed))
     }
 
+    /// The model name.
+    pub fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    /// One chat completion under the ladder. The caller bounds it with the timeout.
     async fn ask(
         &self,
         system: &str,
         user: &str,
+        schema_name: &str,
         schema: &Value,
     ) -> Result<(String, Rung), AnalystError> {
         let mut rung = self.current_rung();
+        let mut quirks = self.quirks.load(Ordering::Relaxed);
         loop {
             let mut sys = system.to_string();
             let mut req = json!({
                 "model": self.config.model,
-                "temperature": 0,
                 "stream": false,
-                "max_tokens": 1500,
             });
+            if quirks & QUIRK_NO_TEMPERATURE == 0 {
+                req["temperature"] = json!(0);
+            }
+            if quirks & QUIRK_MAX_COMPLETION_TOKENS == 0 {
+                req["max_tokens"] = json!(MAX_REPLY_TOKENS);
+            } else {
+                req["max_completion_tokens"] = json!(MAX_COMPLETION_TOKENS);
+            }
             match rung {
                 Rung::JsonSchema => {
-                    req["response_format"] = json!({"type": "json_schema", "json_schema": {"name": "analysis", "strict": true, "schema": schema}});
+                    req["response_format"] = json!({"type": "json_schema", "json_schema": {"name": schema_name, "strict": true, "schema": schema}});
                 }
                 Rung::JsonObject => {
                     req["response_format"] = json!({"type": "json_object"});
@@ -154,54 +196,48 @@ impl LlmAnalyst {
             match self.client.chat().create_byot::<Value, Value>(req).await {
                 Ok(resp) => {
                     self.rung.store(rung as u8, Ordering::Relaxed);
+                    self.quirks.store(quirks, Ordering::Relaxed);
                     tracing::info!(rung = rung.as_str(), model = %self.config.model, "model answered");
-                    let choice = resp.get("choices").and_then(|c| c.get(0)).ok_or_else(|| {
-                        AnalystError::InvalidOutput("no choices in the reply".into())
-                    })?;
-                    if choice.get("finish_reason").and_then(Value::as_str) == Some("length") {
-                        return Err(AnalystError::InvalidOutput(
-                            "the reply was truncated (finish_reason=length)".into(),
-                        ));
-                    }
-                    let content = choice
-                        .get("message")
-                        .and_then(|m| m.get("content"))
-                        .and_then(Value::as_str)
-                        .ok_or_else(|| {
-                            AnalystError::InvalidOutput("the reply has no message content".into())
-                        })?;
-                    return Ok((content.to_string(), rung));
+                    return reply_content(&resp).map(|c| (c, rung));
                 }
                 Err(e) => {
-                    let names_format = |m: &str| {
-                        let m = m.to_ascii_lowercase();
-                        m.contains("response_format")
-                            || m.contains("json_schema")
-                            || m.contains("json_object")
-                            || m.contains("schema")
-                            || m.contains("format")
-                    };
-                    let step_down = match &e {
-                        OpenAIError::ApiError(a) => {
-                            names_format(&a.api_error.message)
-                                || a.status_code.is_client_error() && a.status_code.as_u16() == 400
+                    let rejection = Rejection::of(&e);
+                    // A rejected request parameter: adapt the request shape once, remember it.
+                    if let Some(r) = &rejection
+                        && r.is_client_error()
+                    {
+                        let m = r.message.to_ascii_lowercase();
+                        if m.contains("max_tokens") && quirks & QUIRK_MAX_COMPLETION_TOKENS == 0 {
+                            tracing::warn!(error = %r.message, "server rejected max_tokens; using max_completion_tokens");
+                            quirks |= QUIRK_MAX_COMPLETION_TOKENS;
+                            continue;
                         }
-                        OpenAIError::JSONDeserialize(_, body) => names_format(body),
-                        _ => false,
-                    };
+                        if m.contains("temperature") && quirks & QUIRK_NO_TEMPERATURE == 0 {
+                            tracing::warn!(error = %r.message, "server rejected temperature 0; using its default");
+                            quirks |= QUIRK_NO_TEMPERATURE;
+                            continue;
+                        }
+                    }
+                    let step_down = rejection.as_ref().is_some_and(|r| {
+                        names_format(&r.message) || matches!(r.status, Some(400 | 422))
+                    });
                     if step_down && rung != Rung::Plain {
                         tracing::warn!(rung = rung.as_str(), error = %e, "server rejected the response format; stepping down");
                         rung = Rung::from_u8(rung as u8 + 1);
                         continue;
                     }
-                    return Err(match e {
-                        OpenAIError::Reqwest(r) if r.is_timeout() => {
+                    return Err(match (e, rejection) {
+                        (OpenAIError::Reqwest(r), _) if r.is_timeout() => {
                             AnalystError::Timeout(self.config.timeout.as_secs())
                         }
-                        OpenAIError::JSONDeserialize(err, _) => {
-                            AnalystError::InvalidOutput(err.to_string())
+                        (_, Some(r)) => AnalystError::Transport(r.to_string()),
+                        (OpenAIError::JSONDeserialize(err, body), None) => {
+                            AnalystError::InvalidOutput(format!(
+                                "the server's reply is not a chat completion ({err}): {}",
+                                crate::evidence::truncate_chars(&body, 200)
+                            ))
                         }
-                        other => AnalystError::Transport(
+                        (other, None) => AnalystError::Transport(
                             crate::evidence::truncate_chars(&other.to_string(), 300).to_string(),
                         ),
                     });
@@ -209,6 +245,149 @@ impl LlmAnalyst {
             }
         }
     }
+
+    /// Runs `ask` under the whole-call timeout and reads the reply as JSON.
+    async fn ask_json(
+        &self,
+        system: &str,
+        user: &str,
+        schema_name: &str,
+        schema: &Value,
+    ) -> Result<(Value, Rung), AnalystError> {
+        let call = self.ask(system, user, schema_name, schema);
+        let (reply, rung) = tokio::time::timeout(self.config.timeout, call)
+            .await
+            .map_err(|_| AnalystError::Timeout(self.config.timeout.as_secs()))??;
+        Ok((tolerant_json(&reply)?, rung))
+    }
+}
+
+fn names_format(m: &str) -> bool {
+    let m = m.to_ascii_lowercase();
+    m.contains("response_format")
+        || m.contains("json_schema")
+        || m.contains("json_object")
+        || m.contains("schema")
+        || m.contains("format")
+}
+
+/// A server's refusal of a request: its HTTP status when known and its message.
+struct Rejection {
+    status: Option<u16>,
+    message: String,
+}
+
+impl Rejection {
+    /// The refusal inside an error, if the server answered with one. Servers differ: OpenAI and
+    /// Ollama wrap it as `{"error": {"message", "code": "…"}}`, llama.cpp gives a numeric `code`
+    /// (which async-openai fails to read, leaving the raw body), vLLM sends it unwrapped
+    /// (`{"object": "error", "message", "code": 400}`).
+    fn of(e: &OpenAIError) -> Option<Self> {
+        match e {
+            OpenAIError::ApiError(a) => {
+                let mut message = a.api_error.message.clone();
+                if let Some(p) = &a.api_error.param {
+                    message.push_str(&format!(" (param: {p})"));
+                }
+                // Server errors arrive as the raw body: read a JSON message out of it.
+                if let Some(inner) = serde_json::from_str::<Value>(&message)
+                    .ok()
+                    .as_ref()
+                    .and_then(error_message)
+                {
+                    message = inner;
+                }
+                Some(Self {
+                    status: Some(a.status_code.as_u16()),
+                    message,
+                })
+            }
+            OpenAIError::JSONDeserialize(_, body) => {
+                let v: Value = serde_json::from_str(body).ok()?;
+                let err = v.get("error").unwrap_or(&v);
+                let is_error = v.get("error").is_some()
+                    || v.get("object").and_then(Value::as_str) == Some("error");
+                if !is_error {
+                    return None;
+                }
+                let status = err
+                    .get("code")
+                    .and_then(Value::as_u64)
+                    .and_then(|c| u16::try_from(c).ok())
+                    .filter(|c| (400..600).contains(c));
+                Some(Self {
+                    status,
+                    message: error_message(&v)
+                        .unwrap_or_else(|| crate::evidence::truncate_chars(body, 300).to_string()),
+                })
+            }
+            _ => None,
+        }
+    }
+
+    fn is_client_error(&self) -> bool {
+        self.status.is_none_or(|s| (400..500).contains(&s))
+    }
+}
+
+impl std::fmt::Display for Rejection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let m = crate::evidence::truncate_chars(self.message.trim(), 300);
+        match self.status {
+            Some(s) => write!(f, "HTTP {s}: {m}"),
+            None => write!(f, "{m}"),
+        }
+    }
+}
+
+fn error_message(v: &Value) -> Option<String> {
+    let err = v.get("error").unwrap_or(v);
+    err.get("message")
+        .and_then(Value::as_str)
+        .or_else(|| err.as_str())
+        .map(str::to_string)
+}
+
+/// The text of the first choice. Optional fields (`id`, `created`, `usage`, `index`, `role`,
+/// `finish_reason`) may be missing; `finish_reason=length` is invalid output (truncated); a
+/// refusal or a reply with only reasoning and no content is invalid output too.
+fn reply_content(resp: &Value) -> Result<String, AnalystError> {
+    let choice = resp
+        .get("choices")
+        .and_then(|c| c.get(0))
+        .ok_or_else(|| AnalystError::InvalidOutput("no choices in the reply".into()))?;
+    if choice.get("finish_reason").and_then(Value::as_str) == Some("length") {
+        return Err(AnalystError::InvalidOutput(
+            "the reply was truncated (finish_reason=length)".into(),
+        ));
+    }
+    let message = choice.get("message");
+    if let Some(r) = message
+        .and_then(|m| m.get("refusal"))
+        .and_then(Value::as_str)
+        .filter(|r| !r.trim().is_empty())
+    {
+        return Err(AnalystError::InvalidOutput(format!(
+            "the model refused: {}",
+            crate::evidence::truncate_chars(r, 200)
+        )));
+    }
+    let content = match message.and_then(|m| m.get("content")) {
+        Some(Value::String(s)) => s.clone(),
+        // Content as a list of parts: `[{"type": "text", "text": "…"}]`.
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str).or_else(|| p.as_str()))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    };
+    if content.trim().is_empty() {
+        return Err(AnalystError::InvalidOutput(
+            "the reply has no message content".into(),
+        ));
+    }
+    Ok(content)
 }
 
 /// JSON schema of the investigation answer (strict mode: every property required, no options).
@@ -307,18 +486,42 @@ pub fn user_prompt(input: &InvestigationInput, budget_chars: usize) -> String {
     crate::redact::redact_once(&out)
 }
 
-/// Extracts the first balanced JSON object from a reply that may be fenced or wrapped in prose,
-/// repairing invalid escape sequences (`\q` → `\\q`).
+/// Extracts the first balanced JSON object from a reply that may be fenced, wrapped in prose or
+/// preceded by a `<think>…</think>` block, repairing invalid escape sequences (`\q` → `\\q`).
+/// A complete `{…}` that does not parse (prose such as "use {braces}") is skipped for the next.
 ///
 /// # Errors
 /// [`AnalystError::InvalidOutput`] when no complete object is found or it does not parse.
 pub fn tolerant_json(reply: &str) -> Result<Value, AnalystError> {
-    let start = reply
-        .find('{')
-        .ok_or_else(|| AnalystError::InvalidOutput("no JSON object in the reply".into()))?;
-    let bytes = reply.as_bytes();
-    let (mut depth, mut in_str, mut esc, mut end) = (0i32, false, false, None);
-    for (k, &b) in bytes.iter().enumerate().skip(start) {
+    let reply = match reply.rfind("</think>") {
+        Some(k) => &reply[k + "</think>".len()..],
+        None => reply,
+    };
+    let mut from = 0;
+    let mut first_error = None;
+    while let Some(off) = reply[from..].find('{') {
+        let start = from + off;
+        let Some(end) = balanced_end(reply, start) else {
+            return Err(first_error.unwrap_or_else(|| {
+                AnalystError::InvalidOutput("the JSON object is incomplete (truncated?)".into())
+            }));
+        };
+        match parse_repaired(&reply[start..=end]) {
+            Ok(v) => return Ok(v),
+            Err(e) => {
+                first_error.get_or_insert(e);
+                from = end + 1;
+            }
+        }
+    }
+    Err(first_error
+        .unwrap_or_else(|| AnalystError::InvalidOutput("no JSON object in the reply".into())))
+}
+
+/// Index of the `}` closing the object that opens at `start`, if the text holds all of it.
+fn balanced_end(text: &str, start: usize) -> Option<usize> {
+    let (mut depth, mut in_str, mut esc) = (0i32, false, false);
+    for (k, &b) in text.as_bytes().iter().enumerate().skip(start) {
         if in_str {
             match (esc, b) {
                 (true, _) => esc = false,
@@ -334,17 +537,16 @@ pub fn tolerant_json(reply: &str) -> Result<Value, AnalystError> {
             b'}' => {
                 depth -= 1;
                 if depth == 0 {
-                    end = Some(k);
-                    break;
+                    return Some(k);
                 }
             }
             _ => {}
         }
     }
-    let end = end.ok_or_else(|| {
-        AnalystError::InvalidOutput("the JSON object is incomplete (truncated?)".into())
-    })?;
-    let raw = &reply[start..=end];
+    None
+}
+
+fn parse_repaired(raw: &str) -> Result<Value, AnalystError> {
     if let Ok(v) = serde_json::from_str(raw) {
         return Ok(v);
     }
@@ -472,6 +674,273 @@ pub fn output_from_json(v: &Value) -> Result<AnalystOutput, AnalystError> {
     Ok(out)
 }
 
+/// JSON schema of the post-mortem answer (strict mode: every property required, no options, no
+/// length constraints — the common subset OpenAI, vLLM, Ollama and llama.cpp all accept). Only
+/// the prose the model may write; facts (impact, actions and their outcomes, root cause) are not
+/// asked for.
+pub fn postmortem_schema() -> Value {
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["summary", "trigger", "contributing_factors", "misleading_hypotheses",
+                     "lessons", "action_items", "detection_gaps"],
+        "properties": {
+            "summary": {"type": "string"},
+            "trigger": {"type": "string"},
+            "contributing_factors": strings,
+            "misleading_hypotheses": strings,
+            "lessons": {"type": "array", "items": {
+                "type": "object", "additionalProperties": false,
+                "required": ["always", "because", "scope", "severity"],
+                "properties": {
+                    "always": {"type": "string"},
+                    "because": {"type": "string"},
+                    "scope": {"type": "string"},
+                    "severity": {"type": "string", "enum": ["critical", "high", "medium", "low"]}
+                }}},
+            "action_items": strings,
+            "detection_gaps": strings
+        }
+    })
+}
+
+/// What the system prompt tells the model when it drafts a post-mortem.
+pub const POSTMORTEM_PROMPT: &str = "You draft blameless incident post-mortems from the facts given. \
+Use only those facts: never invent actions, outcomes, times or incident ids.\n\
+Write:\n- summary: one paragraph on what happened and how it was resolved.\n\
+- trigger: what set it off, or \"Unknown\".\n- contributing_factors: what made it possible or worse.\n\
+- misleading_hypotheses: first explanations that turned out wrong.\n\
+- lessons: rules, each with always (an imperative starting with a verb), because (why, naming \
+the incident {id}), scope (the service and/or failure modes it applies to) and severity \
+(critical, high, medium or low). An action that did not resolve the incident must become a \
+lesson warning against relying on it.\n- action_items: concrete follow-ups.\n\
+- detection_gaps: how detection fell short.";
+
+/// Builds the post-mortem prompt within `budget_chars`: the incident, its resolution and the
+/// actions with their outcomes first, then observations by rank until the budget is spent, with
+/// a note of what was left out. Redacted.
+pub fn postmortem_prompt(f: &DraftFacts, builtin: &Postmortem, budget_chars: usize) -> String {
+    let i = &f.incident;
+    let t = |ts: Option<jiff::Timestamp>| {
+        ts.map_or_else(
+            || "unknown".to_string(),
+            |t| t.strftime("%Y-%m-%d %H:%M UTC").to_string(),
+        )
+    };
+    let mut out = format!(
+        "Incident {} ({}, service {}): {}\n{}\nResolution summary: {}\nRoot cause (confirmed by the responders): {}\nFailure modes: {}\n",
+        i.id,
+        i.severity,
+        i.service,
+        i.title,
+        crate::evidence::truncate_chars(&i.description, 1000),
+        crate::evidence::truncate_chars(i.summary.as_deref().unwrap_or("not given"), 1000),
+        crate::evidence::truncate_chars(i.root_cause.as_deref().unwrap_or("not given"), 1000),
+        if f.failure_modes.is_empty() {
+            "none tagged".to_string()
+        } else {
+            f.failure_modes.join(", ")
+        },
+    );
+    let im = &builtin.impact;
+    out.push_str(&format!(
+        "Impact: started {}, detected {}, mitigated {}, resolved {} (time to detect {} min, to resolve {} min)\n\nActions taken and their outcomes:\n",
+        t(im.started_at),
+        t(im.detected_at),
+        t(im.mitigated_at),
+        t(im.resolved_at),
+        im.time_to_detect_secs / 60,
+        im.time_to_resolve_secs / 60
+    ));
+    if f.actions.is_empty() {
+        out.push_str("(none recorded)\n");
+    }
+    for (a, _) in &f.actions {
+        out.push_str(&format!(
+            "- {} on {}: {}{}\n",
+            a.kind,
+            a.target,
+            a.outcome.replace('_', " "),
+            if a.note.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", crate::evidence::truncate_chars(&a.note, 300))
+            }
+        ));
+    }
+    if !f.misleading.is_empty() {
+        out.push_str("\nHypotheses behind actions that failed (misleading):\n");
+        for m in &f.misleading {
+            out.push_str(&format!("- {}\n", crate::evidence::truncate_chars(m, 300)));
+        }
+    }
+    out.push_str("\nObservations, most salient first:\n");
+    let mut left = 0;
+    for o in &f.observations {
+        let line = format!("- {}\n", crate::evidence::truncate_chars(o, 400));
+        if out.len() + line.len() > budget_chars {
+            left += 1;
+            continue;
+        }
+        out.push_str(&line);
+    }
+    if f.observations.is_empty() {
+        out.push_str("(none)\n");
+    }
+    if left > 0 {
+        out.push_str(&format!("\n(Left out for length: {left} observations.)\n"));
+    }
+    crate::redact::redact_once(&out)
+}
+
+fn text_list(v: &Value, key: &str) -> Option<Vec<String>> {
+    let items = v.get(key)?.as_array()?;
+    Some(
+        items
+            .iter()
+            .filter_map(|x| x.as_str().map(str::trim).filter(|x| !x.is_empty()))
+            .take(12)
+            .map(|x| crate::evidence::truncate_chars(x, 1000).to_string())
+            .collect(),
+    )
+}
+
+/// Strips a repeated label the model may have kept (`ALWAYS: …`, `because - …`).
+fn strip_label<'a>(text: &'a str, label: &str) -> &'a str {
+    let t = text.trim();
+    match t.get(..label.len()) {
+        Some(head) if head.eq_ignore_ascii_case(label) => {
+            t[label.len()..].trim_start_matches([':', '-', ' ']).trim()
+        }
+        _ => t,
+    }
+}
+
+/// Reads a lesson given as an object `{always, because, scope, severity}` or as one text
+/// `ALWAYS: … BECAUSE: … SCOPE: … SEVERITY: …`. Missing parts stay empty (the service drops
+/// such lessons and says so); an unknown severity becomes `default_severity`.
+fn lesson_from_json(v: &Value, default_severity: RuleSeverity, default_scope: &str) -> Rule {
+    let (always, because, scope, severity) = match v {
+        Value::String(text) => {
+            let upper = text.to_ascii_uppercase();
+            let part = |label: &str| -> String {
+                let Some(k) = upper.find(&format!("{label}:")) else {
+                    return String::new();
+                };
+                let rest = &text[k + label.len() + 1..];
+                let rest_up = &upper[k + label.len() + 1..];
+                let end = ["ALWAYS:", "BECAUSE:", "SCOPE:", "SEVERITY:"]
+                    .iter()
+                    .filter_map(|l| rest_up.find(l))
+                    .min()
+                    .unwrap_or(rest.len());
+                rest[..end].trim().to_string()
+            };
+            (
+                part("ALWAYS"),
+                part("BECAUSE"),
+                part("SCOPE"),
+                part("SEVERITY"),
+            )
+        }
+        _ => {
+            let field = |k: &str| {
+                v.get(k)
+                    .and_then(Value::as_str)
+                    .map(|x| strip_label(x, k).to_string())
+                    .unwrap_or_default()
+            };
+            (
+                field("always"),
+                field("because"),
+                field("scope"),
+                field("severity"),
+            )
+        }
+    };
+    Rule {
+        always: crate::evidence::truncate_chars(&always, 1000).to_string(),
+        because: crate::evidence::truncate_chars(&because, 1000).to_string(),
+        scope: if scope.trim().is_empty() {
+            default_scope.to_string()
+        } else {
+            crate::evidence::truncate_chars(scope.trim(), 300).to_string()
+        },
+        severity: RuleSeverity::parse(&severity.trim().to_ascii_lowercase())
+            .unwrap_or(default_severity),
+    }
+}
+
+/// Reads the model's post-mortem JSON over the built-in draft: the model's summary, trigger,
+/// contributing factors, misleading hypotheses (added after the facts' ones), lessons, action
+/// items and detection gaps; everything else — impact, symptoms, root cause, what worked, what
+/// did not work, rejected recommendations — stays the built-in draft's (the facts). Missing or
+/// empty prose fields keep the built-in text.
+///
+/// # Errors
+/// [`AnalystError::InvalidOutput`] when the reply has neither a summary nor lessons.
+pub fn postmortem_from_json(
+    v: &Value,
+    facts: &DraftFacts,
+    builtin: &Postmortem,
+) -> Result<Postmortem, AnalystError> {
+    let text = |k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|x| !x.is_empty())
+            .map(|x| crate::evidence::truncate_chars(x, 5000).to_string())
+    };
+    let lessons = v.get("lessons").and_then(Value::as_array);
+    let summary = text("summary");
+    if summary.is_none() && lessons.is_none() {
+        return Err(AnalystError::InvalidOutput(
+            "no summary or lessons in the post-mortem reply".into(),
+        ));
+    }
+    let i = &facts.incident;
+    let default_scope = if facts.failure_modes.is_empty() {
+        i.service.clone()
+    } else {
+        format!("{}; {}", i.service, facts.failure_modes.join(", "))
+    };
+    let default_severity = crate::domain::postmortem::rule_severity(i.severity);
+    let mut pm = builtin.clone();
+    if let Some(s) = summary {
+        pm.summary = s;
+    }
+    if let Some(t) = text("trigger") {
+        pm.trigger = t;
+    }
+    if let Some(c) = text_list(v, "contributing_factors") {
+        pm.contributing_factors = c;
+    }
+    if let Some(m) = text_list(v, "misleading_hypotheses") {
+        let mut all = facts.misleading.clone();
+        for h in m {
+            if !all.iter().any(|x| x.eq_ignore_ascii_case(&h)) {
+                all.push(h);
+            }
+        }
+        pm.misleading_hypotheses = all;
+    }
+    if let Some(ls) = lessons {
+        pm.lessons = ls
+            .iter()
+            .take(12)
+            .map(|l| lesson_from_json(l, default_severity, &default_scope))
+            .collect();
+    }
+    if let Some(a) = text_list(v, "action_items") {
+        pm.action_items = a;
+    }
+    if let Some(d) = text_list(v, "detection_gaps") {
+        pm.detection_gaps = d;
+    }
+    Ok(pm)
+}
+
 #[async_trait]
 impl Analyst for LlmAnalyst {
     fn name(&self) -> String {
@@ -486,16 +955,26 @@ impl Analyst for LlmAnalyst {
         let system = SYSTEM_PROMPT.replace("{kinds}", &kinds.join(", "));
         let user = user_prompt(input, self.config.token_budget.saturating_mul(4));
         let schema = investigation_schema();
-        let call = self.ask(&system, &user, &schema);
-        let (reply, rung) = tokio::time::timeout(self.config.timeout, call)
-            .await
-            .map_err(|_| AnalystError::Timeout(self.config.timeout.as_secs()))??;
-        let v = tolerant_json(&reply)?;
+        let (v, rung) = self.ask_json(&system, &user, "analysis", &schema).await?;
         let mut out = output_from_json(&v)?;
         out.dropped
             .iter_mut()
             .for_each(|d| d.push_str(&format!(" (rung {})", rung.as_str())));
         Ok(out)
+    }
+
+    async fn draft_postmortem(
+        &self,
+        facts: &DraftFacts,
+        builtin: &Postmortem,
+    ) -> Result<Postmortem, AnalystError> {
+        let system = POSTMORTEM_PROMPT.replace("{id}", facts.incident.id.as_str());
+        let user = postmortem_prompt(facts, builtin, self.config.token_budget.saturating_mul(4));
+        let (v, rung) = self
+            .ask_json(&system, &user, "postmortem", &postmortem_schema())
+            .await?;
+        tracing::info!(rung = rung.as_str(), "model drafted the post-mortem");
+        postmortem_from_json(&v, facts, builtin)
     }
 }
 
@@ -517,6 +996,118 @@ mod tests {
             Err(AnalystError::InvalidOutput(_))
         ));
         assert!(tolerant_json("no json here").is_err());
+    }
+
+    #[test]
+    fn the_tolerant_parser_skips_think_blocks_and_braces_in_prose() {
+        let v = tolerant_json(
+            "<think>the answer needs {hypotheses}</think>\nUse {braces} like so: {\"actions\": []}",
+        )
+        .unwrap();
+        assert_eq!(v, json!({"actions": []}));
+        assert!(matches!(
+            tolerant_json("{not json} and then {\"cut\": "),
+            Err(AnalystError::InvalidOutput(_))
+        ));
+    }
+
+    #[test]
+    fn error_bodies_are_read_in_each_servers_dialect() {
+        let body = |b: &str| {
+            // What async-openai leaves when the body does not match its error type.
+            let dummy = serde_json::from_str::<()>("x").unwrap_err();
+            let e = OpenAIError::JSONDeserialize(dummy, b.to_string());
+            Rejection::of(&e).map(|r| (r.status, r.message))
+        };
+        // llama.cpp: numeric code.
+        assert_eq!(
+            body(
+                r#"{"error": {"code": 400, "message": "bad format", "type": "invalid_request_error"}}"#
+            ),
+            Some((Some(400), "bad format".to_string()))
+        );
+        // vLLM: unwrapped.
+        assert_eq!(
+            body(
+                r#"{"object": "error", "message": "too long", "type": "BadRequestError", "code": 400}"#
+            ),
+            Some((Some(400), "too long".to_string()))
+        );
+        // Not an error body at all.
+        assert_eq!(body("<html>502</html>"), None);
+    }
+
+    #[test]
+    fn a_post_mortem_reply_keeps_the_facts_and_reads_lessons_in_either_form() {
+        use crate::domain::postmortem::{ActionOutcome, draft};
+        use crate::domain::{ActionKind, Incident, IncidentId, IncidentState, Severity};
+        let now = jiff::Timestamp::UNIX_EPOCH;
+        let facts = DraftFacts {
+            incident: Incident {
+                id: IncidentId::new(2026, 3),
+                title: "Checkout errors".into(),
+                service: "payments-api".into(),
+                severity: Severity::Sev1,
+                description: String::new(),
+                state: IncidentState::Resolved,
+                opened_by: "rita".into(),
+                opened_at: now,
+                updated_at: now,
+                resolved_at: Some(now),
+                summary: Some("Rolled back".into()),
+                root_cause: Some("A leak".into()),
+                version: 2,
+            },
+            failure_modes: vec!["connection_leak".into()],
+            observations: vec!["pool exhausted".into()],
+            earliest_evidence: None,
+            actions: vec![(
+                ActionOutcome {
+                    kind: ActionKind::RaisePoolLimit,
+                    target: "payments-api".into(),
+                    outcome: "did_not_resolve".into(),
+                    note: String::new(),
+                },
+                None,
+            )],
+            misleading: vec!["Pool too small".into()],
+        };
+        let builtin = draft(&facts);
+        let v = json!({
+            "summary": "It leaked.", "trigger": "", "root_cause": "aliens",
+            "what_did_not_work": [{"kind": "reboot_cluster"}],
+            "misleading_hypotheses": ["pool too small", "DNS"],
+            "lessons": [
+                {"always": "ALWAYS: check for leaks", "because": "it leaked", "scope": "", "severity": "CRITICAL"},
+                "ALWAYS: alert on pool wait BECAUSE: found late SEVERITY: bogus"
+            ]
+        });
+        let pm = postmortem_from_json(&v, &facts, &builtin).unwrap();
+        assert_eq!(pm.summary, "It leaked.");
+        assert_eq!(
+            pm.trigger, builtin.trigger,
+            "empty prose keeps the built-in text"
+        );
+        assert_eq!(pm.root_cause, "A leak");
+        assert_eq!(pm.what_did_not_work, builtin.what_did_not_work);
+        assert_eq!(pm.misleading_hypotheses, ["Pool too small", "DNS"]);
+        assert_eq!(pm.lessons[0].always, "check for leaks");
+        assert_eq!(pm.lessons[0].severity, RuleSeverity::Critical);
+        assert_eq!(pm.lessons[0].scope, "payments-api; connection_leak");
+        assert_eq!(pm.lessons[1].always, "alert on pool wait");
+        assert_eq!(pm.lessons[1].because, "found late");
+        assert_eq!(
+            pm.lessons[1].severity,
+            RuleSeverity::Critical,
+            "SEV1 default"
+        );
+        assert!(postmortem_from_json(&json!({"foo": 1}), &facts, &builtin).is_err());
+        let schema = postmortem_schema();
+        assert_eq!(
+            schema["required"].as_array().unwrap().len(),
+            schema["properties"].as_object().unwrap().len(),
+            "strict: every property required"
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::memory::MemoryRecord;
+use crate::domain::postmortem::{DraftFacts, Postmortem};
 use crate::domain::{Confidence, Incident};
 use crate::recall::Recalled;
 
@@ -102,4 +103,23 @@ pub trait Analyst: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// [`AnalystError`] when no usable answer was produced.
     async fn investigate(&self, input: &InvestigationInput) -> Result<AnalystOutput, AnalystError>;
+
+    /// Drafts a post-mortem from the facts. `builtin` is the built-in template draft of the same
+    /// facts: the built-in analyst returns it as is; a model rewrites its prose (summary,
+    /// trigger, contributing factors, misleading hypotheses, lessons, action items, detection
+    /// gaps) and keeps its facts (impact, symptoms, root cause, what worked / did not work,
+    /// rejected recommendations). The service re-checks the result either way.
+    ///
+    /// The default returns `builtin` unchanged.
+    ///
+    /// # Errors
+    /// [`AnalystError`] when no usable draft was produced.
+    async fn draft_postmortem(
+        &self,
+        facts: &DraftFacts,
+        builtin: &Postmortem,
+    ) -> Result<Postmortem, AnalystError> {
+        let _ = facts;
+        Ok(builtin.clone())
+    }
 }

@@ -261,11 +261,13 @@ fn first_sentence(s: &str) -> String {
     let t = s.trim();
     let end = t.find(['.', '\n']).unwrap_or(t.len());
     let mut out = t[..end].trim().to_string();
-    if let Some(c) = out.get(..1) {
-        let lower = c.to_lowercase();
-        if out.chars().nth(1).is_some_and(|c| c.is_lowercase()) {
-            out.replace_range(..1, &lower);
-        }
+    // Lower-case a leading ordinary word ("A leak" → "a leak"), never an acronym ("TLS").
+    let first_word = out.split_whitespace().next().unwrap_or("");
+    if first_word.chars().skip(1).all(|c| !c.is_uppercase())
+        && let Some(c) = out.chars().next()
+    {
+        let lower: String = c.to_lowercase().collect();
+        out.replace_range(..c.len_utf8(), &lower);
     }
     out
 }

@@ -31,9 +31,21 @@ pub struct Warning {
     pub worked_in: Vec<String>,
 }
 
+/// Failure-mode tags too generic to tie two incidents together on their own (almost every
+/// incident times out somewhere); they never make a dead-end match by themselves.
+pub const GENERIC_TAGS: &[&str] = &[
+    "timeout",
+    "upstream_5xx",
+    "error_rate_high",
+    "health_check_failed",
+    "deploy_change",
+    "config_change",
+    "process_restart",
+];
+
 /// Checks an action against recorded remediation failures: same action kind and (same service or
-/// a shared failure mode). Successes of the same action under a different failure mode are named
-/// too. `None` when nothing matches.
+/// a shared, specific failure mode — see [`GENERIC_TAGS`]). Successes of the same action under a
+/// different failure mode are named too. `None` when nothing matches.
 ///
 /// # Errors
 /// Database errors.
@@ -45,7 +57,10 @@ pub async fn dead_end_warning(
 ) -> AppResult<Option<Warning>> {
     let records = mstore::remediations_for_action(pool, action).await?;
     let shares = |r: &MemoryRecord| {
-        r.services.iter().any(|s| s == service) || r.failure_modes.iter().any(|t| tags.contains(t))
+        r.services.iter().any(|s| s == service)
+            || r.failure_modes
+                .iter()
+                .any(|t| tags.contains(t) && !GENERIC_TAGS.contains(&t.as_str()))
     };
     let failures: Vec<&MemoryRecord> = records
         .iter()
@@ -74,7 +89,7 @@ pub async fn dead_end_warning(
             .unwrap_or(&f.text);
         parts.push(format!(
             "tried during {inc} and {outcome}: {}",
-            crate::evidence::truncate_chars(note, 300)
+            crate::evidence::truncate_chars(note, 300).trim_end_matches('.')
         ));
         if !incident_ids.contains(&inc) {
             incident_ids.push(inc);
@@ -950,4 +965,101 @@ pub async fn verdict(
     .await?;
     tx.commit().await?;
     recommendation_view(pool, rec.investigation_id, rid).await
+}
+
+/// A person adds an action of their own (from the closed vocabulary) to the incident's latest
+/// investigation — or to a new one when none ran yet. It gets the same dead-end check as the
+/// analyst's proposals.
+///
+/// # Errors
+/// Validation errors for an unknown kind or empty target; [`AppError::Conflict`] when learned.
+pub async fn propose(
+    pool: &SqlitePool,
+    actor: &str,
+    id: &IncidentId,
+    kind: &str,
+    target: &str,
+    rationale: &str,
+) -> AppResult<RecommendationView> {
+    let kind = ActionKind::coerce(kind).ok_or_else(|| {
+        ValidationError::new(
+            "kind",
+            format!(
+                "'{kind}' is not an action kind; use one of: {}",
+                ActionKind::ALL
+                    .iter()
+                    .map(|k| k.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    })?;
+    let incident = incidents::get(pool, id).await?;
+    if incident.state == IncidentState::Learned {
+        return Err(AppError::Conflict(format!("{id} is learned and closed")));
+    }
+    let target = if target.trim().is_empty() {
+        incident.service.clone()
+    } else {
+        crate::domain::optional_text("target", target, 200)?
+    };
+    let rationale = crate::domain::optional_text("rationale", rationale, 2000)?;
+    let (_, tags) = incident_tags(pool, &incident).await?;
+    let warning = dead_end_warning(pool, kind, &incident.service, &tags).await?;
+    let now = store::now();
+    let mut tx = store::begin_write(pool).await?;
+    let latest = rstore::latest_investigation(pool, id.as_str()).await?;
+    let inv_id = match latest {
+        Some(i) => i.id,
+        None => {
+            rstore::insert_investigation(&mut tx, id.as_str(), actor, "person", None, &[], &[], now)
+                .await?
+        }
+    };
+    let position: i64 = rstore::of_investigation(pool, inv_id).await?.len() as i64
+        + if warning.is_some() { 1000 } else { 0 };
+    let mut r = NewRecord::new(
+        MemoryKind::Recommendation,
+        format!("{} on {target}: {rationale}", kind.label()),
+        actor,
+    );
+    r.epistemic_type = EpistemicType::Decision;
+    r.incident_id = Some(id.to_string());
+    r.services = vec![incident.service.clone()];
+    r.failure_modes = tags;
+    r.action_kind = Some(kind);
+    r.target = Some(target.clone());
+    r.validation = crate::domain::Validation::Pending;
+    r.data =
+        serde_json::json!({"investigation_id": inv_id, "warning": warning, "proposed_by": actor});
+    let (rid, _) = crate::services::memory::write_in(&mut tx, r).await?;
+    let warning_json = warning
+        .as_ref()
+        .map(|w| serde_json::to_string(w).unwrap_or_default());
+    let rec_id = rstore::insert(
+        &mut tx,
+        &rstore::NewRecommendation {
+            investigation_id: inv_id,
+            incident_id: id.as_str(),
+            record_id: rid,
+            hypothesis_id: None,
+            action_kind: kind.as_str(),
+            target: &target,
+            rationale: &rationale,
+            warning: warning_json,
+            position,
+        },
+    )
+    .await?;
+    incidents::add_event(
+        &mut tx,
+        id,
+        now,
+        actor,
+        "action_proposed",
+        &format!("{} on {target}", kind.as_str()),
+    )
+    .await?;
+    tx.commit().await?;
+    recommendation_view(pool, inv_id, rec_id).await
 }

@@ -96,22 +96,59 @@ async fn facts(pool: &SqlitePool, incident: &crate::domain::Incident) -> AppResu
     })
 }
 
-/// Drafts the post-mortem: resolved → postmortem_draft.
+/// Drafts the post-mortem: resolved → postmortem_draft. With `llm` configured the model drafts
+/// it (over the built-in draft, see [`crate::analyst::Analyst::draft_postmortem`]) and the result
+/// is re-checked: the facts (impact, symptoms, root cause, what worked / did not work, rejected)
+/// stay the built-in ones, lessons without an ALWAYS or BECAUSE line are dropped and reported,
+/// every BECAUSE names the incident. On a timeout, a transport error or invalid output the
+/// built-in draft is stored with "model unavailable: …" in `postmortems.notice`.
 ///
 /// # Errors
 /// [`AppError::InvalidTransition`] unless resolved; [`AppError::NotFound`].
 pub async fn draft_postmortem(
     pool: &SqlitePool,
+    llm: Option<&dyn crate::analyst::Analyst>,
     user: &User,
     id: &IncidentId,
 ) -> AppResult<pstore::StoredPostmortem> {
     let incident = incidents::get(pool, id).await?;
     incident.state.apply(Transition::DraftPostmortem)?;
-    let pm = draft(&facts(pool, &incident).await?);
+    let facts = facts(pool, &incident).await?;
+    let builtin = draft(&facts);
+    // The model is asked before the write transaction: a slow model never holds the lock.
+    let (pm, analyst, notice) = match llm {
+        None => (builtin, "built-in".to_string(), None),
+        Some(a) => match a.draft_postmortem(&facts, &builtin).await.and_then(|m| {
+            checked_model_draft(m, &builtin, &facts)
+                .map_err(|e| crate::analyst::AnalystError::InvalidOutput(e.to_string()))
+        }) {
+            Ok((pm, notes)) => {
+                let notice = (!notes.is_empty()).then(|| notes.join(". "));
+                (pm, a.name(), notice)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "model unavailable; using the built-in post-mortem draft");
+                (
+                    builtin,
+                    "built-in".to_string(),
+                    Some(format!(
+                        "model unavailable: {e}; showing the built-in draft"
+                    )),
+                )
+            }
+        },
+    };
     let mut tx = store::begin_write(pool).await?;
     let current = incidents::get_in(&mut tx, id).await?;
     let to = current.state.apply(Transition::DraftPostmortem)?;
     let at = store::now();
+    let event = match &notice {
+        Some(n) if analyst == "built-in" => {
+            format!("post-mortem drafted (built-in analyst; {n})")
+        }
+        _ if analyst == "built-in" => "post-mortem drafted (built-in analyst)".to_string(),
+        _ => format!("post-mortem drafted ({analyst})"),
+    };
     if !incidents::apply_transition(
         &mut tx,
         id,
@@ -121,7 +158,7 @@ pub async fn draft_postmortem(
         &Default::default(),
         &user.name,
         at,
-        "post-mortem drafted (built-in analyst)",
+        &event,
     )
     .await?
     {
@@ -129,17 +166,96 @@ pub async fn draft_postmortem(
             "{id} changed while drafting; reload"
         )));
     }
-    pstore::upsert_draft(&mut tx, id.as_str(), &pm, &user.name, "built-in", None, at).await?;
+    pstore::upsert_draft(
+        &mut tx,
+        id.as_str(),
+        &pm,
+        &user.name,
+        &analyst,
+        notice.as_deref(),
+        at,
+    )
+    .await?;
     audit::append(
         &mut tx,
         &user.name,
         "incident.draft_postmortem",
         id.as_str(),
-        &serde_json::json!({"from": current.state, "to": to}).to_string(),
+        &serde_json::json!({"from": current.state, "to": to, "analyst": analyst}).to_string(),
     )
     .await?;
     tx.commit().await?;
     pstore::get(pool, id.as_str()).await
+}
+
+/// Re-checks a model's draft against the built-in one: the facts are never taken from the model
+/// (impact, symptoms, root cause, what worked / did not work, rejected keep the built-in
+/// values, so action kinds stay the facts' ones); lessons lacking an ALWAYS or BECAUSE line are
+/// dropped (and reported in the returned notes); a BECAUSE that does not name the incident is
+/// prefixed with it; empty prose keeps the built-in text; when no lesson survives, the built-in
+/// lessons are kept.
+///
+/// # Errors
+/// The validation error when the result is still not a valid post-mortem.
+fn checked_model_draft(
+    mut pm: Postmortem,
+    builtin: &Postmortem,
+    facts: &DraftFacts,
+) -> Result<(Postmortem, Vec<String>), crate::domain::ValidationError> {
+    let id = facts.incident.id.as_str();
+    pm.impact = builtin.impact.clone();
+    pm.symptoms = builtin.symptoms.clone();
+    pm.root_cause = builtin.root_cause.clone();
+    pm.what_worked = builtin.what_worked.clone();
+    pm.what_did_not_work = builtin.what_did_not_work.clone();
+    pm.rejected = builtin.rejected.clone();
+    if pm.summary.trim().is_empty() {
+        pm.summary = builtin.summary.clone();
+    }
+    if pm.trigger.trim().is_empty() {
+        pm.trigger = builtin.trigger.clone();
+    }
+    for m in &facts.misleading {
+        if !pm.misleading_hypotheses.contains(m) {
+            pm.misleading_hypotheses.insert(0, m.clone());
+        }
+    }
+    let mut dropped = Vec::new();
+    let proposed = pm.lessons.len();
+    let mut lessons = Vec::new();
+    for (k, mut l) in std::mem::take(&mut pm.lessons).into_iter().enumerate() {
+        if l.always.trim().is_empty() {
+            dropped.push(format!("lesson {} has no ALWAYS line", k + 1));
+            continue;
+        }
+        if l.because.trim().is_empty() {
+            dropped.push(format!("lesson {} has no BECAUSE line", k + 1));
+            continue;
+        }
+        if !l.because.contains(id) {
+            l.because = format!("During {id}: {}", l.because.trim());
+        }
+        lessons.push(l);
+    }
+    let mut notes = Vec::new();
+    if !dropped.is_empty() {
+        notes.push(format!(
+            "model proposed {proposed} lessons, {} dropped: {}",
+            dropped.len(),
+            dropped.join(", ")
+        ));
+    }
+    if lessons.is_empty() && !builtin.lessons.is_empty() {
+        notes.push("no usable lesson from the model: kept the built-in lessons".into());
+        lessons = builtin.lessons.clone();
+    }
+    pm.lessons = lessons;
+    // Checked like an edit, unless the facts themselves fail it (no root cause given at
+    // resolution): the built-in draft would fail the same way, so that is not the model's fault.
+    if validate(builtin).is_ok() {
+        validate(&pm)?;
+    }
+    Ok((pm, notes))
 }
 
 /// Replaces the draft's content. Only while the post-mortem is a draft (a confirmed one must be

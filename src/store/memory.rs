@@ -202,6 +202,146 @@ pub async fn insert(tx: &mut Tx, r: &NewRecord, at: jiff::Timestamp) -> AppResul
     Ok((id, true))
 }
 
+/// Records per statement in [`insert_bulk`].
+const BULK_CHUNK: usize = 1000;
+
+/// Inserts many records inside the caller's transaction, writing exactly what [`insert`] writes
+/// for each (the row, its keys, its `cites` links, the FTS entry for durable kinds, a `created`
+/// history entry) but with five statements per thousand records instead of several per record.
+/// Each record comes with its creation instant. Records with an `origin` go through [`insert`]
+/// one by one, so idempotency holds. Returns the ids in input order. Like [`insert`], this is the
+/// store layer: no redaction, citation check or audit entry (see `services::memory::write_in`).
+///
+/// # Errors
+/// Database errors (e.g. a `cites` id that does not exist).
+pub async fn insert_bulk(
+    tx: &mut Tx,
+    records: &[(NewRecord, jiff::Timestamp)],
+) -> AppResult<Vec<i64>> {
+    let mut ids = Vec::with_capacity(records.len());
+    let mut batch: Vec<&(NewRecord, jiff::Timestamp)> = Vec::new();
+    for item in records {
+        if item.0.origin.is_some() {
+            insert_batch(tx, &batch, &mut ids).await?;
+            batch.clear();
+            ids.push(insert(tx, &item.0, item.1).await?.0);
+        } else {
+            batch.push(item);
+            if batch.len() == BULK_CHUNK {
+                insert_batch(tx, &batch, &mut ids).await?;
+                batch.clear();
+            }
+        }
+    }
+    insert_batch(tx, &batch, &mut ids).await?;
+    Ok(ids)
+}
+
+/// One chunk of [`insert_bulk`] (records without `origin`): ids are assigned after the largest
+/// existing one, as SQLite would, and every table is filled from one JSON array parameter.
+async fn insert_batch(
+    tx: &mut Tx,
+    batch: &[&(NewRecord, jiff::Timestamp)],
+    ids: &mut Vec<i64>,
+) -> AppResult<()> {
+    use serde_json::{Value, json};
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let first: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM records")
+        .fetch_one(&mut **tx)
+        .await?;
+    let (mut rows, mut keys, mut links, mut fts, mut history) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (i, (r, at)) in batch.iter().enumerate() {
+        let id = first + i as i64;
+        let rule = r.rule.as_ref();
+        let at = db_time(*at);
+        rows.push(json!([
+            id,
+            r.kind.as_str(),
+            r.epistemic_type.as_str(),
+            r.text,
+            serde_json::to_string(&r.services).map_err(corrupt)?,
+            serde_json::to_string(&r.failure_modes).map_err(corrupt)?,
+            r.action_kind.map(ActionKind::as_str),
+            r.target,
+            r.incident_id,
+            r.validation.as_str(),
+            r.confidence.map(Confidence::as_str),
+            r.importance,
+            rule.map(|x| x.always.as_str()),
+            rule.map(|x| x.because.as_str()),
+            rule.map(|x| x.scope.as_str()),
+            rule.map(|x| x.severity.as_str()),
+            r.author,
+            at,
+            if r.data.is_null() {
+                "{}".to_string()
+            } else {
+                r.data.to_string()
+            },
+        ]));
+        keys.extend(r.services.iter().map(|s| json!(["service", s, id])));
+        keys.extend(
+            r.failure_modes
+                .iter()
+                .map(|t| json!(["failure_mode", t, id])),
+        );
+        keys.extend(
+            r.action_kind
+                .map(|a| json!(["action_kind", a.as_str(), id])),
+        );
+        links.extend(r.cites.iter().map(|to| json!([id, to])));
+        if r.kind.is_durable() {
+            fts.push(json!([id, r.text, scope_text(r)]));
+        }
+        history.push(json!([id, r.author, r.validation.as_str(), at]));
+        ids.push(id);
+    }
+    let statements: [(&str, Vec<Value>); 5] = [
+        (
+            "INSERT INTO records (id, kind, epistemic_type, text, services, failure_modes, action_kind,
+                target, incident_id, validation, confidence, importance, rule_always, rule_because,
+                rule_scope, rule_severity, author, created_at, data)
+             SELECT v->>0, v->>1, v->>2, v->>3, v->>4, v->>5, v->>6, v->>7, v->>8, v->>9, v->>10,
+                v->>11, v->>12, v->>13, v->>14, v->>15, v->>16, v->>17, v->>18
+             FROM (SELECT value AS v FROM json_each(?))",
+            rows,
+        ),
+        (
+            "INSERT OR IGNORE INTO record_keys (key, value, record_id)
+             SELECT v->>0, v->>1, v->>2 FROM (SELECT value AS v FROM json_each(?))",
+            keys,
+        ),
+        (
+            "INSERT OR IGNORE INTO record_links (from_id, to_id, relation)
+             SELECT v->>0, v->>1, 'cites' FROM (SELECT value AS v FROM json_each(?))",
+            links,
+        ),
+        (
+            "INSERT INTO records_fts (rowid, text, scope)
+             SELECT v->>0, v->>1, v->>2 FROM (SELECT value AS v FROM json_each(?))",
+            fts,
+        ),
+        (
+            "INSERT INTO record_history (record_id, at, actor, change, detail)
+             SELECT v->>0, v->>3, v->>1, 'created', v->>2 FROM (SELECT value AS v FROM json_each(?))",
+            history,
+        ),
+    ];
+    for (sql, values) in statements {
+        if values.is_empty() {
+            continue;
+        }
+        sqlx::query(sql)
+            .bind(Value::Array(values).to_string())
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
 /// Records a change of a record (created, superseded, retracted, evidence bumped).
 ///
 /// # Errors
@@ -345,12 +485,25 @@ pub async fn list(pool: &SqlitePool, f: &MemoryFilter) -> AppResult<Vec<MemoryRe
 /// Turns free text into an FTS5 expression: each word (letters/digits, ≥ 2 chars) quoted and
 /// OR-ed, at most 40 words. Quoting makes any user text safe to pass to MATCH.
 pub fn fts_or_query(text: &str) -> String {
+    fts_or_terms(&fts_terms(text))
+}
+
+/// The words [`fts_or_query`] OR-s: lower-case, letters/digits, ≥ 2 chars, deduplicated, in
+/// order, at most 40.
+pub fn fts_terms(text: &str) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| w.chars().count() >= 2)
         .map(str::to_lowercase)
         .filter(|w| seen.insert(w.clone()))
         .take(40)
+        .collect()
+}
+
+/// An FTS5 expression OR-ing `terms` (each quoted; see [`fts_terms`]).
+pub fn fts_or_terms(terms: &[String]) -> String {
+    terms
+        .iter()
         .map(|w| format!("\"{w}\""))
         .collect::<Vec<_>>()
         .join(" OR ")
@@ -393,6 +546,115 @@ pub async fn fts_candidates(
     .fetch_all(pool)
     .await?;
     Ok(ids)
+}
+
+/// How many searchable records contain each of `words` (letters/digits only, as
+/// [`fts_or_query`] splits them), counting at most `cap` per word: a word matching `cap` or more
+/// records reports `cap`, so a common word costs no more than `cap` index entries. Same order as
+/// `words`.
+///
+/// # Errors
+/// Database errors.
+pub async fn term_doc_counts(pool: &SqlitePool, words: &[String], cap: i64) -> AppResult<Vec<i64>> {
+    if words.is_empty() {
+        return Ok(Vec::new());
+    }
+    let quoted: Vec<String> = words
+        .iter()
+        .map(|w| {
+            let w: String = w.chars().filter(|c| c.is_alphanumeric()).collect();
+            format!("\"{w}\"")
+        })
+        .collect();
+    Ok(sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM (SELECT 1 FROM records_fts WHERE records_fts MATCH j.value LIMIT ?2))
+         FROM json_each(?1) j ORDER BY j.key",
+    )
+    .bind(serde_json::to_string(&quoted).map_err(corrupt)?)
+    .bind(cap)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// The two BM25 candidate lists of recall from one FTS5 pass: among the best `window` matches of
+/// `expr`, the first `limit` durable, non-retracted records of `kinds` (empty = every durable
+/// kind) and the first `rule_limit` of `rule_kinds`, without `exclude_incident`'s own records.
+/// Only the `window` best matches are looked up in `records`, not every match. The third value
+/// says whether the window held every match: when it is `false` and a list came out short, the
+/// list may be incomplete and [`fts_candidates`] gives the exact one.
+///
+/// # Errors
+/// Database errors.
+#[allow(clippy::too_many_arguments)]
+pub async fn fts_candidate_lists(
+    pool: &SqlitePool,
+    expr: &str,
+    kinds: &[MemoryKind],
+    rule_kinds: &[MemoryKind],
+    exclude_incident: Option<&str>,
+    limit: i64,
+    rule_limit: i64,
+    window: i64,
+) -> AppResult<(Vec<i64>, Vec<i64>, bool)> {
+    if expr.is_empty() {
+        return Ok((Vec::new(), Vec::new(), true));
+    }
+    let kinds_json = |ks: &[MemoryKind]| -> AppResult<String> {
+        serde_json::to_string(&ks.iter().map(|k| k.as_str()).collect::<Vec<_>>()).map_err(corrupt)
+    };
+    let text_kinds = if kinds.is_empty() {
+        durable_kinds_json()
+    } else {
+        kinds_json(kinds)?
+    };
+    // Row 0 carries how many matches the window held; the others are candidates, best first,
+    // each flagged with the list(s) it belongs to.
+    let rows: Vec<(i64, i64, bool, bool)> = sqlx::query_as(
+        "WITH f AS MATERIALIZED (
+             SELECT rowid AS id, bm25(records_fts, 1.0, 0.6) AS s FROM records_fts
+             WHERE records_fts MATCH ?1 ORDER BY s LIMIT ?2),
+         c AS (
+             SELECT f.id, f.s, r.kind IN (SELECT value FROM json_each(?3)) AS t,
+                    r.kind IN (SELECT value FROM json_each(?4)) AS p
+             FROM f JOIN records r ON r.id = f.id
+             WHERE r.validation != 'retracted'
+               AND (?5 IS NULL OR r.incident_id IS NULL OR r.incident_id != ?5)),
+         n AS (
+             SELECT id, s, t, p,
+                    sum(t) OVER (ORDER BY s, id ROWS UNBOUNDED PRECEDING) AS rt,
+                    sum(p) OVER (ORDER BY s, id ROWS UNBOUNDED PRECEDING) AS rp
+             FROM c)
+         SELECT o, id, in_text, in_rules FROM (
+             SELECT 0 AS o, NULL AS s, (SELECT count(*) FROM f) AS id, 0 AS in_text, 0 AS in_rules
+             UNION ALL
+             SELECT 1, s, id, t AND rt <= ?6, p AND rp <= ?7 FROM n
+             WHERE (t AND rt <= ?6) OR (p AND rp <= ?7))
+         ORDER BY o, s, id",
+    )
+    .bind(expr)
+    .bind(window)
+    .bind(text_kinds)
+    .bind(kinds_json(rule_kinds)?)
+    .bind(exclude_incident)
+    .bind(limit)
+    .bind(rule_limit)
+    .fetch_all(pool)
+    .await?;
+    let mut seen = 0;
+    let (mut text, mut rules) = (Vec::new(), Vec::new());
+    for (o, id, in_text, in_rules) in rows {
+        if o == 0 {
+            seen = id;
+            continue;
+        }
+        if in_text {
+            text.push(id);
+        }
+        if in_rules {
+            rules.push(id);
+        }
+    }
+    Ok((text, rules, seen < window))
 }
 
 /// Structured candidates: durable, non-retracted records matching any of `keys`

@@ -20,6 +20,8 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/v1/incidents/{id}/investigate", post(api_investigate))
         .route("/api/v1/incidents/{id}/investigation", get(api_latest))
+        .route("/api/v1/incidents/{id}/recommendations", post(api_propose))
+        .route("/incidents/{id}/recommendations", post(page_propose))
         .route(
             "/api/v1/incidents/{id}/recommendations/{rid}/approve",
             post(api_approve),
@@ -76,6 +78,50 @@ async fn api_latest(
         ))
         .into()),
     }
+}
+
+/// Body of `POST …/recommendations`: an action a person proposes.
+#[derive(Debug, Deserialize, Default)]
+pub struct ProposeBody {
+    /// ActionKind name (aliases accepted).
+    #[serde(default)]
+    pub kind: String,
+    /// Target; the incident's service when empty.
+    #[serde(default)]
+    pub target: String,
+    /// Why.
+    #[serde(default)]
+    pub rationale: String,
+}
+
+async fn api_propose(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(b): ApiJson<ProposeBody>,
+) -> Result<Response, ApiError> {
+    user.require(Role::Responder, "proposing an action")?;
+    let view = inv::propose(
+        &s.pool,
+        &user.0.name,
+        &incident_id(&id)?,
+        &b.kind,
+        &b.target,
+        &b.rationale,
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(view)).into_response())
+}
+
+async fn page_propose(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    PageForm(b): PageForm<ProposeBody>,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    inv::propose(&s.pool, &user.0.name, &id, &b.kind, &b.target, &b.rationale).await?;
+    Ok(back(&id))
 }
 
 /// Body of reject.

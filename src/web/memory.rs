@@ -32,6 +32,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/recall", get(api_recall))
         .route("/memories", get(browser_page))
         .route("/memories/new", get(new_page).post(new_submit))
+        .route("/memories/sample", axum::routing::post(load_sample))
         .route("/memories/{id}", get(show_page))
         .route("/memories/{id}/supersede", post(supersede_submit))
         .route("/memories/{id}/retract", post(retract_submit))
@@ -425,6 +426,16 @@ struct BrowserPage {
     notice: Option<String>,
     kinds: Vec<&'static str>,
     validations: Vec<&'static str>,
+    memory_empty: bool,
+    can_load_sample: bool,
+}
+
+/// `POST /memories/sample` (admins): replays the embedded sample history through the normal
+/// workflow, then shows the memory browser.
+async fn load_sample(State(s): State<AppState>, user: CurrentUser) -> Result<Response, PageError> {
+    user.require(Role::Admin, "loading the sample history")?;
+    crate::sample::load_history(&s.pool).await?;
+    Ok(Redirect::to("/memories").into_response())
 }
 
 #[derive(Deserialize, Default)]
@@ -442,11 +453,20 @@ async fn browser_page(
     Query(bq): Query<BrowserQuery>,
 ) -> Result<Response, PageError> {
     let clock = Clock::for_viewer(Some(&user), &headers);
-    let items = mstore::list(&s.pool, &bq.filter.to_filter()?)
+    let items: Vec<Item> = mstore::list(&s.pool, &bq.filter.to_filter()?)
         .await?
         .into_iter()
         .map(|m| item(m, &clock))
         .collect();
+    let memory_empty = mstore::list(
+        &s.pool,
+        &MemoryFilter {
+            limit: Some(1),
+            ..Default::default()
+        },
+    )
+    .await?
+    .is_empty();
     let (recalled, notice) = if bq.recall.trim().is_empty() {
         (None, None)
     } else {
@@ -483,6 +503,8 @@ async fn browser_page(
             .map(|k| k.as_str())
             .collect(),
         validations: Validation::ALL.iter().map(|v| v.as_str()).collect(),
+        memory_empty,
+        can_load_sample: user.role.includes(Role::Admin),
     }
     .into_response())
 }

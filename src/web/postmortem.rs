@@ -64,7 +64,8 @@ async fn api_draft(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     user.require(Role::Responder, "drafting a post-mortem")?;
-    let stored = pm::draft_postmortem(&s.pool, &user.0, &incident_id(&id)?).await?;
+    let stored =
+        pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &incident_id(&id)?).await?;
     Ok((StatusCode::CREATED, Json(stored)).into_response())
 }
 
@@ -223,7 +224,7 @@ async fn page_draft(
     Path(id): Path<String>,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
-    pm::draft_postmortem(&s.pool, &user.0, &id).await?;
+    pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &id).await?;
     Ok(back(&id, "/postmortem"))
 }
 

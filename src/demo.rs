@@ -1,0 +1,314 @@
+//! `incidentmind demo`: the whole story against a temporary database through the app's own HTTP
+//! API (a server on 127.0.0.1), printing each step — for machines without a browser.
+//!
+//! Story: load the sample history; incident A on payments-api (pool exhaustion) is investigated,
+//! raising the pool limit is tried and does not resolve it, a rollback does; A is resolved,
+//! post-mortem drafted, confirmed by a reviewer, previewed and learned. Incident B, written in
+//! other words on the same service, recalls A, cites it, and warns on the dead end.
+
+use serde_json::{Value, json};
+
+use crate::web::{AppState, Settings, router};
+
+const LOG_A: &str = "2026-11-29T14:05:12Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.
+2026-11-29T14:06:40Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.
+2026-11-29T14:07:02Z WARN pool stats: active=50 idle=0 waiting=180
+2026-11-29T14:07:30Z INFO request rate 290/s (flat)";
+
+const LOG_B: &str = "2026-11-29T16:20:03Z ERROR checkout: timed out waiting for a database connection from the pool (30000 ms)
+2026-11-29T16:21:10Z ERROR checkout: timed out waiting for a database connection from the pool (30000 ms)";
+
+struct Api {
+    base: String,
+    http: reqwest::Client,
+}
+
+impl Api {
+    async fn call(
+        &self,
+        token: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<Value> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        let res = req.send().await?;
+        let status = res.status();
+        let v: Value = res.json().await.unwrap_or(Value::Null);
+        anyhow::ensure!(status.is_success(), "{path} → {status}: {v}");
+        Ok(v)
+    }
+
+    async fn post(&self, token: &str, path: &str, body: Value) -> anyhow::Result<Value> {
+        self.call(token, reqwest::Method::POST, path, Some(body))
+            .await
+    }
+
+    async fn get(&self, token: &str, path: &str) -> anyhow::Result<Value> {
+        self.call(token, reqwest::Method::GET, path, None).await
+    }
+}
+
+fn step(n: u32, what: &str) {
+    println!("\n[{n}] {what}");
+}
+
+fn rec_id(inv: &Value, kind: &str) -> anyhow::Result<i64> {
+    inv["recommendations"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["kind"] == kind))
+        .and_then(|r| r["id"].as_i64())
+        .ok_or_else(|| anyhow::anyhow!("no {kind} recommendation in {inv}"))
+}
+
+/// Runs the demo. Returns an error (exit status 1) if the second incident does not recall and
+/// warn about the first.
+///
+/// # Errors
+/// Any failed step.
+pub async fn run() -> anyhow::Result<()> {
+    let dir = std::env::temp_dir().join(format!("incidentmind-demo-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir)?;
+    let db = dir.join("demo.db");
+    let result = story(
+        db.to_str()
+            .ok_or_else(|| anyhow::anyhow!("temp path is not UTF-8"))?,
+    )
+    .await;
+    let _ = std::fs::remove_dir_all(&dir);
+    result
+}
+
+async fn story(db: &str) -> anyhow::Result<()> {
+    let pool = crate::store::connect(db).await?;
+    step(
+        1,
+        &format!("temporary database {db}; users rita (responder) and victor (reviewer)"),
+    );
+    let rita = crate::cli::add_user(&pool, "rita", "responder", None).await?;
+    let victor = crate::cli::add_user(&pool, "victor", "reviewer", None).await?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    let app = router(AppState::new(pool.clone(), Settings::default()));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    let api = Api {
+        base: base.clone(),
+        http: reqwest::Client::new(),
+    };
+    println!("    app serving on {base}");
+
+    step(
+        2,
+        "load the sample history through the normal workflow (post-mortems confirmed, then learned)",
+    );
+    let loaded = crate::sample::load_history(&pool).await?;
+    println!(
+        "    {} past incidents learned: {} … {}",
+        loaded.len(),
+        loaded.first().map(|x| x.1.to_string()).unwrap_or_default(),
+        loaded.last().map(|x| x.1.to_string()).unwrap_or_default()
+    );
+
+    step(3, "incident A: open, paste logs, see observations");
+    let a = api.post(&rita, "/api/v1/incidents", json!({"title": "Checkout API returns 503s", "service": "payments-api", "severity": "SEV2", "description": "Checkout failing since 14:05; database looks idle."})).await?;
+    let a_id = a["id"].as_str().unwrap_or_default().to_string();
+    let ev = api
+        .post(
+            &rita,
+            &format!("/api/v1/incidents/{a_id}/evidence"),
+            json!({"kind": "logs", "content": LOG_A, "source": "kubectl logs payments-api"}),
+        )
+        .await?;
+    println!(
+        "    {a_id}: {} observations",
+        ev["observations"].as_array().map_or(0, Vec::len)
+    );
+    for o in ev["observations"].as_array().into_iter().flatten().take(3) {
+        println!(
+            "      - {} [{}]",
+            o["text"].as_str().unwrap_or_default(),
+            o["failure_modes"]
+                .as_array()
+                .map(|t| t
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default()
+        );
+    }
+
+    step(4, "investigate A");
+    let inv = api
+        .post(
+            &rita,
+            &format!("/api/v1/incidents/{a_id}/investigate"),
+            json!({}),
+        )
+        .await?;
+    for h in inv["hypotheses"].as_array().into_iter().flatten().take(3) {
+        println!(
+            "    hypothesis ({}): {}",
+            h["confidence"].as_str().unwrap_or_default(),
+            h["statement"].as_str().unwrap_or_default()
+        );
+    }
+    for r in inv["recommendations"].as_array().into_iter().flatten() {
+        println!(
+            "    action {}{}",
+            r["kind"].as_str().unwrap_or_default(),
+            if r["warning"].is_null() {
+                String::new()
+            } else {
+                format!(
+                    "  ⚠ {}",
+                    r["warning"]["message"].as_str().unwrap_or_default()
+                )
+            }
+        );
+    }
+
+    step(
+        5,
+        "approve raise_pool_limit (simulated) → verdict: did not resolve; approve rollback_deploy → resolved",
+    );
+    let raise = rec_id(&inv, "raise_pool_limit")?;
+    let t = api
+        .post(
+            &rita,
+            &format!("/api/v1/incidents/{a_id}/recommendations/{raise}/approve"),
+            json!({}),
+        )
+        .await?;
+    println!(
+        "    {}",
+        t["transcript"]
+            .as_str()
+            .unwrap_or_default()
+            .lines()
+            .next()
+            .unwrap_or_default()
+    );
+    api.post(
+        &rita,
+        &format!("/api/v1/incidents/{a_id}/recommendations/{raise}/verdict"),
+        json!({"verdict": "did_not_resolve", "note": "pool filled again within minutes"}),
+    )
+    .await?;
+    let rollback = rec_id(&inv, "rollback_deploy")?;
+    api.post(
+        &rita,
+        &format!("/api/v1/incidents/{a_id}/recommendations/{rollback}/approve"),
+        json!({}),
+    )
+    .await?;
+    api.post(
+        &rita,
+        &format!("/api/v1/incidents/{a_id}/recommendations/{rollback}/verdict"),
+        json!({"verdict": "resolved", "note": "pool usage back to normal"}),
+    )
+    .await?;
+
+    step(
+        6,
+        "resolve A, draft the post-mortem, a reviewer confirms, preview, learn",
+    );
+    api.post(&rita, &format!("/api/v1/incidents/{a_id}/resolve"), json!({"summary": "Rolled back payments-api 2.15.0.", "root_cause": "A connection leak in the new refund path."})).await?;
+    api.post(
+        &rita,
+        &format!("/api/v1/incidents/{a_id}/postmortem"),
+        json!({}),
+    )
+    .await?;
+    api.post(
+        &victor,
+        &format!("/api/v1/incidents/{a_id}/postmortem/confirm"),
+        json!({}),
+    )
+    .await?;
+    let preview = api
+        .get(
+            &rita,
+            &format!("/api/v1/incidents/{a_id}/learnings/preview"),
+        )
+        .await?;
+    println!(
+        "    preview: {}",
+        preview["message"].as_str().unwrap_or_default()
+    );
+    let learned = api
+        .post(
+            &victor,
+            &format!("/api/v1/incidents/{a_id}/learn"),
+            json!({}),
+        )
+        .await?;
+    println!(
+        "    learn: {}",
+        learned["message"].as_str().unwrap_or_default()
+    );
+    anyhow::ensure!(
+        preview["memories"].as_array().map(Vec::len) == learned["written"].as_array().map(Vec::len),
+        "preview and learn disagree"
+    );
+
+    step(7, "incident B, other words, same service: investigate");
+    let b = api.post(&rita, "/api/v1/incidents", json!({"title": "Card payments hang at the last step", "service": "payments-api", "severity": "SEV2", "description": "Customers wait forever on pay; requests time out waiting on the db."})).await?;
+    let b_id = b["id"].as_str().unwrap_or_default().to_string();
+    api.post(
+        &rita,
+        &format!("/api/v1/incidents/{b_id}/evidence"),
+        json!({"kind": "logs", "content": LOG_B}),
+    )
+    .await?;
+    let inv_b = api
+        .post(
+            &rita,
+            &format!("/api/v1/incidents/{b_id}/investigate"),
+            json!({}),
+        )
+        .await?;
+    let recalled_a = inv_b["recalled"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|m| m["incident_id"] == a_id.as_str());
+    let cited_a = inv_b["hypotheses"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|h| {
+            h["prior_incidents"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|p| p["id"] == a_id.as_str())
+        });
+    println!("    recalled prior incident {a_id}: {recalled_a}; cited by a hypothesis: {cited_a}");
+    let raise_b = inv_b["recommendations"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["kind"] == "raise_pool_limit"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let warning = raise_b["warning"]["message"].as_str().unwrap_or_default();
+    println!("    warning on raise_pool_limit: {warning}");
+    let warns_a = raise_b["warning"]["incident_ids"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|i| i == a_id.as_str());
+    anyhow::ensure!(
+        recalled_a && warns_a,
+        "incident B did not recall {a_id} and warn on its dead end"
+    );
+    println!("\ndemo OK: {b_id} recalled {a_id} and warned before repeating its dead end");
+    Ok(())
+}

@@ -1,0 +1,229 @@
+//! Replaying past incidents through the product's own workflow: open → evidence → actions and
+//! verdicts → resolve → post-mortem → confirmation by another reviewer → Learn. Used to load the
+//! sample history (`examples/history.json`, embedded), by `incidentmind demo`, and by the recall
+//! evaluation — so every memory they create went through the same gate as a real incident's.
+//!
+//! The input shape is the `past[]` schema of `../shared/data/recall-dev.json`.
+
+use serde::Deserialize;
+use sqlx::SqlitePool;
+
+use crate::domain::memory::{Rule, RuleSeverity};
+use crate::domain::{IncidentId, NewIncident, Resolution, Role, Severity, Transition, UserName};
+use crate::error::{AppError, AppResult};
+use crate::evidence::EvidenceKind;
+use crate::services::{evidence, investigation, postmortem, workflow};
+use crate::store::users::{self, User};
+
+/// The sample history shipped with the app (our own words, facts from public post-mortems).
+pub const HISTORY_JSON: &str = include_str!("../examples/history.json");
+
+/// An action and its note.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PastAction {
+    /// ActionKind name (aliases accepted).
+    pub kind: String,
+    /// Target.
+    pub target: String,
+    /// What happened.
+    pub note: String,
+}
+
+/// A lesson as written in the source file.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PastLesson {
+    /// ALWAYS …
+    pub always: String,
+    /// BECAUSE …
+    pub because: String,
+    /// SCOPE …
+    pub scope: String,
+    /// critical / high / medium / low.
+    pub severity: String,
+}
+
+/// A past incident to replay.
+#[derive(Debug, Clone, Deserialize)]
+pub struct PastIncident {
+    /// Source id (`D01`, `H03`).
+    pub id: String,
+    /// Service.
+    pub service: String,
+    /// One-line title.
+    pub title: String,
+    /// As written by the on-call engineer.
+    pub description: String,
+    /// Log lines, command output, metric notes.
+    pub evidence: Vec<String>,
+    /// The confirmed root cause.
+    pub root_cause: String,
+    /// The action that did not help, if any.
+    pub failed_action: Option<PastAction>,
+    /// The action that resolved it.
+    pub worked_action: PastAction,
+    /// The lesson.
+    pub lesson: PastLesson,
+    /// SEV1…SEV4 (default SEV2).
+    #[serde(default)]
+    pub severity: Option<String>,
+    /// What set it off.
+    #[serde(default)]
+    pub trigger: Option<String>,
+    /// First explanations that were wrong.
+    #[serde(default)]
+    pub misleading_hypotheses: Vec<String>,
+    /// Where the facts come from (public post-mortem URL).
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// The sample history file: `{"incidents": [...]}`.
+#[derive(Debug, Clone, Deserialize)]
+pub struct HistoryFile {
+    /// Past incidents in the order they happened.
+    pub incidents: Vec<PastIncident>,
+}
+
+/// The two accounts history is replayed as (no password: they cannot sign in).
+///
+/// # Errors
+/// Database errors.
+pub async fn history_users(pool: &SqlitePool) -> AppResult<(User, User)> {
+    let mut out = Vec::new();
+    for (name, role) in [
+        ("history-responder", Role::Responder),
+        ("history-reviewer", Role::Reviewer),
+    ] {
+        let user = match users::find_with_password(pool, name).await? {
+            Some((u, _)) => u,
+            None => users::create(pool, &UserName::parse(name)?, role, None).await?,
+        };
+        out.push(user);
+    }
+    let reviewer = out
+        .pop()
+        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("no reviewer")))?;
+    let responder = out
+        .pop()
+        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("no responder")))?;
+    Ok((responder, reviewer))
+}
+
+/// Replays one past incident to `learned`; returns its new incident id.
+///
+/// # Errors
+/// Validation errors in the input (unknown action kind, bad severity); database errors.
+pub async fn replay(
+    pool: &SqlitePool,
+    p: &PastIncident,
+    responder: &User,
+    reviewer: &User,
+) -> AppResult<IncidentId> {
+    let new = NewIncident::parse(
+        &p.title,
+        &p.service,
+        p.severity.as_deref().unwrap_or("SEV2"),
+        &p.description,
+    )?;
+    let inc = workflow::open_incident(pool, &responder.name, &new).await?;
+    let id = inc.id.clone();
+    if !p.evidence.is_empty() {
+        evidence::add(
+            pool,
+            &responder.name,
+            &id,
+            EvidenceKind::Logs,
+            p.evidence.join("\n"),
+            &format!("history {}", p.id),
+            None,
+        )
+        .await?;
+    }
+    if let Some(f) = &p.failed_action {
+        let r = investigation::propose(
+            pool,
+            &responder.name,
+            &id,
+            &f.kind,
+            &f.target,
+            "tried during the incident",
+        )
+        .await?;
+        investigation::approve(pool, &responder.name, &id, r.id).await?;
+        investigation::verdict(pool, &responder.name, &id, r.id, "did_not_resolve", &f.note)
+            .await?;
+    }
+    let w = &p.worked_action;
+    let r = investigation::propose(
+        pool,
+        &responder.name,
+        &id,
+        &w.kind,
+        &w.target,
+        "tried during the incident",
+    )
+    .await?;
+    investigation::approve(pool, &responder.name, &id, r.id).await?;
+    investigation::verdict(pool, &responder.name, &id, r.id, "resolved", &w.note).await?;
+    let resolution =
+        Resolution::parse(&format!("{} Resolved: {}", p.title, w.note), &p.root_cause)?;
+    workflow::transition(
+        pool,
+        responder,
+        &id,
+        Transition::Resolve,
+        workflow::TransitionInput {
+            resolution: Some(resolution),
+        },
+    )
+    .await?;
+    let drafted = postmortem::draft_postmortem(pool, None, responder, &id).await?;
+    let mut pm = drafted.postmortem;
+    if let Some(t) = &p.trigger {
+        pm.trigger = t.clone();
+    }
+    pm.misleading_hypotheses
+        .extend(p.misleading_hypotheses.iter().cloned());
+    pm.lessons = vec![Rule {
+        always: p.lesson.always.clone(),
+        because: format!("{} (learned in {id})", p.lesson.because),
+        scope: p.lesson.scope.clone(),
+        severity: RuleSeverity::parse(&p.lesson.severity.to_lowercase())?,
+    }];
+    postmortem::edit(pool, responder, &id, pm, None).await?;
+    postmortem::confirm(pool, reviewer, &id, postmortem::ConfirmPolicy::default()).await?;
+    postmortem::learn(pool, reviewer, &id).await?;
+    Ok(id)
+}
+
+/// Loads the embedded sample history through [`replay`]; returns `(source id, incident id)`.
+///
+/// # Errors
+/// [`AppError::Conflict`] when it was loaded before; otherwise as [`replay`].
+pub async fn load_history(pool: &SqlitePool) -> AppResult<Vec<(String, IncidentId)>> {
+    let file: HistoryFile = serde_json::from_str(HISTORY_JSON)
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("examples/history.json: {e}")))?;
+    if users::find_with_password(pool, "history-responder")
+        .await?
+        .is_some()
+    {
+        return Err(AppError::Conflict(
+            "the sample history is already loaded".into(),
+        ));
+    }
+    let (responder, reviewer) = history_users(pool).await?;
+    let mut out = Vec::new();
+    for p in &file.incidents {
+        let id = replay(pool, p, &responder, &reviewer).await?;
+        out.push((p.id.clone(), id));
+    }
+    Ok(out)
+}
+
+/// Severity of a history item, for callers that show it.
+pub fn severity_of(p: &PastIncident) -> Severity {
+    p.severity
+        .as_deref()
+        .and_then(|s| Severity::parse(s).ok())
+        .unwrap_or(Severity::Sev2)
+}
