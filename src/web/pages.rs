@@ -517,7 +517,7 @@ async fn render_incident(
         && pm.edited_by == user.name
         && let Some(step) = steps
             .iter_mut()
-            .find(|s| s.action == Some(Transition::Confirm))
+            .find(|s| s.action == Some(Transition::Confirm) && s.disabled_reason.is_none())
     {
         step.disabled_reason =
             Some("You edited the draft last: another reviewer must confirm it".into());

@@ -454,3 +454,128 @@ fn the_cli_creates_a_user_and_prints_a_token_as_the_last_line() {
         .unwrap();
     assert!(out.status.success());
 }
+
+#[test]
+fn the_demo_command_tells_the_whole_story_and_exits_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_incidentmind"))
+        .args([
+            "--database-url",
+            dir.path().join("unused.db").to_str().unwrap(),
+            "demo",
+        ])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("14 past incidents learned"), "{stdout}");
+    assert!(stdout.contains("recalled prior incident INC-"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "warning on raise_pool_limit: Raise the connection-pool limit tried during INC-"
+        ),
+        "{stdout}"
+    );
+    assert!(stdout.contains("demo OK"), "{stdout}");
+}
+
+#[tokio::test]
+async fn an_admin_loads_the_sample_history_from_the_empty_memory_page() {
+    let app = spawn_app().await;
+    let html = app.get(&app.admin, "/memories").await.text().await.unwrap();
+    assert!(html.contains("Load the sample history"));
+    let html = app
+        .get(&app.responder, "/memories")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !html.contains("id=\"load-sample\""),
+        "only admins get the button"
+    );
+    let res = app
+        .client
+        .post(app.url("/memories/sample"))
+        .bearer_auth(&app.responder)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    let res = app
+        .client
+        .post(app.url("/memories/sample"))
+        .bearer_auth(&app.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let learned: serde_json::Value = app
+        .get(&app.admin, "/api/v1/incidents?state=learned")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(learned["incidents"].as_array().unwrap().len(), 14);
+    let lessons: serde_json::Value = app
+        .get(&app.admin, "/api/v1/memories?kind=lesson")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(lessons["memories"].as_array().unwrap().len(), 14);
+    assert!(
+        lessons["memories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["rule"]["always"].is_string() && l["incident_id"].is_string())
+    );
+    let res = app
+        .client
+        .post(app.url("/memories/sample"))
+        .bearer_auth(&app.admin)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CONFLICT, "loaded once");
+}
+
+#[tokio::test]
+async fn the_shipped_history_jsonl_imports_into_an_empty_database() {
+    let app = spawn_app().await;
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/history.jsonl"
+    ))
+    .unwrap();
+    let n = incidentmind::services::memory::import(&app.pool, "test", &text)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, text.lines().count());
+    let res = incidentmind::recall::recall(
+        &app.pool,
+        &incidentmind::recall::RecallQuery {
+            text: "edge servers at 100% cpu after a rule release".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        res.results
+            .iter()
+            .take(5)
+            .any(|r| r.memory.services.contains(&"edge-waf".to_string())),
+        "{:?}",
+        res.results
+            .iter()
+            .map(|r| &r.memory.text)
+            .collect::<Vec<_>>()
+    );
+}
