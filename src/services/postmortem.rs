@@ -461,12 +461,7 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
     .into_iter()
     .filter(|r| r.validation != crate::domain::Validation::Retracted)
     .collect();
-    let mut redactor = {
-        let mut tx = store::begin_write(pool).await?;
-        let r = store::redaction::load(&mut tx, id.as_str()).await?;
-        tx.rollback().await?;
-        r
-    };
+    let mut redactor = store::redaction::peek(pool, id.as_str()).await?;
     let mut plan: Vec<PlannedMemory> = Vec::new();
     let base = |kind: MemoryKind, text: String| {
         let mut r = NewRecord::new(kind, text, author.clone());

@@ -22,6 +22,22 @@ pub async fn load(tx: &mut Tx, incident_id: &str) -> AppResult<Redactor> {
     }
 }
 
+/// Reads the incident's redactor without a write transaction (for previews that must not save
+/// new placeholders).
+///
+/// # Errors
+/// Database errors; a stored map that does not parse.
+pub async fn peek(pool: &sqlx::SqlitePool, incident_id: &str) -> AppResult<Redactor> {
+    let map: Option<String> = sqlx::query_scalar("SELECT map FROM redaction_maps WHERE incident_id = ?")
+        .bind(incident_id)
+        .fetch_optional(pool)
+        .await?;
+    match map {
+        Some(m) => serde_json::from_str(&m).map_err(|e| AppError::Internal(e.into())),
+        None => Ok(Redactor::default()),
+    }
+}
+
 /// Stores the incident's redactor.
 ///
 /// # Errors
