@@ -5,21 +5,22 @@ use super::Tx;
 use crate::error::{AppError, AppResult};
 use crate::redact::Redactor;
 
-/// Loads the incident's redactor (a fresh one when none is stored yet).
-///
-/// # Errors
-/// Database errors; a stored map that does not parse.
-pub async fn load(tx: &mut Tx, incident_id: &str) -> AppResult<Redactor> {
-    let map: Option<String> =
-        sqlx::query_scalar("SELECT map FROM redaction_maps WHERE incident_id = ?")
-            .bind(incident_id)
-            .fetch_optional(&mut **tx)
-            .await?;
+const SELECT: &str = "SELECT map FROM redaction_maps WHERE incident_id = ?";
+
+fn parse(map: Option<String>) -> AppResult<Redactor> {
     match map {
         Some(m) => serde_json::from_str(&m).map_err(|e| AppError::Internal(e.into())),
         // A random salt per incident: stored fingerprints of secrets cannot be confirmed by guessing.
         None => Ok(Redactor::with_salt(hex::encode(rand::random::<[u8; 16]>()))),
     }
+}
+
+/// Loads the incident's redactor (a fresh, salted one when none is stored yet).
+///
+/// # Errors
+/// Database errors; a stored map that does not parse.
+pub async fn load(tx: &mut Tx, incident_id: &str) -> AppResult<Redactor> {
+    parse(sqlx::query_scalar(SELECT).bind(incident_id).fetch_optional(&mut **tx).await?)
 }
 
 /// Reads the incident's redactor without a write transaction (for previews that must not save
@@ -28,14 +29,7 @@ pub async fn load(tx: &mut Tx, incident_id: &str) -> AppResult<Redactor> {
 /// # Errors
 /// Database errors; a stored map that does not parse.
 pub async fn peek(pool: &sqlx::SqlitePool, incident_id: &str) -> AppResult<Redactor> {
-    let map: Option<String> = sqlx::query_scalar("SELECT map FROM redaction_maps WHERE incident_id = ?")
-        .bind(incident_id)
-        .fetch_optional(pool)
-        .await?;
-    match map {
-        Some(m) => serde_json::from_str(&m).map_err(|e| AppError::Internal(e.into())),
-        None => Ok(Redactor::default()),
-    }
+    parse(sqlx::query_scalar(SELECT).bind(incident_id).fetch_optional(pool).await?)
 }
 
 /// Stores the incident's redactor.
@@ -44,10 +38,13 @@ pub async fn peek(pool: &sqlx::SqlitePool, incident_id: &str) -> AppResult<Redac
 /// Database errors.
 pub async fn save(tx: &mut Tx, incident_id: &str, r: &Redactor) -> AppResult<()> {
     let map = serde_json::to_string(r).map_err(|e| AppError::Internal(e.into()))?;
-    sqlx::query("INSERT INTO redaction_maps (incident_id, map) VALUES (?, ?) ON CONFLICT (incident_id) DO UPDATE SET map = excluded.map")
-        .bind(incident_id)
-        .bind(map)
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query(
+        "INSERT INTO redaction_maps (incident_id, map) VALUES (?, ?)
+         ON CONFLICT (incident_id) DO UPDATE SET map = excluded.map",
+    )
+    .bind(incident_id)
+    .bind(map)
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
