@@ -31,8 +31,8 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// Web server options.
-#[derive(Debug, Clone, Args)]
+/// Web server options. `Debug` never prints the model API key.
+#[derive(Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on.
     #[arg(
@@ -103,6 +103,20 @@ pub struct ServeArgs {
     pub secure_cookies: bool,
 }
 
+impl std::fmt::Debug for ServeArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServeArgs")
+            .field("bind", &self.bind)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("max_evidence_bytes", &self.max_evidence_bytes)
+            .field("llm_base_url", &self.llm_base_url)
+            .field("llm_model", &self.llm_model)
+            .field("llm_api_key", &if self.llm_api_key.is_empty() { "" } else { "<redacted>" })
+            .field("llm_timeout_secs", &self.llm_timeout_secs)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -124,6 +138,20 @@ pub enum Command {
     /// Import memory records from a JSON-lines file written by `export` (all or nothing).
     Import {
         /// Path of the .jsonl file.
+        file: std::path::PathBuf,
+    },
+    /// Measure quality on a labelled set (runs on its own temporary database).
+    #[command(subcommand)]
+    Eval(EvalCommand),
+}
+
+/// `eval …`
+#[derive(Debug, Subcommand)]
+pub enum EvalCommand {
+    /// Recall evaluation: replay `past[]`, investigate `queries[]`, ask `prescriptive[]`; print
+    /// per-item ranks, hit@1 / hit@3 / MRR, must-warn coverage and elapsed time.
+    Recall {
+        /// Path of the set (schema of recall-dev.json).
         file: std::path::PathBuf,
     },
 }
@@ -183,6 +211,11 @@ fn init_tracing() {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(Command::Eval(EvalCommand::Recall { file })) = &cli.command {
+        let report = crate::eval::recall_eval(file).await?;
+        println!("{report}");
+        return Ok(());
+    }
     let pool = store::connect(&cli.database_url).await?;
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(pool, &cli.serve).await,
@@ -218,6 +251,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Demo => crate::demo::run().await,
+        Command::Eval(_) => Ok(()),
         Command::History(HistoryCommand::Load) => {
             let loaded = crate::sample::load_history(&pool).await?;
             for (src, id) in &loaded {

@@ -9,6 +9,7 @@ pub mod cli;
 pub mod demo;
 pub mod domain;
 pub mod error;
+pub mod eval;
 pub mod evidence;
 pub mod recall;
 pub mod redact;

@@ -1,0 +1,457 @@
+//! Recall quality, measured (issue #9): replays a labelled set of past incidents through the
+//! product's own learn path into a fresh temporary database, then opens each query incident with
+//! only its description and evidence, investigates it through the same path the UI uses and
+//! scores where the expected past incident lands (hit@1, hit@3, MRR), whether the action that
+//! failed there is recommended with a dead-end warning citing it (must-warn coverage) and whether
+//! any such warned recommendation was hidden. Prescriptive questions go through
+//! [`recall::recall`] directly. The set's answer keys (`expected`, `must_warn`, `hard`) are never
+//! given to the system.
+//!
+//! Input: the schema of `../shared/data/recall-dev.json`.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::Deserialize;
+use sqlx::SqlitePool;
+
+use crate::analyst::InvestigationInput;
+use crate::analyst::builtin::BuiltinAnalyst;
+use crate::domain::{MemoryKind, NewIncident};
+use crate::evidence::EvidenceKind;
+use crate::recall::{self, RecallQuery};
+use crate::sample::{self, PastIncident};
+use crate::services::{evidence, investigation, workflow};
+use crate::store::{self, incidents};
+
+/// A query incident of the set.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EvalQuery {
+    /// `Q01`…
+    pub id: String,
+    /// The new incident as reported.
+    pub description: String,
+    /// Evidence lines available at query time.
+    #[serde(default)]
+    pub evidence: Vec<String>,
+    /// Answer key: the past incident id that should be recalled.
+    pub expected: String,
+    /// Answer key: the action kind that failed in the expected incident.
+    #[serde(default)]
+    pub must_warn: Option<String>,
+    /// Answer key: only the evidence tells it apart from a look-alike.
+    #[serde(default)]
+    pub hard: bool,
+}
+
+/// A prescriptive question of the set.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EvalQuestion {
+    /// `P01`…
+    pub id: String,
+    /// The question.
+    pub question: String,
+    /// Answer key: the past incident whose lesson should surface.
+    pub expected: String,
+}
+
+/// The evaluation set file.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EvalSet {
+    /// Past incidents loaded into memory first.
+    pub past: Vec<PastIncident>,
+    /// New incidents.
+    #[serde(default)]
+    pub queries: Vec<EvalQuery>,
+    /// Forward-looking questions.
+    #[serde(default)]
+    pub prescriptive: Vec<EvalQuestion>,
+}
+
+/// hit@1, hit@3 and MRR over a group of items.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Metrics {
+    /// Items scored.
+    pub n: usize,
+    /// Share with the expected incident first.
+    pub hit1: f64,
+    /// Share with the expected incident in the first three.
+    pub hit3: f64,
+    /// Mean reciprocal rank (0 for a miss).
+    pub mrr: f64,
+}
+
+impl Metrics {
+    /// Metrics of 1-based ranks (`None` = not recalled).
+    pub fn of(ranks: &[Option<usize>]) -> Self {
+        let n = ranks.len();
+        if n == 0 {
+            return Self::default();
+        }
+        let share = |f: &dyn Fn(usize) -> bool| {
+            ranks.iter().filter(|r| r.is_some_and(f)).count() as f64 / n as f64
+        };
+        Self {
+            n,
+            hit1: share(&|r| r == 1),
+            hit3: share(&|r| r <= 3),
+            mrr: ranks.iter().flatten().map(|r| 1.0 / *r as f64).sum::<f64>() / n as f64,
+        }
+    }
+}
+
+impl std::fmt::Display for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "n={:>2}  hit@1={:.3}  hit@3={:.3}  MRR={:.3}",
+            self.n, self.hit1, self.hit3, self.mrr
+        )
+    }
+}
+
+/// Outcome of a must-warn check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WarnStatus {
+    /// The recommendation is listed and its warning cites the expected incident.
+    Ok,
+    /// The analyst did not propose that action kind.
+    Missing,
+    /// Listed, but its warning is absent or does not cite the expected incident.
+    Unwarned,
+    /// Proposed (and warned by the dead-end check) but absent from the list.
+    Hidden,
+}
+
+impl WarnStatus {
+    /// Lower-case label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Missing => "missing",
+            Self::Unwarned => "unwarned",
+            Self::Hidden => "hidden",
+        }
+    }
+}
+
+/// One scored query.
+#[derive(Debug, Clone)]
+pub struct QueryResult {
+    /// Query id.
+    pub id: String,
+    /// Expected past id.
+    pub expected: String,
+    /// 1-based rank of the expected incident among distinct recalled incidents.
+    pub rank: Option<usize>,
+    /// Recalled incidents in order, as past ids where known.
+    pub top: Vec<String>,
+    /// Hard item.
+    pub hard: bool,
+    /// Must-warn outcome (None when the set has no must_warn).
+    pub warn: Option<(String, WarnStatus)>,
+}
+
+/// One scored prescriptive question.
+#[derive(Debug, Clone)]
+pub struct QuestionResult {
+    /// Question id.
+    pub id: String,
+    /// Expected past id.
+    pub expected: String,
+    /// Rank among incidents of recalled lessons.
+    pub rank_lessons: Option<usize>,
+    /// Rank among incidents of recalled records of every kind.
+    pub rank_all: Option<usize>,
+    /// Incidents of recalled lessons, as past ids.
+    pub top: Vec<String>,
+}
+
+/// The evaluation report.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Per-query results.
+    pub queries: Vec<QueryResult>,
+    /// Per-question results.
+    pub prescriptive: Vec<QuestionResult>,
+    /// Queries.
+    pub query_metrics: Metrics,
+    /// The `hard` subset of the queries.
+    pub hard_metrics: Metrics,
+    /// Prescriptive questions, ranked by recalled lessons.
+    pub prescriptive_metrics: Metrics,
+    /// Prescriptive questions, ranked by recalled records of every kind.
+    pub prescriptive_all_metrics: Metrics,
+    /// Queries with a must_warn.
+    pub must_warn_total: usize,
+    /// Share of those with a listed recommendation whose warning cites the expected incident.
+    pub must_warn_coverage: f64,
+    /// Share of those where a warned recommendation was hidden (must be 0).
+    pub hidden: f64,
+    /// Wall-clock seconds of the whole evaluation.
+    pub elapsed_secs: f64,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for q in &self.queries {
+            writeln!(
+                f,
+                "{} expected={} rank={:<4} top3=[{}]{}{}",
+                q.id,
+                q.expected,
+                q.rank.map_or("-".to_string(), |r| r.to_string()),
+                q.top.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+                if q.hard { " hard" } else { "" },
+                q.warn
+                    .as_ref()
+                    .map(|(k, s)| format!(" must_warn {k}: {}", s.as_str()))
+                    .unwrap_or_default()
+            )?;
+        }
+        for p in &self.prescriptive {
+            writeln!(
+                f,
+                "{} expected={} rank={:<4} rank_all={:<4} top3=[{}]",
+                p.id,
+                p.expected,
+                p.rank_lessons.map_or("-".to_string(), |r| r.to_string()),
+                p.rank_all.map_or("-".to_string(), |r| r.to_string()),
+                p.top.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
+            )?;
+        }
+        writeln!(f, "queries           {}", self.query_metrics)?;
+        writeln!(f, "queries (hard)    {}", self.hard_metrics)?;
+        writeln!(f, "prescriptive      {}", self.prescriptive_metrics)?;
+        writeln!(f, "prescriptive(all) {}", self.prescriptive_all_metrics)?;
+        writeln!(
+            f,
+            "must-warn coverage {:.3} of {}  hidden {:.3}",
+            self.must_warn_coverage, self.must_warn_total, self.hidden
+        )?;
+        write!(f, "elapsed {:.1} s", self.elapsed_secs)
+    }
+}
+
+/// The first sentence of `text` (up to `.`, `!` or `?` followed by a space or the end), cut to a
+/// title's length.
+pub fn first_sentence(text: &str) -> String {
+    let t = text.trim();
+    let mut end = t.len();
+    let chars: Vec<(usize, char)> = t.char_indices().collect();
+    for (i, (pos, c)) in chars.iter().enumerate() {
+        if matches!(c, '.' | '!' | '?') && chars.get(i + 1).is_none_or(|(_, n)| n.is_whitespace()) {
+            end = pos + c.len_utf8();
+            break;
+        }
+    }
+    let s = t[..end].trim_end_matches(['.', '!', '?']).trim();
+    crate::evidence::truncate_chars(s, crate::domain::incident::TITLE_MAX).to_string()
+}
+
+/// Distinct incident ids in order of first appearance.
+fn distinct<'a>(ids: impl Iterator<Item = Option<&'a str>>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for id in ids.flatten() {
+        if !out.iter().any(|o| o == id) {
+            out.push(id.to_string());
+        }
+    }
+    out
+}
+
+fn rank_of(incidents: &[String], expected: Option<&String>) -> Option<usize> {
+    let e = expected?;
+    incidents.iter().position(|i| i == e).map(|p| p + 1)
+}
+
+/// A temporary database file removed on drop.
+struct TempDb(PathBuf);
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm"] {
+            let mut p = self.0.clone().into_os_string();
+            p.push(suffix);
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Runs the recall evaluation of the set at `path` on a fresh temporary database.
+///
+/// # Errors
+/// Unreadable or malformed set; any failure of the replay or the investigations.
+pub async fn recall_eval(path: impl AsRef<Path>) -> anyhow::Result<Report> {
+    let path = path.as_ref();
+    let raw =
+        std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let set: EvalSet =
+        serde_json::from_str(&raw).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let db = TempDb(std::env::temp_dir().join(format!(
+        "incidentmind-eval-{}-{nanos}.db",
+        std::process::id()
+    )));
+    let pool = store::connect(db.0.to_str().unwrap_or("incidentmind-eval.db")).await?;
+    let report = run(&pool, &set).await;
+    pool.close().await;
+    report
+}
+
+async fn run(pool: &SqlitePool, set: &EvalSet) -> anyhow::Result<Report> {
+    let started = Instant::now();
+    let (responder, reviewer) = sample::history_users(pool).await?;
+    let mut inc_to_past: HashMap<String, String> = HashMap::new();
+    let mut past_to_inc: HashMap<String, String> = HashMap::new();
+    for p in &set.past {
+        let id = sample::replay(pool, p, &responder, &reviewer)
+            .await
+            .map_err(|e| anyhow::anyhow!("replaying {}: {e}", p.id))?;
+        inc_to_past.insert(id.to_string(), p.id.clone());
+        past_to_inc.insert(p.id.clone(), id.to_string());
+    }
+    let label = |inc: &String| {
+        inc_to_past
+            .get(inc)
+            .map(|p| format!("{inc}={p}"))
+            .unwrap_or_else(|| inc.clone())
+    };
+
+    let mut queries = Vec::new();
+    for q in &set.queries {
+        let new = NewIncident::parse(
+            &first_sentence(&q.description),
+            "unknown",
+            "SEV2",
+            &q.description,
+        )?;
+        let inc = workflow::open_incident(pool, &responder.name, &new).await?;
+        if !q.evidence.is_empty() {
+            evidence::add(
+                pool,
+                &responder.name,
+                &inc.id,
+                EvidenceKind::Logs,
+                q.evidence.join("\n"),
+                &format!("recall eval {}", q.id),
+                None,
+            )
+            .await?;
+        }
+        let view = investigation::investigate(pool, None, &responder.name, &inc.id).await?;
+        let recalled = distinct(view.recalled.iter().map(|r| r.incident_id.as_deref()));
+        let expected_inc = past_to_inc.get(&q.expected);
+        let rank = rank_of(&recalled, expected_inc);
+        let warn = match (&q.must_warn, expected_inc) {
+            (Some(kind), Some(e)) => {
+                let listed = view.recommendations.iter().find(|r| &r.kind == kind);
+                let status = match listed {
+                    Some(r)
+                        if r.warning
+                            .as_ref()
+                            .is_some_and(|w| w.incident_ids.contains(e)) =>
+                    {
+                        WarnStatus::Ok
+                    }
+                    Some(_) => WarnStatus::Unwarned,
+                    None => {
+                        // Was it proposed at all? Re-run the analyst on the same input.
+                        let incident = incidents::get(pool, &inc.id).await?;
+                        let (obs, tags) = investigation::incident_tags(pool, &incident).await?;
+                        let rec =
+                            investigation::recall_for_incident(pool, &incident, &obs, &tags, 12)
+                                .await?;
+                        let out = BuiltinAnalyst::analyse(&InvestigationInput {
+                            incident,
+                            observations: obs,
+                            recalled: rec.results,
+                            failure_modes: tags,
+                        });
+                        if out.actions.iter().any(|a| &a.kind == kind) {
+                            WarnStatus::Hidden
+                        } else {
+                            WarnStatus::Missing
+                        }
+                    }
+                };
+                Some((kind.clone(), status))
+            }
+            (Some(kind), None) => Some((kind.clone(), WarnStatus::Missing)),
+            _ => None,
+        };
+        queries.push(QueryResult {
+            id: q.id.clone(),
+            expected: q.expected.clone(),
+            rank,
+            top: recalled.iter().map(label).collect(),
+            hard: q.hard,
+            warn,
+        });
+    }
+
+    let mut prescriptive = Vec::new();
+    for p in &set.prescriptive {
+        let res = recall::recall(
+            pool,
+            &RecallQuery {
+                text: p.question.clone(),
+                k: 30,
+                ..Default::default()
+            },
+        )
+        .await?;
+        let all = distinct(res.results.iter().map(|r| r.memory.incident_id.as_deref()));
+        let lessons = distinct(
+            res.results
+                .iter()
+                .filter(|r| r.memory.kind == MemoryKind::Lesson)
+                .map(|r| r.memory.incident_id.as_deref()),
+        );
+        let expected_inc = past_to_inc.get(&p.expected);
+        prescriptive.push(QuestionResult {
+            id: p.id.clone(),
+            expected: p.expected.clone(),
+            rank_lessons: rank_of(&lessons, expected_inc),
+            rank_all: rank_of(&all, expected_inc),
+            top: lessons.iter().map(label).collect(),
+        });
+    }
+
+    let ranks: Vec<Option<usize>> = queries.iter().map(|q| q.rank).collect();
+    let hard: Vec<Option<usize>> = queries.iter().filter(|q| q.hard).map(|q| q.rank).collect();
+    let warned: Vec<WarnStatus> = queries
+        .iter()
+        .filter_map(|q| q.warn.as_ref().map(|w| w.1))
+        .collect();
+    let share = |s: WarnStatus| {
+        if warned.is_empty() {
+            0.0
+        } else {
+            warned.iter().filter(|w| **w == s).count() as f64 / warned.len() as f64
+        }
+    };
+    Ok(Report {
+        query_metrics: Metrics::of(&ranks),
+        hard_metrics: Metrics::of(&hard),
+        prescriptive_metrics: Metrics::of(
+            &prescriptive
+                .iter()
+                .map(|p| p.rank_lessons)
+                .collect::<Vec<_>>(),
+        ),
+        prescriptive_all_metrics: Metrics::of(
+            &prescriptive.iter().map(|p| p.rank_all).collect::<Vec<_>>(),
+        ),
+        must_warn_total: warned.len(),
+        must_warn_coverage: share(WarnStatus::Ok),
+        hidden: share(WarnStatus::Hidden),
+        queries,
+        prescriptive,
+        elapsed_secs: started.elapsed().as_secs_f64(),
+    })
+}
