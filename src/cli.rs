@@ -111,7 +111,14 @@ impl std::fmt::Debug for ServeArgs {
             .field("max_evidence_bytes", &self.max_evidence_bytes)
             .field("llm_base_url", &self.llm_base_url)
             .field("llm_model", &self.llm_model)
-            .field("llm_api_key", &if self.llm_api_key.is_empty() { "" } else { "<redacted>" })
+            .field(
+                "llm_api_key",
+                &if self.llm_api_key.is_empty() {
+                    ""
+                } else {
+                    "<redacted>"
+                },
+            )
             .field("llm_timeout_secs", &self.llm_timeout_secs)
             .finish_non_exhaustive()
     }

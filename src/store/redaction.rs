@@ -20,7 +20,12 @@ fn parse(map: Option<String>) -> AppResult<Redactor> {
 /// # Errors
 /// Database errors; a stored map that does not parse.
 pub async fn load(tx: &mut Tx, incident_id: &str) -> AppResult<Redactor> {
-    parse(sqlx::query_scalar(SELECT).bind(incident_id).fetch_optional(&mut **tx).await?)
+    parse(
+        sqlx::query_scalar(SELECT)
+            .bind(incident_id)
+            .fetch_optional(&mut **tx)
+            .await?,
+    )
 }
 
 /// Reads the incident's redactor without a write transaction (for previews that must not save
@@ -29,7 +34,12 @@ pub async fn load(tx: &mut Tx, incident_id: &str) -> AppResult<Redactor> {
 /// # Errors
 /// Database errors; a stored map that does not parse.
 pub async fn peek(pool: &sqlx::SqlitePool, incident_id: &str) -> AppResult<Redactor> {
-    parse(sqlx::query_scalar(SELECT).bind(incident_id).fetch_optional(pool).await?)
+    parse(
+        sqlx::query_scalar(SELECT)
+            .bind(incident_id)
+            .fetch_optional(pool)
+            .await?,
+    )
 }
 
 /// Stores the incident's redactor.
