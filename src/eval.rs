@@ -10,7 +10,7 @@
 //! Input: the schema of `../shared/data/recall-dev.json`.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use serde::Deserialize;
@@ -266,19 +266,6 @@ fn rank_of(incidents: &[String], expected: Option<&String>) -> Option<usize> {
     incidents.iter().position(|i| i == e).map(|p| p + 1)
 }
 
-/// A temporary database file removed on drop.
-struct TempDb(PathBuf);
-
-impl Drop for TempDb {
-    fn drop(&mut self) {
-        for suffix in ["", "-wal", "-shm"] {
-            let mut p = self.0.clone().into_os_string();
-            p.push(suffix);
-            let _ = std::fs::remove_file(p);
-        }
-    }
-}
-
 /// Runs the recall evaluation of the set at `path` on a fresh temporary database.
 ///
 /// # Errors
@@ -289,15 +276,12 @@ pub async fn recall_eval(path: impl AsRef<Path>) -> anyhow::Result<Report> {
         std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     let set: EvalSet =
         serde_json::from_str(&raw).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    let db = TempDb(std::env::temp_dir().join(format!(
-        "incidentmind-eval-{}-{nanos}.db",
-        std::process::id()
-    )));
-    let pool = store::connect(db.0.to_str().unwrap_or("incidentmind-eval.db")).await?;
+    // The directory (database, WAL and shared-memory files) is removed when `dir` drops.
+    let dir = tempfile::Builder::new()
+        .prefix("incidentmind-eval-")
+        .tempdir()?;
+    let db = dir.path().join("eval.db");
+    let pool = store::connect(&db.to_string_lossy()).await?;
     let report = run(&pool, &set).await;
     pool.close().await;
     report

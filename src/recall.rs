@@ -23,6 +23,7 @@ use crate::domain::memory::MemoryRecord;
 use crate::domain::synonyms::{self, concepts_in, phrases_of};
 use crate::domain::{ActionKind, MemoryKind, Validation};
 use crate::error::AppResult;
+use crate::store::memory::Candidate;
 use crate::store::{self, memory as mstore};
 
 /// RRF constant.
@@ -172,7 +173,7 @@ fn expand(q: &RecallQuery) -> (BTreeSet<String>, Vec<String>, Vec<String>) {
 /// counts fit; the rarest term found at all is always kept.
 const TERM_BUDGET: i64 = 4_000;
 /// Best matches looked at by the single FTS5 pass that yields both text lists.
-const FTS_WINDOW: i64 = 400;
+const FTS_WINDOW: i64 = 1_000;
 /// How long a term's record count is reused before it is counted again.
 const DOC_COUNT_TTL: Duration = Duration::from_secs(600);
 
@@ -260,14 +261,14 @@ pub async fn fts_expression(pool: &SqlitePool, q: &RecallQuery) -> AppResult<Str
     budgeted_expression(pool, &expand(q).2).await
 }
 
-/// Descriptive and prescriptive candidate lists: one FTS5 pass over the best matches, the exact
-/// per-list query only when that window was too small for a list.
+/// Descriptive and prescriptive candidate lists: one FTS5 pass over the best [`FTS_WINDOW`]
+/// matches, and a pass over every match only when that window was too small for a list.
 async fn text_lists(
     pool: &SqlitePool,
     terms: &[String],
     kinds: &[MemoryKind],
     exclude: Option<&str>,
-) -> AppResult<(Vec<i64>, Vec<i64>)> {
+) -> AppResult<(Vec<Candidate>, Vec<Candidate>)> {
     let expr = budgeted_expression(pool, terms).await?;
     if expr.is_empty() {
         return Ok((Vec::new(), Vec::new()));
@@ -282,24 +283,22 @@ async fn text_lists(
     } else {
         PER_LIST / 2
     };
-    let (mut text, mut rules, complete) = mstore::fts_candidate_lists(
-        pool,
-        &expr,
-        kinds,
-        &rule_kinds,
-        exclude,
-        PER_LIST,
-        rule_limit,
-        FTS_WINDOW,
-    )
-    .await?;
-    if !complete {
-        if (text.len() as i64) < PER_LIST {
-            text = mstore::fts_candidates(pool, &expr, kinds, exclude, PER_LIST).await?;
-        }
-        if (rules.len() as i64) < rule_limit {
-            rules = mstore::fts_candidates(pool, &expr, &rule_kinds, exclude, rule_limit).await?;
-        }
+    let lists = |window| {
+        mstore::fts_candidate_lists(
+            pool,
+            &expr,
+            kinds,
+            &rule_kinds,
+            exclude,
+            PER_LIST,
+            rule_limit,
+            window,
+        )
+    };
+    let (text, rules, complete) = lists(FTS_WINDOW).await?;
+    if !complete && ((text.len() as i64) < PER_LIST || (rules.len() as i64) < rule_limit) {
+        let (text, rules, _) = lists(i64::MAX).await?;
+        return Ok((text, rules));
     }
     Ok((text, rules))
 }
@@ -310,7 +309,7 @@ async fn scope_list(
     pool: &SqlitePool,
     q: &RecallQuery,
     tags: &BTreeSet<String>,
-) -> AppResult<(Vec<i64>, Vec<String>)> {
+) -> AppResult<(Vec<Candidate>, Vec<String>)> {
     let mut keys: Vec<(&str, String, f64)> = tags
         .iter()
         .map(|t| ("failure_mode", t.clone(), 2.0))
@@ -330,6 +329,13 @@ async fn scope_list(
     Ok((list, neighbours))
 }
 
+/// A fused candidate: its ranking fields, RRF score and the lists that found it.
+struct Fused {
+    candidate: Candidate,
+    rrf: f64,
+    lists: Vec<&'static str>,
+}
+
 /// Runs the recall pipeline.
 ///
 /// # Errors
@@ -344,16 +350,20 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
         scope_list(pool, q, &tags),
     )?;
 
-    let mut fused: HashMap<i64, (f64, Vec<&'static str>)> = HashMap::new();
+    let mut fused: HashMap<i64, Fused> = HashMap::new();
     for (name, list, weight) in [
-        ("text", &text_list, 1.0),
-        ("rules", &rules_list, 0.8),
-        ("scope", &scope_list, 1.0),
+        ("text", text_list, 1.0),
+        ("rules", rules_list, 0.8),
+        ("scope", scope_list, 1.0),
     ] {
-        for (rank, id) in list.iter().enumerate() {
-            let e = fused.entry(*id).or_insert((0.0, Vec::new()));
-            e.0 += weight / (RRF_K + rank as f64 + 1.0);
-            e.1.push(name);
+        for (rank, c) in list.into_iter().enumerate() {
+            let e = fused.entry(c.id).or_insert_with(|| Fused {
+                candidate: c,
+                rrf: 0.0,
+                lists: Vec::new(),
+            });
+            e.rrf += weight / (RRF_K + rank as f64 + 1.0);
+            e.lists.push(name);
         }
     }
     if fused.is_empty() {
@@ -363,24 +373,39 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
             notice: Some(NOTHING_FOUND.to_string()),
         });
     }
-    let ids: Vec<i64> = fused.keys().copied().collect();
-    let records = mstore::get_many(pool, &ids).await?;
+    // Rank on the candidates' own fields; load only the k records that are returned.
     let now = store::now();
-    let query_stems: Vec<(String, String)> = words.iter().map(|w| (stem(w), w.clone())).collect();
-    let mut results: Vec<Recalled> = records
-        .into_iter()
-        .filter(|r| kinds.is_empty() || kinds.contains(&r.kind))
-        .filter(|r| r.validation != Validation::Retracted)
-        .map(|r| {
-            let (base, lists) = fused.get(&r.id).cloned().unwrap_or_default();
-            let age = r.age_days(now);
-            let importance = 1.0 + 0.05 * (r.importance.clamp(1, 4) - 2) as f64;
-            let score = base
-                * kind_weight(r.kind)
-                * r.kind.recency_weight(age)
+    let mut ranked: Vec<(f64, Fused)> = fused
+        .into_values()
+        .filter(|f| kinds.is_empty() || kinds.contains(&f.candidate.kind))
+        .filter(|f| f.candidate.validation != Validation::Retracted)
+        .map(|f| {
+            let c = &f.candidate;
+            let age = (now.as_second() - c.created_at.as_second()).max(0) as f64 / 86_400.0;
+            let importance = 1.0 + 0.05 * (c.importance.clamp(1, 4) - 2) as f64;
+            let score = f.rrf
+                * kind_weight(c.kind)
+                * c.kind.recency_weight(age)
                 * importance
-                * r.validation.weight()
-                * (1.0 + 0.02 * (r.evidence_count.clamp(1, 10) - 1) as f64);
+                * c.validation.weight()
+                * (1.0 + 0.02 * (c.evidence_count.clamp(1, 10) - 1) as f64);
+            (score, f)
+        })
+        .collect();
+    ranked.sort_by(|(a, fa), (b, fb)| b.total_cmp(a).then(fb.candidate.id.cmp(&fa.candidate.id)));
+    ranked.truncate(k);
+    let ids: Vec<i64> = ranked.iter().map(|(_, f)| f.candidate.id).collect();
+    let mut records: HashMap<i64, MemoryRecord> = mstore::get_many(pool, &ids)
+        .await?
+        .into_iter()
+        .map(|r| (r.id, r))
+        .collect();
+    let query_stems: Vec<(String, String)> = words.iter().map(|w| (stem(w), w.clone())).collect();
+    let mut results: Vec<Recalled> = ranked
+        .into_iter()
+        .filter_map(|(score, f)| Some((score, f.lists, records.remove(&f.candidate.id)?)))
+        .map(|(score, lists, r)| {
+            let age = r.age_days(now);
             let text_stems: BTreeSet<String> =
                 content_words(&r.text).iter().map(|w| stem(w)).collect();
             let why = Why {
@@ -424,12 +449,6 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
             }
         })
         .collect();
-    results.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then(b.memory.id.cmp(&a.memory.id))
-    });
-    results.truncate(k);
     mark_contradictions(&mut results);
     Ok(RecallResult {
         results,

@@ -7,7 +7,8 @@
 //! ```
 //!
 //! Optional: `INCIDENTMIND_TEST_LLM_MODEL` (default: the first model the server lists),
-//! `INCIDENTMIND_TEST_LLM_API_KEY`, `INCIDENTMIND_TEST_LLM_TIMEOUT_SECS` (default 120),
+//! `INCIDENTMIND_TEST_LLM_API_KEY`, `INCIDENTMIND_TEST_LLM_TIMEOUT_SECS` (default and most: 90,
+//! the product's cap),
 //! `INCIDENTMIND_TEST_LLM_TOKEN_BUDGET` (default 1200, which fits a 4096-token context with the
 //! 1500-token reply).
 //!
@@ -77,7 +78,7 @@ async fn live(test: &str) -> Option<Live> {
     };
     let secs = env("INCIDENTMIND_TEST_LLM_TIMEOUT_SECS")
         .and_then(|s| s.parse().ok())
-        .unwrap_or(120);
+        .unwrap_or(90);
     let token_budget = env("INCIDENTMIND_TEST_LLM_TOKEN_BUDGET")
         .and_then(|s| s.parse().ok())
         .unwrap_or(1200);
@@ -85,7 +86,7 @@ async fn live(test: &str) -> Option<Live> {
         base,
         model,
         api_key,
-        timeout: Duration::from_secs(secs),
+        timeout: Duration::from_secs(secs).min(incidentmind::analyst::llm::MAX_TIMEOUT),
         token_budget,
     })
 }

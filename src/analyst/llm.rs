@@ -109,6 +109,11 @@ const QUIRK_MAX_COMPLETION_TOKENS: u8 = 1;
 /// Request-shape adaptation: leave `temperature` out (models that accept only the default).
 const QUIRK_NO_TEMPERATURE: u8 = 2;
 
+/// Upper bound of the model timeout. Every HTTP request to IncidentMind is cut off at 120 s
+/// (408); the model call must end well before that so the page can show the built-in result
+/// with "model unavailable: …" instead of an error.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(90);
+
 /// Largest reply we ask for, in tokens (`max_tokens`).
 const MAX_REPLY_TOKENS: u32 = 1500;
 /// With `max_completion_tokens` the budget includes hidden reasoning tokens: ask for more.
@@ -116,10 +121,19 @@ const MAX_COMPLETION_TOKENS: u32 = 4096;
 
 impl LlmAnalyst {
     /// Builds the client. The key and base URL always come from `config` (never from `OPENAI_*`).
+    /// A timeout above [`MAX_TIMEOUT`] is capped to it.
     ///
     /// # Errors
     /// When the HTTP client cannot be built.
-    pub fn new(config: LlmConfig) -> anyhow::Result<Self> {
+    pub fn new(mut config: LlmConfig) -> anyhow::Result<Self> {
+        if config.timeout > MAX_TIMEOUT {
+            tracing::warn!(
+                configured = ?config.timeout,
+                used = ?MAX_TIMEOUT,
+                "model timeout capped: the request itself gives up after 120 s, and the model must give up first so the page can show the built-in result"
+            );
+            config.timeout = MAX_TIMEOUT;
+        }
         let http = reqwest::Client::builder().timeout(config.timeout).build()?;
         let oc = OpenAIConfig::new()
             .with_api_base(config.base_url.trim_end_matches('/'))

@@ -549,7 +549,7 @@ pub async fn fts_candidates(
 }
 
 /// How many searchable records contain each of `words` (letters/digits only, as
-/// [`fts_or_query`] splits them), counting at most `cap` per word: a word matching `cap` or more
+/// [`fts_terms`] splits them), counting at most `cap` per word: a word matching `cap` or more
 /// records reports `cap`, so a common word costs no more than `cap` index entries. Same order as
 /// `words`.
 ///
@@ -566,22 +566,61 @@ pub async fn term_doc_counts(pool: &SqlitePool, words: &[String], cap: i64) -> A
             format!("\"{w}\"")
         })
         .collect();
-    Ok(sqlx::query_scalar(
-        "SELECT (SELECT count(*) FROM (SELECT 1 FROM records_fts WHERE records_fts MATCH j.value LIMIT ?2))
-         FROM json_each(?1) j ORDER BY j.key",
+    // One row (a JSON array): rows cross a thread boundary one by one, arrays do not.
+    let counts: String = sqlx::query_scalar(
+        "SELECT json_group_array((SELECT count(*) FROM (
+                    SELECT 1 FROM records_fts WHERE records_fts MATCH j.value LIMIT ?2)) ORDER BY j.key)
+         FROM json_each(?1) j",
     )
     .bind(serde_json::to_string(&quoted).map_err(corrupt)?)
     .bind(cap)
-    .fetch_all(pool)
-    .await?)
+    .fetch_one(pool)
+    .await?;
+    serde_json::from_str(&counts).map_err(corrupt)
+}
+
+/// What recall needs of a candidate to rank it, before it loads the whole record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// Record id.
+    pub id: i64,
+    /// Kind.
+    pub kind: MemoryKind,
+    /// Validation state.
+    pub validation: Validation,
+    /// When it was written.
+    pub created_at: jiff::Timestamp,
+    /// 1 (low) … 4 (critical).
+    pub importance: i64,
+    /// How many learnings confirmed it.
+    pub evidence_count: i64,
+}
+
+/// The SQL of a [`Candidate`] of `records r` as a JSON array (see [`parse_candidate`]).
+const CANDIDATE_JSON: &str =
+    "json_array(r.id, r.kind, r.validation, r.created_at, r.importance, r.evidence_count)";
+
+type CandidateJson = (i64, String, String, String, i64, i64);
+
+fn parse_candidate(
+    (id, kind, validation, created_at, importance, evidence_count): CandidateJson,
+) -> AppResult<Candidate> {
+    Ok(Candidate {
+        id,
+        kind: MemoryKind::parse(&kind).map_err(corrupt)?,
+        validation: Validation::parse(&validation).map_err(corrupt)?,
+        created_at: parse_db_time(&created_at)?,
+        importance,
+        evidence_count,
+    })
 }
 
 /// The two BM25 candidate lists of recall from one FTS5 pass: among the best `window` matches of
 /// `expr`, the first `limit` durable, non-retracted records of `kinds` (empty = every durable
 /// kind) and the first `rule_limit` of `rule_kinds`, without `exclude_incident`'s own records.
 /// Only the `window` best matches are looked up in `records`, not every match. The third value
-/// says whether the window held every match: when it is `false` and a list came out short, the
-/// list may be incomplete and [`fts_candidates`] gives the exact one.
+/// says whether the window held every match: when it is `false` and a list came out short, a
+/// larger window may find more (`i64::MAX` always gives the exact lists).
 ///
 /// # Errors
 /// Database errors.
@@ -595,7 +634,7 @@ pub async fn fts_candidate_lists(
     limit: i64,
     rule_limit: i64,
     window: i64,
-) -> AppResult<(Vec<i64>, Vec<i64>, bool)> {
+) -> AppResult<(Vec<Candidate>, Vec<Candidate>, bool)> {
     if expr.is_empty() {
         return Ok((Vec::new(), Vec::new(), true));
     }
@@ -607,59 +646,63 @@ pub async fn fts_candidate_lists(
     } else {
         kinds_json(kinds)?
     };
-    // Row 0 carries how many matches the window held; the others are candidates, best first,
-    // each flagged with the list(s) it belongs to.
-    let rows: Vec<(i64, i64, bool, bool)> = sqlx::query_as(
+    // One row: how many matches the window held, and the candidates best first as a JSON array
+    // of [in text list, in rules list, candidate…].
+    let sql = format!(
         "WITH f AS MATERIALIZED (
              SELECT rowid AS id, bm25(records_fts, 1.0, 0.6) AS s FROM records_fts
              WHERE records_fts MATCH ?1 ORDER BY s LIMIT ?2),
          c AS (
              SELECT f.id, f.s, r.kind IN (SELECT value FROM json_each(?3)) AS t,
-                    r.kind IN (SELECT value FROM json_each(?4)) AS p
+                    r.kind IN (SELECT value FROM json_each(?4)) AS p, {CANDIDATE_JSON} AS j
              FROM f JOIN records r ON r.id = f.id
              WHERE r.validation != 'retracted'
                AND (?5 IS NULL OR r.incident_id IS NULL OR r.incident_id != ?5)),
          n AS (
-             SELECT id, s, t, p,
+             SELECT id, s, t, p, j,
                     sum(t) OVER (ORDER BY s, id ROWS UNBOUNDED PRECEDING) AS rt,
                     sum(p) OVER (ORDER BY s, id ROWS UNBOUNDED PRECEDING) AS rp
              FROM c)
-         SELECT o, id, in_text, in_rules FROM (
-             SELECT 0 AS o, NULL AS s, (SELECT count(*) FROM f) AS id, 0 AS in_text, 0 AS in_rules
-             UNION ALL
-             SELECT 1, s, id, t AND rt <= ?6, p AND rp <= ?7 FROM n
-             WHERE (t AND rt <= ?6) OR (p AND rp <= ?7))
-         ORDER BY o, s, id",
-    )
-    .bind(expr)
-    .bind(window)
-    .bind(text_kinds)
-    .bind(kinds_json(rule_kinds)?)
-    .bind(exclude_incident)
-    .bind(limit)
-    .bind(rule_limit)
-    .fetch_all(pool)
-    .await?;
-    let mut seen = 0;
+         SELECT (SELECT count(*) FROM f),
+                (SELECT json_group_array(json_array(t AND rt <= ?6, p AND rp <= ?7, json(j)) ORDER BY s, id)
+                 FROM n WHERE (t AND rt <= ?6) OR (p AND rp <= ?7))"
+    );
+    let (seen, rows): (i64, String) = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(expr)
+        .bind(window)
+        .bind(text_kinds)
+        .bind(kinds_json(rule_kinds)?)
+        .bind(exclude_incident)
+        .bind(limit)
+        .bind(rule_limit)
+        .fetch_one(pool)
+        .await?;
+    let rows: Vec<(i64, i64, CandidateJson)> = serde_json::from_str(&rows).map_err(corrupt)?;
     let (mut text, mut rules) = (Vec::new(), Vec::new());
-    for (o, id, in_text, in_rules) in rows {
-        if o == 0 {
-            seen = id;
-            continue;
+    for (in_text, in_rules, c) in rows {
+        let c = parse_candidate(c)?;
+        if in_rules != 0 {
+            rules.push(c.clone());
         }
-        if in_text {
-            text.push(id);
-        }
-        if in_rules {
-            rules.push(id);
+        if in_text != 0 {
+            text.push(c);
         }
     }
     Ok((text, rules, seen < window))
 }
 
+/// Records each structured key contributes to [`key_candidates`]: its newest ones.
+const KEY_WINDOW: i64 = 250;
+
 /// Structured candidates: durable, non-retracted records matching any of `keys`
 /// (`(key, value, weight)` with key `service`, `failure_mode` or `action_kind`), best total
-/// weight first.
+/// weight first, newest first among equals.
+///
+/// Each key contributes its newest [`KEY_WINDOW`] records, and only the best `4 × limit` of
+/// those are checked for kind, validation and incident, so the cost does not grow with the
+/// memory: a failure mode shared by a tenth of 100,000 records costs as much as a rare one. On a
+/// memory where no key has more than [`KEY_WINDOW`] records and at most `4 × limit` records
+/// match, this is the exact ranking over every matching record.
 ///
 /// # Errors
 /// Database errors.
@@ -668,7 +711,7 @@ pub async fn key_candidates(
     keys: &[(&str, String, f64)],
     exclude_incident: Option<&str>,
     limit: i64,
-) -> AppResult<Vec<i64>> {
+) -> AppResult<Vec<Candidate>> {
     if keys.is_empty() {
         return Ok(Vec::new());
     }
@@ -679,24 +722,34 @@ pub async fn key_candidates(
             .collect::<Vec<_>>(),
     )
     .map_err(corrupt)?;
-    let ids: Vec<i64> = sqlx::query_scalar(
+    let sql = format!(
         "WITH q(key, value, weight) AS (
              SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]')
-             FROM json_each(?) j)
-         SELECT k.record_id FROM q JOIN record_keys k ON k.key = q.key AND k.value = q.value
-         JOIN records r ON r.id = k.record_id
-         WHERE r.validation != 'retracted' AND r.kind IN (SELECT value FROM json_each(?))
-           AND (? IS NULL OR r.incident_id IS NULL OR r.incident_id != ?)
-         GROUP BY k.record_id ORDER BY SUM(q.weight) DESC, k.record_id DESC LIMIT ?",
-    )
-    .bind(keys_json)
-    .bind(durable_kinds_json())
-    .bind(exclude_incident)
-    .bind(exclude_incident)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    Ok(ids)
+             FROM json_each(?1) j),
+         top AS MATERIALIZED (
+             SELECT k.record_id AS id, SUM(q.weight) AS w
+             FROM q JOIN record_keys k ON k.key = q.key AND k.value = q.value
+               AND k.record_id > COALESCE((
+                   SELECT k2.record_id FROM record_keys k2 WHERE k2.key = q.key AND k2.value = q.value
+                   ORDER BY k2.record_id DESC LIMIT 1 OFFSET ?5), -1)
+             GROUP BY k.record_id ORDER BY w DESC, k.record_id DESC LIMIT ?4 * 4),
+         best AS (
+             SELECT top.id, top.w, {CANDIDATE_JSON} AS j FROM top JOIN records r ON r.id = top.id
+             WHERE r.validation != 'retracted' AND r.kind IN (SELECT value FROM json_each(?2))
+               AND (?3 IS NULL OR r.incident_id IS NULL OR r.incident_id != ?3)
+             ORDER BY top.w DESC, top.id DESC LIMIT ?4)
+         SELECT json_group_array(json(j) ORDER BY w DESC, id DESC) FROM best"
+    );
+    let rows: String = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
+        .bind(keys_json)
+        .bind(durable_kinds_json())
+        .bind(exclude_incident)
+        .bind(limit)
+        .bind(KEY_WINDOW)
+        .fetch_one(pool)
+        .await?;
+    let rows: Vec<CandidateJson> = serde_json::from_str(&rows).map_err(corrupt)?;
+    rows.into_iter().map(parse_candidate).collect()
 }
 
 /// Services that `service` depends on and that depend on it (the entity graph, one hop).

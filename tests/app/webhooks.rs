@@ -692,15 +692,20 @@ async fn a_group_firing_again_after_learning_opens_a_follow_up() {
     .await;
     let first = only_incident(&v);
     assert_eq!(app.resolve(&first).await.status(), StatusCode::OK);
-    for step in ["postmortem", "postmortem/confirm", "learn"] {
+    // The responder drafts; a reviewer who is not the author confirms and learns.
+    for (actor, step, status) in [
+        (&app.responder, "postmortem", StatusCode::CREATED),
+        (&app.reviewer, "postmortem/confirm", StatusCode::OK),
+        (&app.reviewer, "learn", StatusCode::OK),
+    ] {
         let res = app
             .post_json(
-                &app.reviewer,
+                actor,
                 &format!("/api/v1/incidents/{first}/{step}"),
                 json!({}),
             )
             .await;
-        assert_eq!(res.status(), StatusCode::OK, "{step}");
+        assert_eq!(res.status(), status, "{step}");
     }
     // A late resolution of the learned incident changes nothing.
     let v = accepted(
