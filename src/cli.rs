@@ -160,6 +160,10 @@ pub enum EvalCommand {
     Recall {
         /// Path of the set (schema of recall-dev.json).
         file: std::path::PathBuf,
+        /// For each query whose expected incident is not first, also print its failure-mode tags
+        /// and every recalled record with why it was recalled.
+        #[arg(long)]
+        verbose: bool,
     },
 }
 
@@ -218,9 +222,13 @@ fn init_tracing() {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Some(Command::Eval(EvalCommand::Recall { file })) = &cli.command {
+    if let Some(Command::Eval(EvalCommand::Recall { file, verbose })) = &cli.command {
         let report = crate::eval::recall_eval(file).await?;
-        println!("{report}");
+        if *verbose {
+            println!("{report:#}");
+        } else {
+            println!("{report}");
+        }
         return Ok(());
     }
     let pool = store::connect(&cli.database_url).await?;

@@ -16,7 +16,6 @@ use std::time::Instant;
 use serde::Deserialize;
 use sqlx::SqlitePool;
 
-use crate::analyst::InvestigationInput;
 use crate::analyst::builtin::BuiltinAnalyst;
 use crate::domain::{MemoryKind, NewIncident};
 use crate::evidence::EvidenceKind;
@@ -151,6 +150,10 @@ pub struct QueryResult {
     pub hard: bool,
     /// Must-warn outcome (None when the set has no must_warn).
     pub warn: Option<(String, WarnStatus)>,
+    /// The incident's failure-mode tags, then one line per recalled record (incident, kind, why
+    /// recalled), to study a miss; printed by the alternate format (`{:#}`, `--verbose`) for
+    /// items whose expected incident is not first.
+    pub detail: Vec<String>,
 }
 
 /// One scored prescriptive question.
@@ -209,6 +212,11 @@ impl std::fmt::Display for Report {
                     .map(|(k, s)| format!(" must_warn {k}: {}", s.as_str()))
                     .unwrap_or_default()
             )?;
+            if f.alternate() && q.rank != Some(1) {
+                for line in &q.detail {
+                    writeln!(f, "    {line}")?;
+                }
+            }
         }
         for p in &self.prescriptive {
             writeln!(
@@ -329,6 +337,24 @@ async fn run(pool: &SqlitePool, set: &EvalSet) -> anyhow::Result<Report> {
         }
         let view = investigation::investigate(pool, None, &responder.name, &inc.id).await?;
         let recalled = distinct(view.recalled.iter().map(|r| r.incident_id.as_deref()));
+        // Recall is deterministic: the same input again, with scores and why.
+        let (obs, tags) =
+            investigation::incident_tags(pool, &incidents::get(pool, &inc.id).await?).await?;
+        let input =
+            investigation::analyst_input(pool, incidents::get(pool, &inc.id).await?, obs, tags)
+                .await?;
+        let mut detail = vec![format!("tags: {}", input.failure_modes.join(", "))];
+        detail.extend(input.recalled.iter().map(|r| {
+            format!(
+                "{} {} {:.4} lists={} tags={} terms={}",
+                r.memory.incident_id.as_ref().map_or("-".to_string(), label),
+                r.memory.kind.as_str(),
+                r.score,
+                r.why.lists.join("+"),
+                r.why.tags.join(","),
+                r.why.matched_terms.join(",")
+            )
+        }));
         let expected_inc = past_to_inc.get(&q.expected);
         let rank = rank_of(&recalled, expected_inc);
         let warn = match (&q.must_warn, expected_inc) {
@@ -347,15 +373,8 @@ async fn run(pool: &SqlitePool, set: &EvalSet) -> anyhow::Result<Report> {
                         // Was it proposed at all? Re-run the analyst on the same input.
                         let incident = incidents::get(pool, &inc.id).await?;
                         let (obs, tags) = investigation::incident_tags(pool, &incident).await?;
-                        let rec =
-                            investigation::recall_for_incident(pool, &incident, &obs, &tags, 12)
-                                .await?;
-                        let out = BuiltinAnalyst::analyse(&InvestigationInput {
-                            incident,
-                            observations: obs,
-                            recalled: rec.results,
-                            failure_modes: tags,
-                        });
+                        let input = investigation::analyst_input(pool, incident, obs, tags).await?;
+                        let out = BuiltinAnalyst::analyse(&input);
                         if out.actions.iter().any(|a| &a.kind == kind) {
                             WarnStatus::Hidden
                         } else {
@@ -375,6 +394,7 @@ async fn run(pool: &SqlitePool, set: &EvalSet) -> anyhow::Result<Report> {
             top: recalled.iter().map(label).collect(),
             hard: q.hard,
             warn,
+            detail,
         });
     }
 

@@ -114,14 +114,144 @@ pub fn content_words(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Failure-mode tags of `text`: catalogue signatures plus synonym-table concepts.
+/// Failure-mode tags of `text` (negated findings left out, see [`strip_negated`]): catalogue
+/// signatures plus synonym-table concepts.
 pub fn derive_tags(text: &str) -> Vec<String> {
+    tags_of(&strip_negated(text)).into_iter().collect()
+}
+
+fn tags_of(text: &str) -> BTreeSet<String> {
     let mut tags: BTreeSet<String> = crate::evidence::signatures::match_tags(text)
         .into_iter()
         .map(str::to_string)
         .collect();
     tags.extend(concepts_in(text).into_iter().map(|(t, _)| t.to_string()));
-    tags.into_iter().collect()
+    tags.extend(load_shape(text).map(str::to_string));
+    tags
+}
+
+/// A request-rate reading going from a number to another (`rps 300 -> 1,000`, `traffic stepped
+/// from 1.5k to 11k rps`, `request rate 2k → 14k`).
+static RATE_CHANGE: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)\b(?:rps|qps|req/s|requests?/s|requests? per second|request rate|traffic|throughput)\b[^\n;]{0,30}?(?:from\s+)?~?(\d[\d,]*(?:\.\d+)?k?)\s*(?:rps|qps|req/s|/s)?\s*(?:->|→|=>|\bto\b)\s*~?(\d[\d,]*(?:\.\d+)?k?)",
+    )
+    .expect("static regex")
+});
+
+/// A request rate described as unchanged (`request rate flat at ~240 rps`, `traffic is
+/// normal`, `rps steady, same as yesterday`).
+static RATE_STEADY: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"(?i)\b(?:rps|qps|req/s|request rate|traffic|throughput)\b[^\n;.]{0,30}?\b(?:steady|flat|unchanged|normal|same as|as usual)\b",
+    )
+    .expect("static regex")
+});
+
+/// `1,050` → 1050, `1.5k` → 1500.
+fn reading(s: &str) -> Option<f64> {
+    let s = s.replace(',', "");
+    match s.strip_suffix(['k', 'K']) {
+        Some(n) => n.parse::<f64>().ok().map(|v| v * 1000.0),
+        None => s.parse().ok(),
+    }
+}
+
+/// The load shape a text reports, which tells look-alike failure modes apart (a pool exhausted
+/// by a traffic surge against one exhausted by a leak under steady load): `traffic_surge` when a
+/// request rate at least doubles (`rps 300 -> 1,000`), `steady_load` when it is described as
+/// steady, flat, normal or unchanged; `None` otherwise.
+pub fn load_shape(text: &str) -> Option<&'static str> {
+    for c in RATE_CHANGE.captures_iter(text) {
+        if let (Some(a), Some(b)) = (reading(&c[1]), reading(&c[2]))
+            && a > 0.0
+            && b >= 2.0 * a
+        {
+            return Some("traffic_surge");
+        }
+    }
+    RATE_STEADY.is_match(text).then_some("steady_load")
+}
+
+/// Words that report the absence of what follows them in their clause.
+const NEGATION_CUES: &[&str] = &["no", "not", "without", "none", "zero", "0"];
+
+/// Characters that end a clause, the scope of a negation cue; `,` and `.` only before white
+/// space or the end (not inside `1,000` or `0.2`).
+const CLAUSE_END: &[char] = &[',', ';', '.', '!', '?', '\n', '(', ')', '|'];
+
+/// The clauses of `text`, each with its closing character(s) as a separate slice.
+fn clauses(text: &str) -> Vec<(&str, &str)> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if !CLAUSE_END.contains(&c) {
+            continue;
+        }
+        let next = chars.peek().map(|(_, n)| *n);
+        if matches!(c, ',' | '.') && next.is_some_and(|n| !n.is_whitespace()) {
+            continue;
+        }
+        let end = i + c.len_utf8();
+        out.push((&text[start..i], &text[i..end]));
+        start = end;
+    }
+    if start < text.len() {
+        out.push((&text[start..], ""));
+    }
+    out
+}
+
+/// `text` without its negated findings: from a negation cue ("no", "not", "without", "none",
+/// "zero", a bare "0") to the end of its clause, as in `pg_stat_activity: 238 active, 0 idle in
+/// transaction` or `lag on 32/32 partitions; no deserialization errors`, where the words after
+/// the cue say what is *not* happening and must not pull in incidents where it was. This is the
+/// clause-scoped negation of NegEx (Chapman et al., "A Simple Algorithm for Identifying Negated
+/// Findings and Diseases in Discharge Summaries", J. Biomed. Inform. 34, 2001), with one addition:
+/// a cue that is itself part of a failure phrase (`no space left on device`, `no such host`,
+/// `connections not returned`) is kept, because dropping it changes which failure modes the
+/// clause names.
+pub fn strip_negated(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (body, end) in clauses(text) {
+        out.push_str(&body[..negated_from(body).unwrap_or(body.len())]);
+        out.push_str(end);
+    }
+    out
+}
+
+/// Byte offset in `clause` where a negated scope starts, if any.
+fn negated_from(clause: &str) -> Option<usize> {
+    let lower = clause.to_lowercase();
+    if lower.len() != clause.len() {
+        return None; // case folding changed byte offsets: leave such clauses alone
+    }
+    let bytes = lower.as_bytes();
+    let mut start = 0;
+    while start < lower.len() {
+        let rest = &lower[start..];
+        let Some(off) = rest.find(|c: char| c.is_ascii_alphanumeric()) else {
+            break;
+        };
+        let w0 = start + off;
+        let w1 = lower[w0..]
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .map_or(lower.len(), |e| w0 + e);
+        let word = &lower[w0..w1];
+        let boundary_before = w0 == 0 || !matches!(bytes[w0 - 1], b'.' | b'/' | b'-' | b'_');
+        let boundary_after = w1 == lower.len() || matches!(bytes[w1], b' ' | b'\t' | b'\'' | b'"');
+        let has_scope = lower[w1..].contains(|c: char| c.is_alphanumeric());
+        if boundary_before && boundary_after && has_scope && NEGATION_CUES.contains(&word) {
+            let with_cue = tags_of(&lower);
+            let without_cue = tags_of(&format!("{}{}", &lower[..w0], &lower[w1..]));
+            if with_cue.is_subset(&without_cue) {
+                return Some(w0);
+            }
+        }
+        start = w1;
+    }
+    None
 }
 
 /// Crude stem for term matching in "why": lower-case, strip common English suffixes.
@@ -151,8 +281,9 @@ fn kind_weight(k: MemoryKind) -> f64 {
 /// descriptive and prescriptive lists: the words plus the phrases of every tag.
 fn expand(q: &RecallQuery) -> (BTreeSet<String>, Vec<String>, Vec<String>) {
     let mut tags: BTreeSet<String> = q.failure_modes.iter().cloned().collect();
-    tags.extend(derive_tags(&q.text));
-    let words = content_words(&q.text);
+    let text = strip_negated(&q.text);
+    tags.extend(tags_of(&text));
+    let words = content_words(&text);
     let mut expanded = words.join(" ");
     for t in &tags {
         expanded.push(' ');
@@ -487,3 +618,73 @@ fn mark_contradictions(results: &mut [Recalled]) {
 
 /// Re-export for callers that only need the synonym table.
 pub use synonyms::SYNONYMS;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn negated_findings_are_dropped_to_the_end_of_their_clause() {
+        assert_eq!(
+            strip_negated("pg_stat_activity: 238 'active', 0 'idle in transaction'; mean 8 ms"),
+            "pg_stat_activity: 238 'active', ; mean 8 ms"
+        );
+        assert_eq!(
+            strip_negated("lag increasing on 32/32 partitions; no deserialization errors"),
+            "lag increasing on 32/32 partitions; "
+        );
+        assert_eq!(
+            strip_negated("retried without backoff. Disk fine"),
+            "retried . Disk fine"
+        );
+        // Not cues: parts of numbers, paths and words.
+        for kept in [
+            "error rate 0.2% -> 38%",
+            "wrote /var/0/log",
+            "nothing to see, notation",
+        ] {
+            assert_eq!(strip_negated(kept), kept);
+        }
+    }
+
+    #[test]
+    fn a_cue_inside_a_failure_phrase_is_kept() {
+        for kept in [
+            "write failed: No space left on device",
+            "dial tcp: lookup db.internal: no such host",
+            "connections not returned to the pool",
+        ] {
+            assert_eq!(strip_negated(kept), kept, "{kept}");
+        }
+        assert!(derive_tags("write failed: No space left on device").contains(&"disk_full".into()));
+        assert!(!derive_tags("0 'idle in transaction'").contains(&"connection_leak".into()));
+        assert!(
+            derive_tags("25 sessions 'idle in transaction'").contains(&"connection_leak".into())
+        );
+    }
+
+    #[test]
+    fn the_load_shape_tells_a_surge_from_steady_traffic() {
+        for surge in [
+            "booking rps 300 -> 1,000 at 19:00",
+            "traffic stepped from 1.5k to 11k rps within 30 s",
+            "request rate 2k → 14k rps",
+        ] {
+            assert_eq!(load_shape(surge), Some("traffic_surge"), "{surge}");
+        }
+        for steady in [
+            "request rate flat at ~240 rps (normal)",
+            "request rate steady at ~230/s, same as yesterday",
+            "Traffic is normal and the database is bored",
+        ] {
+            assert_eq!(load_shape(steady), Some("steady_load"), "{steady}");
+        }
+        for neither in [
+            "request rate 300 -> 350 rps",
+            "success ratio 99% -> 21%",
+            "pool 30/30 in use",
+        ] {
+            assert_eq!(load_shape(neither), None, "{neither}");
+        }
+    }
+}

@@ -410,9 +410,6 @@ pub const PLAYBOOK: &[Play] = &[
     },
 ];
 
-/// How many of the most similar recalled incidents lend the actions they tried.
-const SIMILAR_INCIDENTS: usize = 2;
-
 /// The built-in analyst.
 #[derive(Debug, Clone, Default)]
 pub struct BuiltinAnalyst;
@@ -540,38 +537,21 @@ impl BuiltinAnalyst {
         // 4. Actions recorded as tried in the most similar recalled incidents, whether they
         // worked or not: responders reach for them too. The dead-end check flags the ones that
         // failed there; flagged recommendations sort last and are never hidden.
-        let mut top_incidents: Vec<&str> = Vec::new();
-        for inc in input.recalled.iter().filter_map(incident_of) {
-            if top_incidents.len() >= SIMILAR_INCIDENTS {
-                break;
-            }
-            if !top_incidents.contains(&inc) {
-                top_incidents.push(inc);
-            }
-        }
-        for r in input.recalled.iter().filter(|r| {
-            matches!(
-                r.memory.kind,
-                MemoryKind::RemediationFailure | MemoryKind::RemediationSuccess
-            )
-        }) {
-            let (Some(a), Some(inc)) = (r.memory.action_kind, incident_of(r)) else {
+        for r in &input.tried {
+            let (Some(a), Some(inc)) = (r.action_kind, r.incident_id.as_deref()) else {
                 continue;
             };
-            if !top_incidents.contains(&inc) {
-                continue;
-            }
-            let outcome = if r.memory.kind == MemoryKind::RemediationFailure {
-                "did not resolve it"
-            } else {
-                "resolved it"
+            let outcome = match r.kind {
+                MemoryKind::RemediationFailure => "did not resolve it",
+                MemoryKind::RemediationSuccess => "resolved it",
+                _ => continue,
             };
             out.actions.push(ProposedAction {
                 kind: a.as_str().into(),
                 target: service.clone(),
                 rationale: format!(
                     "Tried during the similar incident {inc} and {outcome}: {}",
-                    crate::evidence::truncate_chars(&r.memory.text, 200)
+                    crate::evidence::truncate_chars(&r.text, 200)
                 ),
                 hypothesis: None,
             });
@@ -642,6 +622,7 @@ mod tests {
             observations: Vec::new(),
             recalled: Vec::new(),
             failure_modes: tags.iter().map(|t| t.to_string()).collect(),
+            tried: Vec::new(),
         }
     }
 

@@ -28,6 +28,12 @@ pub struct InvestigationInput {
     pub recalled: Vec<Recalled>,
     /// Failure-mode tags of the incident (from its evidence and its description).
     pub failure_modes: Vec<String>,
+    /// Remediations (kind `remediation_success` or `remediation_failure`, each with its action
+    /// kind) recorded during the most similar recalled incidents, most similar incident first —
+    /// see [`crate::services::investigation::SIMILAR_INCIDENTS`]. Responders reach for what was
+    /// tried last time, so the analyst proposes these too and the dead-end check flags the
+    /// failures.
+    pub tried: Vec<MemoryRecord>,
 }
 
 /// A prior incident a hypothesis leans on, and why it is relevant.

@@ -38,6 +38,12 @@ pub const MAX_TOKENIZE_BYTES: usize = 4_096;
 pub const MAX_EXAMPLE_CHARS: usize = 500;
 /// Maximum observations returned by [`extract`] (summary included).
 pub const MAX_OBSERVATIONS: usize = 25;
+/// Salience of the summary observation of a log submission (line count, window, templates,
+/// errors, format): always first, and not itself a symptom.
+pub const SUMMARY_SALIENCE: u32 = 1000;
+/// A log paste of at most this many lines is read as hand-picked: its lines without any level
+/// (notes, command output, metric readings typed in) each become an observation too.
+pub const SHORT_PASTE_LINES: u64 = 30;
 /// Maximum tokens per message given to Drain.
 const MAX_TOKENS: usize = 256;
 /// Buckets of the per-template line histogram used for rate-change detection.
@@ -111,7 +117,7 @@ pub struct Observation {
     pub level: Option<String>,
     /// One example line, at most [`MAX_EXAMPLE_CHARS`] characters.
     pub example: Option<String>,
-    /// Ranking score, higher = show first (the summary observation gets 1000).
+    /// Ranking score, higher = show first (the summary observation gets [`SUMMARY_SALIENCE`]).
     pub salience: u32,
 }
 
@@ -564,7 +570,9 @@ impl LogExtractor {
     ///   ≥ 10 lines on the busy side;
     /// - late: first seen after the middle of the window (windows ≥ 20 lines);
     /// - every template matched by a failure signature;
-    /// - warn templates fill remaining room.
+    /// - warn templates fill remaining room;
+    /// - in a paste of at most [`SHORT_PASTE_LINES`] lines, every template with no level at all
+    ///   (neither parsed nor inferred): a person chose those lines.
     ///
     /// Salience = level (fatal/critical 50, error 40, warn 15) + signatures (35, +5 per extra tag,
     /// max 2) + rate rise 25 / fall 10 + late 20 + min(20, 3·log2(count+1)).
@@ -664,7 +672,8 @@ impl LogExtractor {
                     thousands(s.first_line)
                 ));
             }
-            if !qualifies && level != Some(Level::Warn) {
+            let hand_picked = lines <= SHORT_PASTE_LINES && level.is_none();
+            if !qualifies && level != Some(Level::Warn) && !hand_picked {
                 continue;
             }
             salience += (3.0 * ((s.count + 1) as f64).log2()).min(20.0) as u32;
@@ -748,7 +757,7 @@ impl LogExtractor {
             failure_modes: all_tags,
             level: None,
             example: None,
-            salience: 1000,
+            salience: SUMMARY_SALIENCE,
         });
         observations.extend(cands);
         Extraction {

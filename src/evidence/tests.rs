@@ -634,3 +634,38 @@ fn alert_details() {
         vec!["disk_full".to_string()]
     );
 }
+
+#[test]
+fn a_short_hand_picked_paste_keeps_every_line_without_a_level() {
+    let paste = "vendor response: HTTP 429, Retry-After: 60\n\
+                 our outbound call rate ~90/s against 25/s allowed by contract\n\
+                 sync worker count raised 4 -> 16 at 08:40 to catch up\n";
+    let e = extract(EvidenceKind::Logs, paste);
+    assert_eq!(e.observations[0].salience, SUMMARY_SALIENCE);
+    let lines: Vec<&str> = e.observations[1..]
+        .iter()
+        .filter_map(|o| o.example.as_deref())
+        .collect();
+    assert_eq!(lines.len(), 3, "{:#?}", e.observations);
+    assert!(lines.contains(&"our outbound call rate ~90/s against 25/s allowed by contract"));
+    let throttled = e.observations[1..]
+        .iter()
+        .find(|o| o.example.as_deref().is_some_and(|x| x.contains("429")))
+        .expect("the 429 line");
+    assert_eq!(throttled.failure_modes, vec!["rate_limited".to_string()]);
+
+    // The same lines in a long log are not all surfaced: only what matters is.
+    let long: String = paste.to_string()
+        + &(0..40)
+            .map(|i| format!("routine line number {i} ok\n"))
+            .collect::<String>();
+    let e = extract(EvidenceKind::Logs, &long);
+    assert!(
+        e.observations.iter().all(|o| o
+            .example
+            .as_deref()
+            .is_none_or(|x| !x.contains("outbound call rate"))),
+        "{:#?}",
+        e.observations
+    );
+}

@@ -107,6 +107,7 @@ pub async fn add(
             "level": o.level,
             "example": if example.is_empty() { None } else { Some(example) },
             "salience": o.salience,
+            "summary": o.salience == crate::evidence::SUMMARY_SALIENCE,
         });
         let (rid, _) = crate::services::memory::write_in(&mut tx, r).await?;
         ids.push(rid);
@@ -145,4 +146,12 @@ pub async fn add(
         observations,
         created: true,
     })
+}
+
+/// Whether an observation record is the summary of a log submission (line count, window,
+/// templates, errors, format — see [`crate::evidence::SUMMARY_SALIENCE`]): shown first on the
+/// page, but it says nothing about the failure, so recall queries and post-mortem symptoms leave
+/// it out.
+pub fn is_summary(o: &MemoryRecord) -> bool {
+    o.data.get("summary").and_then(|v| v.as_bool()) == Some(true)
 }

@@ -43,9 +43,32 @@ pub const GENERIC_TAGS: &[&str] = &[
     "process_restart",
 ];
 
-/// Checks an action against recorded remediation failures: same action kind and (same service or
-/// a shared, specific failure mode — see [`GENERIC_TAGS`]). Successes of the same action under a
-/// different failure mode are named too. `None` when nothing matches.
+/// How many of the most similar past incidents (distinct incidents, in recall order) count as
+/// "similar" for dead-end warnings and lend the actions tried during them to the analyst.
+pub const SIMILAR_INCIDENTS: usize = 2;
+
+/// The first [`SIMILAR_INCIDENTS`] distinct incident ids among `recalled`, in recall order.
+pub fn similar_incidents(recalled: &[Recalled]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for inc in recalled
+        .iter()
+        .filter_map(|r| r.memory.incident_id.as_ref())
+    {
+        if out.len() >= SIMILAR_INCIDENTS {
+            break;
+        }
+        if !out.contains(inc) {
+            out.push(inc.clone());
+        }
+    }
+    out
+}
+
+/// Checks an action against recorded remediation failures: same action kind and (same service,
+/// a shared, specific failure mode — see [`GENERIC_TAGS`] — or a failure recorded during one of
+/// the `similar` incidents, the most similar past incidents recall found for this one, see
+/// [`similar_incidents`]). Successes of the same action under a different failure mode are named
+/// too. `None` when nothing matches.
 ///
 /// # Errors
 /// Database errors.
@@ -54,6 +77,7 @@ pub async fn dead_end_warning(
     action: ActionKind,
     service: &str,
     tags: &[String],
+    similar: &[String],
 ) -> AppResult<Option<Warning>> {
     let records = mstore::remediations_for_action(pool, action).await?;
     let shares = |r: &MemoryRecord| {
@@ -61,6 +85,7 @@ pub async fn dead_end_warning(
             || r.failure_modes
                 .iter()
                 .any(|t| tags.contains(t) && !GENERIC_TAGS.contains(&t.as_str()))
+            || r.incident_id.as_ref().is_some_and(|i| similar.contains(i))
     };
     let failures: Vec<&MemoryRecord> = records
         .iter()
@@ -245,6 +270,12 @@ pub async fn incident_tags(
         "{} {}",
         incident.title, incident.description
     )));
+    // The synonym table and the load shape read the evidence lines too, not only the catalogue.
+    for o in &observations {
+        if let Some(line) = o.data.get("example").and_then(|e| e.as_str()) {
+            tags.extend(recall::derive_tags(line));
+        }
+    }
     Ok((observations, tags.into_iter().collect()))
 }
 
@@ -261,19 +292,118 @@ pub async fn recall_for_incident(
     k: usize,
 ) -> AppResult<recall::RecallResult> {
     let mut text = format!("{}\n{}", incident.title, incident.description);
-    for o in observations.iter().take(10) {
+    for o in observations
+        .iter()
+        .filter(|o| !crate::services::evidence::is_summary(o))
+        .take(10)
+    {
+        // The line itself, not the statement around it ("ERROR template seen 12 times …").
+        let line = o
+            .data
+            .get("example")
+            .and_then(|e| e.as_str())
+            .unwrap_or(&o.text);
         text.push('\n');
-        text.push_str(crate::evidence::truncate_chars(&o.text, 300));
+        text.push_str(crate::evidence::truncate_chars(line, 300));
     }
     let q = RecallQuery {
         text,
         service: Some(incident.service.clone()),
         failure_modes: tags.to_vec(),
         exclude_incident: Some(incident.id.to_string()),
-        k,
+        // A wider pool than shown, so each past incident's similarity sums its best records.
+        k: k.max(INCIDENT_POOL),
         ..Default::default()
     };
-    recall::recall(pool, &q).await
+    let mut result = recall::recall(pool, &q).await?;
+    incidents_first(&mut result.results);
+    // At most PER_INCIDENT records of one past incident are shown, so rules and dead ends of
+    // the next incidents still fit.
+    let mut shown: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    result.results.retain(|r| match &r.memory.incident_id {
+        Some(i) => {
+            let n = shown.entry(i.clone()).or_default();
+            *n += 1;
+            *n <= PER_INCIDENT
+        }
+        None => true,
+    });
+    result.results.truncate(k);
+    Ok(result)
+}
+
+/// Records recalled for an incident page before they are grouped by past incident and cut to
+/// what is shown.
+const INCIDENT_POOL: usize = 40;
+
+/// Records of one past incident shown at most on an incident page.
+const PER_INCIDENT: usize = 4;
+
+/// How many of a past incident's best records add up to its similarity.
+const INCIDENT_EVIDENCE: usize = 3;
+
+/// Orders recall results for an incident page by past incident: an incident's similarity is the
+/// sum of its [`INCIDENT_EVIDENCE`] best record scores (CombSUM, Fox & Shaw, "Combination of
+/// Multiple Searches", TREC-2, 1994), so an incident whose root cause, symptoms and failed
+/// remediation all match ranks above one with a single well-worded lesson. Records of the same
+/// incident keep their order; records of no incident (notes, runbooks) count on their own score.
+/// Stable, and only reorders.
+pub fn incidents_first(results: &mut [Recalled]) {
+    let mut best: std::collections::HashMap<&str, Vec<f64>> = std::collections::HashMap::new();
+    for r in results.iter() {
+        if let Some(i) = r.memory.incident_id.as_deref() {
+            best.entry(i).or_default().push(r.score);
+        }
+    }
+    let similarity: std::collections::HashMap<String, f64> = best
+        .into_iter()
+        .map(|(i, mut s)| {
+            s.sort_by(|a, b| b.total_cmp(a));
+            (i.to_string(), s.iter().take(INCIDENT_EVIDENCE).sum())
+        })
+        .collect();
+    let key = |r: &Recalled| {
+        r.memory
+            .incident_id
+            .as_ref()
+            .and_then(|i| similarity.get(i))
+            .copied()
+            .unwrap_or(r.score)
+    };
+    results.sort_by(|a, b| key(b).total_cmp(&key(a)));
+}
+
+/// What an analyst is given for `incident`: its observations and failure-mode tags (from
+/// [`incident_tags`]), what recall returns for it (k = 12, see [`recall_for_incident`]) and the
+/// remediations tried during its [`SIMILAR_INCIDENTS`] most similar past incidents.
+///
+/// # Errors
+/// Database errors.
+pub async fn analyst_input(
+    pool: &SqlitePool,
+    incident: crate::domain::Incident,
+    observations: Vec<MemoryRecord>,
+    failure_modes: Vec<String>,
+) -> AppResult<InvestigationInput> {
+    let recalled = recall_for_incident(pool, &incident, &observations, &failure_modes, 12)
+        .await?
+        .results;
+    let similar = similar_incidents(&recalled);
+    let mut tried = mstore::remediations_of_incidents(pool, &similar).await?;
+    // Most similar incident first; within one incident, in the order they were recorded.
+    tried.sort_by_key(|r| {
+        similar
+            .iter()
+            .position(|s| r.incident_id.as_ref() == Some(s))
+            .unwrap_or(usize::MAX)
+    });
+    Ok(InvestigationInput {
+        incident,
+        observations,
+        recalled,
+        failure_modes,
+        tried,
+    })
 }
 
 /// Runs an investigation on incident `id` for `actor` with the built-in analyst, or `llm` when
@@ -293,14 +423,8 @@ pub async fn investigate(
         return Err(AppError::Conflict(format!("{id} is learned and closed")));
     }
     let (observations, tags) = incident_tags(pool, &incident).await?;
-    let recalled = recall_for_incident(pool, &incident, &observations, &tags, 12).await?;
-    let memory_empty = recalled.results.is_empty();
-    let input = InvestigationInput {
-        incident: incident.clone(),
-        observations: observations.clone(),
-        recalled: recalled.results.clone(),
-        failure_modes: tags.clone(),
-    };
+    let input = analyst_input(pool, incident.clone(), observations, tags).await?;
+    let memory_empty = input.recalled.is_empty();
     let mut notices: Vec<String> = Vec::new();
     if memory_empty {
         notices.push(recall::NOTHING_FOUND.to_string());
@@ -318,13 +442,15 @@ pub async fn investigate(
         },
         None => (BuiltinAnalyst::analyse(&input), "built-in".into()),
     };
+    let similar = similar_incidents(&input.recalled);
     store_investigation(
         pool,
         actor,
         &incident,
-        &observations,
-        &recalled.results,
-        &tags,
+        &input.observations,
+        &input.recalled,
+        &input.failure_modes,
+        &similar,
         output,
         &analyst_name,
         notices,
@@ -341,6 +467,7 @@ async fn store_investigation(
     observations: &[MemoryRecord],
     recalled: &[Recalled],
     tags: &[String],
+    similar: &[String],
     output: AnalystOutput,
     analyst_name: &str,
     notices: Vec<String>,
@@ -428,7 +555,7 @@ async fn store_investigation(
                 } else {
                     crate::evidence::truncate_chars(a.target.trim(), 200).to_string()
                 };
-                let warning = dead_end_warning(pool, k, &incident.service, tags).await?;
+                let warning = dead_end_warning(pool, k, &incident.service, tags, similar).await?;
                 actions.push((k, target, a.rationale.clone(), a.hypothesis, warning));
             }
             Some(_) => {}
@@ -1004,8 +1131,10 @@ pub async fn propose(
         crate::domain::optional_text("target", target, 200)?
     };
     let rationale = crate::domain::optional_text("rationale", rationale, 2000)?;
-    let (_, tags) = incident_tags(pool, &incident).await?;
-    let warning = dead_end_warning(pool, kind, &incident.service, &tags).await?;
+    let (observations, tags) = incident_tags(pool, &incident).await?;
+    let recalled = recall_for_incident(pool, &incident, &observations, &tags, 12).await?;
+    let similar = similar_incidents(&recalled.results);
+    let warning = dead_end_warning(pool, kind, &incident.service, &tags, &similar).await?;
     let now = store::now();
     let mut tx = store::begin_write(pool).await?;
     let latest = rstore::latest_investigation(pool, id.as_str()).await?;

@@ -81,11 +81,14 @@ async fn facts(pool: &SqlitePool, incident: &crate::domain::Incident) -> AppResu
         failure_modes: tags,
         observations: observations
             .iter()
+            .filter(|o| !crate::services::evidence::is_summary(o))
+            // Routine log levels are not symptoms unless a failure signature matched; lines
+            // with no level (hand-picked notes, metric and alert findings) are.
             .filter(|o| {
-                o.data
+                !o.data
                     .get("level")
                     .and_then(|l| l.as_str())
-                    .is_some_and(|l| matches!(l, "error" | "critical" | "fatal" | "warn"))
+                    .is_some_and(|l| matches!(l, "trace" | "debug" | "info" | "notice"))
                     || !o.failure_modes.is_empty()
             })
             .map(|o| o.text.clone())

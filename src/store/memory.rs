@@ -799,6 +799,30 @@ pub async fn remediations_for_action(
     rows.into_iter().map(Row::into_record).collect()
 }
 
+/// Remediation records (`remediation_success` and `remediation_failure`, confirmed or
+/// superseded) written during the incidents `incident_ids` (`INC-YYYY-NNNN`), oldest first.
+///
+/// # Errors
+/// Database errors.
+pub async fn remediations_of_incidents(
+    pool: &SqlitePool,
+    incident_ids: &[String],
+) -> AppResult<Vec<MemoryRecord>> {
+    if incident_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sql = format!(
+        "{SELECT} WHERE r.incident_id IN (SELECT value FROM json_each(?))
+           AND r.kind IN ('remediation_failure', 'remediation_success')
+           AND r.validation IN ('confirmed', 'superseded') ORDER BY r.id"
+    );
+    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(serde_json::to_string(incident_ids).map_err(corrupt)?)
+        .fetch_all(pool)
+        .await?;
+    rows.into_iter().map(Row::into_record).collect()
+}
+
 /// Changes a record's validation state (and its successor when superseded), with history.
 ///
 /// # Errors
