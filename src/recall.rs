@@ -302,9 +302,9 @@ fn expand(q: &RecallQuery) -> (BTreeSet<String>, Vec<String>, Vec<String>) {
 /// costs more than all the others together while adding almost nothing to the ranking (its
 /// inverse document frequency is near zero). Terms are kept rarest first while their summed
 /// counts fit; the rarest term found at all is always kept.
-const TERM_BUDGET: i64 = 4_000;
+const TERM_BUDGET: i64 = 1_500;
 /// Best matches looked at by the single FTS5 pass that yields both text lists.
-const FTS_WINDOW: i64 = 1_000;
+const FTS_WINDOW: i64 = 400;
 /// How long a term's record count is reused before it is counted again.
 const DOC_COUNT_TTL: Duration = Duration::from_secs(600);
 
@@ -393,7 +393,8 @@ pub async fn fts_expression(pool: &SqlitePool, q: &RecallQuery) -> AppResult<Str
 }
 
 /// Descriptive and prescriptive candidate lists: one FTS5 pass over the best [`FTS_WINDOW`]
-/// matches, and a pass over every match only when that window was too small for a list.
+/// matches, and a pass over every match only when that window left the text list short or the
+/// rules list empty.
 async fn text_lists(
     pool: &SqlitePool,
     terms: &[String],
@@ -427,7 +428,9 @@ async fn text_lists(
         )
     };
     let (text, rules, complete) = lists(FTS_WINDOW).await?;
-    if !complete && ((text.len() as i64) < PER_LIST || (rules.len() as i64) < rule_limit) {
+    // A short rules list from a full window is kept: lessons below the best FTS_WINDOW matches
+    // add little to the fusion. An empty one, or a short text list, is looked up in full.
+    if !complete && ((text.len() as i64) < PER_LIST || (rule_limit > 0 && rules.is_empty())) {
         let (text, rules, _) = lists(i64::MAX).await?;
         return Ok((text, rules));
     }

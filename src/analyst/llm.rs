@@ -405,24 +405,27 @@ fn reply_content(resp: &Value) -> Result<String, AnalystError> {
 }
 
 /// JSON schema of the investigation answer (strict mode: every property required, no options).
+/// Every array has a `maxItems` (OpenAI strict mode, vLLM, Ollama and llama.cpp's grammar all
+/// accept it): a small local model under a grammar otherwise repeats array items until the reply
+/// is cut off at the token limit.
 pub fn investigation_schema() -> Value {
     json!({
         "type": "object",
         "additionalProperties": false,
         "required": ["hypotheses", "actions"],
         "properties": {
-            "hypotheses": {"type": "array", "items": {
+            "hypotheses": {"type": "array", "maxItems": 5, "items": {
                 "type": "object", "additionalProperties": false,
                 "required": ["statement", "confidence", "cites", "prior_incidents"],
                 "properties": {
                     "statement": {"type": "string"},
                     "confidence": {"type": "string", "enum": ["low", "medium", "high"]},
-                    "cites": {"type": "array", "items": {"type": "string"}},
-                    "prior_incidents": {"type": "array", "items": {
+                    "cites": {"type": "array", "maxItems": 8, "items": {"type": "string"}},
+                    "prior_incidents": {"type": "array", "maxItems": 3, "items": {
                         "type": "object", "additionalProperties": false, "required": ["id", "why"],
                         "properties": {"id": {"type": "string"}, "why": {"type": "string"}}}}
                 }}},
-            "actions": {"type": "array", "items": {
+            "actions": {"type": "array", "maxItems": 6, "items": {
                 "type": "object", "additionalProperties": false,
                 "required": ["kind", "target", "rationale", "hypothesis"],
                 "properties": {
@@ -689,11 +692,11 @@ pub fn output_from_json(v: &Value) -> Result<AnalystOutput, AnalystError> {
 }
 
 /// JSON schema of the post-mortem answer (strict mode: every property required, no options, no
-/// length constraints — the common subset OpenAI, vLLM, Ollama and llama.cpp all accept). Only
-/// the prose the model may write; facts (impact, actions and their outcomes, root cause) are not
-/// asked for.
+/// string length constraints; arrays bounded by `maxItems` as in [`investigation_schema`] — the
+/// common subset OpenAI, vLLM, Ollama and llama.cpp all accept). Only the prose the model may
+/// write; facts (impact, actions and their outcomes, root cause) are not asked for.
 pub fn postmortem_schema() -> Value {
-    let strings = json!({"type": "array", "items": {"type": "string"}});
+    let strings = json!({"type": "array", "maxItems": 8, "items": {"type": "string"}});
     json!({
         "type": "object",
         "additionalProperties": false,
@@ -704,7 +707,7 @@ pub fn postmortem_schema() -> Value {
             "trigger": {"type": "string"},
             "contributing_factors": strings,
             "misleading_hypotheses": strings,
-            "lessons": {"type": "array", "items": {
+            "lessons": {"type": "array", "maxItems": 5, "items": {
                 "type": "object", "additionalProperties": false,
                 "required": ["always", "because", "scope", "severity"],
                 "properties": {

@@ -596,7 +596,8 @@ pub struct Candidate {
     pub evidence_count: i64,
 }
 
-/// The SQL of a [`Candidate`] of `records r` as a JSON array (see [`parse_candidate`]).
+/// The SQL of a [`Candidate`] of `records_rank r` (the narrow copy of the ranking fields of
+/// `records`, see migration 0005) as a JSON array (see [`parse_candidate`]).
 const CANDIDATE_JSON: &str =
     "json_array(r.id, r.kind, r.validation, r.created_at, r.importance, r.evidence_count)";
 
@@ -655,7 +656,7 @@ pub async fn fts_candidate_lists(
          c AS (
              SELECT f.id, f.s, r.kind IN (SELECT value FROM json_each(?3)) AS t,
                     r.kind IN (SELECT value FROM json_each(?4)) AS p, {CANDIDATE_JSON} AS j
-             FROM f JOIN records r ON r.id = f.id
+             FROM f JOIN records_rank r ON r.id = f.id
              WHERE r.validation != 'retracted'
                AND (?5 IS NULL OR r.incident_id IS NULL OR r.incident_id != ?5)),
          n AS (
@@ -723,18 +724,21 @@ pub async fn key_candidates(
     )
     .map_err(corrupt)?;
     let sql = format!(
-        "WITH q(key, value, weight) AS (
+        "WITH q0(key, value, weight) AS (
              SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]')
              FROM json_each(?1) j),
+         q AS MATERIALIZED (
+             SELECT key, value, weight, COALESCE((
+                   SELECT k2.record_id FROM record_keys k2 WHERE k2.key = q0.key AND k2.value = q0.value
+                   ORDER BY k2.record_id DESC LIMIT 1 OFFSET ?5), -1) AS floor
+             FROM q0),
          top AS MATERIALIZED (
              SELECT k.record_id AS id, SUM(q.weight) AS w
              FROM q JOIN record_keys k ON k.key = q.key AND k.value = q.value
-               AND k.record_id > COALESCE((
-                   SELECT k2.record_id FROM record_keys k2 WHERE k2.key = q.key AND k2.value = q.value
-                   ORDER BY k2.record_id DESC LIMIT 1 OFFSET ?5), -1)
+               AND k.record_id > q.floor
              GROUP BY k.record_id ORDER BY w DESC, k.record_id DESC LIMIT ?4 * 4),
          best AS (
-             SELECT top.id, top.w, {CANDIDATE_JSON} AS j FROM top JOIN records r ON r.id = top.id
+             SELECT top.id, top.w, {CANDIDATE_JSON} AS j FROM top JOIN records_rank r ON r.id = top.id
              WHERE r.validation != 'retracted' AND r.kind IN (SELECT value FROM json_each(?2))
                AND (?3 IS NULL OR r.incident_id IS NULL OR r.incident_id != ?3)
              ORDER BY top.w DESC, top.id DESC LIMIT ?4)

@@ -511,6 +511,26 @@ async fn export_then_import_into_an_empty_database_round_trips_exactly() {
     .await
     .unwrap();
     assert!(res.results.iter().all(|r| r.memory.id != 1));
+    // Recall ranks on records_rank, kept by triggers: after writes, a retraction and an import
+    // that restores ids, it mirrors records row for row.
+    for a in [&app, &other] {
+        assert_eq!(rank_mismatches(&a.pool).await, 0);
+        assert_eq!(a.count("records").await, a.count("records_rank").await);
+    }
+}
+
+/// Rows where `records_rank` differs from `records` (or is missing on either side).
+async fn rank_mismatches(pool: &sqlx::SqlitePool) -> i64 {
+    sqlx::query_scalar(
+        "WITH r AS (SELECT id, kind, validation, incident_id, created_at, importance,
+                           evidence_count FROM records),
+              k AS (SELECT * FROM records_rank)
+         SELECT (SELECT count(*) FROM (SELECT * FROM r EXCEPT SELECT * FROM k))
+              + (SELECT count(*) FROM (SELECT * FROM k EXCEPT SELECT * FROM r))",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap()
 }
 
 #[tokio::test]
