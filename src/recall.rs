@@ -443,6 +443,7 @@ async fn scope_list(
     pool: &SqlitePool,
     q: &RecallQuery,
     tags: &BTreeSet<String>,
+    actions: &[ActionKind],
 ) -> AppResult<(Vec<Candidate>, Vec<String>)> {
     let mut keys: Vec<(&str, String, f64)> = tags
         .iter()
@@ -455,7 +456,7 @@ async fn scope_list(
         keys.extend(neighbours.iter().map(|n| ("service", n.clone(), 0.5)));
     }
     keys.extend(
-        q.action_kinds
+        actions
             .iter()
             .map(|a| ("action_kind", a.as_str().to_string(), 1.5)),
     );
@@ -477,11 +478,18 @@ struct Fused {
 pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResult> {
     let k = if q.k == 0 { 10 } else { q.k.min(100) };
     let (tags, words, terms) = expand(q);
+    // Actions given, and actions the text names in free words (negated ones left out).
+    let mut actions = q.action_kinds.clone();
+    for a in ActionKind::mentioned_in(&strip_negated(&q.text)) {
+        if !actions.contains(&a) {
+            actions.push(a);
+        }
+    }
     let kinds = &q.kinds;
     // The text lists and the scope list are independent: run them on two connections.
     let ((text_list, rules_list), (scope_list, neighbours)) = tokio::try_join!(
         text_lists(pool, &terms, kinds, q.exclude_incident.as_deref()),
-        scope_list(pool, q, &tags),
+        scope_list(pool, q, &tags, &actions),
     )?;
 
     let mut fused: HashMap<i64, Fused> = HashMap::new();
@@ -563,7 +571,7 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
                     .collect(),
                 action_kinds: r
                     .action_kind
-                    .filter(|a| q.action_kinds.contains(a))
+                    .filter(|a| actions.contains(a))
                     .map(|a| vec![a.as_str().to_string()])
                     .unwrap_or_default(),
                 lists,

@@ -124,7 +124,77 @@ const ALIASES: &[(&str, ActionKind)] = &[
     ("throttle", ActionKind::ThrottleClients),
 ];
 
+/// How people write an action in free text (lower case, matched on word boundaries): a question
+/// like "someone wants to bump the pool size — what should I check first?" names
+/// `raise_pool_limit` without its name. Data, not code branches; phrases that also name a
+/// failure mode ("rate limit", "timeout") are left out.
+pub const MENTIONS: &[(&str, ActionKind)] = &[
+    ("restart the service", ActionKind::RestartService),
+    ("restarting the pods", ActionKind::RestartService),
+    ("restart the pods", ActionKind::RestartService),
+    ("rolling restart", ActionKind::RestartService),
+    ("bounce the", ActionKind::RestartService),
+    ("roll back", ActionKind::RollbackDeploy),
+    ("rollback", ActionKind::RollbackDeploy),
+    ("revert the deploy", ActionKind::RollbackDeploy),
+    ("revert the release", ActionKind::RollbackDeploy),
+    ("scale out", ActionKind::ScaleOut),
+    ("add more instances", ActionKind::ScaleOut),
+    ("add replicas", ActionKind::ScaleOut),
+    ("more replicas", ActionKind::ScaleOut),
+    ("more workers", ActionKind::ScaleOut),
+    ("scale in", ActionKind::ScaleIn),
+    ("bump the pool", ActionKind::RaisePoolLimit),
+    ("raise the pool", ActionKind::RaisePoolLimit),
+    ("raising the pool", ActionKind::RaisePoolLimit),
+    ("increase the pool", ActionKind::RaisePoolLimit),
+    ("bigger pool", ActionKind::RaisePoolLimit),
+    ("larger pool", ActionKind::RaisePoolLimit),
+    ("pool size", ActionKind::RaisePoolLimit),
+    ("connection pool limit", ActionKind::RaisePoolLimit),
+    ("max pool size", ActionKind::RaisePoolLimit),
+    ("fail over", ActionKind::FailoverDatabase),
+    ("failover", ActionKind::FailoverDatabase),
+    ("promote the replica", ActionKind::FailoverDatabase),
+    ("flush the cache", ActionKind::FlushCache),
+    ("clear the cache", ActionKind::FlushCache),
+    ("purge the cache", ActionKind::FlushCache),
+    ("flushall", ActionKind::FlushCache),
+    ("turn off the flag", ActionKind::DisableFeatureFlag),
+    ("disable the flag", ActionKind::DisableFeatureFlag),
+    ("kill switch", ActionKind::DisableFeatureFlag),
+    ("drain the node", ActionKind::DrainNode),
+    ("cordon", ActionKind::DrainNode),
+    ("rotate the credentials", ActionKind::RotateCredentials),
+    ("rotate the keys", ActionKind::RotateCredentials),
+    ("re-issue the certificate", ActionKind::RotateCredentials),
+    ("reissue the certificate", ActionKind::RotateCredentials),
+    ("block the traffic", ActionKind::BlockTrafficSource),
+    ("raise the timeout", ActionKind::IncreaseTimeout),
+    ("increase the timeout", ActionKind::IncreaseTimeout),
+    ("longer timeout", ActionKind::IncreaseTimeout),
+    ("bigger timeout", ActionKind::IncreaseTimeout),
+    ("hotfix", ActionKind::RollForwardFix),
+    ("roll forward", ActionKind::RollForwardFix),
+    ("free up disk", ActionKind::FreeDiskSpace),
+    ("clean up disk", ActionKind::FreeDiskSpace),
+    ("throttle the clients", ActionKind::ThrottleClients),
+];
+
 impl ActionKind {
+    /// Action kinds that `text` names in free words (see [`MENTIONS`]), each once, in the
+    /// order of [`MENTIONS`].
+    pub fn mentioned_in(text: &str) -> Vec<ActionKind> {
+        let lower = text.to_lowercase();
+        let mut out = Vec::new();
+        for (phrase, kind) in MENTIONS {
+            if !out.contains(kind) && crate::domain::synonyms::contains_phrase(&lower, phrase) {
+                out.push(*kind);
+            }
+        }
+        out
+    }
+
     /// Exact parse of the snake_case name.
     ///
     /// # Errors
@@ -173,6 +243,21 @@ impl fmt::Display for ActionKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_text_names_actions_without_their_names() {
+        assert_eq!(
+            ActionKind::mentioned_in(
+                "Someone wants to just bump the pool size. What should I check first?"
+            ),
+            vec![ActionKind::RaisePoolLimit]
+        );
+        assert_eq!(
+            ActionKind::mentioned_in("We did a rolling restart, then a roll back"),
+            vec![ActionKind::RestartService, ActionKind::RollbackDeploy]
+        );
+        assert!(ActionKind::mentioned_in("the pool is exhausted and requests time out").is_empty());
+    }
 
     #[test]
     fn aliases_coerce_and_unknown_kinds_are_dropped() {

@@ -637,8 +637,22 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
         r.target = Some(a.target.clone());
         push(&mut plan, r, vec![], vec![]);
     }
+    // A lesson from an incident with one failed action is about that action ("before raising
+    // the pool limit, check…"): it carries the action kind, so a question naming the action
+    // finds it through the structured keys.
+    let mut failed_kinds: Vec<ActionKind> = Vec::new();
+    for a in &pm.what_did_not_work {
+        if !failed_kinds.contains(&a.kind) {
+            failed_kinds.push(a.kind);
+        }
+    }
+    let lesson_action = match failed_kinds.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    };
     for l in &pm.lessons {
         let mut r = base(MemoryKind::Lesson, String::new());
+        r.action_kind = lesson_action;
         r.rule = Some(Rule {
             always: l.always.clone(),
             because: l.because.clone(),

@@ -289,6 +289,7 @@ async fn the_draft_reflects_what_happened_and_preview_equals_what_learn_writes()
             "services",
             "failure_modes",
             "rule",
+            "action_kind",
             "validation",
             "incident_id",
         ] {
@@ -301,6 +302,26 @@ async fn the_draft_reflects_what_happened_and_preview_equals_what_learn_writes()
             );
         }
     }
+    // The incident's one failed action (raise_pool_limit) makes its lesson a rule about that
+    // action: a question naming it in free words recalls the lesson through the action key.
+    let lesson = planned.iter().find(|m| m["kind"] == "lesson").unwrap();
+    assert_eq!(lesson["action_kind"], "raise_pool_limit", "{lesson}");
+    let rec: Value = app
+        .get(
+            &app.responder,
+            "/api/v1/recall?q=someone%20wants%20to%20bump%20the%20pool%20size%2C%20what%20first%3F&k=20",
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let found = rec["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "lesson" && r["incident_id"] == json!(id))
+        .unwrap_or_else(|| panic!("lesson recalled: {rec}"));
+    assert_eq!(found["why"]["action_kinds"], json!(["raise_pool_limit"]));
     // Learn again: the same answer, nothing more written.
     let count = app.count("records").await;
     let again: Value = app
