@@ -7,8 +7,8 @@ use std::path::Path;
 const SET: &str = "../shared/data/recall-dev.json";
 
 /// Floors: measured figures minus a small margin.
-const QUERY_HIT1: f64 = 0.93;
-const QUERY_MRR: f64 = 0.96;
+const QUERY_HIT1: f64 = 0.96;
+const QUERY_MRR: f64 = 0.98;
 const HARD_HIT1: f64 = 0.87;
 const PRESCRIPTIVE_HIT1: f64 = 0.93;
 const PRESCRIPTIVE_HIT3: f64 = 1.0;

@@ -316,7 +316,7 @@ pub async fn recall_for_incident(
         ..Default::default()
     };
     let mut result = recall::recall(pool, &q).await?;
-    incidents_first(&mut result.results);
+    incidents_first(&mut result.results, tags);
     // At most PER_INCIDENT records of one past incident are shown, so rules and dead ends of
     // the next incidents still fit.
     let mut shown: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -339,27 +339,48 @@ const INCIDENT_POOL: usize = 40;
 /// Records of one past incident shown at most on an incident page.
 const PER_INCIDENT: usize = 4;
 
+/// Raise of a past incident's similarity per specific failure mode it shares with this incident.
+const SHARED_TAG_BOOST: f64 = 0.15;
+
 /// How many of a past incident's best records add up to its similarity.
 const INCIDENT_EVIDENCE: usize = 3;
 
 /// Orders recall results for an incident page by past incident: an incident's similarity is the
 /// sum of its [`INCIDENT_EVIDENCE`] best record scores (CombSUM, Fox & Shaw, "Combination of
 /// Multiple Searches", TREC-2, 1994), so an incident whose root cause, symptoms and failed
-/// remediation all match ranks above one with a single well-worded lesson. Records of the same
+/// remediation all match ranks above one with a single well-worded lesson. The sum is then
+/// raised by [`SHARED_TAG_BOOST`] for each specific failure mode (not in [`GENERIC_TAGS`]) that
+/// the past incident shares with `tags`, this incident's tags: rank fusion flattens how strongly
+/// the structured keys agree, and the number of shared failure modes is what tells look-alike
+/// incidents apart (a leak under steady load shares `connection_leak` and `steady_load` with
+/// another leak, only `connection_pool_exhausted` with a traffic surge). Records of the same
 /// incident keep their order; records of no incident (notes, runbooks) count on their own score.
 /// Stable, and only reorders.
-pub fn incidents_first(results: &mut [Recalled]) {
-    let mut best: std::collections::HashMap<&str, Vec<f64>> = std::collections::HashMap::new();
+pub fn incidents_first(results: &mut [Recalled], tags: &[String]) {
+    let mut best: std::collections::HashMap<&str, (Vec<f64>, BTreeSet<&str>)> =
+        std::collections::HashMap::new();
     for r in results.iter() {
         if let Some(i) = r.memory.incident_id.as_deref() {
-            best.entry(i).or_default().push(r.score);
+            let e = best.entry(i).or_default();
+            e.0.push(r.score);
+            e.1.extend(
+                r.memory
+                    .failure_modes
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|t| tags.iter().any(|q| q == t) && !GENERIC_TAGS.contains(t)),
+            );
         }
     }
     let similarity: std::collections::HashMap<String, f64> = best
         .into_iter()
-        .map(|(i, mut s)| {
+        .map(|(i, (mut s, shared))| {
             s.sort_by(|a, b| b.total_cmp(a));
-            (i.to_string(), s.iter().take(INCIDENT_EVIDENCE).sum())
+            let sum: f64 = s.iter().take(INCIDENT_EVIDENCE).sum();
+            (
+                i.to_string(),
+                sum * (1.0 + SHARED_TAG_BOOST * shared.len() as f64),
+            )
         })
         .collect();
     let key = |r: &Recalled| {
