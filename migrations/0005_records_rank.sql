@@ -22,7 +22,10 @@ CREATE TRIGGER records_rank_insert AFTER INSERT ON records BEGIN
 END;
 
 -- Also follows a change of id (import restores records under their original ids).
-CREATE TRIGGER records_rank_update AFTER UPDATE ON records BEGIN
+-- Only when a ranking field (or the id) changes: recall counts are bumped on every recall.
+CREATE TRIGGER records_rank_update
+AFTER UPDATE OF id, kind, validation, incident_id, created_at, importance, evidence_count ON records
+BEGIN
     UPDATE records_rank
     SET id = NEW.id, kind = NEW.kind, validation = NEW.validation, incident_id = NEW.incident_id,
         created_at = NEW.created_at, importance = NEW.importance,

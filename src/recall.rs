@@ -162,8 +162,27 @@ fn reading(s: &str) -> Option<f64> {
 /// request rate at least doubles (`rps 300 -> 1,000`), `steady_load` when it is described as
 /// steady, flat, normal or unchanged; `None` otherwise.
 pub fn load_shape(text: &str) -> Option<&'static str> {
+    // A reading is a number on its own, not part of a date, a time or a path
+    // (`2024-05-01 to 2024-05-02`, `10:00 to 12:00`).
+    let alone = |before: Option<char>, after: Option<char>| {
+        let joins = |c: Option<char>| c.is_some_and(|c| matches!(c, '-' | ':' | '/'));
+        !joins(before) && before != Some('.') && !joins(after)
+    };
     for c in RATE_CHANGE.captures_iter(text) {
-        if let (Some(a), Some(b)) = (reading(&c[1]), reading(&c[2]))
+        let (Some(m1), Some(m2)) = (c.get(1), c.get(2)) else {
+            continue;
+        };
+        let first_alone = alone(
+            text[..m1.start()].chars().next_back(),
+            text[m1.end()..].chars().next(),
+        );
+        let second_alone = alone(
+            text[..m2.start()].chars().next_back(),
+            text[m2.end()..].chars().next(),
+        );
+        if let (Some(a), Some(b)) = (reading(m1.as_str()), reading(m2.as_str()))
+            && first_alone
+            && second_alone
             && a > 0.0
             && b >= 2.0 * a
         {
@@ -173,12 +192,17 @@ pub fn load_shape(text: &str) -> Option<&'static str> {
     RATE_STEADY.is_match(text).then_some("steady_load")
 }
 
-/// Words that report the absence of what follows them in their clause.
-const NEGATION_CUES: &[&str] = &["no", "not", "without", "none", "zero", "0"];
+/// Words that report the absence of what follows them in their clause. "not" is not one: in
+/// incident text it mostly states a failure ("not responding", "did not resolve it").
+const NEGATION_CUES: &[&str] = &["no", "without", "none", "zero", "0"];
 
-/// Characters that end a clause, the scope of a negation cue; `,` and `.` only before white
-/// space or the end (not inside `1,000` or `0.2`).
-const CLAUSE_END: &[char] = &[',', ';', '.', '!', '?', '\n', '(', ')', '|'];
+/// Words that end a negation's scope inside a clause (NegEx's termination terms): in "no errors
+/// but the pool is exhausted" the pool is exhausted.
+const SCOPE_END: &[&str] = &["but", "however", "although", "though", "except", "yet"];
+
+/// Characters that end a clause, the scope of a negation cue; `,`, `.` and `:` only before white
+/// space or the end (not inside `1,000`, `0.2` or `10:42`).
+const CLAUSE_END: &[char] = &[',', ';', '.', ':', '!', '?', '\n', '(', ')', '|'];
 
 /// The clauses of `text`, each with its closing character(s) as a separate slice.
 fn clauses(text: &str) -> Vec<(&str, &str)> {
@@ -190,7 +214,7 @@ fn clauses(text: &str) -> Vec<(&str, &str)> {
             continue;
         }
         let next = chars.peek().map(|(_, n)| *n);
-        if matches!(c, ',' | '.') && next.is_some_and(|n| !n.is_whitespace()) {
+        if matches!(c, ',' | '.' | ':') && next.is_some_and(|n| !n.is_whitespace()) {
             continue;
         }
         let end = i + c.len_utf8();
@@ -203,53 +227,62 @@ fn clauses(text: &str) -> Vec<(&str, &str)> {
     out
 }
 
-/// `text` without its negated findings: from a negation cue ("no", "not", "without", "none",
-/// "zero", a bare "0") to the end of its clause, as in `pg_stat_activity: 238 active, 0 idle in
+/// `text` without its negated findings: from a negation cue ("no", "without", "none", "zero", a
+/// bare "0") to the end of its clause or the next [`SCOPE_END`] word, as in `pg_stat_activity: 238 active, 0 idle in
 /// transaction` or `lag on 32/32 partitions; no deserialization errors`, where the words after
 /// the cue say what is *not* happening and must not pull in incidents where it was. This is the
 /// clause-scoped negation of NegEx (Chapman et al., "A Simple Algorithm for Identifying Negated
 /// Findings and Diseases in Discharge Summaries", J. Biomed. Inform. 34, 2001), with one addition:
-/// a cue that is itself part of a failure phrase (`no space left on device`, `no such host`,
-/// `connections not returned`) is kept, because dropping it changes which failure modes the
-/// clause names.
+/// a cue that is itself part of a failure phrase (`no space left on device`, `no such host`) is
+/// kept, because dropping it changes which failure modes the clause names.
 pub fn strip_negated(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for (body, end) in clauses(text) {
-        out.push_str(&body[..negated_from(body).unwrap_or(body.len())]);
+    for (mut body, end) in clauses(text) {
+        while let Some((from, to)) = negated_span(body) {
+            out.push_str(&body[..from]);
+            body = &body[to..];
+        }
+        out.push_str(body);
         out.push_str(end);
     }
     out
 }
 
-/// Byte offset in `clause` where a negated scope starts, if any.
-fn negated_from(clause: &str) -> Option<usize> {
-    let lower = clause.to_lowercase();
-    if lower.len() != clause.len() {
-        return None; // case folding changed byte offsets: leave such clauses alone
-    }
+/// Byte range in `clause` of the first negated scope (cue included), if any: from the cue to the
+/// next [`SCOPE_END`] word or the end of the clause. Both ends fall on ASCII bytes, so they are
+/// character boundaries of `clause`.
+fn negated_span(clause: &str) -> Option<(usize, usize)> {
+    // ASCII folding keeps every byte offset; the cues and scope ends are ASCII.
+    let lower = clause.to_ascii_lowercase();
+    let lower = lower.as_str();
+    let words = |from: usize| {
+        let mut at = from;
+        std::iter::from_fn(move || {
+            let off = lower[at..].find(|c: char| c.is_ascii_alphanumeric())?;
+            let w0 = at + off;
+            let w1 = lower[w0..]
+                .find(|c: char| !c.is_ascii_alphanumeric())
+                .map_or(lower.len(), |e| w0 + e);
+            at = w1;
+            Some((w0, w1))
+        })
+    };
     let bytes = lower.as_bytes();
-    let mut start = 0;
-    while start < lower.len() {
-        let rest = &lower[start..];
-        let Some(off) = rest.find(|c: char| c.is_ascii_alphanumeric()) else {
-            break;
-        };
-        let w0 = start + off;
-        let w1 = lower[w0..]
-            .find(|c: char| !c.is_ascii_alphanumeric())
-            .map_or(lower.len(), |e| w0 + e);
+    for (w0, w1) in words(0) {
         let word = &lower[w0..w1];
         let boundary_before = w0 == 0 || !matches!(bytes[w0 - 1], b'.' | b'/' | b'-' | b'_');
         let boundary_after = w1 == lower.len() || matches!(bytes[w1], b' ' | b'\t' | b'\'' | b'"');
         let has_scope = lower[w1..].contains(|c: char| c.is_alphanumeric());
         if boundary_before && boundary_after && has_scope && NEGATION_CUES.contains(&word) {
-            let with_cue = tags_of(&lower);
+            let with_cue = tags_of(lower);
             let without_cue = tags_of(&format!("{}{}", &lower[..w0], &lower[w1..]));
             if with_cue.is_subset(&without_cue) {
-                return Some(w0);
+                let to = words(w1)
+                    .find(|&(a, b)| SCOPE_END.contains(&&lower[a..b]))
+                    .map_or(lower.len(), |(a, _)| a);
+                return Some((w0, to));
             }
         }
-        start = w1;
     }
     None
 }
@@ -659,6 +692,29 @@ mod tests {
     }
 
     #[test]
+    fn negation_ends_at_but_and_never_cuts_inside_a_character() {
+        assert_eq!(
+            strip_negated("no errors but the pool is exhausted"),
+            "but the pool is exhausted"
+        );
+        assert!(
+            derive_tags("no errors but the pool is exhausted")
+                .contains(&"connection_pool_exhausted".into())
+        );
+        assert!(
+            derive_tags("ERROR: could not extend file \"base/1/2.1\": No space left on device")
+                .contains(&"disk_full".into())
+        );
+        // Characters whose lower case has another byte length (Ⱥ grows, the Ångström and
+        // Kelvin signs shrink) around a cue.
+        for s in ["ȺȺȺ0 ñÅÅÅ", "İİİ0 ñKẞ", "ñ no İ errors", "0 ẞẞ, 0 Ⱥ"] {
+            let out = strip_negated(s);
+            assert!(out.len() <= s.len(), "{s} → {out}");
+        }
+        assert_eq!(strip_negated("ȺȺȺ 0 ñÅÅÅ, ok"), "ȺȺȺ , ok");
+    }
+
+    #[test]
     fn a_cue_inside_a_failure_phrase_is_kept() {
         for kept in [
             "write failed: No space left on device",
@@ -679,6 +735,7 @@ mod tests {
         for surge in [
             "booking rps 300 -> 1,000 at 19:00",
             "traffic stepped from 1.5k to 11k rps within 30 s",
+            "Traffic went from 1.5k to 11k.",
             "request rate 2k → 14k rps",
         ] {
             assert_eq!(load_shape(surge), Some("traffic_surge"), "{surge}");
@@ -693,6 +750,8 @@ mod tests {
         for neither in [
             "request rate 300 -> 350 rps",
             "success ratio 99% -> 21%",
+            "traffic dashboard for 2024-05-01 to 2024-05-02",
+            "traffic report 10:00 to 12:00",
             "pool 30/30 in use",
         ] {
             assert_eq!(load_shape(neither), None, "{neither}");

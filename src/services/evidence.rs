@@ -153,5 +153,12 @@ pub async fn add(
 /// page, but it says nothing about the failure, so recall queries and post-mortem symptoms leave
 /// it out.
 pub fn is_summary(o: &MemoryRecord) -> bool {
-    o.data.get("summary").and_then(|v| v.as_bool()) == Some(true)
+    match o.data.get("summary").and_then(|v| v.as_bool()) {
+        Some(flag) => flag,
+        // Written before the flag existed: the summary is the one with the summary's salience.
+        None => {
+            o.data.get("salience").and_then(|v| v.as_u64())
+                == Some(u64::from(crate::evidence::SUMMARY_SALIENCE))
+        }
+    }
 }

@@ -41,6 +41,8 @@ pub const GENERIC_TAGS: &[&str] = &[
     "deploy_change",
     "config_change",
     "process_restart",
+    "steady_load",
+    "traffic_surge",
 ];
 
 /// How many of the most similar past incidents (distinct incidents, in recall order) count as
@@ -266,8 +268,9 @@ pub async fn incident_tags(
         .iter()
         .flat_map(|o| o.failure_modes.iter().cloned())
         .collect();
+    // A line break between them: a negation in the title must not reach into the description.
     tags.extend(recall::derive_tags(&format!(
-        "{} {}",
+        "{}\n{}",
         incident.title, incident.description
     )));
     // The synonym table and the load shape read the evidence lines too, not only the catalogue.

@@ -692,18 +692,19 @@ pub async fn fts_candidate_lists(
     Ok((text, rules, seen < window))
 }
 
-/// Records each structured key contributes to [`key_candidates`]: its newest ones.
+/// Records each structured key contributes to [`key_candidates`]: its newest eligible ones.
 const KEY_WINDOW: i64 = 250;
 
 /// Structured candidates: durable, non-retracted records matching any of `keys`
 /// (`(key, value, weight)` with key `service`, `failure_mode` or `action_kind`), best total
 /// weight first, newest first among equals.
 ///
-/// Each key contributes its newest [`KEY_WINDOW`] records, and only the best `4 × limit` of
-/// those are checked for kind, validation and incident, so the cost does not grow with the
-/// memory: a failure mode shared by a tenth of 100,000 records costs as much as a rare one. On a
-/// memory where no key has more than [`KEY_WINDOW`] records and at most `4 × limit` records
-/// match, this is the exact ranking over every matching record.
+/// Each key contributes its newest [`KEY_WINDOW`] eligible records (durable kind, not retracted,
+/// not of `exclude_incident`; working records such as observations carry keys too and are
+/// skipped before the window, so an incident's own observations never crowd it out). The cost
+/// thus follows the window, not the memory: a failure mode shared by a tenth of 100,000 records
+/// costs about as much as a rare one. Where no key has more than [`KEY_WINDOW`] eligible records,
+/// this is the exact ranking over every matching record.
 ///
 /// # Errors
 /// Database errors.
@@ -727,21 +728,25 @@ pub async fn key_candidates(
         "WITH q0(key, value, weight) AS (
              SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]')
              FROM json_each(?1) j),
+         kinds(kind) AS MATERIALIZED (SELECT value FROM json_each(?2)),
          q AS MATERIALIZED (
              SELECT key, value, weight, COALESCE((
-                   SELECT k2.record_id FROM record_keys k2 WHERE k2.key = q0.key AND k2.value = q0.value
+                   SELECT k2.record_id FROM record_keys k2 JOIN records_rank r2 ON r2.id = k2.record_id
+                   WHERE k2.key = q0.key AND k2.value = q0.value
+                     AND r2.validation != 'retracted' AND r2.kind IN kinds
+                     AND (?3 IS NULL OR r2.incident_id IS NULL OR r2.incident_id != ?3)
                    ORDER BY k2.record_id DESC LIMIT 1 OFFSET ?5), -1) AS floor
              FROM q0),
          top AS MATERIALIZED (
              SELECT k.record_id AS id, SUM(q.weight) AS w
              FROM q JOIN record_keys k ON k.key = q.key AND k.value = q.value
                AND k.record_id > q.floor
-             GROUP BY k.record_id ORDER BY w DESC, k.record_id DESC LIMIT ?4 * 4),
-         best AS (
-             SELECT top.id, top.w, {CANDIDATE_JSON} AS j FROM top JOIN records_rank r ON r.id = top.id
-             WHERE r.validation != 'retracted' AND r.kind IN (SELECT value FROM json_each(?2))
+             JOIN records_rank r ON r.id = k.record_id
+             WHERE r.validation != 'retracted' AND r.kind IN kinds
                AND (?3 IS NULL OR r.incident_id IS NULL OR r.incident_id != ?3)
-             ORDER BY top.w DESC, top.id DESC LIMIT ?4)
+             GROUP BY k.record_id ORDER BY w DESC, k.record_id DESC LIMIT ?4),
+         best AS (
+             SELECT top.id, top.w, {CANDIDATE_JSON} AS j FROM top JOIN records_rank r ON r.id = top.id)
          SELECT json_group_array(json(j) ORDER BY w DESC, id DESC) FROM best"
     );
     let rows: String = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))

@@ -554,3 +554,49 @@ async fn a_bad_import_line_is_reported_by_number_and_nothing_is_imported() {
     assert_eq!(numbers, vec![4, 6]);
     assert_eq!(other.count("records").await, 0);
 }
+
+#[tokio::test]
+async fn an_incidents_own_observations_never_crowd_the_structured_keys() {
+    let app = spawn_app().await;
+    let past = app.open_incident("Ledger lag", "ledger-writer").await;
+    let open = app.open_incident("Ledger lag again", "ledger-writer").await;
+    // The past lesson, keyed by service and failure mode, words that share nothing with the query.
+    let mut lesson = rec(
+        MemoryKind::Lesson,
+        "ALWAYS: cap batch bytes\nBECAUSE: it happened\nSCOPE: writers\nSEVERITY: high",
+        "ledger-writer",
+        &["queue_lag"],
+    );
+    lesson.incident_id = Some(past.clone());
+    let lesson = write(&app.pool, lesson).await;
+    // A busy open incident: 400 newer observations on the same keys.
+    for i in 0..400 {
+        let mut o = rec(
+            MemoryKind::Observation,
+            &format!("partition {i} behind"),
+            "ledger-writer",
+            &["queue_lag"],
+        );
+        o.incident_id = Some(open.clone());
+        msvc::write(&app.pool, o).await.unwrap();
+    }
+    let res = recall(
+        &app.pool,
+        &RecallQuery {
+            text: "zzz".into(),
+            service: Some("ledger-writer".into()),
+            failure_modes: vec!["queue_lag".into()],
+            exclude_incident: Some(open.clone()),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let ids: Vec<i64> = res.results.iter().map(|r| r.memory.id).collect();
+    assert_eq!(ids, vec![lesson.id], "{:?}", res.notice);
+    assert!(
+        res.results[0].why.lists.contains(&"scope"),
+        "found by the structured keys: {:?}",
+        res.results[0].why.lists
+    );
+}
