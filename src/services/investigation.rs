@@ -49,17 +49,27 @@ pub const GENERIC_TAGS: &[&str] = &[
 /// "similar" for dead-end warnings and lend the actions tried during them to the analyst.
 pub const SIMILAR_INCIDENTS: usize = 2;
 
-/// The first [`SIMILAR_INCIDENTS`] distinct incident ids among `recalled`, in recall order.
+/// The first [`SIMILAR_INCIDENTS`] distinct incident ids among `recalled`, in recall order: the
+/// most similar incident always, the next ones only with a record that shares the service (or a
+/// neighbour) or a specific failure mode (not in [`GENERIC_TAGS`]) with this incident — a
+/// runner-up found by words alone is not similar enough to lend its dead ends.
 pub fn similar_incidents(recalled: &[Recalled]) -> Vec<String> {
+    let related = |r: &Recalled| {
+        !r.why.services.is_empty()
+            || r.why
+                .tags
+                .iter()
+                .any(|t| !GENERIC_TAGS.contains(&t.as_str()))
+    };
     let mut out: Vec<String> = Vec::new();
-    for inc in recalled
-        .iter()
-        .filter_map(|r| r.memory.incident_id.as_ref())
-    {
+    for r in recalled {
+        let Some(inc) = r.memory.incident_id.as_ref() else {
+            continue;
+        };
         if out.len() >= SIMILAR_INCIDENTS {
             break;
         }
-        if !out.contains(inc) {
+        if !out.contains(inc) && (out.is_empty() || related(r)) {
             out.push(inc.clone());
         }
     }
