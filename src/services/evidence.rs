@@ -107,7 +107,6 @@ pub async fn add(
             "level": o.level,
             "example": if example.is_empty() { None } else { Some(example) },
             "salience": o.salience,
-            "summary": o.salience == crate::evidence::SUMMARY_SALIENCE,
         });
         let (rid, _) = crate::services::memory::write_in(&mut tx, r).await?;
         ids.push(rid);
@@ -153,12 +152,6 @@ pub async fn add(
 /// page, but it says nothing about the failure, so recall queries and post-mortem symptoms leave
 /// it out.
 pub fn is_summary(o: &MemoryRecord) -> bool {
-    match o.data.get("summary").and_then(|v| v.as_bool()) {
-        Some(flag) => flag,
-        // Written before the flag existed: the summary is the one with the summary's salience.
-        None => {
-            o.data.get("salience").and_then(|v| v.as_u64())
-                == Some(u64::from(crate::evidence::SUMMARY_SALIENCE))
-        }
-    }
+    o.data.get("salience").and_then(|v| v.as_u64())
+        == Some(u64::from(crate::evidence::SUMMARY_SALIENCE))
 }

@@ -681,3 +681,42 @@ async fn an_xss_corpus_renders_inert_everywhere() {
         "the markdown renders"
     );
 }
+
+#[tokio::test]
+async fn symptoms_keep_hand_picked_lines_and_leave_out_the_log_summary() {
+    let app = spawn_app().await;
+    let id = app.open_incident("CRM sync failing", "crm-sync").await;
+    let paste = "vendor response: HTTP 429, Retry-After: 60\n\
+                 our outbound call rate ~90/s against 25/s allowed by contract\n\
+                 2024-05-01T10:00:00Z INFO sync batch 17 done\n";
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/evidence"),
+            json!({"kind": "logs", "content": paste}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert_eq!(app.resolve(&id).await.status(), StatusCode::OK);
+    let pm = draft(&app, &id).await;
+    let symptoms: Vec<&str> = pm["postmortem"]["symptoms"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert!(
+        symptoms.iter().any(|s| s.contains("outbound call rate")),
+        "a typed-in reading is a symptom: {symptoms:?}"
+    );
+    assert!(
+        symptoms.iter().any(|s| s.contains("Retry-After")),
+        "{symptoms:?}"
+    );
+    assert!(
+        symptoms
+            .iter()
+            .all(|s| !s.contains("templates") && !s.contains("sync batch")),
+        "neither the summary nor a routine INFO line: {symptoms:?}"
+    );
+}
