@@ -231,10 +231,9 @@ fn clauses(text: &str) -> Vec<(&str, &str)> {
 /// bare "0") to the end of its clause or the next [`SCOPE_END`] word, as in
 /// `pg_stat_activity: 238 active, 0 idle in transaction` or `lag on 32/32 partitions; no
 /// deserialization errors`, where the words after the cue say what is *not* happening and must
-/// not pull in incidents where it was. This is the
-/// clause-scoped negation of NegEx (Chapman et al., "A Simple Algorithm for Identifying Negated
-/// Findings and Diseases in Discharge Summaries", J. Biomed. Inform. 34, 2001), with one addition:
-/// a cue that is itself part of a failure phrase (`no space left on device`, `no such host`) is
+/// not pull in incidents where it was. This is the clause-scoped negation of NegEx (Chapman et
+/// al., "A Simple Algorithm for Identifying Negated Findings and Diseases in Discharge
+/// Summaries", J. Biomed. Inform. 34, 2001), with one addition: a cue that is itself part of a failure phrase (`no space left on device`, `no such host`) is
 /// kept, because dropping it changes which failure modes the clause names.
 pub fn strip_negated(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -311,12 +310,28 @@ fn kind_weight(k: MemoryKind) -> f64 {
     }
 }
 
-/// The query's failure-mode tags (given and derived), its content words and the terms of the
-/// descriptive and prescriptive lists: the words plus the phrases of every tag.
-fn expand(q: &RecallQuery) -> (BTreeSet<String>, Vec<String>, Vec<String>) {
+/// What a query asks for, read once from its text with negated findings left out.
+struct Expanded {
+    /// Failure-mode tags, given and derived.
+    tags: BTreeSet<String>,
+    /// Content words of the text.
+    words: Vec<String>,
+    /// Terms of the descriptive and prescriptive lists: the words plus the phrases of every tag.
+    terms: Vec<String>,
+    /// Action kinds, given and named in free words ([`ActionKind::mentioned_in`]).
+    actions: Vec<ActionKind>,
+}
+
+fn expand(q: &RecallQuery) -> Expanded {
     let mut tags: BTreeSet<String> = q.failure_modes.iter().cloned().collect();
     let text = strip_negated(&q.text);
     tags.extend(tags_of(&text));
+    let mut actions = q.action_kinds.clone();
+    for a in ActionKind::mentioned_in(&text) {
+        if !actions.contains(&a) {
+            actions.push(a);
+        }
+    }
     let words = content_words(&text);
     let mut expanded = words.join(" ");
     for t in &tags {
@@ -328,7 +343,12 @@ fn expand(q: &RecallQuery) -> (BTreeSet<String>, Vec<String>, Vec<String>) {
         }
     }
     let terms = mstore::fts_terms(&expanded);
-    (tags, words, terms)
+    Expanded {
+        tags,
+        words,
+        terms,
+        actions,
+    }
 }
 
 /// Index entries (records containing a term, summed over the terms) the FTS5 expression may
@@ -423,7 +443,7 @@ async fn budgeted_expression(pool: &SqlitePool, terms: &[String]) -> AppResult<S
 /// # Errors
 /// Database errors.
 pub async fn fts_expression(pool: &SqlitePool, q: &RecallQuery) -> AppResult<String> {
-    budgeted_expression(pool, &expand(q).2).await
+    budgeted_expression(pool, &expand(q).terms).await
 }
 
 /// Descriptive and prescriptive candidate lists: one FTS5 pass over the best [`FTS_WINDOW`]
@@ -511,14 +531,12 @@ struct Fused {
 /// Database errors.
 pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResult> {
     let k = if q.k == 0 { 10 } else { q.k.min(100) };
-    let (tags, words, terms) = expand(q);
-    // Actions given, and actions the text names in free words (negated ones left out).
-    let mut actions = q.action_kinds.clone();
-    for a in ActionKind::mentioned_in(&strip_negated(&q.text)) {
-        if !actions.contains(&a) {
-            actions.push(a);
-        }
-    }
+    let Expanded {
+        tags,
+        words,
+        terms,
+        actions,
+    } = expand(q);
     let kinds = &q.kinds;
     // The text lists and the scope list are independent: run them on two connections.
     let ((text_list, rules_list), (scope_list, neighbours)) = tokio::try_join!(
@@ -557,7 +575,7 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
         .filter(|f| f.candidate.validation != Validation::Retracted)
         .map(|f| {
             let c = &f.candidate;
-            let age = (now.as_second() - c.created_at.as_second()).max(0) as f64 / 86_400.0;
+            let age = crate::domain::memory::age_days(c.created_at, now);
             let importance = 1.0 + 0.05 * (c.importance.clamp(1, 4) - 2) as f64;
             let score = f.rrf
                 * kind_weight(c.kind)

@@ -395,9 +395,14 @@ impl MemoryRecord {
 
     /// Age in days at `now` (never negative).
     pub fn age_days(&self, now: jiff::Timestamp) -> f64 {
-        let secs = now.as_second() - self.created_at.as_second();
-        (secs.max(0) as f64) / 86_400.0
+        age_days(self.created_at, now)
     }
+}
+
+/// Days (fractional, never negative) from `created_at` to `now`.
+pub fn age_days(created_at: jiff::Timestamp, now: jiff::Timestamp) -> f64 {
+    let secs = now.as_second() - created_at.as_second();
+    (secs.max(0) as f64) / 86_400.0
 }
 
 /// See [`MemoryRecord::reference`].
