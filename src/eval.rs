@@ -337,12 +337,11 @@ async fn run(pool: &SqlitePool, set: &EvalSet) -> anyhow::Result<Report> {
         }
         let view = investigation::investigate(pool, None, &responder.name, &inc.id).await?;
         let recalled = distinct(view.recalled.iter().map(|r| r.incident_id.as_deref()));
-        // Recall is deterministic: the same input again, with scores and why.
-        let (obs, tags) =
-            investigation::incident_tags(pool, &incidents::get(pool, &inc.id).await?).await?;
-        let input =
-            investigation::analyst_input(pool, incidents::get(pool, &inc.id).await?, obs, tags)
-                .await?;
+        // Recall is deterministic: the analyst's input again, with scores and why (the view
+        // keeps neither), for the detail lines and the hidden-warning check below.
+        let incident = incidents::get(pool, &inc.id).await?;
+        let (obs, tags) = investigation::incident_tags(pool, &incident).await?;
+        let input = investigation::analyst_input(pool, incident, obs, tags).await?;
         let mut detail = vec![format!("tags: {}", input.failure_modes.join(", "))];
         detail.extend(input.recalled.iter().map(|r| {
             format!(
@@ -370,10 +369,7 @@ async fn run(pool: &SqlitePool, set: &EvalSet) -> anyhow::Result<Report> {
                     }
                     Some(_) => WarnStatus::Unwarned,
                     None => {
-                        // Was it proposed at all? Re-run the analyst on the same input.
-                        let incident = incidents::get(pool, &inc.id).await?;
-                        let (obs, tags) = investigation::incident_tags(pool, &incident).await?;
-                        let input = investigation::analyst_input(pool, incident, obs, tags).await?;
+                        // Was it proposed at all? Run the analyst on the same input.
                         let out = BuiltinAnalyst::analyse(&input);
                         if out.actions.iter().any(|a| &a.kind == kind) {
                             WarnStatus::Hidden
