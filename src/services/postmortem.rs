@@ -640,14 +640,8 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
     // A lesson from an incident with one failed action is about that action ("before raising
     // the pool limit, check…"): it carries the action kind, so a question naming the action
     // finds it through the structured keys.
-    let mut failed_kinds: Vec<ActionKind> = Vec::new();
-    for a in &pm.what_did_not_work {
-        if !failed_kinds.contains(&a.kind) {
-            failed_kinds.push(a.kind);
-        }
-    }
-    let lesson_action = match failed_kinds.as_slice() {
-        [one] => Some(*one),
+    let lesson_action = match pm.what_did_not_work.split_first() {
+        Some((a, rest)) if rest.iter().all(|b| b.kind == a.kind) => Some(a.kind),
         _ => None,
     };
     for l in &pm.lessons {
