@@ -109,9 +109,10 @@ const QUIRK_MAX_COMPLETION_TOKENS: u8 = 1;
 /// Request-shape adaptation: leave `temperature` out (models that accept only the default).
 const QUIRK_NO_TEMPERATURE: u8 = 2;
 
-/// Upper bound of the model timeout. Every HTTP request to IncidentMind is cut off at 120 s
-/// (408); the model call must end well before that so the page can show the built-in result
-/// with "model unavailable: …" instead of an error.
+/// Upper bound of the model timeout. Every HTTP request to IncidentMind is cut off at
+/// [`crate::web::REQUEST_TIMEOUT`] (120 s, 408; checked at compile time there); the model call
+/// must end well before that so the page can show the built-in result with "model unavailable:
+/// …" instead of an error.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// Largest reply we ask for, in tokens (`max_tokens`).
@@ -1134,5 +1135,61 @@ mod tests {
         assert_eq!(parse_ref("7"), Some(7));
         assert_eq!(parse_ref("INC-2026-0001"), None);
         assert_eq!(parse_ref("nonsense"), None);
+    }
+}
+
+#[cfg(test)]
+mod bounds {
+    use super::*;
+
+    /// Every array of `schema` and below, as JSON pointers, with its `maxItems` if any.
+    fn arrays(schema: &Value, at: String, out: &mut Vec<(String, Option<u64>)>) {
+        match schema {
+            Value::Object(m) => {
+                if m.get("type").and_then(Value::as_str) == Some("array") {
+                    out.push((at.clone(), m.get("maxItems").and_then(Value::as_u64)));
+                }
+                for (k, v) in m {
+                    arrays(v, format!("{at}/{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    arrays(v, format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_array_of_both_schemas_is_bounded() {
+        for schema in [investigation_schema(), postmortem_schema()] {
+            let mut found = Vec::new();
+            arrays(&schema, String::new(), &mut found);
+            assert!(found.len() >= 4, "{found:?}");
+            for (at, max) in found {
+                assert!(max.is_some_and(|m| (1..=8).contains(&m)), "{at}: {max:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_timeout_above_the_cap_is_capped() {
+        let config = |secs| LlmConfig {
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "m".into(),
+            api_key: String::new(),
+            timeout: Duration::from_secs(secs),
+            token_budget: 1000,
+        };
+        assert_eq!(
+            LlmAnalyst::new(config(600)).unwrap().config.timeout,
+            MAX_TIMEOUT
+        );
+        assert_eq!(
+            LlmAnalyst::new(config(20)).unwrap().config.timeout,
+            Duration::from_secs(20)
+        );
     }
 }

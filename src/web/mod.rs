@@ -30,6 +30,13 @@ use tower_sessions::{Expiry, SessionManagerLayer, cookie::SameSite};
 
 use crate::store::sessions::SqliteSessionStore;
 
+/// Every request is answered within this time, 408 Request Timeout after it.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+// The model call must give up first, so a page shows the built-in result with "model
+// unavailable" instead of a 408.
+const _: () = assert!(crate::analyst::llm::MAX_TIMEOUT.as_secs() < REQUEST_TIMEOUT.as_secs());
+
 /// Runtime settings the handlers need.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -139,7 +146,7 @@ pub fn router(state: AppState) -> Router {
         .layer(DefaultBodyLimit::max(state.settings.max_body_bytes))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
-            Duration::from_secs(120),
+            REQUEST_TIMEOUT,
         ));
     Router::new()
         .merge(pages::router())
