@@ -32,6 +32,8 @@ use incidentmind::domain::{ActionKind, EpistemicType, MemoryKind, Rule, RuleSeve
 use incidentmind::evidence::catalogue;
 use incidentmind::recall::{self, RecallQuery};
 use incidentmind::store::{self, memory as mstore};
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng};
 use sqlx::SqlitePool;
 
 /// Floor of the issue: recall p99 at most this many milliseconds…
@@ -39,25 +41,22 @@ const P99_MAX_MS: f64 = 10.0;
 /// …and at most this many times the raw FTS5 p99.
 const RATIO_MAX: f64 = 3.0;
 
-/// SplitMix64: small, deterministic, good enough for synthetic data.
-struct Rng(u64);
+/// Seeded, deterministic randomness for the synthetic data (`rand`'s `StdRng`), with the few
+/// draws the generator needs.
+struct Rng(StdRng);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
+    fn seeded(seed: u64) -> Self {
+        Self(StdRng::seed_from_u64(seed))
     }
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        self.0.random_range(0..n)
     }
     fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
+        self.0.random_range(lo..=hi)
     }
     fn chance(&mut self, p: f64) -> bool {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
+        self.0.random_bool(p.clamp(0.0, 1.0))
     }
     fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
         &xs[self.below(xs.len())]
@@ -372,7 +371,7 @@ fn memory(
     let action = *rng.pick(ActionKind::ALL);
     // Spread over seven years, more recent ones more frequent.
     let span = 7 * 365 * 86_400i64;
-    let back = (rng.next() % span as u64) as i64 * (rng.below(100) as i64 + 1) / 100;
+    let back = rng.0.random_range(0..span as u64) as i64 * (rng.below(100) as i64 + 1) / 100;
     let created_s = now_s - back;
     let created = jiff::Timestamp::from_second(created_s).expect("instant in range");
     let year = 1970 + created_s / 31_556_952;
@@ -708,7 +707,7 @@ async fn bench(
     };
     let reuse = keep.is_some() && path.exists();
     let pool = store::connect(path.to_str().expect("utf-8 temp path")).await?;
-    let mut rng = Rng(seed);
+    let mut rng = Rng::seeded(seed);
     let services = services(&mut rng);
     let mut edges = Vec::new();
     for s in &services {
@@ -739,7 +738,7 @@ async fn bench(
     );
     println!("N = {n}: loaded {durable} durable memories ({fts_rows} searchable) in {load_s:.1} s");
 
-    let qs = queries(&mut Rng(seed ^ 0x5EED), &corpus, query_count);
+    let qs = queries(&mut Rng::seeded(seed ^ 0x5EED), &corpus, query_count);
     let raw = |expr: String| {
         sqlx::query_scalar::<_, i64>(
             "SELECT rowid FROM records_fts WHERE records_fts MATCH ? ORDER BY bm25(records_fts) LIMIT 60",
