@@ -302,3 +302,48 @@ async fn the_incident_page_investigates_and_approves_through_forms() {
     assert!(html.contains("Approve (simulate)"));
     assert!(html.contains("No relevant organizational memory found"));
 }
+
+#[tokio::test]
+async fn a_dead_end_of_the_most_similar_incident_is_warned_on_another_service() {
+    let app = spawn_app().await;
+    let a = app
+        .open_incident("Payments API errors", "payments-api")
+        .await;
+    add_evidence(&app, &a, POOL_LOG).await;
+    let inv_a = investigate(&app, &a).await;
+    let rid = rec_of(&inv_a, "raise_pool_limit")["id"].as_i64().unwrap();
+    for (step, body) in [
+        ("approve", json!({})),
+        (
+            "verdict",
+            json!({"verdict": "did_not_resolve", "note": "the quarterly ledger export still crawled"}),
+        ),
+    ] {
+        let res = app
+            .post_json(
+                &app.responder,
+                &format!("/api/v1/incidents/{a}/recommendations/{rid}/{step}"),
+                body,
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::OK, "{step}");
+    }
+    // B: another service, no evidence, no failure mode in common; only its words match A's.
+    let b = app
+        .open_incident("Quarterly ledger export crawls", "ledger-export")
+        .await;
+    let inv_b = investigate(&app, &b).await;
+    let raise_b = rec_of(&inv_b, "raise_pool_limit");
+    assert!(
+        raise_b["rationale"].as_str().unwrap().starts_with(&format!(
+            "Tried during the similar incident {a} and did not resolve it"
+        )),
+        "{raise_b}"
+    );
+    assert_eq!(raise_b["warning"]["incident_ids"], json!([a]), "{inv_b}");
+    assert_eq!(
+        inv_b["recommendations"].as_array().unwrap().last().unwrap()["kind"],
+        "raise_pool_limit",
+        "flagged sorts last"
+    );
+}
