@@ -619,7 +619,7 @@ fn parse_candidate(
 /// The two BM25 candidate lists of recall from one FTS5 pass: among the best `window` matches of
 /// `expr`, the first `limit` durable, non-retracted records of `kinds` (empty = every durable
 /// kind) and the first `rule_limit` of `rule_kinds`, without `exclude_incident`'s own records.
-/// Only the `window` best matches are looked up in `records`, not every match. The third value
+/// Only the `window` best matches are looked up (in `records_rank`), not every match. The third value
 /// says whether the window held every match: when it is `false` and a list came out short, a
 /// larger window may find more (`i64::MAX` always gives the exact lists).
 ///
@@ -797,15 +797,7 @@ pub async fn remediations_for_action(
     pool: &SqlitePool,
     action: ActionKind,
 ) -> AppResult<Vec<MemoryRecord>> {
-    let sql = format!(
-        "{SELECT} WHERE r.action_kind = ? AND r.kind IN ('remediation_failure', 'remediation_success')
-           AND r.validation IN ('confirmed', 'superseded') ORDER BY r.id"
-    );
-    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(action.as_str())
-        .fetch_all(pool)
-        .await?;
-    rows.into_iter().map(Row::into_record).collect()
+    remediations(pool, "r.action_kind = ?", action.as_str().to_string()).await
 }
 
 /// Remediation records (`remediation_success` and `remediation_failure`, confirmed or
@@ -820,13 +812,28 @@ pub async fn remediations_of_incidents(
     if incident_ids.is_empty() {
         return Ok(Vec::new());
     }
+    let ids = serde_json::to_string(incident_ids).map_err(corrupt)?;
+    remediations(
+        pool,
+        "r.incident_id IN (SELECT value FROM json_each(?))",
+        ids,
+    )
+    .await
+}
+
+/// Confirmed or superseded remediation records matching `filter` (SQL over `records r` with one
+/// `?`, bound to `value`), oldest first.
+async fn remediations(
+    pool: &SqlitePool,
+    filter: &'static str,
+    value: String,
+) -> AppResult<Vec<MemoryRecord>> {
     let sql = format!(
-        "{SELECT} WHERE r.incident_id IN (SELECT value FROM json_each(?))
-           AND r.kind IN ('remediation_failure', 'remediation_success')
+        "{SELECT} WHERE {filter} AND r.kind IN ('remediation_failure', 'remediation_success')
            AND r.validation IN ('confirmed', 'superseded') ORDER BY r.id"
     );
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(serde_json::to_string(incident_ids).map_err(corrupt)?)
+        .bind(value)
         .fetch_all(pool)
         .await?;
     rows.into_iter().map(Row::into_record).collect()
