@@ -619,9 +619,9 @@ fn parse_candidate(
 /// The two BM25 candidate lists of recall from one FTS5 pass: among the best `window` matches of
 /// `expr`, the first `limit` durable, non-retracted records of `kinds` (empty = every durable
 /// kind) and the first `rule_limit` of `rule_kinds`, without `exclude_incident`'s own records.
-/// Only the `window` best matches are looked up (in `records_rank`), not every match. The third value
-/// says whether the window held every match: when it is `false` and a list came out short, a
-/// larger window may find more (`i64::MAX` always gives the exact lists).
+/// Only the `window` best matches are looked up (in `records_rank`), not every match. The third
+/// value says whether the window held every match: when it is `false` and a list came out short,
+/// a larger window may find more (`i64::MAX` always gives the exact lists).
 ///
 /// # Errors
 /// Database errors.
