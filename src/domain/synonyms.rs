@@ -486,7 +486,6 @@ pub const SYNONYMS: &[(&str, &[&str])] = &[
             "read timeout",
             "upstream_response_time",
             "gateway timeout",
-            "ingress controller",
         ],
     ),
     (
@@ -504,8 +503,6 @@ pub const SYNONYMS: &[(&str, &[&str])] = &[
     (
         "slow_scale_up",
         &[
-            "autoscaler",
-            "autoscaling",
             "stabilisation window",
             "stabilization window",
             "image pull",
@@ -520,8 +517,6 @@ pub const SYNONYMS: &[(&str, &[&str])] = &[
             "charged twice",
             "two copies",
             "double charge",
-            "crontab",
-            "idempotency",
         ],
     ),
     (
