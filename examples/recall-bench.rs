@@ -17,9 +17,9 @@
 //! queries as the investigation sends them) both ways, interleaved:
 //!
 //! - `recall`: the whole pipeline, as the UI, the API and the analyst call it;
-//! - raw FTS5: `SELECT rowid FROM records_fts WHERE records_fts MATCH ? ORDER BY
-//!   bm25(records_fts) LIMIT 60` with the expression recall matched for the same query
-//!   (`recall::fts_expression`).
+//! - raw FTS5: `SELECT rowid FROM records_fts WHERE records_fts MATCH ? AND rowid >= ? ORDER BY
+//!   bm25(records_fts) LIMIT 60` with the expression and lowest id recall searched for the same
+//!   query (`recall::fts_search`).
 //!
 //! Prints p50/p99 (ms) of both, the ratio, and PASS/FAIL against the issue's floor: recall
 //! p99 ≤ 10 ms and ≤ 3× the raw FTS5 p99. Latencies are wall-clock on a shared machine: run it
@@ -739,17 +739,19 @@ async fn bench(
     println!("N = {n}: loaded {durable} durable memories ({fts_rows} searchable) in {load_s:.1} s");
 
     let qs = queries(&mut Rng::seeded(seed ^ 0x5EED), &corpus, query_count);
-    let raw = |expr: String| {
+    let raw = |search: recall::FtsSearch| {
         sqlx::query_scalar::<_, i64>(
-            "SELECT rowid FROM records_fts WHERE records_fts MATCH ? ORDER BY bm25(records_fts) LIMIT 60",
+            "SELECT rowid FROM records_fts WHERE records_fts MATCH ? AND rowid >= ? \
+             ORDER BY bm25(records_fts) LIMIT 60",
         )
-        .bind(expr)
+        .bind(search.expr)
+        .bind(search.min_rowid)
         .fetch_all(&pool)
     };
     // Warm-up: page cache, statement caches of the pooled connections, recall's term counts.
     for q in qs.iter().take(50) {
         recall::recall(&pool, q).await?;
-        raw(recall::fts_expression(&pool, q).await?).await?;
+        raw(recall::fts_search(&pool, q).await?).await?;
     }
     // Interleaved, so that a change of machine load hits both alike. The raw query runs on the
     // expression recall matched for the same query (its term counts are cached by then).
@@ -762,7 +764,7 @@ async fn bench(
         let r = recall::recall(&pool, q).await?;
         recall_times.push(t.elapsed());
         hits += usize::from(!r.results.is_empty());
-        let e = recall::fts_expression(&pool, q).await?;
+        let e = recall::fts_search(&pool, q).await?;
         let t = Instant::now();
         raw(e.clone()).await?;
         raw_times.push(t.elapsed());
@@ -770,16 +772,20 @@ async fn bench(
     }
     if std::env::var_os("RECALL_BENCH_DEBUG").is_some() {
         for (q, e) in qs.iter().zip(&exprs).take(8) {
-            let c: i64 =
-                sqlx::query_scalar("SELECT COUNT(*) FROM records_fts WHERE records_fts MATCH ?")
-                    .bind(e)
-                    .fetch_one(&pool)
-                    .await?;
+            let c: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM records_fts WHERE records_fts MATCH ? AND rowid >= ?",
+            )
+            .bind(&e.expr)
+            .bind(e.min_rowid)
+            .fetch_one(&pool)
+            .await?;
             println!(
-                "DEBUG {:?} -> {} of {} terms, {c} matches: {e}",
+                "DEBUG {:?} -> {} of {} terms from id {}, {c} matches: {}",
                 q.text,
-                e.split(" OR ").count(),
-                incidentmind::store::memory::fts_terms(&q.text).len()
+                e.expr.split(" OR ").count(),
+                incidentmind::store::memory::fts_terms(&q.text).len(),
+                e.min_rowid,
+                e.expr,
             );
         }
     }

@@ -24,12 +24,13 @@ use crate::domain::synonyms::{self, concepts_in, phrases_of};
 use crate::domain::{ActionKind, MemoryKind, Validation};
 use crate::error::AppResult;
 use crate::store::memory::Candidate;
+use crate::store::recall_index::{self, RecallIndex};
 use crate::store::{self, memory as mstore};
 
 /// RRF constant.
 const RRF_K: f64 = 60.0;
 /// Candidates taken from each list.
-const PER_LIST: i64 = 60;
+const PER_LIST: usize = 60;
 
 /// What to recall for.
 #[derive(Debug, Clone, Default)]
@@ -355,56 +356,107 @@ fn expand(q: &RecallQuery) -> Expanded {
 /// cost. BM25 scores every record that matches any term, so one term found in half the memory
 /// costs more than all the others together while adding almost nothing to the ranking (its
 /// inverse document frequency is near zero). Terms are kept rarest first while their summed
-/// counts fit; the rarest term found at all is always kept.
-const TERM_BUDGET: i64 = 1_500;
-/// Best matches looked at by the single FTS5 pass that yields both text lists.
-const FTS_WINDOW: i64 = 400;
+/// counts fit; the rarest term found at all is always kept, and when it alone holds more records
+/// than the budget, only its newest `TERM_BUDGET` matches are looked at (recency is a ranking
+/// factor anyway, and rules, runbooks and dead ends also come through the structured list).
+const TERM_BUDGET: i64 = 1_000;
+/// Most matches read from one FTS5 search (term counts may be up to [`DOC_COUNT_TTL`] old).
+const FTS_CAP: i64 = 4 * TERM_BUDGET;
 /// How long a term's record count is reused before it is counted again.
 const DOC_COUNT_TTL: Duration = Duration::from_secs(600);
+/// Records each structured key contributes to the scope list: its newest ones.
+const KEY_WINDOW: usize = 250;
 
-/// Per database file: term → (records containing it, capped at `TERM_BUDGET + 1`; when counted).
-type DocCounts = HashMap<PathBuf, HashMap<String, (i64, Instant)>>;
+/// A term's record count (capped at `TERM_BUDGET + 1`), when it was counted, and once asked for,
+/// the id of its `TERM_BUDGET`-th newest match (`None` inside: fewer matches).
+#[derive(Clone, Copy)]
+struct TermStats {
+    count: i64,
+    at: Instant,
+    floor: Option<Option<i64>>,
+}
+
+/// Per database file: term → its stats.
+type DocCounts = HashMap<PathBuf, HashMap<String, TermStats>>;
 static DOC_COUNTS: LazyLock<Mutex<DocCounts>> = LazyLock::new(Mutex::default);
+
+/// The cached, fresh stats of `terms` on the database of `pool` (`None` where missing or stale).
+fn cached_stats(pool: &SqlitePool, terms: &[String]) -> Vec<Option<TermStats>> {
+    let db = pool.connect_options().get_filename().to_path_buf();
+    let now = Instant::now();
+    let cache = DOC_COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let per_db = cache.get(&db);
+    terms
+        .iter()
+        .map(|t| {
+            per_db
+                .and_then(|m| m.get(t))
+                .filter(|s| now.duration_since(s.at) < DOC_COUNT_TTL)
+                .copied()
+        })
+        .collect()
+}
+
+fn store_stats(pool: &SqlitePool, stats: impl IntoIterator<Item = (String, TermStats)>) {
+    let db = pool.connect_options().get_filename().to_path_buf();
+    let mut cache = DOC_COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+    let per_db = cache.entry(db).or_default();
+    if per_db.len() > 100_000 {
+        per_db.clear();
+    }
+    per_db.extend(stats);
+}
 
 /// Record counts of `terms` (capped at `TERM_BUDGET + 1`), from the cache when fresh.
 async fn doc_counts(pool: &SqlitePool, terms: &[String]) -> AppResult<Vec<i64>> {
-    let db = pool.connect_options().get_filename().to_path_buf();
-    let now = Instant::now();
-    let mut counts: Vec<Option<i64>> = {
-        let cache = DOC_COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
-        let per_db = cache.get(&db);
-        terms
-            .iter()
-            .map(|t| {
-                per_db
-                    .and_then(|m| m.get(t))
-                    .filter(|(_, at)| now.duration_since(*at) < DOC_COUNT_TTL)
-                    .map(|(n, _)| *n)
-            })
-            .collect()
-    };
+    let mut stats = cached_stats(pool, terms);
     let missing: Vec<String> = terms
         .iter()
-        .zip(&counts)
-        .filter(|(_, c)| c.is_none())
+        .zip(&stats)
+        .filter(|(_, s)| s.is_none())
         .map(|(t, _)| t.clone())
         .collect();
     if !missing.is_empty() {
-        let fresh = mstore::term_doc_counts(pool, &missing, TERM_BUDGET + 1).await?;
-        let mut cache = DOC_COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
-        let per_db = cache.entry(db).or_default();
-        if per_db.len() > 100_000 {
-            per_db.clear();
+        let counts = mstore::term_doc_counts(pool, &missing, TERM_BUDGET + 1).await?;
+        let at = Instant::now();
+        let fresh: Vec<(String, TermStats)> = missing
+            .into_iter()
+            .zip(counts)
+            .map(|(t, count)| {
+                let s = TermStats {
+                    count,
+                    at,
+                    floor: None,
+                };
+                (t, s)
+            })
+            .collect();
+        let mut fresh_iter = fresh.iter();
+        for s in stats.iter_mut().filter(|s| s.is_none()) {
+            *s = fresh_iter.next().map(|(_, f)| *f);
         }
-        let mut fresh = missing.into_iter().zip(fresh);
-        for c in counts.iter_mut().filter(|c| c.is_none()) {
-            if let Some((t, n)) = fresh.next() {
-                per_db.insert(t, (n, now));
-                *c = Some(n);
-            }
-        }
+        store_stats(pool, fresh);
     }
-    Ok(counts.into_iter().map(|c| c.unwrap_or(0)).collect())
+    Ok(stats
+        .into_iter()
+        .map(|s| s.map_or(0, |s| s.count))
+        .collect())
+}
+
+/// The id of the [`TERM_BUDGET`]-th newest match of `term`, from the cache when fresh.
+async fn term_floor(pool: &SqlitePool, term: &str) -> AppResult<Option<i64>> {
+    let cached = cached_stats(pool, &[term.to_string()]).pop().flatten();
+    if let Some(floor) = cached.and_then(|s| s.floor) {
+        return Ok(floor);
+    }
+    let floor = mstore::newest_match_floor(pool, term, TERM_BUDGET).await?;
+    let stats = TermStats {
+        count: cached.map_or(TERM_BUDGET + 1, |s| s.count),
+        at: cached.map_or_else(Instant::now, |s| s.at),
+        floor: Some(floor),
+    };
+    store_stats(pool, [(term.to_string(), stats)]);
+    Ok(floor)
 }
 
 /// Which of `terms` (with their record counts) the expression keeps: see [`TERM_BUDGET`].
@@ -425,80 +477,101 @@ fn within_budget(counts: &[i64]) -> Vec<bool> {
     keep
 }
 
-/// The FTS5 expression of `terms` within [`TERM_BUDGET`].
-async fn budgeted_expression(pool: &SqlitePool, terms: &[String]) -> AppResult<String> {
-    let counts = doc_counts(pool, terms).await?;
-    let kept: Vec<String> = terms
-        .iter()
-        .zip(within_budget(&counts))
-        .filter(|(_, k)| *k)
-        .map(|(t, _)| t.clone())
-        .collect();
-    Ok(mstore::fts_or_terms(&kept))
+/// The full-text search recall runs for a query: an FTS5 expression OR-ing the kept terms, and
+/// the lowest record id it looks at (0: all).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FtsSearch {
+    /// FTS5 expression (empty: no search).
+    pub expr: String,
+    /// Lowest record id (`rowid`) searched.
+    pub min_rowid: i64,
 }
 
-/// The FTS5 expression [`recall`] matches for `q` on this database (for benchmarks and
+/// The search of `terms` within [`TERM_BUDGET`].
+async fn bounded_search(pool: &SqlitePool, terms: &[String]) -> AppResult<FtsSearch> {
+    let counts = doc_counts(pool, terms).await?;
+    let keep = within_budget(&counts);
+    let kept: Vec<String> = terms
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(t, _)| t.clone())
+        .collect();
+    // Over budget only when the rarest term alone is: look at its newest matches.
+    let spent: i64 = counts
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(n, _)| n)
+        .sum();
+    let mut min_rowid = 0;
+    if spent > TERM_BUDGET
+        && let Some((term, _)) = terms
+            .iter()
+            .zip(&counts)
+            .filter(|(_, n)| **n > TERM_BUDGET)
+            .find(|(t, _)| kept.contains(t))
+    {
+        min_rowid = term_floor(pool, term).await?.unwrap_or(0);
+    }
+    Ok(FtsSearch {
+        expr: mstore::fts_or_terms(&kept),
+        min_rowid,
+    })
+}
+
+/// The full-text search [`recall`] runs for `q` on this database (for benchmarks and
 /// diagnostics).
 ///
 /// # Errors
 /// Database errors.
-pub async fn fts_expression(pool: &SqlitePool, q: &RecallQuery) -> AppResult<String> {
-    budgeted_expression(pool, &expand(q).terms).await
+pub async fn fts_search(pool: &SqlitePool, q: &RecallQuery) -> AppResult<FtsSearch> {
+    bounded_search(pool, &expand(q).terms).await
 }
 
-/// Descriptive and prescriptive candidate lists: one FTS5 pass over the best [`FTS_WINDOW`]
-/// matches, and a pass over every match only when that window left the text list short or the
-/// rules list empty.
+/// Descriptive and prescriptive candidate lists from one FTS5 search: the first [`PER_LIST`]
+/// durable, non-retracted matches of `kinds` (empty: every durable kind), and the first half as
+/// many rules and runbooks, best BM25 first, without `exclude`'s own records.
 async fn text_lists(
     pool: &SqlitePool,
-    terms: &[String],
+    index: &RecallIndex,
+    search: &FtsSearch,
     kinds: &[MemoryKind],
     exclude: Option<&str>,
 ) -> AppResult<(Vec<Candidate>, Vec<Candidate>)> {
-    let expr = budgeted_expression(pool, terms).await?;
-    if expr.is_empty() {
-        return Ok((Vec::new(), Vec::new()));
-    }
-    // Prescriptive: rules and runbooks for the same words.
     let rule_kinds: Vec<MemoryKind> = [MemoryKind::Lesson, MemoryKind::Runbook]
         .into_iter()
         .filter(|k| kinds.is_empty() || kinds.contains(k))
         .collect();
-    let rule_limit = if rule_kinds.is_empty() {
-        0
-    } else {
-        PER_LIST / 2
-    };
-    let lists = |window| {
-        mstore::fts_candidate_lists(
-            pool,
-            &expr,
-            kinds,
-            &rule_kinds,
-            exclude,
-            PER_LIST,
-            rule_limit,
-            window,
-        )
-    };
-    let (text, rules, complete) = lists(FTS_WINDOW).await?;
-    // A short rules list from a full window is kept: lessons below the best FTS_WINDOW matches
-    // add little to the fusion. An empty one, or a short text list, is looked up in full.
-    if !complete && ((text.len() as i64) < PER_LIST || (rule_limit > 0 && rules.is_empty())) {
-        let (text, rules, _) = lists(i64::MAX).await?;
-        return Ok((text, rules));
+    let (text_limit, rule_limit) = (PER_LIST, PER_LIST / 2);
+    let (mut text, mut rules) = (Vec::new(), Vec::new());
+    for id in mstore::fts_matches(pool, &search.expr, search.min_rowid, FTS_CAP).await? {
+        let Some(e) = index.get(id) else { continue };
+        if exclude.is_some() && e.incident_id.as_deref() == exclude {
+            continue;
+        }
+        let kind = e.candidate.kind;
+        if text.len() < text_limit && (kinds.is_empty() || kinds.contains(&kind)) {
+            text.push(e.candidate.clone());
+        }
+        if rules.len() < rule_limit && rule_kinds.contains(&kind) {
+            rules.push(e.candidate.clone());
+        }
+        if text.len() == text_limit && (rules.len() == rule_limit || rule_kinds.is_empty()) {
+            break;
+        }
     }
     Ok((text, rules))
 }
 
 /// Scope candidates: structured keys (failure modes, the service and its graph neighbours,
 /// action kinds), and the neighbours.
-async fn scope_list(
-    pool: &SqlitePool,
+fn scope_list(
+    index: &RecallIndex,
     q: &RecallQuery,
     tags: &BTreeSet<String>,
     actions: &[ActionKind],
-) -> AppResult<(Vec<Candidate>, Vec<String>)> {
+) -> (Vec<Candidate>, Vec<String>) {
     let mut keys: Vec<(&str, String, f64)> = tags
         .iter()
         .map(|t| ("failure_mode", t.clone(), 2.0))
@@ -506,7 +579,7 @@ async fn scope_list(
     let mut neighbours = Vec::new();
     if let Some(s) = &q.service {
         keys.push(("service", s.clone(), 1.0));
-        neighbours = mstore::neighbours(pool, s).await?;
+        neighbours = index.neighbours(s).to_vec();
         keys.extend(neighbours.iter().map(|n| ("service", n.clone(), 0.5)));
     }
     keys.extend(
@@ -514,8 +587,8 @@ async fn scope_list(
             .iter()
             .map(|a| ("action_kind", a.as_str().to_string(), 1.5)),
     );
-    let list = mstore::key_candidates(pool, &keys, q.exclude_incident.as_deref(), PER_LIST).await?;
-    Ok((list, neighbours))
+    let list = index.key_candidates(&keys, q.exclude_incident.as_deref(), KEY_WINDOW, PER_LIST);
+    (list, neighbours)
 }
 
 /// A fused candidate: its ranking fields, RRF score and the lists that found it.
@@ -538,11 +611,13 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
         actions,
     } = expand(q);
     let kinds = &q.kinds;
-    // The text lists and the scope list are independent: run them on two connections.
-    let ((text_list, rules_list), (scope_list, neighbours)) = tokio::try_join!(
-        text_lists(pool, &terms, kinds, q.exclude_incident.as_deref()),
-        scope_list(pool, q, &tags, &actions),
-    )?;
+    // The index (one indexed row unless memory changed) and the term counts (cached) are
+    // independent; the search needs both.
+    let (index, search) =
+        tokio::try_join!(recall_index::current(pool), bounded_search(pool, &terms))?;
+    let (text_list, rules_list) =
+        text_lists(pool, &index, &search, kinds, q.exclude_incident.as_deref()).await?;
+    let (scope_list, neighbours) = scope_list(&index, q, &tags, &actions);
 
     let mut fused: HashMap<i64, Fused> = HashMap::new();
     for (name, list, weight) in [

@@ -45,7 +45,7 @@ const SELECT: &str = "SELECT r.id, r.kind, r.epistemic_type, r.text, r.services,
     (SELECT group_concat(to_id) FROM (SELECT to_id FROM record_links l WHERE l.from_id = r.id ORDER BY to_id)) AS sources
     FROM records r";
 
-fn corrupt(e: impl std::fmt::Display) -> AppError {
+pub(super) fn corrupt(e: impl std::fmt::Display) -> AppError {
     AppError::Internal(anyhow::anyhow!("stored record: {e}"))
 }
 
@@ -439,7 +439,7 @@ pub struct MemoryFilter {
 }
 
 /// Durable kinds as a JSON array, for `IN (SELECT value FROM json_each(?))`.
-fn durable_kinds_json() -> String {
+pub(super) fn durable_kinds_json() -> String {
     let kinds: Vec<&str> = MemoryKind::ALL
         .iter()
         .filter(|k| k.is_durable())
@@ -596,14 +596,10 @@ pub struct Candidate {
     pub evidence_count: i64,
 }
 
-/// The SQL of a [`Candidate`] of `records_rank r` (the narrow copy of the ranking fields of
-/// `records`, see migration 0005) as a JSON array (see [`parse_candidate`]).
-const CANDIDATE_JSON: &str =
-    "json_array(r.id, r.kind, r.validation, r.created_at, r.importance, r.evidence_count)";
+/// A [`Candidate`] as `json_array(id, kind, validation, created_at, importance, evidence_count)`.
+pub(super) type CandidateJson = (i64, String, String, String, i64, i64);
 
-type CandidateJson = (i64, String, String, String, i64, i64);
-
-fn parse_candidate(
+pub(super) fn parse_candidate(
     (id, kind, validation, created_at, importance, evidence_count): CandidateJson,
 ) -> AppResult<Candidate> {
     Ok(Candidate {
@@ -616,162 +612,50 @@ fn parse_candidate(
     })
 }
 
-/// The two BM25 candidate lists of recall from one FTS5 pass: among the best `window` matches of
-/// `expr`, the first `limit` durable, non-retracted records of `kinds` (empty = every durable
-/// kind) and the first `rule_limit` of `rule_kinds`, without `exclude_incident`'s own records.
-/// Only the `window` best matches are looked up (in `records_rank`), not every match. The third
-/// value says whether the window held every match: when it is `false` and a list came out short,
-/// a larger window may find more (`i64::MAX` always gives the exact lists).
+/// Every match of the FTS5 expression `expr` among records with id ≥ `min_rowid`, as record ids
+/// best BM25 first (columns weighted text 1.0, scope 0.6), at most `cap`. Working and retracted
+/// records are among them: the caller filters with [`super::recall_index`]. BM25 scores every
+/// match to sort them, so the cost follows the number of matches: recall bounds it through its
+/// term budget and `min_rowid`.
 ///
 /// # Errors
 /// Database errors.
-#[allow(clippy::too_many_arguments)]
-pub async fn fts_candidate_lists(
+pub async fn fts_matches(
     pool: &SqlitePool,
     expr: &str,
-    kinds: &[MemoryKind],
-    rule_kinds: &[MemoryKind],
-    exclude_incident: Option<&str>,
-    limit: i64,
-    rule_limit: i64,
-    window: i64,
-) -> AppResult<(Vec<Candidate>, Vec<Candidate>, bool)> {
+    min_rowid: i64,
+    cap: i64,
+) -> AppResult<Vec<i64>> {
     if expr.is_empty() {
-        return Ok((Vec::new(), Vec::new(), true));
-    }
-    let kinds_json = |ks: &[MemoryKind]| -> AppResult<String> {
-        serde_json::to_string(&ks.iter().map(|k| k.as_str()).collect::<Vec<_>>()).map_err(corrupt)
-    };
-    let text_kinds = if kinds.is_empty() {
-        durable_kinds_json()
-    } else {
-        kinds_json(kinds)?
-    };
-    // One row: how many matches the window held, and the candidates best first as a JSON array
-    // of [in text list, in rules list, candidate…].
-    let sql = format!(
-        "WITH f AS MATERIALIZED (
-             SELECT rowid AS id, bm25(records_fts, 1.0, 0.6) AS s FROM records_fts
-             WHERE records_fts MATCH ?1 ORDER BY s LIMIT ?2),
-         c AS (
-             SELECT f.id, f.s, r.kind IN (SELECT value FROM json_each(?3)) AS t,
-                    r.kind IN (SELECT value FROM json_each(?4)) AS p, {CANDIDATE_JSON} AS j
-             FROM f JOIN records_rank r ON r.id = f.id
-             WHERE r.validation != 'retracted'
-               AND (?5 IS NULL OR r.incident_id IS NULL OR r.incident_id != ?5)),
-         n AS (
-             SELECT id, s, t, p, j,
-                    sum(t) OVER (ORDER BY s, id ROWS UNBOUNDED PRECEDING) AS rt,
-                    sum(p) OVER (ORDER BY s, id ROWS UNBOUNDED PRECEDING) AS rp
-             FROM c)
-         SELECT (SELECT count(*) FROM f),
-                (SELECT json_group_array(json_array(t AND rt <= ?6, p AND rp <= ?7, json(j)) ORDER BY s, id)
-                 FROM n WHERE (t AND rt <= ?6) OR (p AND rp <= ?7))"
-    );
-    let (seen, rows): (i64, String) = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(expr)
-        .bind(window)
-        .bind(text_kinds)
-        .bind(kinds_json(rule_kinds)?)
-        .bind(exclude_incident)
-        .bind(limit)
-        .bind(rule_limit)
-        .fetch_one(pool)
-        .await?;
-    let rows: Vec<(i64, i64, CandidateJson)> = serde_json::from_str(&rows).map_err(corrupt)?;
-    let (mut text, mut rules) = (Vec::new(), Vec::new());
-    for (in_text, in_rules, c) in rows {
-        let c = parse_candidate(c)?;
-        if in_rules != 0 {
-            rules.push(c.clone());
-        }
-        if in_text != 0 {
-            text.push(c);
-        }
-    }
-    Ok((text, rules, seen < window))
-}
-
-/// Records each structured key contributes to [`key_candidates`]: its newest eligible ones.
-const KEY_WINDOW: i64 = 250;
-
-/// Structured candidates: durable, non-retracted records matching any of `keys`
-/// (`(key, value, weight)` with key `service`, `failure_mode` or `action_kind`), best total
-/// weight first, newest first among equals.
-///
-/// Each key contributes its newest [`KEY_WINDOW`] eligible records (durable kind, not retracted,
-/// not of `exclude_incident`; working records such as observations carry keys too and are
-/// skipped before the window, so an incident's own observations never crowd it out). The cost
-/// thus follows the window, not the memory: a failure mode shared by a tenth of 100,000 records
-/// costs about as much as a rare one. Where no key has more than [`KEY_WINDOW`] eligible records,
-/// this is the exact ranking over every matching record.
-///
-/// # Errors
-/// Database errors.
-pub async fn key_candidates(
-    pool: &SqlitePool,
-    keys: &[(&str, String, f64)],
-    exclude_incident: Option<&str>,
-    limit: i64,
-) -> AppResult<Vec<Candidate>> {
-    if keys.is_empty() {
         return Ok(Vec::new());
     }
-    let keys_json = serde_json::to_string(
-        &keys
-            .iter()
-            .map(|(k, v, w)| serde_json::json!([k, v, w]))
-            .collect::<Vec<_>>(),
+    // One row (a JSON array): rows cross a thread boundary one by one, arrays do not.
+    let rows: String = sqlx::query_scalar(
+        "SELECT json_group_array(id ORDER BY s, id) FROM (
+             SELECT rowid AS id, bm25(records_fts, 1.0, 0.6) AS s FROM records_fts
+             WHERE records_fts MATCH ?1 AND rowid >= ?2 ORDER BY s LIMIT ?3)",
     )
-    .map_err(corrupt)?;
-    let sql = format!(
-        "WITH q0(key, value, weight) AS (
-             SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'), json_extract(j.value, '$[2]')
-             FROM json_each(?1) j),
-         kinds(kind) AS MATERIALIZED (SELECT value FROM json_each(?2)),
-         q AS MATERIALIZED (
-             SELECT key, value, weight, COALESCE((
-                   SELECT k2.record_id FROM record_keys k2 JOIN records_rank r2 ON r2.id = k2.record_id
-                   WHERE k2.key = q0.key AND k2.value = q0.value
-                     AND r2.validation != 'retracted' AND r2.kind IN kinds
-                     AND (?3 IS NULL OR r2.incident_id IS NULL OR r2.incident_id != ?3)
-                   ORDER BY k2.record_id DESC LIMIT 1 OFFSET ?5), -1) AS floor
-             FROM q0),
-         top AS MATERIALIZED (
-             SELECT k.record_id AS id, SUM(q.weight) AS w
-             FROM q JOIN record_keys k ON k.key = q.key AND k.value = q.value
-               AND k.record_id > q.floor
-             JOIN records_rank r ON r.id = k.record_id
-             WHERE r.validation != 'retracted' AND r.kind IN kinds
-               AND (?3 IS NULL OR r.incident_id IS NULL OR r.incident_id != ?3)
-             GROUP BY k.record_id ORDER BY w DESC, k.record_id DESC LIMIT ?4),
-         best AS (
-             SELECT top.id, top.w, {CANDIDATE_JSON} AS j FROM top JOIN records_rank r ON r.id = top.id)
-         SELECT json_group_array(json(j) ORDER BY w DESC, id DESC) FROM best"
-    );
-    let rows: String = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(keys_json)
-        .bind(durable_kinds_json())
-        .bind(exclude_incident)
-        .bind(limit)
-        .bind(KEY_WINDOW)
-        .fetch_one(pool)
-        .await?;
-    let rows: Vec<CandidateJson> = serde_json::from_str(&rows).map_err(corrupt)?;
-    rows.into_iter().map(parse_candidate).collect()
+    .bind(expr)
+    .bind(min_rowid)
+    .bind(cap)
+    .fetch_one(pool)
+    .await?;
+    serde_json::from_str(&rows).map_err(corrupt)
 }
 
-/// Services that `service` depends on and that depend on it (the entity graph, one hop).
+/// The id of the `n`-th newest record whose text holds `word` (1-based), or `None` when fewer
+/// hold it: the lowest id a search for `word` among its `n` newest matches needs to look at.
 ///
 /// # Errors
 /// Database errors.
-pub async fn neighbours(pool: &SqlitePool, service: &str) -> AppResult<Vec<String>> {
+pub async fn newest_match_floor(pool: &SqlitePool, word: &str, n: i64) -> AppResult<Option<i64>> {
+    let word: String = word.chars().filter(|c| c.is_alphanumeric()).collect();
     Ok(sqlx::query_scalar(
-        "SELECT depends_on FROM service_dependencies WHERE service = ?1
-         UNION SELECT service FROM service_dependencies WHERE depends_on = ?1",
+        "SELECT rowid FROM records_fts WHERE records_fts MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
     )
-    .bind(service)
-    .fetch_all(pool)
+    .bind(format!("\"{word}\""))
+    .bind((n - 1).max(0))
+    .fetch_optional(pool)
     .await?)
 }
 

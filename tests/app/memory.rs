@@ -600,3 +600,179 @@ async fn an_incidents_own_observations_never_crowd_the_structured_keys() {
         res.results[0].why.lists
     );
 }
+
+/// The value of the database's recall generation counter (migration 0006).
+async fn generation(pool: &sqlx::SqlitePool) -> i64 {
+    sqlx::query_scalar("SELECT value FROM recall_generation")
+        .fetch_one(pool)
+        .await
+        .unwrap()
+}
+
+fn ids_of(res: &incidentmind::recall::RecallResult) -> Vec<i64> {
+    res.results.iter().map(|r| r.memory.id).collect()
+}
+
+#[tokio::test]
+async fn recall_sees_every_change_of_memory_made_by_another_process_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.db");
+    let path = path.to_str().unwrap();
+    let a = incidentmind::store::connect(path).await.unwrap();
+    let b = incidentmind::store::connect(path).await.unwrap();
+    let by_text = RecallQuery {
+        text: "ledger writer batch bytes".into(),
+        ..Default::default()
+    };
+    let by_scope = RecallQuery {
+        service: Some("ledger-writer".into()),
+        failure_modes: vec!["consumer_lag".into()],
+        ..Default::default()
+    };
+    let first = write(
+        &a,
+        rec(
+            MemoryKind::RootCause,
+            "Ledger writer batch bytes exceeded the broker limit",
+            "ledger-writer",
+            &["consumer_lag"],
+        ),
+    )
+    .await;
+    // Loads (and caches) the index of this generation.
+    assert_eq!(ids_of(&recall(&a, &by_text).await.unwrap()), vec![first.id]);
+
+    // Working records do not move the generation; durable ones do.
+    let before = generation(&a).await;
+    msvc::write(
+        &b,
+        NewRecord::new(MemoryKind::Observation, "ledger writer batch bytes", "rita"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(generation(&a).await, before);
+    let second = msvc::write(
+        &b,
+        rec(
+            MemoryKind::Lesson,
+            "ALWAYS: cap ledger writer batch bytes\nBECAUSE: it happened\nSCOPE: ledger-writer\nSEVERITY: high",
+            "ledger-writer",
+            &["consumer_lag"],
+        ),
+    )
+    .await
+    .unwrap();
+    assert!(generation(&a).await > before);
+
+    // Written through the other pool: found through this one, by text and by scope.
+    for q in [&by_text, &by_scope] {
+        let mut ids = ids_of(&recall(&a, q).await.unwrap());
+        ids.sort();
+        assert_eq!(ids, vec![first.id, second.id], "{q:?}");
+    }
+    // Retracted through the other pool: gone from this one on every path.
+    msvc::retract(&b, "victor", first.id, "wrong service")
+        .await
+        .unwrap();
+    for q in [&by_text, &by_scope] {
+        assert_eq!(
+            ids_of(&recall(&a, q).await.unwrap()),
+            vec![second.id],
+            "{q:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_database_recreated_at_the_same_path_is_not_served_from_the_old_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("again.db");
+    let path_str = path.to_str().unwrap();
+    let scope = |s: &str| RecallQuery {
+        service: Some(s.into()),
+        ..Default::default()
+    };
+    let pool = incidentmind::store::connect(path_str).await.unwrap();
+    let old = msvc::write(
+        &pool,
+        rec(
+            MemoryKind::Symptom,
+            "disk full",
+            "log-shipper",
+            &["disk_full"],
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        ids_of(&recall(&pool, &scope("log-shipper")).await.unwrap()),
+        vec![old.id]
+    );
+    pool.close().await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{path_str}{suffix}"));
+    }
+    // Same path, same number of writes, so the same generation value: a new epoch tells them
+    // apart.
+    let pool = incidentmind::store::connect(path_str).await.unwrap();
+    let new = msvc::write(
+        &pool,
+        rec(
+            MemoryKind::Lesson,
+            "ALWAYS: rotate",
+            "edge-proxy",
+            &["tls_certificate_expired"],
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(new.id, old.id);
+    assert!(
+        recall(&pool, &scope("log-shipper"))
+            .await
+            .unwrap()
+            .results
+            .is_empty()
+    );
+    let found = recall(&pool, &scope("edge-proxy")).await.unwrap();
+    assert_eq!(ids_of(&found), vec![new.id]);
+    assert_eq!(found.results[0].memory.kind, MemoryKind::Lesson);
+}
+
+#[tokio::test]
+async fn a_word_in_more_records_than_the_term_budget_searches_only_its_newest_matches() {
+    let app = spawn_app().await;
+    // 1,300 symptoms that all say "checkout latency", oldest first.
+    let at = jiff::Timestamp::now();
+    let rows: Vec<(NewRecord, jiff::Timestamp)> = (0..1_300)
+        .map(|i| {
+            let r = rec(
+                MemoryKind::Symptom,
+                &format!("checkout latency reading {i}"),
+                "checkout-api",
+                &[],
+            );
+            (r, at)
+        })
+        .collect();
+    let mut tx = incidentmind::store::begin_write(&app.pool).await.unwrap();
+    let ids = incidentmind::store::memory::insert_bulk(&mut tx, &rows)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let q = RecallQuery {
+        text: "checkout latency".into(),
+        k: 100,
+        ..Default::default()
+    };
+    // Both words are in every record: the search keeps one (and the synonyms found nowhere)
+    // and looks at its 1,000 newest matches (the term budget) only.
+    let search = incidentmind::recall::fts_search(&app.pool, &q)
+        .await
+        .unwrap();
+    assert!(search.expr.contains("\"checkout\""), "{}", search.expr);
+    assert_eq!(search.min_rowid, ids[300]);
+    let res = recall(&app.pool, &q).await.unwrap();
+    assert_eq!(res.results.len(), 60);
+    assert!(res.results.iter().all(|r| r.memory.id >= ids[300]));
+}

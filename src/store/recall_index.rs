@@ -1,0 +1,228 @@
+//! Recall's structured index in process memory: the ranking fields and structured keys of every
+//! durable, non-retracted record, and the service graph, as of one generation of the database
+//! (migration 0006, `recall_generation`).
+//!
+//! Recall ranks up to a few thousand candidates per query on these fields. Looked up in SQLite
+//! per query they cost several times the full-text search itself (B-tree seeks per candidate,
+//! per key); held here they cost microseconds. They are small (about 100 bytes a record) and
+//! change only when durable memory is written — a learn, a verdict, a note, a supersede or a
+//! retract — which moves the database's generation counter in the same transaction (triggers).
+//! Every [`current`] call reads that counter (one indexed row) and reloads the index in one read
+//! transaction when it moved, so a record retracted or written by any process is seen by the
+//! next recall; the counter's `epoch` tells databases apart, even a file re-created at the same
+//! path.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
+use sqlx::SqlitePool;
+
+use super::memory::{Candidate, corrupt, durable_kinds_json, parse_candidate};
+use crate::error::AppResult;
+
+/// One durable, non-retracted record as recall ranks it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// Ranking fields.
+    pub candidate: Candidate,
+    /// The incident it was learned from, if any.
+    pub incident_id: Option<String>,
+}
+
+/// The index of one database generation. Built by [`current`]; read-only afterwards.
+#[derive(Debug, Default)]
+pub struct RecallIndex {
+    /// `(epoch, value)` of `recall_generation` this was loaded at.
+    generation: (String, i64),
+    /// Record id → entry.
+    entries: HashMap<i64, Entry>,
+    /// `(key, value)` (`service`, `failure_mode`, `action_kind`) → `(record id, incident)`,
+    /// newest first. The incident is an index into `incidents` ([`NO_INCIDENT`]: none), so that
+    /// walking a key needs no lookup in `entries` (a cache miss each at 100,000 records).
+    keys: HashMap<(String, String), Vec<(i64, u32)>>,
+    /// Incident id → its number in `keys`.
+    incidents: HashMap<String, u32>,
+    /// Service → services it depends on and that depend on it (one hop), sorted.
+    neighbours: HashMap<String, Vec<String>>,
+}
+
+/// The incident number of a record learned from no incident.
+const NO_INCIDENT: u32 = u32::MAX;
+
+/// Per database file, the newest index loaded.
+static INDEXES: LazyLock<Mutex<HashMap<PathBuf, Arc<RecallIndex>>>> = LazyLock::new(Mutex::default);
+
+/// Indexes kept at once (one per database file; tests open many).
+const MAX_DATABASES: usize = 16;
+
+/// The index of the database's current generation: the cached one when the generation counter
+/// has not moved, otherwise loaded afresh (in one read transaction, so the entries, keys and
+/// graph agree with the generation they are labelled with).
+///
+/// # Errors
+/// Database errors; [`crate::error::AppError::Internal`] for rows this program did not write.
+pub async fn current(pool: &SqlitePool) -> AppResult<Arc<RecallIndex>> {
+    let db = pool.connect_options().get_filename().to_path_buf();
+    let generation: (String, i64) =
+        sqlx::query_as("SELECT epoch, value FROM recall_generation WHERE id = 1")
+            .fetch_one(pool)
+            .await?;
+    let cached = INDEXES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&db)
+        .filter(|i| i.generation == generation)
+        .cloned();
+    if let Some(index) = cached {
+        return Ok(index);
+    }
+    let index = Arc::new(load(pool).await?);
+    let mut all = INDEXES.lock().unwrap_or_else(PoisonError::into_inner);
+    if all.len() >= MAX_DATABASES && !all.contains_key(&db) {
+        all.clear();
+    }
+    // A concurrent reload may have stored a newer generation: keep the newest.
+    let newer = all.get(&db).is_some_and(|i| {
+        i.generation.0 == index.generation.0 && i.generation.1 > index.generation.1
+    });
+    if !newer {
+        all.insert(db, Arc::clone(&index));
+    }
+    Ok(index)
+}
+
+async fn load(pool: &SqlitePool) -> AppResult<RecallIndex> {
+    let mut tx = pool.begin().await?;
+    let generation: (String, i64) =
+        sqlx::query_as("SELECT epoch, value FROM recall_generation WHERE id = 1")
+            .fetch_one(&mut *tx)
+            .await?;
+    // One row each (JSON arrays): rows cross a thread boundary one by one, arrays do not.
+    let (entries, keys, graph): (String, String, String) = sqlx::query_as(
+        "WITH live AS MATERIALIZED (
+             SELECT * FROM records_rank
+             WHERE validation != 'retracted' AND kind IN (SELECT value FROM json_each(?1)))
+         SELECT
+           (SELECT json_group_array(json_array(
+                json_array(id, kind, validation, created_at, importance, evidence_count),
+                incident_id)) FROM live),
+           (SELECT json_group_array(json_array(k.key, k.value, k.record_id))
+              FROM record_keys k JOIN live ON live.id = k.record_id),
+           (SELECT json_group_array(json_array(service, depends_on)) FROM service_dependencies)",
+    )
+    .bind(durable_kinds_json())
+    .fetch_one(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    type EntryJson = (super::memory::CandidateJson, Option<String>);
+    let entries: Vec<EntryJson> = serde_json::from_str(&entries).map_err(corrupt)?;
+    let keys: Vec<(String, String, i64)> = serde_json::from_str(&keys).map_err(corrupt)?;
+    let graph: Vec<(String, String)> = serde_json::from_str(&graph).map_err(corrupt)?;
+    let mut index = RecallIndex {
+        generation,
+        entries: HashMap::with_capacity(entries.len()),
+        ..RecallIndex::default()
+    };
+    for (c, incident_id) in entries {
+        let candidate = parse_candidate(c)?;
+        index.entries.insert(
+            candidate.id,
+            Entry {
+                candidate,
+                incident_id,
+            },
+        );
+    }
+    for (key, value, id) in keys {
+        let incident = match index.entries.get(&id).and_then(|e| e.incident_id.as_ref()) {
+            Some(i) => {
+                // More than 4 billion incidents share the last number: exclusion is then coarser.
+                let next = u32::try_from(index.incidents.len()).unwrap_or(NO_INCIDENT - 1);
+                *index.incidents.entry(i.clone()).or_insert(next)
+            }
+            None => NO_INCIDENT,
+        };
+        index
+            .keys
+            .entry((key, value))
+            .or_default()
+            .push((id, incident));
+    }
+    for ids in index.keys.values_mut() {
+        ids.sort_unstable_by_key(|&(id, _)| std::cmp::Reverse(id));
+    }
+    for (a, b) in graph {
+        index
+            .neighbours
+            .entry(a.clone())
+            .or_default()
+            .push(b.clone());
+        index.neighbours.entry(b).or_default().push(a);
+    }
+    for ns in index.neighbours.values_mut() {
+        ns.sort();
+        ns.dedup();
+    }
+    Ok(index)
+}
+
+impl RecallIndex {
+    /// The entry of a durable, non-retracted record; `None` for working, retracted or unknown ids.
+    pub fn get(&self, id: i64) -> Option<&Entry> {
+        self.entries.get(&id)
+    }
+
+    /// Durable, non-retracted records in the index.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the index holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Services that `service` depends on and that depend on it (the entity graph, one hop),
+    /// sorted.
+    pub fn neighbours(&self, service: &str) -> &[String] {
+        self.neighbours.get(service).map_or(&[], Vec::as_slice)
+    }
+
+    /// Structured candidates: records matching any of `keys` (`(key, value, weight)` with key
+    /// `service`, `failure_mode` or `action_kind`), best summed weight first, newest first among
+    /// equals, at most `limit`, without `exclude_incident`'s own records.
+    ///
+    /// Each key contributes its newest `window` records, so the cost follows the window, not the
+    /// memory: a failure mode shared by a tenth of 100,000 records costs as much as a rare one.
+    /// Where no key has more than `window` eligible records this is the exact ranking.
+    pub fn key_candidates(
+        &self,
+        keys: &[(&str, String, f64)],
+        exclude_incident: Option<&str>,
+        window: usize,
+        limit: usize,
+    ) -> Vec<Candidate> {
+        // An excluded incident unknown here excludes nothing.
+        let excluded = exclude_incident.and_then(|i| self.incidents.get(i).copied());
+        let mut weights: HashMap<i64, f64> = HashMap::new();
+        for (key, value, weight) in keys {
+            let Some(ids) = self.keys.get(&((*key).to_string(), value.clone())) else {
+                continue;
+            };
+            let eligible = ids
+                .iter()
+                .filter(|(_, incident)| Some(*incident) != excluded);
+            for (id, _) in eligible.take(window) {
+                *weights.entry(*id).or_default() += weight;
+            }
+        }
+        let mut ranked: Vec<(f64, i64)> = weights.into_iter().map(|(id, w)| (w, id)).collect();
+        ranked.sort_by(|(wa, a), (wb, b)| wb.total_cmp(wa).then(b.cmp(a)));
+        ranked
+            .into_iter()
+            .take(limit)
+            .filter_map(|(_, id)| self.entries.get(&id).map(|e| e.candidate.clone()))
+            .collect()
+    }
+}
