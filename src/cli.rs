@@ -85,6 +85,28 @@ pub struct ServeArgs {
         global = true
     )]
     pub llm_token_budget: usize,
+    /// Base URL of an OpenAI-compatible embeddings endpoint (`…/v1`); unset = recall without
+    /// embeddings (they are optional: one more list in the fusion).
+    #[arg(long, env = "INCIDENTMIND_EMBEDDINGS_BASE_URL", global = true)]
+    pub embeddings_base_url: Option<String>,
+    /// Embedding model name.
+    #[arg(
+        long,
+        env = "INCIDENTMIND_EMBEDDINGS_MODEL",
+        default_value = "text-embedding-3-small",
+        global = true
+    )]
+    pub embeddings_model: String,
+    /// API key for the embeddings endpoint (empty: the model key, `INCIDENTMIND_LLM_API_KEY`).
+    #[arg(
+        long,
+        env = "INCIDENTMIND_EMBEDDINGS_API_KEY",
+        default_value = "",
+        hide_env_values = true,
+        hide_default_value = true,
+        global = true
+    )]
+    pub embeddings_api_key: String,
     /// Let the last editor of a post-mortem draft confirm it (small teams).
     #[arg(
         long,
@@ -120,6 +142,8 @@ impl std::fmt::Debug for ServeArgs {
                 },
             )
             .field("llm_timeout_secs", &self.llm_timeout_secs)
+            .field("embeddings_base_url", &self.embeddings_base_url)
+            .field("embeddings_model", &self.embeddings_model)
             .finish_non_exhaustive()
     }
 }
@@ -336,6 +360,32 @@ async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
         max_evidence_bytes: args.max_evidence_bytes,
         allow_self_confirm: args.allow_self_confirm,
     };
+    if let Some(base) = args
+        .embeddings_base_url
+        .as_deref()
+        .filter(|b| !b.trim().is_empty())
+    {
+        let api_key = if args.embeddings_api_key.is_empty() {
+            args.llm_api_key.clone()
+        } else {
+            args.embeddings_api_key.clone()
+        };
+        let embedder = std::sync::Arc::new(crate::embeddings::OpenAiEmbedder::new(
+            crate::embeddings::EmbeddingConfig {
+                base_url: base.to_string(),
+                model: args.embeddings_model.clone(),
+                api_key,
+                timeout: std::time::Duration::from_secs(5),
+            },
+        )?);
+        crate::embeddings::register(&pool, embedder.clone());
+        tokio::spawn(crate::embeddings::backfill_forever(
+            pool.clone(),
+            embedder,
+            std::time::Duration::from_secs(10),
+        ));
+        tracing::info!(model = %args.embeddings_model, base = %base, "embeddings configured");
+    }
     let mut state = AppState::new(pool, settings);
     if let Some(base) = args
         .llm_base_url

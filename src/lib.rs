@@ -8,6 +8,7 @@ pub mod analyst;
 pub mod cli;
 pub mod demo;
 pub mod domain;
+pub mod embeddings;
 pub mod error;
 pub mod eval;
 pub mod evidence;

@@ -4,7 +4,9 @@
 //! Pipeline: derive failure-mode tags from the query (catalogue signatures + the domain synonym
 //! table) → three ranked candidate lists: FTS5 BM25 over the expanded text (descriptive), FTS5
 //! over rules and runbooks with the prescriptive form (prescriptive), exact structured keys —
-//! failure mode, service and its graph neighbours, action kind (scope) → reciprocal rank fusion
+//! failure mode, service and its graph neighbours, action kind (scope) — and a fourth, nearest
+//! by embedding, when an embeddings endpoint is configured ([`crate::embeddings`]) → reciprocal
+//! rank fusion
 //! (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and individual
 //! rank learning methods", SIGIR 2009; k = 60) → weighted by kind, recency (per-kind half-life),
 //! importance and validation → top k, each with why it was recalled and marks for stale,
@@ -615,8 +617,17 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
     // independent; the search needs both.
     let (index, search) =
         tokio::try_join!(recall_index::current(pool), bounded_search(pool, &terms))?;
-    let (text_list, rules_list) =
-        text_lists(pool, &index, &search, kinds, q.exclude_incident.as_deref()).await?;
+    let exclude = q.exclude_incident.as_deref();
+    let negation_free = strip_negated(&q.text);
+    let ((text_list, rules_list), semantic) = tokio::try_join!(
+        text_lists(pool, &index, &search, kinds, exclude),
+        crate::embeddings::nearest(pool, &index, &negation_free, exclude, PER_LIST),
+    )?;
+    let semantic_list: Vec<Candidate> = semantic
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|id| index.get(id).map(|e| e.candidate.clone()))
+        .collect();
     let (scope_list, neighbours) = scope_list(&index, q, &tags, &actions);
 
     let mut fused: HashMap<i64, Fused> = HashMap::new();
@@ -624,6 +635,7 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
         ("text", text_list, 1.0),
         ("rules", rules_list, 0.8),
         ("scope", scope_list, 1.0),
+        ("semantic", semantic_list, 1.0),
     ] {
         for (rank, c) in list.into_iter().enumerate() {
             let e = fused.entry(c.id).or_insert_with(|| Fused {

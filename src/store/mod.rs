@@ -3,6 +3,7 @@
 
 pub mod alerts;
 pub mod audit;
+pub mod embeddings;
 pub mod evidence;
 pub mod incidents;
 pub mod integrations;

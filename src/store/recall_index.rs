@@ -173,6 +173,12 @@ impl RecallIndex {
         self.entries.get(&id)
     }
 
+    /// The database's epoch: random, written when its schema was created, so two databases
+    /// (even at the same path, one after the other) never share it.
+    pub fn epoch(&self) -> &str {
+        &self.generation.0
+    }
+
     /// Durable, non-retracted records in the index.
     pub fn len(&self) -> usize {
         self.entries.len()
