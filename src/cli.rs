@@ -97,7 +97,8 @@ pub struct ServeArgs {
         global = true
     )]
     pub embeddings_model: String,
-    /// API key for the embeddings endpoint (empty: the model key, `INCIDENTMIND_LLM_API_KEY`).
+    /// API key for the embeddings endpoint (empty: the model key `INCIDENTMIND_LLM_API_KEY` when
+    /// both base URLs are the same, else none).
     #[arg(
         long,
         env = "INCIDENTMIND_EMBEDDINGS_API_KEY",
@@ -365,7 +366,13 @@ async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
         .as_deref()
         .filter(|b| !b.trim().is_empty())
     {
-        let api_key = if args.embeddings_api_key.is_empty() {
+        // The model key goes only to the model's own server, never to another host.
+        let same_server = args
+            .llm_base_url
+            .as_deref()
+            .map(|b| b.trim_end_matches('/'))
+            == Some(base.trim_end_matches('/'));
+        let api_key = if args.embeddings_api_key.is_empty() && same_server {
             args.llm_api_key.clone()
         } else {
             args.embeddings_api_key.clone()

@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
@@ -18,6 +18,7 @@ use async_trait::async_trait;
 use sqlx::SqlitePool;
 
 use crate::error::AppResult;
+use crate::redact::redact_once;
 use crate::store::embeddings as estore;
 use crate::store::recall_index::RecallIndex;
 
@@ -183,7 +184,7 @@ const MAX_CHARS: usize = 4_000;
 
 /// Embeds up to `batch` durable, non-retracted records that have no vector for the embedder's
 /// model yet (oldest first) and stores the vectors. Returns how many were stored (0: none left).
-/// Record texts are stored redacted, so nothing else leaves the machine.
+/// Record texts are stored redacted: nothing unredacted leaves the machine.
 ///
 /// # Errors
 /// [`BackfillError`]: the endpoint's failure, or a database error.
@@ -200,8 +201,30 @@ pub async fn backfill(
         .iter()
         .map(|(_, t)| crate::evidence::truncate_chars(t, MAX_CHARS).to_string())
         .collect();
-    let vectors = embedder.embed(&texts).await?;
-    let rows: Vec<(i64, Vec<f32>)> = todo.into_iter().map(|(id, _)| id).zip(vectors).collect();
+    let ids: Vec<i64> = todo.iter().map(|(id, _)| *id).collect();
+    let rows: Vec<(i64, Vec<f32>)> = match embedder.embed(&texts).await {
+        Ok(vectors) => ids.into_iter().zip(vectors).collect(),
+        Err(e) if texts.len() == 1 => return Err(e.into()),
+        // One text the endpoint refuses for good must not stall every record after it: embed
+        // them one by one. Those refused while others pass get an empty vector (never compared,
+        // never asked again); when every one fails the endpoint is down and nothing is marked.
+        Err(e) => {
+            let mut rows = Vec::with_capacity(texts.len());
+            let mut refused = Vec::new();
+            for (id, text) in ids.into_iter().zip(texts) {
+                match embedder.embed(std::slice::from_ref(&text)).await {
+                    Ok(mut v) if v.len() == 1 => rows.push((id, v.remove(0))),
+                    _ => refused.push(id),
+                }
+            }
+            if rows.is_empty() {
+                return Err(e.into());
+            }
+            tracing::warn!(?refused, error = %e, "embeddings endpoint refused some records; skipped");
+            rows.extend(refused.into_iter().map(|id| (id, Vec::new())));
+            rows
+        }
+    };
     estore::store(pool, embedder.model(), &rows).await?;
     Ok(rows.len())
 }
@@ -221,15 +244,28 @@ pub async fn backfill_forever(pool: SqlitePool, embedder: Arc<dyn Embedder>, idl
     }
 }
 
-/// Vectors read so far, per database file, database epoch (see [`RecallIndex::epoch`]) and
-/// model: record id → unit vector, and the last `record_embeddings` rowid read.
-type Vectors = HashMap<(PathBuf, String, String), (HashMap<i64, Vec<f32>>, i64)>;
-static VECTORS: LazyLock<Mutex<Vectors>> = LazyLock::new(Mutex::default);
+/// Vectors read so far of one database and model: record id → unit vector, and the last
+/// `record_embeddings` rowid read. Shared by reference: scoring never holds a lock.
+#[derive(Default, Clone)]
+struct VectorSet {
+    vectors: HashMap<i64, Vec<f32>>,
+    last: i64,
+}
+
+/// Per database file, database epoch (see [`RecallIndex::epoch`]) and model.
+type VectorKey = (PathBuf, String, String);
+static VECTORS: LazyLock<Mutex<HashMap<VectorKey, Arc<VectorSet>>>> = LazyLock::new(Mutex::default);
+/// Held while new vectors are read, so concurrent recalls read them once.
+static REFRESH: LazyLock<tokio::sync::Mutex<()>> = LazyLock::new(tokio::sync::Mutex::default);
+/// Per database file: until when the endpoint is left alone after a failure.
+static COOLDOWN: LazyLock<Mutex<HashMap<PathBuf, Instant>>> = LazyLock::new(Mutex::default);
 
 /// How long recall waits for the query's embedding before it goes on without the list: an
 /// engineer is waiting for the page.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(2);
-
+/// After a failed query embedding, recall runs without the list this long before asking again,
+/// so a hung endpoint costs one wait, not one per page.
+const FAILURE_COOLDOWN: Duration = Duration::from_secs(30);
 /// Rows read per query of new vectors.
 const READ_BATCH: i64 = 5_000;
 
@@ -243,70 +279,95 @@ fn normalized(mut v: Vec<f32>) -> Vec<f32> {
     v
 }
 
+/// The vectors of `key` with every row stored so far.
+async fn refreshed(pool: &SqlitePool, key: &VectorKey) -> AppResult<Arc<VectorSet>> {
+    let current = || {
+        VECTORS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let _refreshing = REFRESH.lock().await;
+    let mut set = current();
+    loop {
+        let rows = estore::since(pool, &key.2, set.last, READ_BATCH).await?;
+        let Some(&(last, _, _)) = rows.last() else {
+            break;
+        };
+        let full = rows.len() as i64 == READ_BATCH;
+        let s = Arc::make_mut(&mut set);
+        for (_, id, v) in rows {
+            s.vectors.insert(id, normalized(v));
+        }
+        s.last = last;
+        if !full {
+            break;
+        }
+    }
+    let mut all = VECTORS.lock().unwrap_or_else(PoisonError::into_inner);
+    if all.len() >= 16 && !all.contains_key(key) {
+        all.clear();
+    }
+    all.insert(key.clone(), Arc::clone(&set));
+    Ok(set)
+}
+
 /// The semantic list of recall: ids of the `limit` records of `index` whose vectors are nearest
-/// (cosine) to the embedding of `text`, best first, without `exclude_incident`'s own records.
-/// `None` when no embedder is registered for the database or the endpoint failed (logged): the
-/// list is optional. Records absent from `index` (working, retracted) never appear.
-///
-/// # Errors
-/// Database errors.
+/// (cosine) to the embedding of `text` (redacted first), best first, without
+/// `exclude_incident`'s own records. `None` when no embedder is registered for the database, or
+/// the endpoint or the stored vectors failed (logged, and the endpoint is left alone for
+/// [`FAILURE_COOLDOWN`]): the list is optional and never fails recall. Records absent from
+/// `index` (working, retracted) never appear.
 pub async fn nearest(
     pool: &SqlitePool,
     index: &RecallIndex,
     text: &str,
     exclude_incident: Option<&str>,
     limit: usize,
-) -> AppResult<Option<Vec<i64>>> {
-    let Some(embedder) = registered(pool) else {
-        return Ok(None);
-    };
+) -> Option<Vec<i64>> {
+    let embedder = registered(pool)?;
     if text.trim().is_empty() {
-        return Ok(None);
+        return None;
     }
-    let input = [crate::evidence::truncate_chars(text, MAX_CHARS).to_string()];
+    let db = pool.connect_options().get_filename().to_path_buf();
+    let cooling = COOLDOWN
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .get(&db)
+        .is_some_and(|until| Instant::now() < *until);
+    if cooling {
+        return None;
+    }
+    let fail = |what: &dyn std::fmt::Display| {
+        tracing::warn!(error = %what, "semantic recall skipped");
+        COOLDOWN
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(db.clone(), Instant::now() + FAILURE_COOLDOWN);
+        None
+    };
+    let input = [crate::evidence::truncate_chars(&redact_once(text), MAX_CHARS).to_string()];
     let answer = tokio::time::timeout(QUERY_TIMEOUT, embedder.embed(&input))
         .await
         .unwrap_or(Err(EmbedError::Timeout(QUERY_TIMEOUT)));
     let query = match answer.map(|v| v.into_iter().next()) {
         Ok(Some(v)) => normalized(v),
-        Ok(None) => return Ok(None),
-        Err(e) => {
-            tracing::warn!(error = %e, "query embedding failed; recall runs without it");
-            return Ok(None);
-        }
+        Ok(None) => return None,
+        Err(e) => return fail(&e),
     };
     let key = (
-        pool.connect_options().get_filename().to_path_buf(),
+        db.clone(),
         index.epoch().to_string(),
         embedder.model().to_string(),
     );
-    let mut after = VECTORS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&key)
-        .map_or(0, |(_, last)| *last);
-    loop {
-        let rows = estore::since(pool, embedder.model(), after, READ_BATCH).await?;
-        let Some(&(last, _, _)) = rows.last() else {
-            break;
-        };
-        let full = rows.len() as i64 == READ_BATCH;
-        let mut all = VECTORS.lock().unwrap_or_else(PoisonError::into_inner);
-        let (vectors, seen) = all.entry(key.clone()).or_default();
-        for (_, id, v) in rows {
-            vectors.insert(id, normalized(v));
-        }
-        *seen = (*seen).max(last);
-        after = *seen;
-        if !full {
-            break;
-        }
-    }
-    let all = VECTORS.lock().unwrap_or_else(PoisonError::into_inner);
-    let Some((vectors, _)) = all.get(&key) else {
-        return Ok(Some(Vec::new()));
+    let set = match refreshed(pool, &key).await {
+        Ok(set) => set,
+        Err(e) => return fail(&e),
     };
-    let mut scored: Vec<(f32, i64)> = vectors
+    let mut scored: Vec<(f32, i64)> = set
+        .vectors
         .iter()
         .filter(|(_, v)| v.len() == query.len())
         .filter_map(|(id, v)| {
@@ -318,9 +379,7 @@ pub async fn nearest(
         })
         .collect();
     scored.sort_by(|(a, ia), (b, ib)| b.total_cmp(a).then(ib.cmp(ia)));
-    Ok(Some(
-        scored.into_iter().take(limit).map(|(_, id)| id).collect(),
-    ))
+    Some(scored.into_iter().take(limit).map(|(_, id)| id).collect())
 }
 
 #[cfg(test)]

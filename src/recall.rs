@@ -378,13 +378,21 @@ struct TermStats {
     floor: Option<Option<i64>>,
 }
 
-/// Per database file: term → its stats.
-type DocCounts = HashMap<PathBuf, HashMap<String, TermStats>>;
+/// Per database (file and epoch, see [`RecallIndex::epoch`]): term → its stats.
+type DocCounts = HashMap<(PathBuf, String), HashMap<String, TermStats>>;
 static DOC_COUNTS: LazyLock<Mutex<DocCounts>> = LazyLock::new(Mutex::default);
 
+/// The database of `pool` at `epoch`, as the term-count cache knows it.
+fn db_key(pool: &SqlitePool, epoch: &str) -> (PathBuf, String) {
+    (
+        pool.connect_options().get_filename().to_path_buf(),
+        epoch.to_string(),
+    )
+}
+
 /// The cached, fresh stats of `terms` on the database of `pool` (`None` where missing or stale).
-fn cached_stats(pool: &SqlitePool, terms: &[String]) -> Vec<Option<TermStats>> {
-    let db = pool.connect_options().get_filename().to_path_buf();
+fn cached_stats(pool: &SqlitePool, epoch: &str, terms: &[String]) -> Vec<Option<TermStats>> {
+    let db = db_key(pool, epoch);
     let now = Instant::now();
     let cache = DOC_COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
     let per_db = cache.get(&db);
@@ -399,9 +407,17 @@ fn cached_stats(pool: &SqlitePool, terms: &[String]) -> Vec<Option<TermStats>> {
         .collect()
 }
 
-fn store_stats(pool: &SqlitePool, stats: impl IntoIterator<Item = (String, TermStats)>) {
-    let db = pool.connect_options().get_filename().to_path_buf();
+fn store_stats(
+    pool: &SqlitePool,
+    epoch: &str,
+    stats: impl IntoIterator<Item = (String, TermStats)>,
+) {
+    let db = db_key(pool, epoch);
     let mut cache = DOC_COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
+    // One entry per database opened by this process (tests open many): keep it bounded.
+    if cache.len() >= 16 && !cache.contains_key(&db) {
+        cache.clear();
+    }
     let per_db = cache.entry(db).or_default();
     if per_db.len() > 100_000 {
         per_db.clear();
@@ -410,8 +426,8 @@ fn store_stats(pool: &SqlitePool, stats: impl IntoIterator<Item = (String, TermS
 }
 
 /// Record counts of `terms` (capped at `TERM_BUDGET + 1`), from the cache when fresh.
-async fn doc_counts(pool: &SqlitePool, terms: &[String]) -> AppResult<Vec<i64>> {
-    let mut stats = cached_stats(pool, terms);
+async fn doc_counts(pool: &SqlitePool, epoch: &str, terms: &[String]) -> AppResult<Vec<i64>> {
+    let mut stats = cached_stats(pool, epoch, terms);
     let missing: Vec<String> = terms
         .iter()
         .zip(&stats)
@@ -437,7 +453,7 @@ async fn doc_counts(pool: &SqlitePool, terms: &[String]) -> AppResult<Vec<i64>> 
         for s in stats.iter_mut().filter(|s| s.is_none()) {
             *s = fresh_iter.next().map(|(_, f)| *f);
         }
-        store_stats(pool, fresh);
+        store_stats(pool, epoch, fresh);
     }
     Ok(stats
         .into_iter()
@@ -446,8 +462,10 @@ async fn doc_counts(pool: &SqlitePool, terms: &[String]) -> AppResult<Vec<i64>> 
 }
 
 /// The id of the [`TERM_BUDGET`]-th newest match of `term`, from the cache when fresh.
-async fn term_floor(pool: &SqlitePool, term: &str) -> AppResult<Option<i64>> {
-    let cached = cached_stats(pool, &[term.to_string()]).pop().flatten();
+async fn term_floor(pool: &SqlitePool, epoch: &str, term: &str) -> AppResult<Option<i64>> {
+    let cached = cached_stats(pool, epoch, &[term.to_string()])
+        .pop()
+        .flatten();
     if let Some(floor) = cached.and_then(|s| s.floor) {
         return Ok(floor);
     }
@@ -457,7 +475,7 @@ async fn term_floor(pool: &SqlitePool, term: &str) -> AppResult<Option<i64>> {
         at: cached.map_or_else(Instant::now, |s| s.at),
         floor: Some(floor),
     };
-    store_stats(pool, [(term.to_string(), stats)]);
+    store_stats(pool, epoch, [(term.to_string(), stats)]);
     Ok(floor)
 }
 
@@ -490,8 +508,8 @@ pub struct FtsSearch {
 }
 
 /// The search of `terms` within [`TERM_BUDGET`].
-async fn bounded_search(pool: &SqlitePool, terms: &[String]) -> AppResult<FtsSearch> {
-    let counts = doc_counts(pool, terms).await?;
+async fn bounded_search(pool: &SqlitePool, epoch: &str, terms: &[String]) -> AppResult<FtsSearch> {
+    let counts = doc_counts(pool, epoch, terms).await?;
     let keep = within_budget(&counts);
     let kept: Vec<String> = terms
         .iter()
@@ -514,7 +532,7 @@ async fn bounded_search(pool: &SqlitePool, terms: &[String]) -> AppResult<FtsSea
             .filter(|(_, n)| **n > TERM_BUDGET)
             .find(|(t, _)| kept.contains(t))
     {
-        min_rowid = term_floor(pool, term).await?.unwrap_or(0);
+        min_rowid = term_floor(pool, epoch, term).await?.unwrap_or(0);
     }
     Ok(FtsSearch {
         expr: mstore::fts_or_terms(&kept),
@@ -528,7 +546,8 @@ async fn bounded_search(pool: &SqlitePool, terms: &[String]) -> AppResult<FtsSea
 /// # Errors
 /// Database errors.
 pub async fn fts_search(pool: &SqlitePool, q: &RecallQuery) -> AppResult<FtsSearch> {
-    bounded_search(pool, &expand(q).terms).await
+    let index = recall_index::current(pool).await?;
+    bounded_search(pool, index.epoch(), &expand(q).terms).await
 }
 
 /// Descriptive and prescriptive candidate lists from one FTS5 search: the first [`PER_LIST`]
@@ -615,14 +634,15 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
     let kinds = &q.kinds;
     // The index (one indexed row unless memory changed) and the term counts (cached) are
     // independent; the search needs both.
-    let (index, search) =
-        tokio::try_join!(recall_index::current(pool), bounded_search(pool, &terms))?;
+    let index = recall_index::current(pool).await?;
+    let search = bounded_search(pool, index.epoch(), &terms).await?;
     let exclude = q.exclude_incident.as_deref();
     let negation_free = strip_negated(&q.text);
-    let ((text_list, rules_list), semantic) = tokio::try_join!(
+    let (lists, semantic) = tokio::join!(
         text_lists(pool, &index, &search, kinds, exclude),
         crate::embeddings::nearest(pool, &index, &negation_free, exclude, PER_LIST),
-    )?;
+    );
+    let (text_list, rules_list) = lists?;
     let semantic_list: Vec<Candidate> = semantic
         .unwrap_or_default()
         .into_iter()
@@ -685,6 +705,8 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
     let mut results: Vec<Recalled> = ranked
         .into_iter()
         .filter_map(|(score, f)| Some((score, f.lists, records.remove(&f.candidate.id)?)))
+        // Retracted since the index was read: never returned.
+        .filter(|(_, _, r)| r.validation != Validation::Retracted)
         .map(|(score, lists, r)| {
             let age = r.age_days(now);
             let text_stems: BTreeSet<String> =

@@ -613,8 +613,9 @@ pub(super) fn parse_candidate(
 }
 
 /// Every match of the FTS5 expression `expr` among records with id ≥ `min_rowid`, as record ids
-/// best BM25 first (columns weighted text 1.0, scope 0.6), at most `cap`. Working and retracted
-/// records are among them: the caller filters with [`super::recall_index`]. BM25 scores every
+/// best BM25 first (columns weighted text 1.0, scope 0.6), at most `cap`. Only durable records
+/// are indexed and a retraction removes its entry; the caller still checks each id against
+/// [`super::recall_index`] (kind filters, excluded incident, a retraction since). BM25 scores every
 /// match to sort them, so the cost follows the number of matches: recall bounds it through its
 /// term budget and `min_rowid`.
 ///

@@ -5,8 +5,9 @@
 //! Recall ranks up to a few thousand candidates per query on these fields. Looked up in SQLite
 //! per query they cost several times the full-text search itself (B-tree seeks per candidate,
 //! per key); held here they cost microseconds. They are small (about 100 bytes a record) and
-//! change only when durable memory is written — a learn, a verdict, a note, a supersede or a
-//! retract — which moves the database's generation counter in the same transaction (triggers).
+//! change only when durable memory is written — a learn, a verdict, a note, a supersede, a
+//! retract, an evidence-count bump, an import, a new service dependency — which moves the
+//! database's generation counter in the same transaction (triggers).
 //! Every [`current`] call reads that counter (one indexed row) and reloads the index in one read
 //! transaction when it moved, so a record retracted or written by any process is seen by the
 //! next recall; the counter's `epoch` tells databases apart, even a file re-created at the same
@@ -53,6 +54,10 @@ const NO_INCIDENT: u32 = u32::MAX;
 /// Per database file, the newest index loaded.
 static INDEXES: LazyLock<Mutex<HashMap<PathBuf, Arc<RecallIndex>>>> = LazyLock::new(Mutex::default);
 
+/// Per database file, the lock a reload holds.
+static RELOADS: LazyLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> =
+    LazyLock::new(Mutex::default);
+
 /// Indexes kept at once (one per database file; tests open many).
 const MAX_DATABASES: usize = 16;
 
@@ -68,13 +73,28 @@ pub async fn current(pool: &SqlitePool) -> AppResult<Arc<RecallIndex>> {
         sqlx::query_as("SELECT epoch, value FROM recall_generation WHERE id = 1")
             .fetch_one(pool)
             .await?;
-    let cached = INDEXES
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .get(&db)
-        .filter(|i| i.generation == generation)
-        .cloned();
-    if let Some(index) = cached {
+    // At `generation` or newer (another task may have loaded a later one meanwhile).
+    let cached = || {
+        INDEXES
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&db)
+            .filter(|i| i.generation.0 == generation.0 && i.generation.1 >= generation.1)
+            .cloned()
+    };
+    if let Some(index) = cached() {
+        return Ok(index);
+    }
+    // One reload per database at a time: the others wait for it instead of loading it too.
+    let reload = {
+        let mut reloads = RELOADS.lock().unwrap_or_else(PoisonError::into_inner);
+        if reloads.len() >= MAX_DATABASES && !reloads.contains_key(&db) {
+            reloads.clear();
+        }
+        Arc::clone(reloads.entry(db.clone()).or_default())
+    };
+    let _reloading = reload.lock().await;
+    if let Some(index) = cached() {
         return Ok(index);
     }
     let index = Arc::new(load(pool).await?);
@@ -82,13 +102,7 @@ pub async fn current(pool: &SqlitePool) -> AppResult<Arc<RecallIndex>> {
     if all.len() >= MAX_DATABASES && !all.contains_key(&db) {
         all.clear();
     }
-    // A concurrent reload may have stored a newer generation: keep the newest.
-    let newer = all.get(&db).is_some_and(|i| {
-        i.generation.0 == index.generation.0 && i.generation.1 > index.generation.1
-    });
-    if !newer {
-        all.insert(db, Arc::clone(&index));
-    }
+    all.insert(db, Arc::clone(&index));
     Ok(index)
 }
 

@@ -2,7 +2,7 @@
 //! endpoint adds the semantic list to recall; a retracted record never comes back through it;
 //! a failing endpoint leaves recall working.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Json;
@@ -38,14 +38,15 @@ fn vector(text: &str) -> Vec<f32> {
     v
 }
 
-async fn embed(State(fail): State<bool>, Json(body): Json<Value>) -> Response {
-    if fail {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            Json(json!({"error": {"message": "model not loaded", "type": "server_error"}})),
-        )
-            .into_response();
-    }
+/// How the stub answers: every text it was sent is kept in `seen`.
+#[derive(Clone, Default)]
+struct Stub {
+    /// Answer every call with a 500.
+    down: bool,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+async fn embed(State(stub): State<Stub>, Json(body): Json<Value>) -> Response {
     let inputs: Vec<String> = match &body["input"] {
         Value::String(s) => vec![s.clone()],
         Value::Array(a) => a
@@ -54,6 +55,22 @@ async fn embed(State(fail): State<bool>, Json(body): Json<Value>) -> Response {
             .collect(),
         _ => Vec::new(),
     };
+    stub.seen.lock().unwrap().extend(inputs.iter().cloned());
+    if stub.down {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Json(json!({"error": {"message": "model not loaded", "type": "server_error"}})),
+        )
+            .into_response();
+    }
+    // A text the model refuses for good (as a 512-token model refuses a long one).
+    if inputs.iter().any(|t| t.contains("POISON")) {
+        return (
+            StatusCode::BAD_REQUEST,
+            Json(json!({"error": {"message": "input too long", "type": "invalid_request_error"}})),
+        )
+            .into_response();
+    }
     let data: Vec<Value> = inputs
         .iter()
         .enumerate()
@@ -62,16 +79,20 @@ async fn embed(State(fail): State<bool>, Json(body): Json<Value>) -> Response {
     Json(json!({"object": "list", "data": data, "model": body["model"]})).into_response()
 }
 
-async fn stub(fail: bool) -> String {
+async fn stub(down: bool) -> (String, Stub) {
+    let stub = Stub {
+        down,
+        ..Default::default()
+    };
     let app = axum::Router::new()
         .route("/v1/embeddings", axum::routing::post(embed))
-        .with_state(fail);
+        .with_state(stub.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    format!("http://{addr}/v1")
+    (format!("http://{addr}/v1"), stub)
 }
 
 fn embedder(base: &str) -> Arc<OpenAiEmbedder> {
@@ -95,7 +116,8 @@ fn symptom(text: &str, service: &str) -> NewRecord {
 #[tokio::test]
 async fn embeddings_add_a_semantic_list_and_a_retracted_record_never_comes_back_through_it() {
     let app = spawn_app().await;
-    let e = embedder(&stub(false).await);
+    let (base, stub) = stub(false).await;
+    let e = embedder(&base);
     embeddings::register(&app.pool, e.clone());
     let cardiac = msvc::write(
         &app.pool,
@@ -134,6 +156,18 @@ async fn embeddings_add_a_semantic_list_and_a_retracted_record_never_comes_back_
     let res = recall(&app.pool, &q).await.unwrap();
     let ids: Vec<i64> = res.results.iter().map(|r| r.memory.id).collect();
     assert_eq!(ids.first(), Some(&cardiac.id), "{ids:?}");
+    // Queries are redacted before they leave the machine.
+    let with_secret = RecallQuery {
+        text: "heart alarm paged jane.doe@example.com".into(),
+        ..Default::default()
+    };
+    recall(&app.pool, &with_secret).await.unwrap();
+    let seen = stub.seen.lock().unwrap().clone();
+    assert!(
+        seen.iter().any(|t| t.contains("heart alarm paged")),
+        "{seen:?}"
+    );
+    assert!(seen.iter().all(|t| !t.contains("jane.doe")), "{seen:?}");
     assert_eq!(res.results[0].why.lists, vec!["semantic"]);
     assert!(ids.contains(&disk.id), "no similarity cut-off: {ids:?}");
 
@@ -147,7 +181,8 @@ async fn embeddings_add_a_semantic_list_and_a_retracted_record_never_comes_back_
 #[tokio::test]
 async fn a_failing_embeddings_endpoint_leaves_recall_working() {
     let app = spawn_app().await;
-    let e = embedder(&stub(true).await);
+    let (base, stub) = stub(true).await;
+    let e = embedder(&base);
     embeddings::register(&app.pool, e.clone());
     let disk = msvc::write(&app.pool, symptom("Storage volume filled", "log-shipper"))
         .await
@@ -167,4 +202,62 @@ async fn a_failing_embeddings_endpoint_leaves_recall_working() {
     .unwrap();
     assert_eq!(res.results[0].memory.id, disk.id);
     assert!(!res.results[0].why.lists.contains(&"semantic"));
+    // A failed endpoint is left alone for a while: the next recall does not wait for it again.
+    let calls = stub.seen.lock().unwrap().len();
+    recall(
+        &app.pool,
+        &RecallQuery {
+            text: "storage volume again".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(stub.seen.lock().unwrap().len(), calls);
+}
+
+#[tokio::test]
+async fn a_record_the_endpoint_refuses_for_good_does_not_stall_the_others() {
+    let app = spawn_app().await;
+    let (base, _stub) = stub(false).await;
+    let e = embedder(&base);
+    embeddings::register(&app.pool, e.clone());
+    let poison = msvc::write(&app.pool, symptom("POISON pill heart", "vitals-api"))
+        .await
+        .unwrap();
+    let cardiac = msvc::write(
+        &app.pool,
+        symptom("Cardiac telemetry flatlined", "vitals-api"),
+    )
+    .await
+    .unwrap();
+    // The batch is refused; one by one, the good record is embedded and the bad one skipped.
+    assert_eq!(
+        embeddings::backfill(&app.pool, e.as_ref(), 32)
+            .await
+            .unwrap(),
+        2
+    );
+    assert_eq!(
+        embeddings::backfill(&app.pool, e.as_ref(), 32)
+            .await
+            .unwrap(),
+        0
+    );
+    let res = recall(
+        &app.pool,
+        &RecallQuery {
+            text: "pulse went silent".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let semantic: Vec<i64> = res
+        .results
+        .iter()
+        .filter(|r| r.why.lists.contains(&"semantic"))
+        .map(|r| r.memory.id)
+        .collect();
+    assert_eq!(semantic, vec![cardiac.id], "poison {}", poison.id);
 }
