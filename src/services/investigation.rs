@@ -365,8 +365,8 @@ const INCIDENT_EVIDENCE: usize = 3;
 /// raised by [`SHARED_TAG_BOOST`] for each specific failure mode (not in [`GENERIC_TAGS`]) that
 /// the past incident shares with `tags`, this incident's tags: rank fusion flattens how strongly
 /// the structured keys agree, and the number of shared failure modes is what tells look-alike
-/// incidents apart (a leak under steady load shares `connection_leak` and `steady_load` with
-/// another leak, only `connection_pool_exhausted` with a traffic surge). Records of the same
+/// incidents apart (a leak shares `connection_leak` and `connection_pool_exhausted` with another
+/// leak, only `connection_pool_exhausted` with a traffic surge). Records of the same
 /// incident keep their order; records of no incident (notes, runbooks) count on their own score.
 /// Stable, and only reorders.
 pub fn incidents_first(results: &mut [Recalled], tags: &[String]) {
@@ -1225,4 +1225,114 @@ pub async fn propose(
     .await?;
     tx.commit().await?;
     recommendation_view(pool, inv_id, rec_id).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{EpistemicType, MemoryKind, Validation};
+    use crate::recall::Why;
+
+    /// A recalled record of `incident` (or of none) with `score`, its failure modes and `why`.
+    fn recalled(id: i64, incident: Option<&str>, score: f64, tags: &[&str], why: Why) -> Recalled {
+        Recalled {
+            memory: MemoryRecord {
+                id,
+                kind: MemoryKind::RootCause,
+                epistemic_type: EpistemicType::Inference,
+                text: format!("record {id}"),
+                services: Vec::new(),
+                failure_modes: tags.iter().map(|t| t.to_string()).collect(),
+                action_kind: None,
+                target: None,
+                incident_id: incident.map(str::to_string),
+                validation: Validation::Confirmed,
+                confidence: None,
+                importance: 2,
+                rule: None,
+                author: "victor".into(),
+                created_at: jiff::Timestamp::UNIX_EPOCH,
+                last_recalled_at: None,
+                recall_count: 0,
+                evidence_count: 1,
+                superseded_by: None,
+                sources: Vec::new(),
+                data: serde_json::Value::Null,
+            },
+            score,
+            why,
+            marks: Vec::new(),
+        }
+    }
+
+    fn ids(results: &[Recalled]) -> Vec<i64> {
+        results.iter().map(|r| r.memory.id).collect()
+    }
+
+    #[test]
+    fn a_past_incident_ranks_by_the_sum_of_its_best_records() {
+        let a = Some("INC-2026-0001");
+        let b = Some("INC-2026-0002");
+        let mut results = vec![
+            recalled(1, b, 0.9, &[], Why::default()),
+            recalled(2, None, 1.0, &[], Why::default()),
+            recalled(3, a, 0.5, &[], Why::default()),
+            recalled(4, a, 0.4, &[], Why::default()),
+            recalled(5, a, 0.3, &[], Why::default()),
+            recalled(6, a, 0.2, &[], Why::default()),
+        ];
+        incidents_first(&mut results, &[]);
+        // A: 0.5 + 0.4 + 0.3 (its three best) = 1.2 > the note's own 1.0 > B's 0.9.
+        assert_eq!(ids(&results), vec![3, 4, 5, 6, 2, 1]);
+    }
+
+    #[test]
+    fn a_shared_specific_failure_mode_lifts_an_incident_and_a_generic_one_does_not() {
+        let tags = vec!["connection_leak".to_string(), "timeout".to_string()];
+        let mut results = vec![
+            recalled(1, Some("INC-2026-0001"), 0.5, &["timeout"], Why::default()),
+            recalled(
+                2,
+                Some("INC-2026-0002"),
+                0.5,
+                &["connection_leak"],
+                Why::default(),
+            ),
+        ];
+        incidents_first(&mut results, &tags);
+        assert_eq!(ids(&results), vec![2, 1]);
+        // Both share only a generic tag: equal, original order kept.
+        let mut results = vec![
+            recalled(1, Some("INC-2026-0001"), 0.5, &["timeout"], Why::default()),
+            recalled(2, Some("INC-2026-0002"), 0.5, &["timeout"], Why::default()),
+        ];
+        incidents_first(&mut results, &tags);
+        assert_eq!(ids(&results), vec![1, 2]);
+    }
+
+    #[test]
+    fn a_runner_up_found_by_words_alone_is_not_similar_enough() {
+        let words = Why {
+            matched_terms: vec!["pool".into()],
+            tags: vec!["timeout".into()],
+            ..Why::default()
+        };
+        let specific = Why {
+            tags: vec!["connection_leak".into()],
+            ..Why::default()
+        };
+        let most = recalled(1, Some("INC-2026-0001"), 0.9, &[], words.clone());
+        let words_only = recalled(2, Some("INC-2026-0002"), 0.8, &[], words);
+        let sharing = recalled(3, Some("INC-2026-0003"), 0.7, &[], specific);
+        // The most similar always counts; the runner-up only when it shares a specific tag or
+        // the service.
+        assert_eq!(
+            similar_incidents(&[most.clone(), words_only.clone()]),
+            vec!["INC-2026-0001".to_string()]
+        );
+        assert_eq!(
+            similar_incidents(&[most, sharing]),
+            vec!["INC-2026-0001".to_string(), "INC-2026-0003".to_string()]
+        );
+    }
 }
