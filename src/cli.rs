@@ -354,6 +354,22 @@ pub async fn add_user(
     Ok(web::auth::issue_token(pool, user.id).await?)
 }
 
+/// The key sent to the embeddings endpoint at `base`: its own key when set, else the model key
+/// when the embeddings endpoint is the model's own server (same base URL), else none — the model
+/// key never goes to another host.
+fn embeddings_api_key(args: &ServeArgs, base: &str) -> String {
+    let same_server = args
+        .llm_base_url
+        .as_deref()
+        .map(|b| b.trim_end_matches('/'))
+        == Some(base.trim_end_matches('/'));
+    if args.embeddings_api_key.is_empty() && same_server {
+        args.llm_api_key.clone()
+    } else {
+        args.embeddings_api_key.clone()
+    }
+}
+
 async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
     let settings = Settings {
         max_body_bytes: args.max_body_bytes,
@@ -366,17 +382,7 @@ async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
         .as_deref()
         .filter(|b| !b.trim().is_empty())
     {
-        // The model key goes only to the model's own server, never to another host.
-        let same_server = args
-            .llm_base_url
-            .as_deref()
-            .map(|b| b.trim_end_matches('/'))
-            == Some(base.trim_end_matches('/'));
-        let api_key = if args.embeddings_api_key.is_empty() && same_server {
-            args.llm_api_key.clone()
-        } else {
-            args.embeddings_api_key.clone()
-        };
+        let api_key = embeddings_api_key(args, base);
         let embedder = std::sync::Arc::new(crate::embeddings::OpenAiEmbedder::new(
             crate::embeddings::EmbeddingConfig {
                 base_url: base.to_string(),
@@ -438,5 +444,43 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = ctrl_c => {},
         _ = terminate => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    fn args(flags: &[&str]) -> ServeArgs {
+        let cli = Cli::try_parse_from([&["incidentmind"], flags].concat()).expect("valid flags");
+        cli.serve
+    }
+
+    #[test]
+    fn the_model_key_goes_to_the_embeddings_endpoint_only_on_the_same_server() {
+        let base = "https://api.openai.com/v1";
+        let same = args(&[
+            "--llm-base-url",
+            "https://api.openai.com/v1/",
+            "--llm-api-key",
+            "sk-model",
+        ]);
+        assert_eq!(embeddings_api_key(&same, base), "sk-model");
+        let other = args(&[
+            "--llm-base-url",
+            "https://llm.example/v1",
+            "--llm-api-key",
+            "sk-model",
+        ]);
+        assert_eq!(embeddings_api_key(&other, base), "");
+        let own = args(&[
+            "--llm-api-key",
+            "sk-model",
+            "--embeddings-api-key",
+            "sk-embed",
+        ]);
+        assert_eq!(embeddings_api_key(&own, base), "sk-embed");
     }
 }
