@@ -87,12 +87,8 @@ impl OpenAiEmbedder {
     /// # Errors
     /// When the HTTP client cannot be built.
     pub fn new(config: EmbeddingConfig) -> anyhow::Result<Self> {
-        let http = reqwest::Client::builder().timeout(config.timeout).build()?;
-        let oc = OpenAIConfig::new()
-            .with_api_base(config.base_url.trim_end_matches('/'))
-            .with_api_key(config.api_key.clone());
-        let client = Client::with_config(oc)
-            .with_http_service(async_openai::middleware::ReqwestService::new(http));
+        let client =
+            crate::analyst::llm::openai_client(&config.base_url, &config.api_key, config.timeout)?;
         Ok(Self { client, config })
     }
 }

@@ -315,6 +315,8 @@ fn kind_weight(k: MemoryKind) -> f64 {
 
 /// What a query asks for, read once from its text with negated findings left out.
 struct Expanded {
+    /// The query text with negated findings left out ([`strip_negated`]).
+    text: String,
     /// Failure-mode tags, given and derived.
     tags: BTreeSet<String>,
     /// Content words of the text.
@@ -347,6 +349,7 @@ fn expand(q: &RecallQuery) -> Expanded {
     }
     let terms = mstore::fts_terms(&expanded);
     Expanded {
+        text,
         tags,
         words,
         terms,
@@ -626,6 +629,7 @@ struct Fused {
 pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResult> {
     let k = if q.k == 0 { 10 } else { q.k.min(100) };
     let Expanded {
+        text,
         tags,
         words,
         terms,
@@ -637,10 +641,9 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
     let index = recall_index::current(pool).await?;
     let search = bounded_search(pool, index.epoch(), &terms).await?;
     let exclude = q.exclude_incident.as_deref();
-    let negation_free = strip_negated(&q.text);
     let (lists, semantic) = tokio::join!(
         text_lists(pool, &index, &search, kinds, exclude),
-        crate::embeddings::nearest(pool, &index, &negation_free, exclude, PER_LIST),
+        crate::embeddings::nearest(pool, &index, &text, exclude, PER_LIST),
     );
     let (text_list, rules_list) = lists?;
     let semantic_list: Vec<Candidate> = semantic

@@ -94,6 +94,26 @@ impl Rung {
     }
 }
 
+/// An async-openai client for the OpenAI-compatible server at `base_url` (ending in `/v1`),
+/// sending `api_key` as a bearer token (empty: none), every call bounded by `timeout`. It uses the
+/// plain reqwest service, without async-openai's default retry layer: one HTTP call per request,
+/// never multiplied by retries. Shared by the LLM analyst and [`crate::embeddings`].
+///
+/// # Errors
+/// When the HTTP client cannot be built (TLS back end unavailable).
+pub fn openai_client(
+    base_url: &str,
+    api_key: &str,
+    timeout: Duration,
+) -> anyhow::Result<Client<OpenAIConfig>> {
+    let http = reqwest::Client::builder().timeout(timeout).build()?;
+    let config = OpenAIConfig::new()
+        .with_api_base(base_url.trim_end_matches('/'))
+        .with_api_key(api_key);
+    Ok(Client::with_config(config)
+        .with_http_service(async_openai::middleware::ReqwestService::new(http)))
+}
+
 /// The LLM analyst.
 #[derive(Debug)]
 pub struct LlmAnalyst {
@@ -135,14 +155,7 @@ impl LlmAnalyst {
             );
             config.timeout = MAX_TIMEOUT;
         }
-        let http = reqwest::Client::builder().timeout(config.timeout).build()?;
-        let oc = OpenAIConfig::new()
-            .with_api_base(config.base_url.trim_end_matches('/'))
-            .with_api_key(config.api_key.clone());
-        // The plain reqwest service, without async-openai's default retry layer: one call per
-        // rung, bounded by our timeout, never multiplied by retries.
-        let client = Client::with_config(oc)
-            .with_http_service(async_openai::middleware::ReqwestService::new(http));
+        let client = openai_client(&config.base_url, &config.api_key, config.timeout)?;
         Ok(Self {
             client,
             config,

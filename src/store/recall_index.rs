@@ -193,16 +193,6 @@ impl RecallIndex {
         &self.generation.0
     }
 
-    /// Durable, non-retracted records in the index.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether the index holds no record.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-
     /// Services that `service` depends on and that depend on it (the entity graph, one hop),
     /// sorted.
     pub fn neighbours(&self, service: &str) -> &[String] {

@@ -16,7 +16,7 @@ use incidentmind::recall::{RecallQuery, recall};
 use incidentmind::services::memory as msvc;
 use serde_json::{Value, json};
 
-use crate::helpers::spawn_app;
+use crate::helpers::{TestApp, spawn_app};
 
 /// Words that mean the same thing to the stub model: one dimension each.
 const CONCEPTS: &[&[&str]] = &[
@@ -95,16 +95,26 @@ async fn stub(down: bool) -> (String, Stub) {
     (format!("http://{addr}/v1"), stub)
 }
 
-fn embedder(base: &str) -> Arc<OpenAiEmbedder> {
-    Arc::new(
+/// A test app whose database uses the stub model (answering with 500s when `down`).
+async fn app_with_stub(down: bool) -> (TestApp, Arc<OpenAiEmbedder>, Stub) {
+    let app = spawn_app().await;
+    let (base, stub) = stub(down).await;
+    let e = Arc::new(
         OpenAiEmbedder::new(EmbeddingConfig {
-            base_url: base.into(),
+            base_url: base,
             model: "stub-embed".into(),
             api_key: String::new(),
             timeout: Duration::from_secs(5),
         })
         .unwrap(),
-    )
+    );
+    embeddings::register(&app.pool, e.clone());
+    (app, e, stub)
+}
+
+/// Records embedded by one backfill batch.
+async fn backfill(app: &TestApp, e: &OpenAiEmbedder) -> usize {
+    embeddings::backfill(&app.pool, e, 32).await.unwrap()
 }
 
 fn symptom(text: &str, service: &str) -> NewRecord {
@@ -115,10 +125,7 @@ fn symptom(text: &str, service: &str) -> NewRecord {
 
 #[tokio::test]
 async fn embeddings_add_a_semantic_list_and_a_retracted_record_never_comes_back_through_it() {
-    let app = spawn_app().await;
-    let (base, stub) = stub(false).await;
-    let e = embedder(&base);
-    embeddings::register(&app.pool, e.clone());
+    let (app, e, stub) = app_with_stub(false).await;
     let cardiac = msvc::write(
         &app.pool,
         symptom("Cardiac telemetry flatlined", "vitals-api"),
@@ -135,18 +142,8 @@ async fn embeddings_add_a_semantic_list_and_a_retracted_record_never_comes_back_
     )
     .await
     .unwrap();
-    assert_eq!(
-        embeddings::backfill(&app.pool, e.as_ref(), 32)
-            .await
-            .unwrap(),
-        2
-    );
-    assert_eq!(
-        embeddings::backfill(&app.pool, e.as_ref(), 32)
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(backfill(&app, &e).await, 2);
+    assert_eq!(backfill(&app, &e).await, 0);
 
     // No word in common with the record: only the semantic list can find it, and ranks it first.
     let q = RecallQuery {
@@ -180,10 +177,7 @@ async fn embeddings_add_a_semantic_list_and_a_retracted_record_never_comes_back_
 
 #[tokio::test]
 async fn a_failing_embeddings_endpoint_leaves_recall_working() {
-    let app = spawn_app().await;
-    let (base, stub) = stub(true).await;
-    let e = embedder(&base);
-    embeddings::register(&app.pool, e.clone());
+    let (app, e, stub) = app_with_stub(true).await;
     let disk = msvc::write(&app.pool, symptom("Storage volume filled", "log-shipper"))
         .await
         .unwrap();
@@ -218,10 +212,7 @@ async fn a_failing_embeddings_endpoint_leaves_recall_working() {
 
 #[tokio::test]
 async fn a_record_the_endpoint_refuses_for_good_does_not_stall_the_others() {
-    let app = spawn_app().await;
-    let (base, _stub) = stub(false).await;
-    let e = embedder(&base);
-    embeddings::register(&app.pool, e.clone());
+    let (app, e, _stub) = app_with_stub(false).await;
     let poison = msvc::write(&app.pool, symptom("POISON pill heart", "vitals-api"))
         .await
         .unwrap();
@@ -232,18 +223,8 @@ async fn a_record_the_endpoint_refuses_for_good_does_not_stall_the_others() {
     .await
     .unwrap();
     // The batch is refused; one by one, the good record is embedded and the bad one skipped.
-    assert_eq!(
-        embeddings::backfill(&app.pool, e.as_ref(), 32)
-            .await
-            .unwrap(),
-        2
-    );
-    assert_eq!(
-        embeddings::backfill(&app.pool, e.as_ref(), 32)
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(backfill(&app, &e).await, 2);
+    assert_eq!(backfill(&app, &e).await, 0);
     let res = recall(
         &app.pool,
         &RecallQuery {
