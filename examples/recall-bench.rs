@@ -1,4 +1,4 @@
-//! Recall benchmark (issue #4): latency of [`incidentmind::recall::recall`] against the raw FTS5
+//! Recall benchmark (issue #4): latency of [`incidentmind::memory::recall::recall`] against the raw FTS5
 //! query it is built on, on synthetic organizational memory.
 //!
 //! Usage: `cargo run --release --example recall-bench -- [--n 10000,100000] [--queries 1000]
@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use incidentmind::domain::memory::NewRecord;
 use incidentmind::domain::{ActionKind, EpistemicType, MemoryKind, Rule, RuleSeverity, Validation};
 use incidentmind::evidence::catalogue;
-use incidentmind::recall::{self, RecallQuery};
+use incidentmind::memory::recall::{self, RecallQuery};
 use incidentmind::store::{self, memory as mstore};
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng};
@@ -707,6 +707,7 @@ async fn bench(
     };
     let reuse = keep.is_some() && path.exists();
     let pool = store::connect(path.to_str().expect("utf-8 temp path")).await?;
+    let memory = incidentmind::memory::Memory::new(pool.clone(), None);
     let mut rng = Rng::seeded(seed);
     let services = services(&mut rng);
     let mut edges = Vec::new();
@@ -750,8 +751,8 @@ async fn bench(
     };
     // Warm-up: page cache, statement caches of the pooled connections, recall's term counts.
     for q in qs.iter().take(50) {
-        recall::recall(&pool, q).await?;
-        raw(recall::fts_search(&pool, q).await?).await?;
+        recall::recall(&memory, q).await?;
+        raw(recall::fts_search(&memory, q).await?).await?;
     }
     // Interleaved, so that a change of machine load hits both alike. The raw query runs on the
     // expression recall matched for the same query (its term counts are cached by then).
@@ -761,10 +762,10 @@ async fn bench(
     let mut exprs = Vec::with_capacity(qs.len());
     for q in &qs {
         let t = Instant::now();
-        let r = recall::recall(&pool, q).await?;
+        let r = recall::recall(&memory, q).await?;
         recall_times.push(t.elapsed());
         hits += usize::from(!r.results.is_empty());
-        let e = recall::fts_search(&pool, q).await?;
+        let e = recall::fts_search(&memory, q).await?;
         let t = Instant::now();
         raw(e.clone()).await?;
         raw_times.push(t.elapsed());

@@ -1,4 +1,5 @@
-//! Command line: `serve` (the default), `user add`, `audit verify`.
+//! Command line: `serve` (the default), `user add|token`, `audit verify`, `export`, `import`,
+//! `history load`, `demo`, `eval recall`.
 //!
 //! Every option also reads an `INCIDENTMIND_…` environment variable; `--help` lists them.
 
@@ -108,6 +109,21 @@ pub struct ServeArgs {
         global = true
     )]
     pub embeddings_api_key: String,
+    /// Which embeddings recall compares: `auto` (the endpoint when
+    /// `INCIDENTMIND_EMBEDDINGS_BASE_URL` is set, else the built-in all-MiniLM-L6-v2), `builtin`,
+    /// `endpoint` or `off` (recall on words and structured keys only).
+    #[arg(
+        long,
+        env = "INCIDENTMIND_EMBEDDINGS",
+        default_value = "auto",
+        value_parser = ["auto", "builtin", "endpoint", "off"],
+        global = true
+    )]
+    pub embeddings: String,
+    /// Folder of the built-in embedding model (`config.json`, `tokenizer.json`,
+    /// `model.safetensors`); default `models/all-MiniLM-L6-v2`.
+    #[arg(long, env = "INCIDENTMIND_EMBEDDINGS_MODEL_DIR", global = true)]
+    pub embeddings_model_dir: Option<std::path::PathBuf>,
     /// Let the last editor of a post-mortem draft confirm it (small teams).
     #[arg(
         long,
@@ -145,6 +161,8 @@ impl std::fmt::Debug for ServeArgs {
             .field("llm_timeout_secs", &self.llm_timeout_secs)
             .field("embeddings_base_url", &self.embeddings_base_url)
             .field("embeddings_model", &self.embeddings_model)
+            .field("embeddings", &self.embeddings)
+            .field("embeddings_model_dir", &self.embeddings_model_dir)
             .finish_non_exhaustive()
     }
 }
@@ -189,6 +207,10 @@ pub enum EvalCommand {
         /// and every recalled record with why it was recalled.
         #[arg(long)]
         verbose: bool,
+        /// Recall mechanisms to turn off, comma-separated (ablation): doc_bm25, doc_vector,
+        /// part_vector, part_bm25, keys, synonyms, negation, load_shape, shared_tags.
+        #[arg(long, default_value = "")]
+        ablate: String,
     },
 }
 
@@ -247,8 +269,15 @@ fn init_tracing() {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Some(Command::Eval(EvalCommand::Recall { file, verbose })) = &cli.command {
-        let report = crate::eval::recall_eval(file).await?;
+    if let Some(Command::Eval(EvalCommand::Recall {
+        file,
+        verbose,
+        ablate,
+    })) = &cli.command
+    {
+        let tuning = crate::memory::RecallTuning::parse_off(ablate).map_err(anyhow::Error::msg)?;
+        let embedder = embedder(&cli.serve)?;
+        let report = crate::eval::recall_eval(file, embedder, tuning).await?;
         if *verbose {
             println!("{report:#}");
         } else {
@@ -293,7 +322,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Demo => crate::demo::run().await,
         Command::Eval(_) => Ok(()),
         Command::History(HistoryCommand::Load) => {
-            let loaded = crate::sample::load_history(&pool).await?;
+            let memory = crate::memory::Memory::new(pool.clone(), embedder(&cli.serve)?);
+            let loaded = crate::sample::load_history(&memory).await?;
+            let (docs, vectors) = crate::memory::embeddings::catch_up(&memory).await?;
+            println!("indexed {docs} incident documents, embedded {vectors} texts");
             for (src, id) in &loaded {
                 println!("{src} → {id} (learned)");
             }
@@ -311,6 +343,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             match crate::services::memory::import(&pool, "import", &text).await? {
                 Ok(n) => {
                     println!("imported {n} records from {}", file.display());
+                    let memory = crate::memory::Memory::new(pool.clone(), embedder(&cli.serve)?);
+                    let (docs, vectors) = crate::memory::embeddings::catch_up(&memory).await?;
+                    println!("indexed {docs} incident documents, embedded {vectors} texts");
                     Ok(())
                 }
                 Err(bad) => {
@@ -370,6 +405,68 @@ fn embeddings_api_key(args: &ServeArgs, base: &str) -> String {
     }
 }
 
+/// The embedder `args` choose (see [`ServeArgs::embeddings`]): the built-in model (loaded here,
+/// ≈ 170 ms), an OpenAI-compatible endpoint, or none.
+///
+/// # Errors
+/// `builtin` (or `auto` without an endpoint) when the model files cannot be loaded — the message
+/// names the folder and how to turn embeddings off; `endpoint` without a base URL.
+pub fn embedder(
+    args: &ServeArgs,
+) -> anyhow::Result<Option<std::sync::Arc<dyn crate::memory::Embedder>>> {
+    use crate::memory::embeddings::{BuiltinEmbedder, EmbeddingConfig, OpenAiEmbedder};
+    let base = args
+        .embeddings_base_url
+        .as_deref()
+        .filter(|b| !b.trim().is_empty());
+    let choice = match (args.embeddings.as_str(), base) {
+        ("auto", Some(_)) => "endpoint",
+        ("auto", None) => "builtin",
+        (other, _) => other,
+    };
+    match choice {
+        "off" => {
+            tracing::info!("embeddings off: recall on words and structured keys only");
+            Ok(None)
+        }
+        "endpoint" => {
+            let base = base.ok_or_else(|| {
+                anyhow::anyhow!("--embeddings endpoint needs INCIDENTMIND_EMBEDDINGS_BASE_URL")
+            })?;
+            let api_key = embeddings_api_key(args, base);
+            let embedder = OpenAiEmbedder::new(EmbeddingConfig {
+                base_url: base.to_string(),
+                model: args.embeddings_model.clone(),
+                api_key,
+                timeout: std::time::Duration::from_secs(5),
+            })?;
+            tracing::info!(model = %args.embeddings_model, base = %base, "embeddings endpoint configured");
+            Ok(Some(std::sync::Arc::new(embedder)))
+        }
+        _ => {
+            let dir = args
+                .embeddings_model_dir
+                .clone()
+                .unwrap_or_else(crate::memory::minilm::default_dir);
+            let started = std::time::Instant::now();
+            let embedder = BuiltinEmbedder::load(&dir).map_err(|e| {
+                anyhow::anyhow!(
+                    "{e}\nThe built-in embedding model is read from {}; give another folder with \
+                     --embeddings-model-dir, or run without embeddings with --embeddings off",
+                    dir.display()
+                )
+            })?;
+            tracing::info!(
+                model = crate::memory::minilm::MODEL_NAME,
+                dir = %dir.display(),
+                load_ms = started.elapsed().as_millis() as u64,
+                "built-in embedding model loaded"
+            );
+            Ok(Some(std::sync::Arc::new(embedder)))
+        }
+    }
+}
+
 async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
     let settings = Settings {
         max_body_bytes: args.max_body_bytes,
@@ -377,29 +474,14 @@ async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
         max_evidence_bytes: args.max_evidence_bytes,
         allow_self_confirm: args.allow_self_confirm,
     };
-    if let Some(base) = args
-        .embeddings_base_url
-        .as_deref()
-        .filter(|b| !b.trim().is_empty())
-    {
-        let api_key = embeddings_api_key(args, base);
-        let embedder = std::sync::Arc::new(crate::embeddings::OpenAiEmbedder::new(
-            crate::embeddings::EmbeddingConfig {
-                base_url: base.to_string(),
-                model: args.embeddings_model.clone(),
-                api_key,
-                timeout: std::time::Duration::from_secs(5),
-            },
-        )?);
-        crate::embeddings::register(&pool, embedder.clone());
-        tokio::spawn(crate::embeddings::backfill_forever(
-            pool.clone(),
-            embedder,
-            std::time::Duration::from_secs(10),
-        ));
-        tracing::info!(model = %args.embeddings_model, base = %base, "embeddings configured");
-    }
-    let mut state = AppState::new(pool, settings);
+    let memory = crate::memory::Memory::new(pool.clone(), embedder(args)?);
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let worker = tokio::spawn(crate::memory::embeddings::run_worker(
+        memory.clone(),
+        std::time::Duration::from_secs(10),
+        stopped,
+    ));
+    let mut state = AppState::new(pool, settings).with_memory(memory);
     if let Some(base) = args
         .llm_base_url
         .as_deref()
@@ -422,6 +504,9 @@ async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
     axum::serve(listener, web::router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await?;
+    // The worker stops between batches.
+    let _ = stop.send(true);
+    let _ = worker.await;
     tracing::info!("shut down");
     Ok(())
 }

@@ -95,7 +95,14 @@ async fn story(db: &str) -> anyhow::Result<()> {
     let victor = crate::cli::add_user(&pool, "victor", "reviewer", None).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
-    let app = router(AppState::new(pool.clone(), Settings::default()));
+    // The built-in embedding model, as `serve` uses it (the story works without it too).
+    let embedder = crate::memory::embeddings::BuiltinEmbedder::load(
+        &crate::memory::minilm::default_dir(),
+    )
+    .ok()
+    .map(|e| std::sync::Arc::new(e) as std::sync::Arc<dyn crate::memory::Embedder>);
+    let memory = crate::memory::Memory::new(pool.clone(), embedder);
+    let app = router(AppState::new(pool.clone(), Settings::default()).with_memory(memory.clone()));
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
@@ -109,7 +116,8 @@ async fn story(db: &str) -> anyhow::Result<()> {
         2,
         "load the sample history through the normal workflow (post-mortems confirmed, then learned)",
     );
-    let loaded = crate::sample::load_history(&pool).await?;
+    let loaded = crate::sample::load_history(&memory).await?;
+    crate::memory::embeddings::catch_up(&memory).await?;
     println!(
         "    {} past incidents learned: {} … {}",
         loaded.len(),

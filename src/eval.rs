@@ -13,13 +13,15 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use serde::Deserialize;
-use sqlx::SqlitePool;
 
 use crate::analyst::builtin::BuiltinAnalyst;
 use crate::domain::{MemoryKind, NewIncident};
 use crate::evidence::EvidenceKind;
-use crate::recall::{self, RecallQuery};
+use crate::memory::recall::{self, RecallQuery};
+use crate::memory::{Embedder, Memory, RecallTuning, embeddings};
 use crate::sample::{self, PastIncident};
 use crate::services::{evidence, investigation, workflow};
 use crate::store::{self, incidents};
@@ -278,7 +280,11 @@ fn rank_of(incidents: &[String], expected: Option<&String>) -> Option<usize> {
 ///
 /// # Errors
 /// Unreadable or malformed set; any failure of the replay or the investigations.
-pub async fn recall_eval(path: impl AsRef<Path>) -> anyhow::Result<Report> {
+pub async fn recall_eval(
+    path: impl AsRef<Path>,
+    embedder: Option<Arc<dyn Embedder>>,
+    tuning: RecallTuning,
+) -> anyhow::Result<Report> {
     let path = path.as_ref();
     let raw =
         std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
@@ -290,23 +296,27 @@ pub async fn recall_eval(path: impl AsRef<Path>) -> anyhow::Result<Report> {
         .tempdir()?;
     let db = dir.path().join("eval.db");
     let pool = store::connect(&db.to_string_lossy()).await?;
-    let report = run(&pool, &set).await;
+    let memory = Memory::with_tuning(pool.clone(), embedder, tuning);
+    let report = run(&memory, &set).await;
     pool.close().await;
     report
 }
 
-async fn run(pool: &SqlitePool, set: &EvalSet) -> anyhow::Result<Report> {
+async fn run(memory: &Memory, set: &EvalSet) -> anyhow::Result<Report> {
+    let pool = memory.pool();
     let started = Instant::now();
     let (responder, reviewer) = sample::history_users(pool).await?;
     let mut inc_to_past: HashMap<String, String> = HashMap::new();
     let mut past_to_inc: HashMap<String, String> = HashMap::new();
     for p in &set.past {
-        let id = sample::replay(pool, p, &responder, &reviewer)
+        let id = sample::replay(memory, p, &responder, &reviewer)
             .await
             .map_err(|e| anyhow::anyhow!("replaying {}: {e}", p.id))?;
         inc_to_past.insert(id.to_string(), p.id.clone());
         past_to_inc.insert(p.id.clone(), id.to_string());
     }
+    // What the memory worker does after Learn in `serve`: documents and vectors, now.
+    embeddings::catch_up(memory).await?;
     let label = |inc: &String| {
         inc_to_past
             .get(inc)
@@ -335,13 +345,13 @@ async fn run(pool: &SqlitePool, set: &EvalSet) -> anyhow::Result<Report> {
             )
             .await?;
         }
-        let view = investigation::investigate(pool, None, &responder.name, &inc.id).await?;
+        let view = investigation::investigate(memory, None, &responder.name, &inc.id).await?;
         let recalled = distinct(view.recalled.iter().map(|r| r.incident_id.as_deref()));
         // Recall is deterministic: the analyst's input again, with scores and why (the view
         // keeps neither), for the detail lines and the hidden-warning check below.
         let incident = incidents::get(pool, &inc.id).await?;
         let (obs, tags) = investigation::incident_tags(pool, &incident).await?;
-        let input = investigation::analyst_input(pool, incident, obs, tags).await?;
+        let input = investigation::analyst_input(memory, incident, obs, tags).await?;
         let mut detail = vec![format!("tags: {}", input.failure_modes.join(", "))];
         detail.extend(input.recalled.iter().map(|r| {
             format!(
@@ -397,7 +407,7 @@ async fn run(pool: &SqlitePool, set: &EvalSet) -> anyhow::Result<Report> {
     let mut prescriptive = Vec::new();
     for p in &set.prescriptive {
         let res = recall::recall(
-            pool,
+            memory,
             &RecallQuery {
                 text: p.question.clone(),
                 k: 30,

@@ -8,8 +8,9 @@
 use serde::Deserialize;
 use sqlx::SqlitePool;
 
+use crate::memory::Memory;
 use crate::domain::memory::{Rule, RuleSeverity};
-use crate::domain::{IncidentId, NewIncident, Resolution, Role, Severity, Transition, UserName};
+use crate::domain::{IncidentId, NewIncident, Resolution, Role, Transition, UserName};
 use crate::error::{AppError, AppResult};
 use crate::evidence::EvidenceKind;
 use crate::services::{evidence, investigation, postmortem, workflow};
@@ -114,11 +115,12 @@ pub async fn history_users(pool: &SqlitePool) -> AppResult<(User, User)> {
 /// # Errors
 /// Validation errors in the input (unknown action kind, bad severity); database errors.
 pub async fn replay(
-    pool: &SqlitePool,
+    memory: &Memory,
     p: &PastIncident,
     responder: &User,
     reviewer: &User,
 ) -> AppResult<IncidentId> {
+    let pool = memory.pool();
     let new = NewIncident::parse(
         &p.title,
         &p.service,
@@ -141,7 +143,7 @@ pub async fn replay(
     }
     if let Some(f) = &p.failed_action {
         let r = investigation::propose(
-            pool,
+            memory,
             &responder.name,
             &id,
             &f.kind,
@@ -155,7 +157,7 @@ pub async fn replay(
     }
     let w = &p.worked_action;
     let r = investigation::propose(
-        pool,
+        memory,
         &responder.name,
         &id,
         &w.kind,
@@ -200,7 +202,8 @@ pub async fn replay(
 ///
 /// # Errors
 /// [`AppError::Conflict`] when it was loaded before; otherwise as [`replay`].
-pub async fn load_history(pool: &SqlitePool) -> AppResult<Vec<(String, IncidentId)>> {
+pub async fn load_history(memory: &Memory) -> AppResult<Vec<(String, IncidentId)>> {
+    let pool = memory.pool();
     let file: HistoryFile = serde_json::from_str(HISTORY_JSON)
         .map_err(|e| AppError::Internal(anyhow::anyhow!("examples/history.json: {e}")))?;
     if users::find_with_password(pool, "history-responder")
@@ -214,16 +217,8 @@ pub async fn load_history(pool: &SqlitePool) -> AppResult<Vec<(String, IncidentI
     let (responder, reviewer) = history_users(pool).await?;
     let mut out = Vec::new();
     for p in &file.incidents {
-        let id = replay(pool, p, &responder, &reviewer).await?;
+        let id = replay(memory, p, &responder, &reviewer).await?;
         out.push((p.id.clone(), id));
     }
     Ok(out)
-}
-
-/// Severity of a history item, for callers that show it.
-pub fn severity_of(p: &PastIncident) -> Severity {
-    p.severity
-        .as_deref()
-        .and_then(|s| Severity::parse(s).ok())
-        .unwrap_or(Severity::Sev2)
 }

@@ -172,7 +172,7 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
     add_user(&pool, "victor", "reviewer", Some(PASSWORD))
         .await
         .expect("victor");
-    incidentmind::sample::load_history(&pool)
+    incidentmind::sample::load_history(&incidentmind::memory::Memory::new(pool.clone(), None))
         .await
         .expect("history");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -414,7 +414,7 @@ pub const PLAYBOOK: &[Play] = &[
 #[derive(Debug, Clone, Default)]
 pub struct BuiltinAnalyst;
 
-fn incident_of(m: &crate::recall::Recalled) -> Option<&str> {
+fn incident_of(m: &crate::memory::recall::Recalled) -> Option<&str> {
     m.memory.incident_id.as_deref()
 }
 

@@ -97,7 +97,7 @@ impl Rung {
 /// An async-openai client for the OpenAI-compatible server at `base_url` (ending in `/v1`),
 /// sending `api_key` as a bearer token (empty: none), every call bounded by `timeout`. It uses the
 /// plain reqwest service, without async-openai's default retry layer: one HTTP call per request,
-/// never multiplied by retries. Shared by the LLM analyst and [`crate::embeddings`].
+/// never multiplied by retries. Shared by the LLM analyst and [`crate::memory::embeddings`].
 ///
 /// # Errors
 /// When the HTTP client cannot be built (TLS back end unavailable).

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::memory::MemoryRecord;
 use crate::domain::postmortem::{DraftFacts, Postmortem};
 use crate::domain::{Confidence, Incident};
-use crate::recall::Recalled;
+use crate::memory::recall::Recalled;
 
 /// Everything an analyst may look at for one incident.
 #[derive(Debug, Clone)]

@@ -257,9 +257,25 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
     }
 }
 
+/// Byte offset of the end of the first sentence of `t`: the first line break, or the first `.`,
+/// `!` or `?` followed by white space or the end. A dot inside a token (`2.14.1`, `db.internal`,
+/// `e.g.x`) ends nothing.
+fn sentence_end(t: &str) -> usize {
+    let mut chars = t.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        if c == '\n' {
+            return i;
+        }
+        if matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|(_, n)| n.is_whitespace()) {
+            return i;
+        }
+    }
+    t.len()
+}
+
 fn first_sentence(s: &str) -> String {
     let t = s.trim();
-    let end = t.find(['.', '\n']).unwrap_or(t.len());
+    let end = sentence_end(t);
     let mut out = t[..end].trim().to_string();
     // Lower-case a leading ordinary word ("A leak" → "a leak"), never an acronym ("TLS").
     let first_word = out.split_whitespace().next().unwrap_or("");
@@ -462,5 +478,15 @@ mod tests {
         ] {
             assert!(md.contains(section), "{section}");
         }
+    }
+
+    #[test]
+    fn a_first_sentence_keeps_version_numbers_and_host_names_whole() {
+        assert_eq!(
+            first_sentence("Release 4.7.2 dropped the retry budget on db.internal. Then more."),
+            "release 4.7.2 dropped the retry budget on db.internal"
+        );
+        assert_eq!(first_sentence("TLS cert expired\nsecond line"), "TLS cert expired");
+        assert_eq!(first_sentence("Quota hit! Nothing else"), "quota hit");
     }
 }

@@ -15,7 +15,8 @@ use crate::domain::{
     ActionKind, Confidence, EpistemicType, IncidentId, IncidentState, MemoryKind, ValidationError,
 };
 use crate::error::{AppError, AppResult};
-use crate::recall::{self, RecallQuery, Recalled};
+use crate::memory::Memory;
+use crate::memory::recall::{self, IncidentMatch, RecallQuery, Recalled};
 use crate::store::{self, audit, incidents, memory as mstore, recommendations as rstore};
 
 /// A dead-end warning on a recommendation.
@@ -298,7 +299,7 @@ pub async fn incident_tags(
 /// # Errors
 /// Database errors.
 pub async fn recall_for_incident(
-    pool: &SqlitePool,
+    memory: &Memory,
     incident: &crate::domain::Incident,
     observations: &[MemoryRecord],
     tags: &[String],
@@ -328,8 +329,9 @@ pub async fn recall_for_incident(
         k: k.max(INCIDENT_POOL),
         ..Default::default()
     };
-    let mut result = recall::recall(pool, &q).await?;
-    incidents_first(&mut result.results, tags);
+    let mut result = recall::recall(memory, &q).await?;
+    let boost = memory.tuning().on("shared_tags");
+    incidents_first(&mut result.results, &result.incidents, tags, boost);
     // At most PER_INCIDENT records of one past incident are shown, so rules and dead ends of
     // the next incidents still fit.
     let mut shown: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -345,6 +347,35 @@ pub async fn recall_for_incident(
     Ok(result)
 }
 
+/// [`recall_for_incident`] for an incident page: recall runs when the memory, the incident or
+/// its evidence changed since the page last showed it, and is read from [`Memory`]'s cache
+/// otherwise (a page view costs one generation read, not a recall).
+///
+/// # Errors
+/// Database errors.
+pub async fn page_recall(
+    memory: &Memory,
+    incident: &crate::domain::Incident,
+    observations: &[MemoryRecord],
+    tags: &[String],
+    k: usize,
+) -> AppResult<std::sync::Arc<recall::RecallResult>> {
+    let index = memory.index().await?;
+    let (epoch, generation) = index.generation();
+    let key = format!(
+        "{epoch}:{generation}:{}:{}:{}:{k}",
+        incident.version,
+        observations.len(),
+        observations.iter().map(|o| o.id).max().unwrap_or(0)
+    );
+    if let Some(hit) = memory.page_recall(incident.id.as_str(), &key) {
+        return Ok(hit);
+    }
+    let result = std::sync::Arc::new(recall_for_incident(memory, incident, observations, tags, k).await?);
+    memory.keep_page_recall(incident.id.as_str(), key, std::sync::Arc::clone(&result));
+    Ok(result)
+}
+
 /// Records recalled for an incident page before they are grouped by past incident and cut to
 /// what is shown.
 const INCIDENT_POOL: usize = 40;
@@ -355,28 +386,26 @@ const PER_INCIDENT: usize = 4;
 /// Raise of a past incident's similarity per specific failure mode it shares with this incident.
 const SHARED_TAG_BOOST: f64 = 0.15;
 
-/// How many of a past incident's best records add up to its similarity.
-const INCIDENT_EVIDENCE: usize = 3;
-
-/// Orders recall results for an incident page by past incident: an incident's similarity is the
-/// sum of its [`INCIDENT_EVIDENCE`] best record scores (CombSUM, Fox & Shaw, "Combination of
-/// Multiple Searches", TREC-2, 1994), so an incident whose root cause, symptoms and failed
-/// remediation all match ranks above one with a single well-worded lesson. The sum is then
-/// raised by [`SHARED_TAG_BOOST`] for each specific failure mode (not in [`GENERIC_TAGS`]) that
-/// the past incident shares with `tags`, this incident's tags: rank fusion flattens how strongly
-/// the structured keys agree, and the number of shared failure modes is what tells look-alike
-/// incidents apart (a leak shares `connection_leak` and `connection_pool_exhausted` with another
-/// leak, only `connection_pool_exhausted` with a traffic surge). Records of the same
-/// incident keep their order; records of no incident (notes, runbooks) count on their own score.
-/// Stable, and only reorders.
-pub fn incidents_first(results: &mut [Recalled], tags: &[String]) {
-    let mut best: std::collections::HashMap<&str, (Vec<f64>, BTreeSet<&str>)> =
+/// Orders recall results for an incident page by past incident, most similar first: the
+/// incident-level ranking of recall ([`IncidentMatch`], documents and parts fused by rank).
+/// With `boost`, an incident's fused score is raised by [`SHARED_TAG_BOOST`] for each specific
+/// failure mode (not in [`GENERIC_TAGS`]) that its recalled records share with `tags`, this
+/// incident's tags (the structured keys tell look-alike incidents apart: a leak shares
+/// `connection_leak` and `connection_pool_exhausted` with another leak, only the latter with a
+/// traffic surge). Records of one incident keep their order; records of no incident (notes,
+/// runbooks) come after the [`SIMILAR_INCIDENTS`] most similar incidents, and records of
+/// incidents the ranking does not hold last. Stable, and only reorders.
+pub fn incidents_first(
+    results: &mut [Recalled],
+    incidents: &[IncidentMatch],
+    tags: &[String],
+    boost: bool,
+) {
+    let mut shared: std::collections::HashMap<&str, BTreeSet<&str>> =
         std::collections::HashMap::new();
     for r in results.iter() {
         if let Some(i) = r.memory.incident_id.as_deref() {
-            let e = best.entry(i).or_default();
-            e.0.push(r.score);
-            e.1.extend(
+            shared.entry(i).or_default().extend(
                 r.memory
                     .failure_modes
                     .iter()
@@ -385,26 +414,29 @@ pub fn incidents_first(results: &mut [Recalled], tags: &[String]) {
             );
         }
     }
-    let similarity: std::collections::HashMap<String, f64> = best
-        .into_iter()
-        .map(|(i, (mut s, shared))| {
-            s.sort_by(|a, b| b.total_cmp(a));
-            let sum: f64 = s.iter().take(INCIDENT_EVIDENCE).sum();
-            (
-                i.to_string(),
-                sum * (1.0 + SHARED_TAG_BOOST * shared.len() as f64),
-            )
+    let mut ranked: Vec<(f64, &str)> = incidents
+        .iter()
+        .map(|m| {
+            let n = shared.get(m.incident_id.as_str()).map_or(0, BTreeSet::len);
+            let raise = if boost {
+                1.0 + SHARED_TAG_BOOST * n as f64
+            } else {
+                1.0
+            };
+            (m.score * raise, m.incident_id.as_str())
         })
         .collect();
-    let key = |r: &Recalled| {
-        r.memory
-            .incident_id
-            .as_ref()
-            .and_then(|i| similarity.get(i))
-            .copied()
-            .unwrap_or(r.score)
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
+    let position: std::collections::HashMap<String, f64> = ranked
+        .iter()
+        .enumerate()
+        .map(|(p, (_, i))| ((*i).to_string(), p as f64))
+        .collect();
+    let key = |r: &Recalled| match r.memory.incident_id.as_ref() {
+        Some(i) => position.get(i).copied().unwrap_or(f64::MAX),
+        None => SIMILAR_INCIDENTS as f64 - 0.5,
     };
-    results.sort_by(|a, b| key(b).total_cmp(&key(a)));
+    results.sort_by(|a, b| key(a).total_cmp(&key(b)));
 }
 
 /// What an analyst is given for `incident`: its observations and failure-mode tags (from
@@ -414,12 +446,13 @@ pub fn incidents_first(results: &mut [Recalled], tags: &[String]) {
 /// # Errors
 /// Database errors.
 pub async fn analyst_input(
-    pool: &SqlitePool,
+    memory: &Memory,
     incident: crate::domain::Incident,
     observations: Vec<MemoryRecord>,
     failure_modes: Vec<String>,
 ) -> AppResult<InvestigationInput> {
-    let recalled = recall_for_incident(pool, &incident, &observations, &failure_modes, 12)
+    let pool = memory.pool();
+    let recalled = recall_for_incident(memory, &incident, &observations, &failure_modes, 12)
         .await?
         .results;
     let similar = similar_incidents(&recalled);
@@ -447,17 +480,18 @@ pub async fn analyst_input(
 /// # Errors
 /// [`AppError::NotFound`]; [`AppError::Conflict`] for a learned incident.
 pub async fn investigate(
-    pool: &SqlitePool,
+    memory: &Memory,
     llm: Option<&dyn Analyst>,
     actor: &str,
     id: &IncidentId,
 ) -> AppResult<InvestigationView> {
+    let pool = memory.pool();
     let incident = incidents::get(pool, id).await?;
     if incident.state == IncidentState::Learned {
         return Err(AppError::Conflict(format!("{id} is learned and closed")));
     }
     let (observations, tags) = incident_tags(pool, &incident).await?;
-    let input = analyst_input(pool, incident.clone(), observations, tags).await?;
+    let input = analyst_input(memory, incident.clone(), observations, tags).await?;
     let memory_empty = input.recalled.is_empty();
     let mut notices: Vec<String> = Vec::new();
     if memory_empty {
@@ -1135,13 +1169,14 @@ pub async fn verdict(
 /// # Errors
 /// Validation errors for an unknown kind or empty target; [`AppError::Conflict`] when learned.
 pub async fn propose(
-    pool: &SqlitePool,
+    memory: &Memory,
     actor: &str,
     id: &IncidentId,
     kind: &str,
     target: &str,
     rationale: &str,
 ) -> AppResult<RecommendationView> {
+    let pool = memory.pool();
     let kind = ActionKind::coerce(kind).ok_or_else(|| {
         ValidationError::new(
             "kind",
@@ -1166,7 +1201,7 @@ pub async fn propose(
     };
     let rationale = crate::domain::optional_text("rationale", rationale, 2000)?;
     let (observations, tags) = incident_tags(pool, &incident).await?;
-    let recalled = recall_for_incident(pool, &incident, &observations, &tags, 12).await?;
+    let recalled = recall_for_incident(memory, &incident, &observations, &tags, 12).await?;
     let similar = similar_incidents(&recalled.results);
     let warning = dead_end_warning(pool, kind, &incident.service, &tags, &similar).await?;
     let now = store::now();
@@ -1231,7 +1266,7 @@ pub async fn propose(
 mod tests {
     use super::*;
     use crate::domain::{EpistemicType, MemoryKind, Validation};
-    use crate::recall::Why;
+    use crate::memory::recall::Why;
 
     /// A recalled record of `incident` (or of none) with `score`, its failure modes and `why`.
     fn recalled(id: i64, incident: Option<&str>, score: f64, tags: &[&str], why: Why) -> Recalled {
@@ -1269,45 +1304,54 @@ mod tests {
         results.iter().map(|r| r.memory.id).collect()
     }
 
+    fn matched(id: &str, score: f64) -> IncidentMatch {
+        IncidentMatch {
+            incident_id: id.into(),
+            score,
+            lists: vec!["doc_vector"],
+            cosine: None,
+        }
+    }
+
     #[test]
-    fn a_past_incident_ranks_by_the_sum_of_its_best_records() {
-        let a = Some("INC-2026-0001");
-        let b = Some("INC-2026-0002");
+    fn records_follow_the_incident_ranking_and_notes_come_after_the_most_similar() {
+        let (a, b, c) = ("INC-2026-0001", "INC-2026-0002", "INC-2026-0003");
         let mut results = vec![
-            recalled(1, b, 0.9, &[], Why::default()),
+            recalled(1, Some(b), 0.9, &[], Why::default()),
             recalled(2, None, 1.0, &[], Why::default()),
-            recalled(3, a, 0.5, &[], Why::default()),
-            recalled(4, a, 0.4, &[], Why::default()),
-            recalled(5, a, 0.3, &[], Why::default()),
-            recalled(6, a, 0.2, &[], Why::default()),
+            recalled(3, Some(a), 0.5, &[], Why::default()),
+            recalled(4, Some(c), 0.4, &[], Why::default()),
+            recalled(5, Some(a), 0.3, &[], Why::default()),
         ];
-        incidents_first(&mut results, &[]);
-        // A: 0.5 + 0.4 + 0.3 (its three best) = 1.2 > the note's own 1.0 > B's 0.9.
-        assert_eq!(ids(&results), vec![3, 4, 5, 6, 2, 1]);
+        let ranking = [matched(a, 0.3), matched(b, 0.2), matched(c, 0.1)];
+        incidents_first(&mut results, &ranking, &[], true);
+        // A's records in their own order, then B, then the note, then C.
+        assert_eq!(ids(&results), vec![3, 5, 1, 2, 4]);
     }
 
     #[test]
     fn a_shared_specific_failure_mode_lifts_an_incident_and_a_generic_one_does_not() {
         let tags = vec!["connection_leak".to_string(), "timeout".to_string()];
-        let mut results = vec![
-            recalled(1, Some("INC-2026-0001"), 0.5, &["timeout"], Why::default()),
-            recalled(
-                2,
-                Some("INC-2026-0002"),
-                0.5,
-                &["connection_leak"],
-                Why::default(),
-            ),
+        let (a, b) = ("INC-2026-0001", "INC-2026-0002");
+        let results = vec![
+            recalled(1, Some(a), 0.5, &["timeout"], Why::default()),
+            recalled(2, Some(b), 0.5, &["connection_leak"], Why::default()),
         ];
-        incidents_first(&mut results, &tags);
-        assert_eq!(ids(&results), vec![2, 1]);
-        // Both share only a generic tag: equal, original order kept.
-        let mut results = vec![
-            recalled(1, Some("INC-2026-0001"), 0.5, &["timeout"], Why::default()),
-            recalled(2, Some("INC-2026-0002"), 0.5, &["timeout"], Why::default()),
+        let ranking = [matched(a, 0.21), matched(b, 0.2)];
+        let mut lifted = results.clone();
+        incidents_first(&mut lifted, &ranking, &tags, true);
+        assert_eq!(ids(&lifted), vec![2, 1]);
+        // Without the boost the fused ranking stands.
+        let mut plain = results.clone();
+        incidents_first(&mut plain, &ranking, &tags, false);
+        assert_eq!(ids(&plain), vec![1, 2]);
+        // Both share only a generic tag: the ranking stands.
+        let mut generic = vec![
+            recalled(1, Some(a), 0.5, &["timeout"], Why::default()),
+            recalled(2, Some(b), 0.5, &["timeout"], Why::default()),
         ];
-        incidents_first(&mut results, &tags);
-        assert_eq!(ids(&results), vec![1, 2]);
+        incidents_first(&mut generic, &ranking, &tags, true);
+        assert_eq!(ids(&generic), vec![1, 2]);
     }
 
     #[test]

@@ -69,7 +69,7 @@ pub async fn write_in(tx: &mut Tx, mut r: NewRecord) -> AppResult<(i64, bool)> {
     if r.kind.is_durable() {
         // Tags derived from the text on the memory side too, so a paraphrase matches by concept.
         let mut tags: std::collections::BTreeSet<String> = r.failure_modes.drain(..).collect();
-        tags.extend(crate::recall::derive_tags(&r.text));
+        tags.extend(crate::memory::recall::derive_tags(&r.text));
         r.failure_modes = tags.into_iter().collect();
     }
     let (id, created) = memory::insert(tx, &r, store::now()).await?;

@@ -1,5 +1,5 @@
-//! Embedding vectors of durable records (migration 0007), for the optional semantic list of
-//! recall ([`crate::embeddings`]).
+//! Embedding vectors of durable records (migration 0007) and of incident documents (migration
+//! 0008), for recall's vector lists ([`crate::memory::embeddings`]).
 
 use sqlx::SqlitePool;
 
@@ -70,17 +70,123 @@ pub async fn since(
     .await?;
     rows.into_iter()
         .map(|(rowid, id, blob)| {
-            if blob.len() % 4 != 0 {
-                return Err(corrupt(format!(
-                    "embedding of record {id} is {} bytes",
-                    blob.len()
-                )));
-            }
-            let v = blob
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
+            let v = floats(&blob).ok_or_else(|| {
+                corrupt(format!("embedding of record {id} is {} bytes", blob.len()))
+            })?;
             Ok((rowid, id, v))
         })
         .collect()
+}
+
+/// `(records with a vector of model, durable non-retracted records)`: the backfill's progress.
+///
+/// # Errors
+/// Database errors.
+pub async fn progress(pool: &SqlitePool, model: &str) -> AppResult<(i64, i64)> {
+    Ok(sqlx::query_as(
+        "SELECT
+           (SELECT count(*) FROM record_embeddings e JOIN records r ON r.id = e.record_id
+             WHERE e.model = ?2 AND r.validation != 'retracted'
+               AND r.kind IN (SELECT value FROM json_each(?1))),
+           (SELECT count(*) FROM records r WHERE r.validation != 'retracted'
+               AND r.kind IN (SELECT value FROM json_each(?1)))",
+    )
+    .bind(durable_kinds_json())
+    .bind(model)
+    .fetch_one(pool)
+    .await?)
+}
+
+/// Incident documents without a vector for `model`, oldest first: `(document id, embed text)`,
+/// at most `limit`.
+///
+/// # Errors
+/// Database errors.
+pub async fn missing_documents(
+    pool: &SqlitePool,
+    model: &str,
+    limit: i64,
+) -> AppResult<Vec<(i64, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT d.id, d.embed_text FROM incident_documents d
+         WHERE NOT EXISTS (SELECT 1 FROM incident_document_embeddings e
+                           WHERE e.document_id = d.id AND e.model = ?1)
+         ORDER BY d.id LIMIT ?2",
+    )
+    .bind(model)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Stores incident-document vectors for `model` (`(document id, vector)`), replacing earlier
+/// ones; a document rebuilt or deleted meanwhile is skipped (its new text gets a new vector).
+///
+/// # Errors
+/// Database errors.
+pub async fn store_documents(
+    pool: &SqlitePool,
+    model: &str,
+    vectors: &[(i64, Vec<f32>)],
+) -> AppResult<()> {
+    let mut tx = super::begin_write(pool).await?;
+    for (id, v) in vectors {
+        let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        sqlx::query(
+            "INSERT OR REPLACE INTO incident_document_embeddings (document_id, model, vector)
+             SELECT id, ?2, ?3 FROM incident_documents WHERE id = ?1",
+        )
+        .bind(id)
+        .bind(model)
+        .bind(blob)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// The state of the incident-document vectors of `model`: `(rows, max rowid, recall
+/// generation)`. When it is unchanged, so are the vectors.
+///
+/// # Errors
+/// Database errors.
+pub async fn documents_state(pool: &SqlitePool, model: &str) -> AppResult<(i64, i64, i64)> {
+    Ok(sqlx::query_as(
+        "SELECT count(*), coalesce(max(rowid), 0),
+                (SELECT value FROM recall_generation WHERE id = 1)
+         FROM incident_document_embeddings WHERE model = ?1",
+    )
+    .bind(model)
+    .fetch_one(pool)
+    .await?)
+}
+
+/// Every incident-document vector of `model`: `(incident id, vector)`.
+///
+/// # Errors
+/// Database errors; [`crate::error::AppError::Internal`] for a blob that is not f32s.
+pub async fn documents(pool: &SqlitePool, model: &str) -> AppResult<Vec<(String, Vec<f32>)>> {
+    let rows: Vec<(String, Vec<u8>)> = sqlx::query_as(
+        "SELECT d.incident_id, e.vector FROM incident_document_embeddings e
+         JOIN incident_documents d ON d.id = e.document_id WHERE e.model = ?1",
+    )
+    .bind(model)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|(id, blob)| {
+            let v = floats(&blob).ok_or_else(|| corrupt(format!("embedding of document {id}")))?;
+            Ok((id, v))
+        })
+        .collect()
+}
+
+/// Little-endian f32s of a blob; `None` when its length is not a multiple of 4.
+fn floats(blob: &[u8]) -> Option<Vec<f32>> {
+    (blob.len() % 4 == 0).then(|| {
+        blob.chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect()
+    })
 }

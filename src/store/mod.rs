@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod audit;
 pub mod embeddings;
 pub mod evidence;
+pub mod incident_documents;
 pub mod incidents;
 pub mod integrations;
 pub mod memory;

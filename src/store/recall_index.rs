@@ -8,14 +8,12 @@
 //! change only when durable memory is written — a learn, a verdict, a note, a supersede, a
 //! retract, an evidence-count bump, an import, a new service dependency — which moves the
 //! database's generation counter in the same transaction (triggers).
-//! Every [`current`] call reads that counter (one indexed row) and reloads the index in one read
-//! transaction when it moved, so a record retracted or written by any process is seen by the
+//! Every recall reads that counter ([`generation`], one indexed row) and reloads the index
+//! ([`load`]) when it moved, so a record retracted or written by any process is seen by the
 //! next recall; the counter's `epoch` tells databases apart, even a file re-created at the same
 //! path.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use sqlx::SqlitePool;
 
@@ -31,7 +29,7 @@ pub struct Entry {
     pub incident_id: Option<String>,
 }
 
-/// The index of one database generation. Built by [`current`]; read-only afterwards.
+/// The index of one database generation. Built by [`load`]; read-only afterwards.
 #[derive(Debug, Default)]
 pub struct RecallIndex {
     /// `(epoch, value)` of `recall_generation` this was loaded at.
@@ -51,62 +49,25 @@ pub struct RecallIndex {
 /// The incident number of a record learned from no incident.
 const NO_INCIDENT: u32 = u32::MAX;
 
-/// Per database file, the newest index loaded.
-static INDEXES: LazyLock<Mutex<HashMap<PathBuf, Arc<RecallIndex>>>> = LazyLock::new(Mutex::default);
+/// The database's recall generation: `(epoch, value)` of `recall_generation` (one indexed row).
+///
+/// # Errors
+/// Database errors.
+pub async fn generation(pool: &SqlitePool) -> AppResult<(String, i64)> {
+    Ok(
+        sqlx::query_as("SELECT epoch, value FROM recall_generation WHERE id = 1")
+            .fetch_one(pool)
+            .await?,
+    )
+}
 
-/// Per database file, the lock a reload holds.
-static RELOADS: LazyLock<Mutex<HashMap<PathBuf, Arc<tokio::sync::Mutex<()>>>>> =
-    LazyLock::new(Mutex::default);
-
-/// Indexes kept at once (one per database file; tests open many).
-const MAX_DATABASES: usize = 16;
-
-/// The index of the database's current generation: the cached one when the generation counter
-/// has not moved, otherwise loaded afresh (in one read transaction, so the entries, keys and
-/// graph agree with the generation they are labelled with).
+/// Loads the index of the current generation in one read transaction, so the entries, keys and
+/// graph agree with the generation they are labelled with. The cache that keeps it between
+/// recalls is [`crate::memory::Memory`]'s.
 ///
 /// # Errors
 /// Database errors; [`crate::error::AppError::Internal`] for rows this program did not write.
-pub async fn current(pool: &SqlitePool) -> AppResult<Arc<RecallIndex>> {
-    let db = pool.connect_options().get_filename().to_path_buf();
-    let generation: (String, i64) =
-        sqlx::query_as("SELECT epoch, value FROM recall_generation WHERE id = 1")
-            .fetch_one(pool)
-            .await?;
-    // At `generation` or newer (another task may have loaded a later one meanwhile).
-    let cached = || {
-        INDEXES
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&db)
-            .filter(|i| i.generation.0 == generation.0 && i.generation.1 >= generation.1)
-            .cloned()
-    };
-    if let Some(index) = cached() {
-        return Ok(index);
-    }
-    // One reload per database at a time: the others wait for it instead of loading it too.
-    let reload = {
-        let mut reloads = RELOADS.lock().unwrap_or_else(PoisonError::into_inner);
-        if reloads.len() >= MAX_DATABASES && !reloads.contains_key(&db) {
-            reloads.clear();
-        }
-        Arc::clone(reloads.entry(db.clone()).or_default())
-    };
-    let _reloading = reload.lock().await;
-    if let Some(index) = cached() {
-        return Ok(index);
-    }
-    let index = Arc::new(load(pool).await?);
-    let mut all = INDEXES.lock().unwrap_or_else(PoisonError::into_inner);
-    if all.len() >= MAX_DATABASES && !all.contains_key(&db) {
-        all.clear();
-    }
-    all.insert(db, Arc::clone(&index));
-    Ok(index)
-}
-
-async fn load(pool: &SqlitePool) -> AppResult<RecallIndex> {
+pub async fn load(pool: &SqlitePool) -> AppResult<RecallIndex> {
     let mut tx = pool.begin().await?;
     let generation: (String, i64) =
         sqlx::query_as("SELECT epoch, value FROM recall_generation WHERE id = 1")
@@ -191,6 +152,16 @@ impl RecallIndex {
     /// (even at the same path, one after the other) never share it.
     pub fn epoch(&self) -> &str {
         &self.generation.0
+    }
+
+    /// `(epoch, value)` of the generation this index was loaded at.
+    pub fn generation(&self) -> &(String, i64) {
+        &self.generation
+    }
+
+    /// Every entry (durable, non-retracted records), in no particular order.
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.values()
     }
 
     /// Services that `service` depends on and that depend on it (the entity graph, one hop),

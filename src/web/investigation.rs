@@ -60,7 +60,7 @@ async fn api_investigate(
 ) -> Result<Response, ApiError> {
     user.require(Role::Responder, "investigating")?;
     let id = incident_id(&id)?;
-    let view = inv::investigate(&s.pool, s.llm.as_deref(), &user.0.name, &id).await?;
+    let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &id).await?;
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
 
@@ -102,7 +102,7 @@ async fn api_propose(
 ) -> Result<Response, ApiError> {
     user.require(Role::Responder, "proposing an action")?;
     let view = inv::propose(
-        &s.pool,
+        &s.memory,
         &user.0.name,
         &incident_id(&id)?,
         &b.kind,
@@ -120,7 +120,7 @@ async fn page_propose(
     PageForm(b): PageForm<ProposeBody>,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
-    inv::propose(&s.pool, &user.0.name, &id, &b.kind, &b.target, &b.rationale).await?;
+    inv::propose(&s.memory, &user.0.name, &id, &b.kind, &b.target, &b.rationale).await?;
     Ok(back(&id))
 }
 
@@ -196,7 +196,7 @@ async fn page_investigate(
     Path(id): Path<String>,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
-    inv::investigate(&s.pool, s.llm.as_deref(), &user.0.name, &id).await?;
+    inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &id).await?;
     Ok(back(&id))
 }
 

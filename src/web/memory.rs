@@ -18,7 +18,7 @@ use super::view::Clock;
 use crate::domain::memory::{MemoryRecord, NewRecord};
 use crate::domain::{MemoryKind, Role, Validation, ValidationError, optional_text, required_text};
 use crate::error::AppError;
-use crate::recall::{RecallQuery, RecallResult, recall};
+use crate::memory::recall::{RecallQuery, RecallResult, recall};
 use crate::services::memory as msvc;
 use crate::store::memory::{self as mstore, MemoryFilter};
 
@@ -381,10 +381,8 @@ async fn run_recall(s: &AppState, p: &RecallParams) -> Result<RecallResult, AppE
     if q.text.is_empty() && q.service.is_none() {
         return Err(ValidationError::new("q", "give a question or a service to recall for").into());
     }
-    let res = recall(&s.pool, &q).await?;
-    let ids: Vec<i64> = res.results.iter().map(|r| r.memory.id).collect();
-    mstore::touch_recalled(&s.pool, &ids).await?;
-    Ok(res)
+    // A read: recall never writes (no "last recalled" bookkeeping on GET).
+    Ok(recall(&s.memory, &q).await?)
 }
 
 async fn api_recall(
@@ -434,7 +432,8 @@ struct BrowserPage {
 /// workflow, then shows the memory browser.
 async fn load_sample(State(s): State<AppState>, user: CurrentUser) -> Result<Response, PageError> {
     user.require(Role::Admin, "loading the sample history")?;
-    crate::sample::load_history(&s.pool).await?;
+    crate::sample::load_history(&s.memory).await?;
+    s.memory.wake();
     Ok(Redirect::to("/memories").into_response())
 }
 
@@ -510,7 +509,7 @@ async fn browser_page(
 }
 
 /// "why recalled" in one line.
-pub fn why_text(w: &crate::recall::Why) -> String {
+pub fn why_text(w: &crate::memory::recall::Why) -> String {
     let mut parts = Vec::new();
     if !w.matched_terms.is_empty() {
         parts.push(format!("words: {}", w.matched_terms.join(", ")));

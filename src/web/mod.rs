@@ -61,11 +61,14 @@ impl Default for Settings {
     }
 }
 
-/// Shared state of every handler: the database pool, the settings and the optional model.
+/// Shared state of every handler: the database pool, organizational memory (with its embedder
+/// and caches), the settings and the optional model.
 #[derive(Debug, Clone)]
 pub struct AppState {
     /// The one SQLite pool.
     pub pool: SqlitePool,
+    /// Recall, its caches and the embedder, over the same pool.
+    pub memory: crate::memory::Memory,
     /// Settings.
     pub settings: std::sync::Arc<Settings>,
     /// The LLM analyst when a model server is configured; the built-in analyst is always there.
@@ -73,13 +76,20 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// Builds the state with the built-in analyst only.
+    /// Builds the state with the built-in analyst only and a memory without embeddings.
     pub fn new(pool: SqlitePool, settings: Settings) -> Self {
         Self {
+            memory: crate::memory::Memory::new(pool.clone(), None),
             pool,
             settings: std::sync::Arc::new(settings),
             llm: None,
         }
+    }
+
+    /// Uses `memory` (built over the same pool, typically with an embedder).
+    pub fn with_memory(mut self, memory: crate::memory::Memory) -> Self {
+        self.memory = memory;
+        self
     }
 
     /// Adds an LLM analyst.
@@ -160,8 +170,31 @@ pub fn router(state: AppState) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .fallback(errors::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            wake_memory_after_writes,
+        ))
         .layer(middleware)
         .with_state(state)
+}
+
+/// After every successful write (a non-GET request answered 2xx/3xx: a learn, a verdict, an
+/// import, a note edit…), wakes the memory worker, so incident documents and embeddings are
+/// written with the record rather than at the worker's next round.
+async fn wake_memory_after_writes(
+    State(state): State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let write = !matches!(
+        *req.method(),
+        axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+    );
+    let response = next.run(req).await;
+    if write && (response.status().is_success() || response.status().is_redirection()) {
+        state.memory.wake();
+    }
+    response
 }
 
 /// `GET /healthz`: 200 while the process runs.

@@ -474,8 +474,8 @@ async fn render_incident(
     };
     let (obs_sorted, tags) =
         crate::services::investigation::incident_tags(&state.pool, &incident).await?;
-    let recalled = crate::services::investigation::recall_for_incident(
-        &state.pool,
+    let recalled = crate::services::investigation::page_recall(
+        &state.memory,
         &incident,
         &obs_sorted,
         &tags,
@@ -484,7 +484,7 @@ async fn render_incident(
     .await?;
     let (mut similar, mut dead_ends, mut rules) = (Vec::new(), Vec::new(), Vec::new());
     let mut seen_incidents = std::collections::BTreeSet::new();
-    for r in recalled.results {
+    for r in recalled.results.iter().cloned() {
         let item = RecalledItem {
             id: r.memory.id,
             incident_id: r.memory.incident_id.clone().unwrap_or_default(),
@@ -509,7 +509,7 @@ async fn render_incident(
     similar.truncate(5);
     dead_ends.truncate(8);
     rules.truncate(6);
-    let memory_notice = recalled.notice;
+    let memory_notice = recalled.notice.clone();
     let mut steps = stepper(incident.state, user.role);
     if incident.state == IncidentState::PostmortemDraft
         && !state.settings.allow_self_confirm

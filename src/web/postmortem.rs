@@ -295,8 +295,15 @@ fn lessons_text(rules: &[Rule]) -> String {
         .join("\n\n")
 }
 
-/// Parses lesson blocks.
+/// `\r\n` and lone `\r` as `\n`: browsers send textareas with CRLF line endings (HTML's
+/// form submission algorithm normalises newlines to CRLF).
+fn unix_newlines(s: &str) -> String {
+    s.replace("\r\n", "\n").replace('\r', "\n")
+}
+
+/// Parses lesson blocks (any line endings).
 fn parse_lessons(s: &str) -> Result<Vec<Rule>, ValidationError> {
+    let s = unix_newlines(s);
     let mut out = Vec::new();
     for (n, block) in s
         .split("\n\n")
@@ -405,10 +412,10 @@ async fn page_edit(
     let result: Result<(), AppError> = async {
         let current = pstore::get(&s.pool, id.as_str()).await?;
         let mut p = current.postmortem.clone();
-        p.summary = f.summary.clone();
-        p.impact.description = f.impact.clone();
+        p.summary = unix_newlines(&f.summary);
+        p.impact.description = unix_newlines(&f.impact);
         p.symptoms = parse_lines(&f.symptoms);
-        p.root_cause = f.root_cause.clone();
+        p.root_cause = unix_newlines(&f.root_cause);
         p.trigger = f.trigger.trim().to_string();
         p.contributing_factors = parse_lines(&f.contributing_factors);
         p.misleading_hypotheses = parse_lines(&f.misleading_hypotheses);
@@ -496,4 +503,22 @@ async fn page_review(State(s): State<AppState>, user: CurrentUser) -> Result<Res
         q: review(&s).await?,
     }
     .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lessons_typed_in_a_browser_textarea_parse_with_crlf_line_endings() {
+        let text = "ALWAYS: drain the queue before a schema change\r\nBECAUSE: writes piled up\r\n\
+                    SCOPE: billing\r\nSEVERITY: high\r\n\r\nALWAYS: page the owner\r\n\
+                    BECAUSE: nobody knew\r\nSCOPE: all\r\nSEVERITY: low";
+        let rules = parse_lessons(text).expect("two lessons");
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[0].always, "drain the queue before a schema change");
+        assert_eq!(rules[0].severity, RuleSeverity::High);
+        assert_eq!(rules[1].because, "nobody knew");
+        assert_eq!(unix_newlines("a\r\nb\rc"), "a\nb\nc");
+    }
 }

@@ -11,12 +11,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use incidentmind::domain::MemoryKind;
 use incidentmind::domain::memory::NewRecord;
-use incidentmind::embeddings::{self, EmbeddingConfig, OpenAiEmbedder};
-use incidentmind::recall::{RecallQuery, recall};
+use incidentmind::memory::embeddings::{self, EmbeddingConfig, OpenAiEmbedder};
+use incidentmind::memory::recall::{RecallQuery, recall};
 use incidentmind::services::memory as msvc;
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, spawn_app};
+use crate::helpers::{TestApp, spawn_app_with_embedder};
 
 /// Words that mean the same thing to the stub model: one dimension each.
 const CONCEPTS: &[&[&str]] = &[
@@ -97,7 +97,6 @@ async fn stub(down: bool) -> (String, Stub) {
 
 /// A test app whose database uses the stub model (answering with 500s when `down`).
 async fn app_with_stub(down: bool) -> (TestApp, Arc<OpenAiEmbedder>, Stub) {
-    let app = spawn_app().await;
     let (base, stub) = stub(down).await;
     let e = Arc::new(
         OpenAiEmbedder::new(EmbeddingConfig {
@@ -108,13 +107,13 @@ async fn app_with_stub(down: bool) -> (TestApp, Arc<OpenAiEmbedder>, Stub) {
         })
         .unwrap(),
     );
-    embeddings::register(&app.pool, e.clone());
+    let app = spawn_app_with_embedder(e.clone()).await;
     (app, e, stub)
 }
 
 /// Records embedded by one backfill batch.
-async fn backfill(app: &TestApp, e: &OpenAiEmbedder) -> usize {
-    embeddings::backfill(&app.pool, e, 32).await.unwrap()
+async fn backfill(app: &TestApp, _e: &OpenAiEmbedder) -> usize {
+    embeddings::backfill(&app.memory, 32).await.unwrap()
 }
 
 fn symptom(text: &str, service: &str) -> NewRecord {
@@ -150,7 +149,7 @@ async fn embeddings_add_a_semantic_list_and_a_retracted_record_never_comes_back_
         text: "heart monitor went quiet".into(),
         ..Default::default()
     };
-    let res = recall(&app.pool, &q).await.unwrap();
+    let res = recall(&app.memory, &q).await.unwrap();
     let ids: Vec<i64> = res.results.iter().map(|r| r.memory.id).collect();
     assert_eq!(ids.first(), Some(&cardiac.id), "{ids:?}");
     // Queries are redacted before they leave the machine.
@@ -158,7 +157,7 @@ async fn embeddings_add_a_semantic_list_and_a_retracted_record_never_comes_back_
         text: "heart alarm paged jane.doe@example.com".into(),
         ..Default::default()
     };
-    recall(&app.pool, &with_secret).await.unwrap();
+    recall(&app.memory, &with_secret).await.unwrap();
     let seen = stub.seen.lock().unwrap().clone();
     assert!(
         seen.iter().any(|t| t.contains("heart alarm paged")),
@@ -171,7 +170,7 @@ async fn embeddings_add_a_semantic_list_and_a_retracted_record_never_comes_back_
     msvc::retract(&app.pool, "victor", cardiac.id, "not ours")
         .await
         .unwrap();
-    let res = recall(&app.pool, &q).await.unwrap();
+    let res = recall(&app.memory, &q).await.unwrap();
     assert!(res.results.iter().all(|r| r.memory.id != cardiac.id));
 }
 
@@ -181,12 +180,13 @@ async fn a_failing_embeddings_endpoint_leaves_recall_working() {
     let disk = msvc::write(&app.pool, symptom("Storage volume filled", "log-shipper"))
         .await
         .unwrap();
-    let err = embeddings::backfill(&app.pool, e.as_ref(), 32)
+    let _ = &e;
+    let err = embeddings::backfill(&app.memory, 32)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("model not loaded"), "{err}");
     let res = recall(
-        &app.pool,
+        &app.memory,
         &RecallQuery {
             text: "storage volume".into(),
             ..Default::default()
@@ -199,7 +199,7 @@ async fn a_failing_embeddings_endpoint_leaves_recall_working() {
     // A failed endpoint is left alone for a while: the next recall does not wait for it again.
     let calls = stub.seen.lock().unwrap().len();
     recall(
-        &app.pool,
+        &app.memory,
         &RecallQuery {
             text: "storage volume again".into(),
             ..Default::default()
@@ -226,7 +226,7 @@ async fn a_record_the_endpoint_refuses_for_good_does_not_stall_the_others() {
     assert_eq!(backfill(&app, &e).await, 2);
     assert_eq!(backfill(&app, &e).await, 0);
     let res = recall(
-        &app.pool,
+        &app.memory,
         &RecallQuery {
             text: "pulse went silent".into(),
             ..Default::default()

@@ -12,6 +12,8 @@ pub const PASSWORD: &str = "correct horse battery";
 pub struct TestApp {
     pub base: String,
     pub pool: SqlitePool,
+    /// The app's memory (same pool, same caches and embedder as its handlers).
+    pub memory: incidentmind::memory::Memory,
     pub responder: String,
     pub reviewer: String,
     pub admin: String,
@@ -31,6 +33,21 @@ pub async fn spawn_app_full(
     settings: Settings,
     llm: Option<std::sync::Arc<dyn incidentmind::analyst::Analyst>>,
 ) -> TestApp {
+    spawn_app_inner(settings, llm, None).await
+}
+
+/// A test app whose memory compares the vectors of `embedder`.
+pub async fn spawn_app_with_embedder(
+    embedder: std::sync::Arc<dyn incidentmind::memory::Embedder>,
+) -> TestApp {
+    spawn_app_inner(Settings::default(), None, Some(embedder)).await
+}
+
+async fn spawn_app_inner(
+    settings: Settings,
+    llm: Option<std::sync::Arc<dyn incidentmind::analyst::Analyst>>,
+    embedder: Option<std::sync::Arc<dyn incidentmind::memory::Embedder>>,
+) -> TestApp {
     let dir = tempfile::tempdir().expect("tempdir");
     let db_path = dir.path().join("test.db");
     let pool = store::connect(db_path.to_str().expect("utf-8 path"))
@@ -49,10 +66,12 @@ pub async fn spawn_app_full(
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let mut state = AppState::new(pool.clone(), settings);
+    let mut state = AppState::new(pool.clone(), settings)
+        .with_memory(incidentmind::memory::Memory::new(pool.clone(), embedder));
     if let Some(l) = llm {
         state = state.with_llm(l);
     }
+    let memory = state.memory.clone();
     let app = router(state);
     tokio::spawn(async move {
         axum::serve(listener, app).await.expect("serve");
@@ -60,6 +79,7 @@ pub async fn spawn_app_full(
     TestApp {
         base: format!("http://{addr}"),
         pool,
+        memory,
         responder,
         reviewer,
         admin,

@@ -3,7 +3,7 @@
 
 use incidentmind::domain::memory::NewRecord;
 use incidentmind::domain::{ActionKind, EpistemicType, MemoryKind, Validation};
-use incidentmind::recall::{RecallQuery, recall};
+use incidentmind::memory::recall::{RecallQuery, recall};
 use incidentmind::services::memory as msvc;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
@@ -104,7 +104,7 @@ async fn a_paraphrased_query_finds_the_dead_end_in_the_top_3() {
     failure.action_kind = Some(ActionKind::RaisePoolLimit);
     let written = msvc::write(&app.pool, failure).await.unwrap();
     let res = recall(
-        &app.pool,
+        &app.memory,
         &RecallQuery {
             text: "checkout API timing out waiting for database connections".into(),
             k: 10,
@@ -128,7 +128,7 @@ async fn a_paraphrased_query_finds_the_dead_end_in_the_top_3() {
 async fn nothing_relevant_says_so_instead_of_returning_noise() {
     let app = spawn_app().await;
     let res = recall(
-        &app.pool,
+        &app.memory,
         &RecallQuery {
             text: "quarterly budget spreadsheet".into(),
             ..Default::default()
@@ -171,7 +171,7 @@ async fn a_superseded_record_ranks_below_its_successor_and_is_marked() {
         .await
         .unwrap();
     let res = recall(
-        &app.pool,
+        &app.memory,
         &RecallQuery {
             text: "checkout latency connection pool exhaustion".into(),
             service: Some("payments-api".into()),
@@ -228,7 +228,7 @@ async fn a_retracted_record_never_comes_back_on_any_path() {
             ..Default::default()
         },
     ] {
-        let res = recall(&app.pool, &q).await.unwrap();
+        let res = recall(&app.memory, &q).await.unwrap();
         assert!(res.results.iter().all(|x| x.memory.id != m.id), "{q:?}");
     }
     let dead_ends =
@@ -502,7 +502,7 @@ async fn export_then_import_into_an_empty_database_round_trips_exactly() {
     assert_eq!(back.sources, vec![obs.id]);
     // Retracted stays out of recall after import.
     let res = recall(
-        &other.pool,
+        &other.memory,
         &RecallQuery {
             text: "TLS certificate edge proxy expired".into(),
             ..Default::default()
@@ -581,7 +581,7 @@ async fn an_incidents_own_observations_never_crowd_the_structured_keys() {
         msvc::write(&app.pool, o).await.unwrap();
     }
     let res = recall(
-        &app.pool,
+        &app.memory,
         &RecallQuery {
             text: "zzz".into(),
             service: Some("ledger-writer".into()),
@@ -609,7 +609,7 @@ async fn generation(pool: &sqlx::SqlitePool) -> i64 {
         .unwrap()
 }
 
-fn ids_of(res: &incidentmind::recall::RecallResult) -> Vec<i64> {
+fn ids_of(res: &incidentmind::memory::recall::RecallResult) -> Vec<i64> {
     res.results.iter().map(|r| r.memory.id).collect()
 }
 
@@ -619,6 +619,7 @@ async fn recall_sees_every_change_of_memory_made_by_another_process_at_once() {
     let path = dir.path().join("shared.db");
     let path = path.to_str().unwrap();
     let a = incidentmind::store::connect(path).await.unwrap();
+    let ma = incidentmind::memory::Memory::new(a.clone(), None);
     let b = incidentmind::store::connect(path).await.unwrap();
     let by_text = RecallQuery {
         text: "ledger writer batch bytes".into(),
@@ -640,7 +641,7 @@ async fn recall_sees_every_change_of_memory_made_by_another_process_at_once() {
     )
     .await;
     // Loads (and caches) the index of this generation.
-    assert_eq!(ids_of(&recall(&a, &by_text).await.unwrap()), vec![first.id]);
+    assert_eq!(ids_of(&recall(&ma, &by_text).await.unwrap()), vec![first.id]);
 
     // Working records do not move the generation; durable ones do.
     let before = generation(&a).await;
@@ -666,7 +667,7 @@ async fn recall_sees_every_change_of_memory_made_by_another_process_at_once() {
 
     // Written through the other pool: found through this one, by text and by scope.
     for q in [&by_text, &by_scope] {
-        let mut ids = ids_of(&recall(&a, q).await.unwrap());
+        let mut ids = ids_of(&recall(&ma, q).await.unwrap());
         ids.sort();
         assert_eq!(ids, vec![first.id, second.id], "{q:?}");
     }
@@ -676,7 +677,7 @@ async fn recall_sees_every_change_of_memory_made_by_another_process_at_once() {
         .unwrap();
     for q in [&by_text, &by_scope] {
         assert_eq!(
-            ids_of(&recall(&a, q).await.unwrap()),
+            ids_of(&recall(&ma, q).await.unwrap()),
             vec![second.id],
             "{q:?}"
         );
@@ -705,7 +706,7 @@ async fn a_database_recreated_at_the_same_path_is_not_served_from_the_old_index(
     .await
     .unwrap();
     assert_eq!(
-        ids_of(&recall(&pool, &scope("log-shipper")).await.unwrap()),
+        ids_of(&recall(&incidentmind::memory::Memory::new(pool.clone(), None), &scope("log-shipper")).await.unwrap()),
         vec![old.id]
     );
     pool.close().await;
@@ -728,13 +729,13 @@ async fn a_database_recreated_at_the_same_path_is_not_served_from_the_old_index(
     .unwrap();
     assert_eq!(new.id, old.id);
     assert!(
-        recall(&pool, &scope("log-shipper"))
+        recall(&incidentmind::memory::Memory::new(pool.clone(), None), &scope("log-shipper"))
             .await
             .unwrap()
             .results
             .is_empty()
     );
-    let found = recall(&pool, &scope("edge-proxy")).await.unwrap();
+    let found = recall(&incidentmind::memory::Memory::new(pool.clone(), None), &scope("edge-proxy")).await.unwrap();
     assert_eq!(ids_of(&found), vec![new.id]);
     assert_eq!(found.results[0].memory.kind, MemoryKind::Lesson);
 }
@@ -767,12 +768,12 @@ async fn a_word_in_more_records_than_the_term_budget_searches_only_its_newest_ma
     };
     // Both words are in every record: the search keeps one (and the synonyms found nowhere)
     // and looks at its 1,000 newest matches (the term budget) only.
-    let search = incidentmind::recall::fts_search(&app.pool, &q)
+    let search = incidentmind::memory::recall::fts_search(&app.memory, &q)
         .await
         .unwrap();
     assert!(search.expr.contains("\"checkout\""), "{}", search.expr);
     assert_eq!(search.min_rowid, ids[300]);
-    let res = recall(&app.pool, &q).await.unwrap();
+    let res = recall(&app.memory, &q).await.unwrap();
     assert_eq!(res.results.len(), 60);
     assert!(res.results.iter().all(|r| r.memory.id >= ids[300]));
 }

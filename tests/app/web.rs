@@ -558,9 +558,9 @@ async fn the_shipped_history_jsonl_imports_into_an_empty_database() {
         .unwrap()
         .unwrap();
     assert_eq!(n, text.lines().count());
-    let res = incidentmind::recall::recall(
-        &app.pool,
-        &incidentmind::recall::RecallQuery {
+    let res = incidentmind::memory::recall::recall(
+        &app.memory,
+        &incidentmind::memory::recall::RecallQuery {
             text: "edge servers at 100% cpu after a rule release".into(),
             ..Default::default()
         },

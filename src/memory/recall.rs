@@ -1,32 +1,37 @@
 //! Recall (DESIGN.md §4): the one function the UI, the API and the analyst use to find what the
 //! organization learned before.
 //!
-//! Pipeline: derive failure-mode tags from the query (catalogue signatures + the domain synonym
-//! table) → three ranked candidate lists: FTS5 BM25 over the expanded text (descriptive), FTS5
-//! over rules and runbooks with the prescriptive form (prescriptive), exact structured keys —
-//! failure mode, service and its graph neighbours, action kind (scope) — and a fourth, nearest
-//! by embedding, when an embeddings endpoint is configured ([`crate::embeddings`]) → reciprocal
-//! rank fusion
-//! (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and individual
-//! rank learning methods", SIGIR 2009; k = 60) → weighted by kind, recency (per-kind half-life),
-//! importance and validation → top k, each with why it was recalled and marks for stale,
+//! Pipeline: negated findings left out of the query ([`super::negation`]) → failure-mode tags
+//! (catalogue signatures, the synonym table, the load shape) → candidate lists at two levels:
+//! - the incident level: each learned incident's retrieval document ([`super::documents`]) by
+//!   BM25 and by vector, plus its best parts (records) by vector, by BM25 and by structured keys,
+//!   fused by rank into [`RecallResult::incidents`];
+//! - the record level ("parts"): FTS5 BM25 over the expanded text (descriptive), over rules and
+//!   runbooks (prescriptive), exact structured keys — failure mode, service and its graph
+//!   neighbours, action kind (scope) — and nearest by vector (semantic), fused by rank and then
+//!   weighted by kind, recency (per-kind half-life), importance and validation.
+//!
+//! Fusion is reciprocal rank fusion (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion
+//! outperforms Condorcet and individual rank learning methods", SIGIR 2009). Each result says
+//! why it was recalled (lists, matched words, shared tags, cosine) and carries marks for stale,
 //! superseded or contradicted records. Nothing is cut by a similarity threshold: when no list has
-//! a candidate the result says so.
+//! a candidate the result says so. Mechanisms can be turned off one by one ([`RecallTuning`]).
 
 use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
-use std::sync::{LazyLock, Mutex, PoisonError};
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sqlx::SqlitePool;
 
+pub use super::negation::strip_negated;
+use super::{Memory, RecallTuning, embeddings, lock};
 use crate::domain::memory::MemoryRecord;
-use crate::domain::synonyms::{self, concepts_in, phrases_of};
+use crate::domain::synonyms::{concepts_in, phrases_of};
 use crate::domain::{ActionKind, MemoryKind, Validation};
 use crate::error::AppResult;
 use crate::store::memory::Candidate;
-use crate::store::recall_index::{self, RecallIndex};
+use crate::store::recall_index::RecallIndex;
 use crate::store::{self, memory as mstore};
 
 /// RRF constant.
@@ -64,8 +69,12 @@ pub struct Why {
     pub services: Vec<String>,
     /// Action kind shared with the query.
     pub action_kinds: Vec<String>,
-    /// Which candidate lists found it: `text`, `rules`, `scope`.
+    /// Which candidate lists found it: `text`, `rules` (BM25), `scope` (structured keys),
+    /// `semantic` (nearest by vector).
     pub lists: Vec<&'static str>,
+    /// Cosine similarity of its vector with the query's, when the vector list found it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cosine: Option<f32>,
 }
 
 /// One recalled record.
@@ -88,6 +97,9 @@ pub struct Recalled {
 pub struct RecallResult {
     /// Best first.
     pub results: Vec<Recalled>,
+    /// Past incidents ranked for the query at the incident level, best first (see
+    /// [`IncidentMatch`]).
+    pub incidents: Vec<IncidentMatch>,
     /// Tags derived from the query (shown to people; used as structured keys).
     pub derived_tags: Vec<String>,
     /// Set when nothing matched: "No relevant organizational memory found".
@@ -123,13 +135,24 @@ pub fn derive_tags(text: &str) -> Vec<String> {
     tags_of(&strip_negated(text)).into_iter().collect()
 }
 
-fn tags_of(text: &str) -> BTreeSet<String> {
+/// Failure-mode tags of `text` as it stands (no negation handling): catalogue signatures, the
+/// synonym table's concepts and the load shape.
+pub(super) fn tags_of(text: &str) -> BTreeSet<String> {
+    tags_with(text, true, true)
+}
+
+/// [`tags_of`] with the synonym table and the load shape each on or off (ablation).
+fn tags_with(text: &str, synonyms: bool, load_shape_on: bool) -> BTreeSet<String> {
     let mut tags: BTreeSet<String> = crate::evidence::signatures::match_tags(text)
         .into_iter()
         .map(str::to_string)
         .collect();
-    tags.extend(concepts_in(text).into_iter().map(|(t, _)| t.to_string()));
-    tags.extend(load_shape(text).map(str::to_string));
+    if synonyms {
+        tags.extend(concepts_in(text).into_iter().map(|(t, _)| t.to_string()));
+    }
+    if load_shape_on {
+        tags.extend(load_shape(text).map(str::to_string));
+    }
     tags
 }
 
@@ -195,101 +218,6 @@ pub fn load_shape(text: &str) -> Option<&'static str> {
     RATE_STEADY.is_match(text).then_some("steady_load")
 }
 
-/// Words that report the absence of what follows them in their clause. "not" is not one: in
-/// incident text it mostly states a failure ("not responding", "did not resolve it").
-const NEGATION_CUES: &[&str] = &["no", "without", "none", "zero", "0"];
-
-/// Words that end a negation's scope inside a clause (NegEx's termination terms): in "no errors
-/// but the pool is exhausted" the pool is exhausted.
-const SCOPE_END: &[&str] = &["but", "however", "although", "though", "except", "yet"];
-
-/// Characters that end a clause, the scope of a negation cue; `,`, `.` and `:` only before white
-/// space or the end (not inside `1,000`, `0.2` or `10:42`).
-const CLAUSE_END: &[char] = &[',', ';', '.', ':', '!', '?', '\n', '(', ')', '|'];
-
-/// The clauses of `text`, each with its closing character(s) as a separate slice.
-fn clauses(text: &str) -> Vec<(&str, &str)> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if !CLAUSE_END.contains(&c) {
-            continue;
-        }
-        let next = chars.peek().map(|(_, n)| *n);
-        if matches!(c, ',' | '.' | ':') && next.is_some_and(|n| !n.is_whitespace()) {
-            continue;
-        }
-        let end = i + c.len_utf8();
-        out.push((&text[start..i], &text[i..end]));
-        start = end;
-    }
-    if start < text.len() {
-        out.push((&text[start..], ""));
-    }
-    out
-}
-
-/// `text` without its negated findings: from a negation cue ("no", "without", "none", "zero", a
-/// bare "0") to the end of its clause or the next [`SCOPE_END`] word, as in
-/// `pg_stat_activity: 238 active, 0 idle in transaction` or `lag on 32/32 partitions; no
-/// deserialization errors`, where the words after the cue say what is *not* happening and must
-/// not pull in incidents where it was. This is the clause-scoped negation of NegEx (Chapman et
-/// al., "A Simple Algorithm for Identifying Negated Findings and Diseases in Discharge
-/// Summaries", J. Biomed. Inform. 34, 2001), with one addition: a cue that is itself part of a failure phrase (`no space left on device`, `no such host`) is
-/// kept, because dropping it changes which failure modes the clause names.
-pub fn strip_negated(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for (mut body, end) in clauses(text) {
-        while let Some((from, to)) = negated_span(body) {
-            out.push_str(&body[..from]);
-            body = &body[to..];
-        }
-        out.push_str(body);
-        out.push_str(end);
-    }
-    out
-}
-
-/// Byte range in `clause` of the first negated scope (cue included), if any: from the cue to the
-/// next [`SCOPE_END`] word or the end of the clause. Both ends fall on ASCII bytes, so they are
-/// character boundaries of `clause`.
-fn negated_span(clause: &str) -> Option<(usize, usize)> {
-    // ASCII folding keeps every byte offset; the cues and scope ends are ASCII.
-    let lower = clause.to_ascii_lowercase();
-    let lower = lower.as_str();
-    let words = |from: usize| {
-        let mut at = from;
-        std::iter::from_fn(move || {
-            let off = lower[at..].find(|c: char| c.is_ascii_alphanumeric())?;
-            let w0 = at + off;
-            let w1 = lower[w0..]
-                .find(|c: char| !c.is_ascii_alphanumeric())
-                .map_or(lower.len(), |e| w0 + e);
-            at = w1;
-            Some((w0, w1))
-        })
-    };
-    let bytes = lower.as_bytes();
-    for (w0, w1) in words(0) {
-        let word = &lower[w0..w1];
-        let boundary_before = w0 == 0 || !matches!(bytes[w0 - 1], b'.' | b'/' | b'-' | b'_');
-        let boundary_after = w1 == lower.len() || matches!(bytes[w1], b' ' | b'\t' | b'\'' | b'"');
-        let has_scope = lower[w1..].contains(|c: char| c.is_alphanumeric());
-        if boundary_before && boundary_after && has_scope && NEGATION_CUES.contains(&word) {
-            let with_cue = tags_of(lower);
-            let without_cue = tags_of(&format!("{}{}", &lower[..w0], &lower[w1..]));
-            if with_cue.is_subset(&without_cue) {
-                let to = words(w1)
-                    .find(|&(a, b)| SCOPE_END.contains(&&lower[a..b]))
-                    .map_or(lower.len(), |(a, _)| a);
-                return Some((w0, to));
-            }
-        }
-    }
-    None
-}
-
 /// Crude stem for term matching in "why": lower-case, strip common English suffixes.
 fn stem(w: &str) -> String {
     let w = w.to_lowercase();
@@ -323,14 +251,29 @@ struct Expanded {
     words: Vec<String>,
     /// Terms of the descriptive and prescriptive lists: the words plus the phrases of every tag.
     terms: Vec<String>,
+    /// Terms of the incident-document search: every content word of the text, up to
+    /// [`DOC_TERMS`].
+    doc_terms: Vec<String>,
     /// Action kinds, given and named in free words ([`ActionKind::mentioned_in`]).
     actions: Vec<ActionKind>,
 }
 
-fn expand(q: &RecallQuery) -> Expanded {
+/// Most terms OR-ed in the incident-document search (there are few documents, one per
+/// incident, so a long query costs little there).
+const DOC_TERMS: usize = 80;
+
+fn expand(q: &RecallQuery, tuning: &RecallTuning) -> Expanded {
     let mut tags: BTreeSet<String> = q.failure_modes.iter().cloned().collect();
-    let text = strip_negated(&q.text);
-    tags.extend(tags_of(&text));
+    let text = if tuning.on("negation") {
+        strip_negated(&q.text)
+    } else {
+        q.text.clone()
+    };
+    tags.extend(tags_with(
+        &text,
+        tuning.on("synonyms"),
+        tuning.on("load_shape"),
+    ));
     let mut actions = q.action_kinds.clone();
     for a in ActionKind::mentioned_in(&text) {
         if !actions.contains(&a) {
@@ -342,17 +285,26 @@ fn expand(q: &RecallQuery) -> Expanded {
     for t in &tags {
         expanded.push(' ');
         expanded.push_str(&t.replace('_', " "));
-        for p in phrases_of(t).iter().take(6) {
-            expanded.push(' ');
-            expanded.push_str(p);
+        if tuning.on("synonyms") {
+            for p in phrases_of(t).iter().take(6) {
+                expanded.push(' ');
+                expanded.push_str(p);
+            }
         }
     }
     let terms = mstore::fts_terms(&expanded);
+    let doc_terms: Vec<String> = words
+        .iter()
+        .filter(|w| w.chars().any(char::is_alphabetic))
+        .take(DOC_TERMS)
+        .cloned()
+        .collect();
     Expanded {
         text,
         tags,
         words,
         terms,
+        doc_terms,
         actions,
     }
 }
@@ -371,66 +323,45 @@ const FTS_CAP: i64 = 4 * TERM_BUDGET;
 const DOC_COUNT_TTL: Duration = Duration::from_secs(600);
 /// Records each structured key contributes to the scope list: its newest ones.
 const KEY_WINDOW: usize = 250;
+/// Term statistics kept per memory before the cache starts over.
+const TERM_STATS_MAX: usize = 100_000;
 
 /// A term's record count (capped at `TERM_BUDGET + 1`), when it was counted, and once asked for,
-/// the id of its `TERM_BUDGET`-th newest match (`None` inside: fewer matches).
-#[derive(Clone, Copy)]
-struct TermStats {
+/// the id of its `TERM_BUDGET`-th newest match (`None` inside: fewer matches). Kept by
+/// [`Memory`] per database epoch and term.
+#[derive(Debug, Clone, Copy)]
+pub struct TermStats {
     count: i64,
     at: Instant,
     floor: Option<Option<i64>>,
 }
 
-/// Per database (file and epoch, see [`RecallIndex::epoch`]): term → its stats.
-type DocCounts = HashMap<(PathBuf, String), HashMap<String, TermStats>>;
-static DOC_COUNTS: LazyLock<Mutex<DocCounts>> = LazyLock::new(Mutex::default);
-
-/// The database of `pool` at `epoch`, as the term-count cache knows it.
-fn db_key(pool: &SqlitePool, epoch: &str) -> (PathBuf, String) {
-    (
-        pool.connect_options().get_filename().to_path_buf(),
-        epoch.to_string(),
-    )
-}
-
-/// The cached, fresh stats of `terms` on the database of `pool` (`None` where missing or stale).
-fn cached_stats(pool: &SqlitePool, epoch: &str, terms: &[String]) -> Vec<Option<TermStats>> {
-    let db = db_key(pool, epoch);
+/// The cached, fresh stats of `terms` (`None` where missing or stale).
+fn cached_stats(memory: &Memory, epoch: &str, terms: &[String]) -> Vec<Option<TermStats>> {
     let now = Instant::now();
-    let cache = DOC_COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
-    let per_db = cache.get(&db);
+    let cache = lock(&memory.inner.term_stats);
     terms
         .iter()
         .map(|t| {
-            per_db
-                .and_then(|m| m.get(t))
+            cache
+                .get(&(epoch.to_string(), t.clone()))
                 .filter(|s| now.duration_since(s.at) < DOC_COUNT_TTL)
                 .copied()
         })
         .collect()
 }
 
-fn store_stats(
-    pool: &SqlitePool,
-    epoch: &str,
-    stats: impl IntoIterator<Item = (String, TermStats)>,
-) {
-    let db = db_key(pool, epoch);
-    let mut cache = DOC_COUNTS.lock().unwrap_or_else(PoisonError::into_inner);
-    // One entry per database opened by this process (tests open many): keep it bounded.
-    if cache.len() >= 16 && !cache.contains_key(&db) {
+fn store_stats(memory: &Memory, epoch: &str, stats: impl IntoIterator<Item = (String, TermStats)>) {
+    let mut cache = lock(&memory.inner.term_stats);
+    if cache.len() > TERM_STATS_MAX {
         cache.clear();
     }
-    let per_db = cache.entry(db).or_default();
-    if per_db.len() > 100_000 {
-        per_db.clear();
-    }
-    per_db.extend(stats);
+    cache.extend(stats.into_iter().map(|(t, s)| ((epoch.to_string(), t), s)));
 }
 
 /// Record counts of `terms` (capped at `TERM_BUDGET + 1`), from the cache when fresh.
-async fn doc_counts(pool: &SqlitePool, epoch: &str, terms: &[String]) -> AppResult<Vec<i64>> {
-    let mut stats = cached_stats(pool, epoch, terms);
+async fn doc_counts(memory: &Memory, epoch: &str, terms: &[String]) -> AppResult<Vec<i64>> {
+    let mut stats = cached_stats(memory, epoch, terms);
     let missing: Vec<String> = terms
         .iter()
         .zip(&stats)
@@ -438,7 +369,7 @@ async fn doc_counts(pool: &SqlitePool, epoch: &str, terms: &[String]) -> AppResu
         .map(|(t, _)| t.clone())
         .collect();
     if !missing.is_empty() {
-        let counts = mstore::term_doc_counts(pool, &missing, TERM_BUDGET + 1).await?;
+        let counts = mstore::term_doc_counts(memory.pool(), &missing, TERM_BUDGET + 1).await?;
         let at = Instant::now();
         let fresh: Vec<(String, TermStats)> = missing
             .into_iter()
@@ -456,7 +387,7 @@ async fn doc_counts(pool: &SqlitePool, epoch: &str, terms: &[String]) -> AppResu
         for s in stats.iter_mut().filter(|s| s.is_none()) {
             *s = fresh_iter.next().map(|(_, f)| *f);
         }
-        store_stats(pool, epoch, fresh);
+        store_stats(memory, epoch, fresh);
     }
     Ok(stats
         .into_iter()
@@ -465,20 +396,20 @@ async fn doc_counts(pool: &SqlitePool, epoch: &str, terms: &[String]) -> AppResu
 }
 
 /// The id of the [`TERM_BUDGET`]-th newest match of `term`, from the cache when fresh.
-async fn term_floor(pool: &SqlitePool, epoch: &str, term: &str) -> AppResult<Option<i64>> {
-    let cached = cached_stats(pool, epoch, &[term.to_string()])
+async fn term_floor(memory: &Memory, epoch: &str, term: &str) -> AppResult<Option<i64>> {
+    let cached = cached_stats(memory, epoch, &[term.to_string()])
         .pop()
         .flatten();
     if let Some(floor) = cached.and_then(|s| s.floor) {
         return Ok(floor);
     }
-    let floor = mstore::newest_match_floor(pool, term, TERM_BUDGET).await?;
+    let floor = mstore::newest_match_floor(memory.pool(), term, TERM_BUDGET).await?;
     let stats = TermStats {
         count: cached.map_or(TERM_BUDGET + 1, |s| s.count),
         at: cached.map_or_else(Instant::now, |s| s.at),
         floor: Some(floor),
     };
-    store_stats(pool, epoch, [(term.to_string(), stats)]);
+    store_stats(memory, epoch, [(term.to_string(), stats)]);
     Ok(floor)
 }
 
@@ -511,8 +442,8 @@ pub struct FtsSearch {
 }
 
 /// The search of `terms` within [`TERM_BUDGET`].
-async fn bounded_search(pool: &SqlitePool, epoch: &str, terms: &[String]) -> AppResult<FtsSearch> {
-    let counts = doc_counts(pool, epoch, terms).await?;
+async fn bounded_search(memory: &Memory, epoch: &str, terms: &[String]) -> AppResult<FtsSearch> {
+    let counts = doc_counts(memory, epoch, terms).await?;
     let keep = within_budget(&counts);
     let kept: Vec<String> = terms
         .iter()
@@ -535,7 +466,7 @@ async fn bounded_search(pool: &SqlitePool, epoch: &str, terms: &[String]) -> App
             .filter(|(_, n)| **n > TERM_BUDGET)
             .find(|(t, _)| kept.contains(t))
     {
-        min_rowid = term_floor(pool, epoch, term).await?.unwrap_or(0);
+        min_rowid = term_floor(memory, epoch, term).await?.unwrap_or(0);
     }
     Ok(FtsSearch {
         expr: mstore::fts_or_terms(&kept),
@@ -543,14 +474,13 @@ async fn bounded_search(pool: &SqlitePool, epoch: &str, terms: &[String]) -> App
     })
 }
 
-/// The full-text search [`recall`] runs for `q` on this database (for benchmarks and
-/// diagnostics).
+/// The full-text search [`recall`] runs for `q` (for benchmarks and diagnostics).
 ///
 /// # Errors
 /// Database errors.
-pub async fn fts_search(pool: &SqlitePool, q: &RecallQuery) -> AppResult<FtsSearch> {
-    let index = recall_index::current(pool).await?;
-    bounded_search(pool, index.epoch(), &expand(q).terms).await
+pub async fn fts_search(memory: &Memory, q: &RecallQuery) -> AppResult<FtsSearch> {
+    let index = memory.index().await?;
+    bounded_search(memory, index.epoch(), &expand(q, memory.tuning()).terms).await
 }
 
 /// Descriptive and prescriptive candidate lists from one FTS5 search: the first [`PER_LIST`]
@@ -615,64 +545,208 @@ fn scope_list(
     (list, neighbours)
 }
 
-/// A fused candidate: its ranking fields, RRF score and the lists that found it.
+/// A fused candidate: its ranking fields, RRF score, the lists that found it and its cosine
+/// with the query (when the vector list found it).
 struct Fused {
     candidate: Candidate,
     rrf: f64,
     lists: Vec<&'static str>,
+    cosine: Option<f32>,
+}
+
+/// A past incident as recall ranks it for a new one ("the incident level"): fused by rank over
+/// its document's BM25 and vector lists and its best parts' (records') lists.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct IncidentMatch {
+    /// The past incident.
+    pub incident_id: String,
+    /// Fused score (higher is better; comparable within one result only).
+    pub score: f64,
+    /// Lists that ranked it: `doc_bm25`, `doc_vector`, `part_vector`, `part_bm25`, `keys`.
+    pub lists: Vec<&'static str>,
+    /// Cosine of its document with the query, when embedded.
+    pub cosine: Option<f32>,
+}
+
+/// Candidates each incident-level list contributes.
+const INCIDENT_LIST: usize = 30;
+
+/// Per-list weights of the incident-level fusion (RRF, k = [`INCIDENT_RRF_K`]).
+const INCIDENT_LISTS: &[(&str, f64)] = &[
+    ("doc_bm25", 1.0),
+    ("doc_vector", 1.0),
+    ("part_vector", 1.0),
+    ("part_bm25", 0.5),
+    ("keys", 0.5),
+];
+
+/// RRF constant of the incident-level fusion: lists are short (one entry per incident), so a
+/// smaller constant than the record level's keeps their first ranks decisive.
+const INCIDENT_RRF_K: f64 = 10.0;
+
+/// Fuses incident-level lists (incident ids best first, with an optional cosine) by weighted
+/// reciprocal rank: `Σ w / (k + rank)`, best first, ties by id.
+fn fuse_incidents(lists: Vec<(&'static str, Vec<(String, Option<f32>)>)>) -> Vec<IncidentMatch> {
+    let mut by_id: HashMap<String, IncidentMatch> = HashMap::new();
+    for (name, list) in lists {
+        let weight = INCIDENT_LISTS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(1.0, |(_, w)| *w);
+        for (rank, (id, cosine)) in list.into_iter().enumerate() {
+            let e = by_id.entry(id.clone()).or_insert_with(|| IncidentMatch {
+                incident_id: id,
+                score: 0.0,
+                lists: Vec::new(),
+                cosine: None,
+            });
+            e.score += weight / (INCIDENT_RRF_K + rank as f64 + 1.0);
+            e.lists.push(name);
+            if name == "doc_vector" {
+                e.cosine = cosine;
+            }
+        }
+    }
+    let mut out: Vec<IncidentMatch> = by_id.into_values().collect();
+    out.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| a.incident_id.cmp(&b.incident_id))
+    });
+    out
+}
+
+/// Incident ids in order of their first (best) record in `records`, with that record's cosine.
+fn incidents_by_best_part(
+    index: &RecallIndex,
+    records: impl IntoIterator<Item = (i64, Option<f32>)>,
+) -> Vec<(String, Option<f32>)> {
+    let mut out: Vec<(String, Option<f32>)> = Vec::new();
+    for (id, cosine) in records {
+        let Some(inc) = index.get(id).and_then(|e| e.incident_id.clone()) else {
+            continue;
+        };
+        if !out.iter().any(|(i, _)| *i == inc) {
+            out.push((inc, cosine));
+        }
+        if out.len() >= INCIDENT_LIST {
+            break;
+        }
+    }
+    out
 }
 
 /// Runs the recall pipeline.
 ///
 /// # Errors
 /// Database errors.
-pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResult> {
+pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult> {
+    let pool = memory.pool();
+    let tuning = memory.tuning();
     let k = if q.k == 0 { 10 } else { q.k.min(100) };
     let Expanded {
         text,
         tags,
         words,
         terms,
+        doc_terms,
         actions,
-    } = expand(q);
+    } = expand(q, tuning);
     let kinds = &q.kinds;
-    // The index (one indexed row unless memory changed) and the term counts (cached) are
-    // independent; the search needs both.
-    let index = recall_index::current(pool).await?;
-    let search = bounded_search(pool, index.epoch(), &terms).await?;
+    let index = memory.index().await?;
+    let search = bounded_search(memory, index.epoch(), &terms).await?;
     let exclude = q.exclude_incident.as_deref();
-    let (lists, semantic) = tokio::join!(
+    let doc_expr = mstore::fts_or_terms(&doc_terms);
+    let (lists, query_vector, doc_bm25) = tokio::join!(
         text_lists(pool, &index, &search, kinds, exclude),
-        crate::embeddings::nearest(pool, &index, &text, exclude, PER_LIST),
+        embeddings::query_vector(memory, &text),
+        crate::store::incident_documents::search(pool, &doc_expr, exclude, INCIDENT_LIST as i64),
     );
     let (text_list, rules_list) = lists?;
-    let semantic_list: Vec<Candidate> = semantic
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|id| index.get(id).map(|e| e.candidate.clone()))
+    let doc_bm25 = doc_bm25?;
+    let (semantic, doc_vector) = match &query_vector {
+        Some(v) => (
+            embeddings::nearest_records(memory, &index, v, exclude, PER_LIST).await,
+            embeddings::nearest_documents(memory, index.epoch(), v, exclude, INCIDENT_LIST).await,
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
+    let semantic_list: Vec<(Candidate, f32)> = semantic
+        .iter()
+        .filter_map(|(id, c)| index.get(*id).map(|e| (e.candidate.clone(), *c)))
         .collect();
     let (scope_list, neighbours) = scope_list(&index, q, &tags, &actions);
 
+    // The incident level: which past incidents this query is about.
+    let mut incident_lists: Vec<(&'static str, Vec<(String, Option<f32>)>)> = Vec::new();
+    if tuning.on("doc_bm25") {
+        incident_lists.push(("doc_bm25", doc_bm25.into_iter().map(|i| (i, None)).collect()));
+    }
+    if tuning.on("doc_vector") {
+        incident_lists.push((
+            "doc_vector",
+            doc_vector.into_iter().map(|(i, c)| (i, Some(c))).collect(),
+        ));
+    }
+    if tuning.on("part_vector") {
+        incident_lists.push((
+            "part_vector",
+            incidents_by_best_part(&index, semantic.iter().map(|(id, c)| (*id, Some(*c)))),
+        ));
+    }
+    if tuning.on("part_bm25") {
+        incident_lists.push((
+            "part_bm25",
+            incidents_by_best_part(&index, text_list.iter().map(|c| (c.id, None))),
+        ));
+    }
+    if tuning.on("keys") {
+        incident_lists.push((
+            "keys",
+            incidents_by_best_part(&index, scope_list.iter().map(|c| (c.id, None))),
+        ));
+    }
+    let incidents = fuse_incidents(incident_lists);
+
+    // The record level ("parts").
     let mut fused: HashMap<i64, Fused> = HashMap::new();
-    for (name, list, weight) in [
-        ("text", text_list, 1.0),
-        ("rules", rules_list, 0.8),
-        ("scope", scope_list, 1.0),
-        ("semantic", semantic_list, 1.0),
-    ] {
-        for (rank, c) in list.into_iter().enumerate() {
+    let mut add = |name: &'static str, list: Vec<(Candidate, Option<f32>)>, weight: f64| {
+        for (rank, (c, cosine)) in list.into_iter().enumerate() {
             let e = fused.entry(c.id).or_insert_with(|| Fused {
                 candidate: c,
                 rrf: 0.0,
                 lists: Vec::new(),
+                cosine: None,
             });
             e.rrf += weight / (RRF_K + rank as f64 + 1.0);
             e.lists.push(name);
+            if cosine.is_some() {
+                e.cosine = cosine;
+            }
         }
+    };
+    let plain = |l: Vec<Candidate>| l.into_iter().map(|c| (c, None)).collect::<Vec<_>>();
+    if tuning.on("part_bm25") {
+        add("text", plain(text_list), 1.0);
+        add("rules", plain(rules_list), 0.8);
+    }
+    if tuning.on("keys") {
+        add("scope", plain(scope_list), 1.0);
+    }
+    if tuning.on("part_vector") {
+        add(
+            "semantic",
+            semantic_list
+                .into_iter()
+                .map(|(c, cos)| (c, Some(cos)))
+                .collect(),
+            1.0,
+        );
     }
     if fused.is_empty() {
         return Ok(RecallResult {
             results: Vec::new(),
+            incidents,
             derived_tags: tags.into_iter().collect(),
             notice: Some(NOTHING_FOUND.to_string()),
         });
@@ -704,13 +778,17 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
         .into_iter()
         .map(|r| (r.id, r))
         .collect();
-    let query_stems: Vec<(String, String)> = words.iter().map(|w| (stem(w), w.clone())).collect();
+    let query_stems: Vec<(String, String)> = words
+        .iter()
+        .filter(|w| w.chars().any(char::is_alphabetic))
+        .map(|w| (stem(w), w.clone()))
+        .collect();
     let mut results: Vec<Recalled> = ranked
         .into_iter()
-        .filter_map(|(score, f)| Some((score, f.lists, records.remove(&f.candidate.id)?)))
+        .filter_map(|(score, f)| Some((score, f.lists, f.cosine, records.remove(&f.candidate.id)?)))
         // Retracted since the index was read: never returned.
-        .filter(|(_, _, r)| r.validation != Validation::Retracted)
-        .map(|(score, lists, r)| {
+        .filter(|(_, _, _, r)| r.validation != Validation::Retracted)
+        .map(|(score, lists, cosine, r)| {
             let age = r.age_days(now);
             let text_stems: BTreeSet<String> =
                 content_words(&r.text).iter().map(|w| stem(w)).collect();
@@ -739,6 +817,7 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
                     .map(|a| vec![a.as_str().to_string()])
                     .unwrap_or_default(),
                 lists,
+                cosine,
             };
             let mut marks = Vec::new();
             if r.kind.is_stale(age) {
@@ -758,6 +837,7 @@ pub async fn recall(pool: &SqlitePool, q: &RecallQuery) -> AppResult<RecallResul
     mark_contradictions(&mut results);
     Ok(RecallResult {
         results,
+        incidents,
         derived_tags: tags.into_iter().collect(),
         notice: None,
     })
@@ -790,9 +870,6 @@ fn mark_contradictions(results: &mut [Recalled]) {
         }
     }
 }
-
-/// Re-export for callers that only need the synonym table.
-pub use synonyms::SYNONYMS;
 
 #[cfg(test)]
 mod tests {

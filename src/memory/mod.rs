@@ -1,0 +1,247 @@
+//! Organizational memory as recall sees it (DESIGN.md §4): the [`Memory`] handle that every
+//! recall, the memory worker and the embedding backfill go through, and that owns every cache
+//! they keep (the structured index, term counts, vectors, query vectors). It hangs off
+//! [`crate::web::AppState`]; nothing here is process-wide.
+//!
+//! - [`recall`]: the pipeline (query expansion, candidate lists, rank fusion, marks, why).
+//! - [`negation`]: negated findings left out of a query (NegEx).
+//! - [`documents`]: one retrieval document per past incident, built from its durable records.
+//! - [`embeddings`]: the [`embeddings::Embedder`]s (built-in MiniLM, or an OpenAI-compatible
+//!   endpoint), the backfill and nearest-vector search.
+//! - [`minilm`]: the built-in model.
+//!
+//! May call: `domain`, `store`, `redact`, `evidence` (catalogue signatures). Never the web layer.
+
+pub mod documents;
+pub mod embeddings;
+pub mod minilm;
+pub mod negation;
+pub mod recall;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use sqlx::SqlitePool;
+
+use crate::error::AppResult;
+use crate::store::recall_index::{self, RecallIndex};
+
+pub use embeddings::Embedder;
+
+/// Query vectors kept by text (most recently used).
+const QUERY_VECTORS: usize = 2_048;
+
+/// Incident pages whose recall is kept (most recently viewed).
+const PAGE_RECALLS: usize = 1_024;
+
+/// Which candidate lists and mechanisms recall uses: all on by default; the evaluation turns
+/// them off one at a time to measure what each is worth (`incidentmind eval recall --ablate`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecallTuning {
+    /// Lists and mechanisms turned off, by name (see [`RecallTuning::NAMES`]).
+    pub off: Vec<String>,
+}
+
+impl RecallTuning {
+    /// Names that [`RecallTuning::off`] understands.
+    pub const NAMES: &'static [&'static str] = &[
+        "doc_bm25",
+        "doc_vector",
+        "part_vector",
+        "part_bm25",
+        "keys",
+        "synonyms",
+        "negation",
+        "load_shape",
+        "shared_tags",
+    ];
+
+    /// Parses a comma-separated list of names to turn off.
+    ///
+    /// # Errors
+    /// A message naming the unknown name and the known ones.
+    pub fn parse_off(list: &str) -> Result<Self, String> {
+        let mut off = Vec::new();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            if !Self::NAMES.contains(&name) {
+                return Err(format!(
+                    "unknown recall mechanism '{name}'; known: {}",
+                    Self::NAMES.join(", ")
+                ));
+            }
+            off.push(name.to_string());
+        }
+        Ok(Self { off })
+    }
+
+    /// Whether `name` is on.
+    pub fn on(&self, name: &str) -> bool {
+        !self.off.iter().any(|o| o == name)
+    }
+}
+
+/// The memory of one database: its pool, the embedder whose vectors recall compares (if any) and
+/// the caches recall keeps. Cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct Memory {
+    pool: SqlitePool,
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Memory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memory")
+            .field("embedder", &self.inner.embedder.as_ref().map(|e| e.model()))
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    embedder: Option<Arc<dyn Embedder>>,
+    tuning: RecallTuning,
+    /// The newest structured index loaded.
+    index: Mutex<Option<Arc<RecallIndex>>>,
+    /// Held while the index reloads, so concurrent recalls load it once.
+    reload: tokio::sync::Mutex<()>,
+    /// Term → record count, per database epoch (see [`recall`]'s term budget).
+    term_stats: Mutex<HashMap<(String, String), recall::TermStats>>,
+    /// Record vectors read so far.
+    vectors: Mutex<Arc<embeddings::VectorSet>>,
+    /// Held while new record vectors are read.
+    vectors_refresh: tokio::sync::Mutex<()>,
+    /// Incident-document vectors at one state of their table.
+    doc_vectors: Mutex<Arc<embeddings::DocVectors>>,
+    /// Until when a failing embedder is left alone.
+    cooldown: Mutex<Option<Instant>>,
+    /// Query text → unit vector.
+    query_vectors: Mutex<lru::LruCache<String, Arc<Vec<f32>>>>,
+    /// Woken by writers; the memory worker refreshes documents and vectors.
+    wake: tokio::sync::Notify,
+    /// Incident id → the recall its page showed, under the key of what it was computed from.
+    page_recalls: Mutex<lru::LruCache<String, (String, Arc<recall::RecallResult>)>>,
+}
+
+impl Memory {
+    /// The memory of `pool`, comparing vectors of `embedder` (none: recall runs on words and
+    /// keys only).
+    pub fn new(pool: SqlitePool, embedder: Option<Arc<dyn Embedder>>) -> Self {
+        Self::with_tuning(pool, embedder, RecallTuning::default())
+    }
+
+    /// [`Memory::new`] with some recall mechanisms turned off (evaluation and ablation).
+    pub fn with_tuning(
+        pool: SqlitePool,
+        embedder: Option<Arc<dyn Embedder>>,
+        tuning: RecallTuning,
+    ) -> Self {
+        let capacity =
+            std::num::NonZeroUsize::new(QUERY_VECTORS).unwrap_or(std::num::NonZeroUsize::MIN);
+        let pages =
+            std::num::NonZeroUsize::new(PAGE_RECALLS).unwrap_or(std::num::NonZeroUsize::MIN);
+        Self {
+            pool,
+            inner: Arc::new(Inner {
+                embedder,
+                tuning,
+                index: Mutex::new(None),
+                reload: tokio::sync::Mutex::new(()),
+                term_stats: Mutex::default(),
+                vectors: Mutex::default(),
+                vectors_refresh: tokio::sync::Mutex::new(()),
+                doc_vectors: Mutex::default(),
+                cooldown: Mutex::new(None),
+                query_vectors: Mutex::new(lru::LruCache::new(capacity)),
+                wake: tokio::sync::Notify::new(),
+                page_recalls: Mutex::new(lru::LruCache::new(pages)),
+            }),
+        }
+    }
+
+    /// The database pool.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    /// The embedder, if any.
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.inner.embedder.as_ref()
+    }
+
+    /// The recall mechanisms in use.
+    pub fn tuning(&self) -> &RecallTuning {
+        &self.inner.tuning
+    }
+
+    /// The structured index of the database's current generation: the cached one when the
+    /// generation counter has not moved, otherwise loaded afresh.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn index(&self) -> AppResult<Arc<RecallIndex>> {
+        let generation = recall_index::generation(&self.pool).await?;
+        // At `generation` or newer (another task may have loaded a later one meanwhile).
+        let cached = || {
+            lock(&self.inner.index)
+                .as_ref()
+                .filter(|i| i.epoch() == generation.0 && i.generation().1 >= generation.1)
+                .cloned()
+        };
+        if let Some(index) = cached() {
+            return Ok(index);
+        }
+        let _reloading = self.inner.reload.lock().await;
+        if let Some(index) = cached() {
+            return Ok(index);
+        }
+        let index = Arc::new(recall_index::load(&self.pool).await?);
+        *lock(&self.inner.index) = Some(Arc::clone(&index));
+        Ok(index)
+    }
+
+    /// Tells the memory worker that durable memory changed (a learn, a verdict, an import, a
+    /// note edit), so documents and vectors are brought up to date now rather than at its next
+    /// round.
+    pub fn wake(&self) {
+        self.inner.wake.notify_one();
+    }
+
+    /// Waits until [`Memory::wake`] is called or `idle` passes.
+    pub async fn woken_or(&self, idle: Duration) {
+        let _ = tokio::time::timeout(idle, self.inner.wake.notified()).await;
+    }
+
+    /// The recall last computed for `incident_id` under `key` (what it was computed from: the
+    /// memory generation, the incident's version, its evidence), if any. A page view reads it
+    /// instead of running recall again.
+    pub fn page_recall(&self, incident_id: &str, key: &str) -> Option<Arc<recall::RecallResult>> {
+        lock(&self.inner.page_recalls)
+            .get(incident_id)
+            .filter(|(k, _)| k == key)
+            .map(|(_, r)| Arc::clone(r))
+    }
+
+    /// Keeps `result` as the recall of `incident_id` under `key`.
+    pub fn keep_page_recall(&self, incident_id: &str, key: String, result: Arc<recall::RecallResult>) {
+        lock(&self.inner.page_recalls).put(incident_id.to_string(), (key, result));
+    }
+
+    /// The embedder, unless it failed within the last cooldown.
+    fn embedder_ready(&self) -> Option<&Arc<dyn Embedder>> {
+        let cooling = lock(&self.inner.cooldown).is_some_and(|until| Instant::now() < until);
+        if cooling {
+            return None;
+        }
+        self.inner.embedder.as_ref()
+    }
+
+    /// Leaves the embedder alone for `d` after a failure.
+    fn cool_down(&self, d: Duration) {
+        *lock(&self.inner.cooldown) = Some(Instant::now() + d);
+    }
+}
+
+/// Locks a cache mutex; a panic elsewhere while it was held leaves a usable cache.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
