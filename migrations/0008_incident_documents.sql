@@ -39,3 +39,20 @@ CREATE TRIGGER recall_generation_document_update AFTER UPDATE ON incident_docume
 BEGIN
     UPDATE recall_generation SET value = value + 1;
 END;
+
+-- The passages of a document (its evidence lines and the sentences of its report), embedded one
+-- by one: a new incident's evidence is compared line by line with a past one's (MaxSim), which
+-- tells apart look-alike incidents that differ in one line of evidence.
+CREATE TABLE incident_passages (
+    id          INTEGER PRIMARY KEY,
+    document_id INTEGER NOT NULL REFERENCES incident_documents (id),
+    text        TEXT NOT NULL
+);
+CREATE INDEX incident_passages_document ON incident_passages (document_id);
+
+CREATE TABLE incident_passage_embeddings (
+    passage_id INTEGER NOT NULL REFERENCES incident_passages (id),
+    model      TEXT NOT NULL,
+    vector     BLOB NOT NULL,
+    PRIMARY KEY (passage_id, model)
+);

@@ -48,10 +48,10 @@ fn record_text(r: &MemoryRecord) -> String {
     }
 }
 
-/// The document of one incident: `(text, embed_text)`. Sections in a fixed order (report,
+/// The document of one incident: `(text, embed_text, passages)`. Sections in a fixed order (report,
 /// evidence, root cause and factors, what did not work, what worked, lessons, the rest), so the
 /// embedded part, cut at the model's window, keeps the report and the evidence.
-pub fn build(parts: &Parts<'_>) -> (String, String) {
+pub fn build(parts: &Parts<'_>) -> (String, String, Vec<String>) {
     let by_kind = |kinds: &[MemoryKind]| -> Vec<String> {
         parts
             .records
@@ -108,9 +108,46 @@ pub fn build(parts: &Parts<'_>) -> (String, String) {
     let mut embed = Vec::new();
     embed.extend(report.iter().cloned());
     embed.extend(evidence.iter().cloned());
+    let passages = passages_of(&embed.join("\n"));
     embed.extend(causes.iter().cloned());
-    (text.join("\n"), embed.join("\n"))
+    (text.join("\n"), embed.join("\n"), passages)
 }
+
+/// Passages of a report, embedded one by one: its lines, each cut into sentences (a `.`, `!`
+/// or `?` before white space ends one; a dot inside a token such as `2.14.1` does not), trimmed,
+/// without fragments under [`PASSAGE_MIN`] characters, each at most [`LINE_CHARS`] characters,
+/// at most [`MAX_PASSAGES`], in order, without duplicates.
+pub fn passages_of(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in text.lines() {
+        let mut start = 0;
+        let mut chars = line.char_indices().peekable();
+        let push = |s: &str, out: &mut Vec<String>| {
+            let s = s.trim();
+            if s.chars().count() >= PASSAGE_MIN && !out.iter().any(|o| o == s) {
+                out.push(crate::evidence::truncate_chars(s, LINE_CHARS).to_string());
+            }
+        };
+        while let Some((i, c)) = chars.next() {
+            if matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|(_, n)| n.is_whitespace()) {
+                push(&line[start..i + c.len_utf8()], &mut out);
+                start = i + c.len_utf8();
+            }
+        }
+        push(&line[start..], &mut out);
+        if out.len() >= MAX_PASSAGES {
+            out.truncate(MAX_PASSAGES);
+            break;
+        }
+    }
+    out
+}
+
+/// Shortest passage kept, in characters.
+const PASSAGE_MIN: usize = 12;
+
+/// Most passages of one report.
+pub const MAX_PASSAGES: usize = 24;
 
 /// Signature of a document's sources: a digest of its record ids with their validation state.
 fn signature(records: &[(i64, &str)]) -> String {
@@ -219,19 +256,36 @@ async fn document_of(
         evidence,
         records: &records,
     };
-    let (text, embed_text) = build(&parts);
+    let (text, embed_text, passages) = build(&parts);
     Ok(DocumentRow {
         incident_id: incident_id.to_string(),
         service,
         text,
         embed_text,
         signature,
+        passages,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn passages_are_lines_cut_into_sentences_keeping_version_numbers_whole() {
+        let p = passages_of(
+            "Checkout froze after release 3.2.1 went out. Queue depth doubled!\n\
+             ok\nworker-7: job 991 retried 40 times\nworker-7: job 991 retried 40 times",
+        );
+        assert_eq!(
+            p,
+            vec![
+                "Checkout froze after release 3.2.1 went out.",
+                "Queue depth doubled!",
+                "worker-7: job 991 retried 40 times",
+            ]
+        );
+    }
 
     #[test]
     fn the_signature_changes_with_ids_and_validation() {
@@ -249,7 +303,8 @@ mod tests {
             evidence: vec!["alias points at an index with 0 documents"],
             records: &[],
         };
-        let (text, embed) = build(&parts);
+        let (text, embed, passages) = build(&parts);
+        assert_eq!(passages[0], "Search results empty after index swap");
         assert!(text.starts_with("Search results empty after index swap\nUsers saw"));
         assert!(text.contains("alias points at an index with 0 documents"));
         assert!(embed.starts_with("Search results empty"));

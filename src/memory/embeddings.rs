@@ -221,6 +221,14 @@ pub struct DocVectors {
     vectors: Vec<(String, Vec<f32>)>,
 }
 
+/// Passage vectors for one model, grouped by incident: `(incident id, unit vectors)`, at one
+/// state of the table (`(epoch, rows, max rowid)`).
+#[derive(Debug, Default, Clone)]
+pub struct PassageVectors {
+    state: (String, i64, i64),
+    incidents: Vec<(String, Vec<Vec<f32>>)>,
+}
+
 /// After a failed query embedding, recall runs without vectors this long before asking again,
 /// so a hung endpoint costs one wait, not one per page.
 const FAILURE_COOLDOWN: Duration = Duration::from_secs(30);
@@ -316,6 +324,14 @@ pub async fn backfill(memory: &Memory, limit: i64) -> Result<usize, BackfillErro
         let vectors = embed_all(embedder.as_ref(), texts).await?;
         let rows: Vec<(i64, Vec<f32>)> = ids.into_iter().zip(vectors).collect();
         estore::store_documents(pool, &model, &rows).await?;
+        stored += rows.len();
+    }
+    let passages = estore::missing_passages(pool, &model, limit * 4).await?;
+    if !passages.is_empty() {
+        let (ids, texts): (Vec<i64>, Vec<String>) = passages.into_iter().unzip();
+        let vectors = embed_all(embedder.as_ref(), texts).await?;
+        let rows: Vec<(i64, Vec<f32>)> = ids.into_iter().zip(vectors).collect();
+        estore::store_passages(pool, &model, &rows).await?;
         stored += rows.len();
     }
     let todo = estore::missing(pool, &model, limit).await?;
@@ -432,6 +448,128 @@ pub async fn query_vector(memory: &Memory, text: &str) -> Option<Arc<Vec<f32>>> 
             None
         }
     }
+}
+
+/// Unit vectors of `texts` (redacted, capped), each from the memory's cache by text or embedded
+/// in one batch within [`QUERY_TIMEOUT`]. `None` as for [`query_vector`].
+pub async fn text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<Vec<f32>>>> {
+    let embedder = memory.embedder_ready()?;
+    let inputs: Vec<String> = texts
+        .iter()
+        .map(|t| crate::evidence::truncate_chars(&redact_once(t), MAX_CHARS).to_string())
+        .collect();
+    let mut out: Vec<Option<Arc<Vec<f32>>>> = {
+        let mut cache = lock(&memory.inner.query_vectors);
+        inputs.iter().map(|t| cache.get(t).cloned()).collect()
+    };
+    let missing: Vec<String> = inputs
+        .iter()
+        .zip(&out)
+        .filter(|(_, v)| v.is_none())
+        .map(|(t, _)| t.clone())
+        .collect();
+    if !missing.is_empty() {
+        let answer = tokio::time::timeout(QUERY_TIMEOUT, embedder.embed(&missing))
+            .await
+            .unwrap_or(Err(EmbedError::Timeout(QUERY_TIMEOUT)))
+            .and_then(|v| {
+                check_shape(missing.len(), &v)?;
+                Ok(v)
+            });
+        let vectors = match answer {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::warn!(error = %e, "semantic recall of passages skipped");
+                memory.cool_down(FAILURE_COOLDOWN);
+                return None;
+            }
+        };
+        let mut fresh = missing.into_iter().zip(vectors);
+        let mut cache = lock(&memory.inner.query_vectors);
+        for slot in out.iter_mut().filter(|v| v.is_none()) {
+            if let Some((text, v)) = fresh.next() {
+                let v = Arc::new(normalized(v));
+                cache.put(text, Arc::clone(&v));
+                *slot = Some(v);
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Past incidents ranked by how well their passages cover the query's (MaxSim, as in late
+/// interaction retrieval — Khattab & Zaharia, "ColBERT", SIGIR 2020 — at the level of
+/// sentences): each query passage counts its best cosine among an incident's passages, and the
+/// incident scores the mean. Best first, with the score, without `exclude_incident`; empty
+/// without an embedder or on a database error (logged).
+pub async fn nearest_by_passages(
+    memory: &Memory,
+    epoch: &str,
+    query: &[Arc<Vec<f32>>],
+    exclude_incident: Option<&str>,
+    limit: usize,
+) -> Vec<(String, f32)> {
+    let Some(embedder) = memory.embedder() else {
+        return Vec::new();
+    };
+    if query.is_empty() {
+        return Vec::new();
+    }
+    let model = embedder.model();
+    let loaded = async {
+        let state = estore::passages_state(memory.pool(), model).await?;
+        let state = (epoch.to_string(), state.0, state.1);
+        let cached = lock(&memory.inner.passage_vectors).clone();
+        if cached.state == state {
+            return Ok::<_, crate::error::AppError>(cached);
+        }
+        let mut incidents: Vec<(String, Vec<Vec<f32>>)> = Vec::new();
+        for (inc, v) in estore::passages(memory.pool(), model).await? {
+            if v.is_empty() {
+                continue;
+            }
+            match incidents.last_mut() {
+                Some((last, vs)) if *last == inc => vs.push(normalized(v)),
+                _ => incidents.push((inc, vec![normalized(v)])),
+            }
+        }
+        let fresh = Arc::new(PassageVectors { state, incidents });
+        *lock(&memory.inner.passage_vectors) = Arc::clone(&fresh);
+        Ok(fresh)
+    }
+    .await;
+    let loaded = match loaded {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(error = %e, "passage recall skipped");
+            return Vec::new();
+        }
+    };
+    let mut scored: Vec<(f32, &String)> = loaded
+        .incidents
+        .iter()
+        .filter(|(i, _)| Some(i.as_str()) != exclude_incident)
+        .map(|(i, passages)| {
+            let sum: f32 = query
+                .iter()
+                .map(|q| {
+                    passages
+                        .iter()
+                        .filter(|p| p.len() == q.len())
+                        .map(|p| dot(p, q))
+                        .fold(f32::MIN, f32::max)
+                        .max(0.0)
+                })
+                .sum();
+            (sum / query.len() as f32, i)
+        })
+        .collect();
+    scored.sort_by(|(a, ia), (b, ib)| b.total_cmp(a).then(ia.cmp(ib)));
+    scored
+        .into_iter()
+        .take(limit)
+        .map(|(c, i)| (i.clone(), c))
+        .collect()
 }
 
 /// The record vectors of the memory's model with every row stored so far.

@@ -46,6 +46,7 @@ pub struct RecallTuning {
 impl RecallTuning {
     /// Names that [`RecallTuning::off`] understands.
     pub const NAMES: &'static [&'static str] = &[
+        "passages",
         "doc_bm25",
         "doc_vector",
         "part_vector",
@@ -112,6 +113,8 @@ struct Inner {
     vectors_refresh: tokio::sync::Mutex<()>,
     /// Incident-document vectors at one state of their table.
     doc_vectors: Mutex<Arc<embeddings::DocVectors>>,
+    /// Incident passage vectors at one state of their table.
+    passage_vectors: Mutex<Arc<embeddings::PassageVectors>>,
     /// Until when a failing embedder is left alone.
     cooldown: Mutex<Option<Instant>>,
     /// Query text → unit vector.
@@ -150,6 +153,7 @@ impl Memory {
                 vectors: Mutex::default(),
                 vectors_refresh: tokio::sync::Mutex::new(()),
                 doc_vectors: Mutex::default(),
+                passage_vectors: Mutex::default(),
                 cooldown: Mutex::new(None),
                 query_vectors: Mutex::new(lru::LruCache::new(capacity)),
                 wake: tokio::sync::Notify::new(),

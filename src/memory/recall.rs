@@ -562,7 +562,8 @@ pub struct IncidentMatch {
     pub incident_id: String,
     /// Fused score (higher is better; comparable within one result only).
     pub score: f64,
-    /// Lists that ranked it: `doc_bm25`, `doc_vector`, `part_vector`, `part_bm25`, `keys`.
+    /// Lists that ranked it: `passages`, `doc_bm25`, `doc_vector`, `part_vector`, `part_bm25`,
+    /// `keys`.
     pub lists: Vec<&'static str>,
     /// Cosine of its document with the query, when embedded.
     pub cosine: Option<f32>,
@@ -573,6 +574,7 @@ const INCIDENT_LIST: usize = 30;
 
 /// Per-list weights of the incident-level fusion (RRF, k = [`INCIDENT_RRF_K`]).
 const INCIDENT_LISTS: &[(&str, f64)] = &[
+    ("passages", 1.0),
     ("doc_bm25", 1.0),
     ("doc_vector", 1.0),
     ("part_vector", 1.0),
@@ -671,6 +673,19 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         ),
         None => (Vec::new(), Vec::new()),
     };
+    // Passage by passage, when the query has more than one (an incident's report and evidence).
+    let query_passages = super::documents::passages_of(&text);
+    let by_passages = if tuning.on("passages") && query_vector.is_some() && query_passages.len() > 1 {
+        match embeddings::text_vectors(memory, &query_passages).await {
+            Some(vs) => {
+                embeddings::nearest_by_passages(memory, index.epoch(), &vs, exclude, INCIDENT_LIST)
+                    .await
+            }
+            None => Vec::new(),
+        }
+    } else {
+        Vec::new()
+    };
     let semantic_list: Vec<(Candidate, f32)> = semantic
         .iter()
         .filter_map(|(id, c)| index.get(*id).map(|e| (e.candidate.clone(), *c)))
@@ -686,6 +701,12 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         incident_lists.push((
             "doc_vector",
             doc_vector.into_iter().map(|(i, c)| (i, Some(c))).collect(),
+        ));
+    }
+    if !by_passages.is_empty() {
+        incident_lists.push((
+            "passages",
+            by_passages.into_iter().map(|(i, c)| (i, Some(c))).collect(),
         ));
     }
     if tuning.on("part_vector") {

@@ -190,3 +190,88 @@ fn floats(blob: &[u8]) -> Option<Vec<f32>> {
             .collect()
     })
 }
+
+/// Incident passages without a vector for `model`, oldest first: `(passage id, text)`, at most
+/// `limit`.
+///
+/// # Errors
+/// Database errors.
+pub async fn missing_passages(
+    pool: &SqlitePool,
+    model: &str,
+    limit: i64,
+) -> AppResult<Vec<(i64, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT p.id, p.text FROM incident_passages p
+         WHERE NOT EXISTS (SELECT 1 FROM incident_passage_embeddings e
+                           WHERE e.passage_id = p.id AND e.model = ?1)
+         ORDER BY p.id LIMIT ?2",
+    )
+    .bind(model)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
+}
+
+/// Stores passage vectors for `model` (`(passage id, vector)`); a passage deleted meanwhile is
+/// skipped.
+///
+/// # Errors
+/// Database errors.
+pub async fn store_passages(
+    pool: &SqlitePool,
+    model: &str,
+    vectors: &[(i64, Vec<f32>)],
+) -> AppResult<()> {
+    let mut tx = super::begin_write(pool).await?;
+    for (id, v) in vectors {
+        let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        sqlx::query(
+            "INSERT OR REPLACE INTO incident_passage_embeddings (passage_id, model, vector)
+             SELECT id, ?2, ?3 FROM incident_passages WHERE id = ?1",
+        )
+        .bind(id)
+        .bind(model)
+        .bind(blob)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Every passage vector of `model` with its incident: `(incident id, vector)`, grouped by
+/// incident.
+///
+/// # Errors
+/// Database errors; [`crate::error::AppError::Internal`] for a blob that is not f32s.
+pub async fn passages(pool: &SqlitePool, model: &str) -> AppResult<Vec<(String, Vec<f32>)>> {
+    let rows: Vec<(String, Vec<u8>)> = sqlx::query_as(
+        "SELECT d.incident_id, e.vector FROM incident_passage_embeddings e
+         JOIN incident_passages p ON p.id = e.passage_id
+         JOIN incident_documents d ON d.id = p.document_id
+         WHERE e.model = ?1 ORDER BY d.incident_id, p.id",
+    )
+    .bind(model)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|(id, blob)| {
+            let v = floats(&blob).ok_or_else(|| corrupt(format!("embedding of a passage of {id}")))?;
+            Ok((id, v))
+        })
+        .collect()
+}
+
+/// The state of the passage vectors of `model`: `(rows, max rowid)`.
+///
+/// # Errors
+/// Database errors.
+pub async fn passages_state(pool: &SqlitePool, model: &str) -> AppResult<(i64, i64)> {
+    Ok(sqlx::query_as(
+        "SELECT count(*), coalesce(max(rowid), 0) FROM incident_passage_embeddings WHERE model = ?1",
+    )
+    .bind(model)
+    .fetch_one(pool)
+    .await?)
+}

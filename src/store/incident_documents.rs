@@ -20,6 +20,8 @@ pub struct DocumentRow {
     pub embed_text: String,
     /// Names the records it was built from; a changed signature means rebuild.
     pub signature: String,
+    /// Passages embedded one by one (evidence lines, report sentences).
+    pub passages: Vec<String>,
 }
 
 /// Incident id → signature of every stored document.
@@ -71,10 +73,14 @@ pub async fn upsert(pool: &SqlitePool, doc: &DocumentRow) -> AppResult<()> {
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query("DELETE FROM incident_document_embeddings WHERE document_id = ?1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+            for sql in [
+                "DELETE FROM incident_document_embeddings WHERE document_id = ?1",
+                "DELETE FROM incident_passage_embeddings WHERE passage_id IN
+                     (SELECT id FROM incident_passages WHERE document_id = ?1)",
+                "DELETE FROM incident_passages WHERE document_id = ?1",
+            ] {
+                sqlx::query(sql).bind(id).execute(&mut *tx).await?;
+            }
             sqlx::query(
                 "UPDATE incident_documents SET service = ?2, text = ?3, embed_text = ?4,
                  signature = ?5, updated_at = ?6 WHERE id = ?1",
@@ -107,6 +113,13 @@ pub async fn upsert(pool: &SqlitePool, doc: &DocumentRow) -> AppResult<()> {
         .bind(&doc.text)
         .execute(&mut *tx)
         .await?;
+    for p in &doc.passages {
+        sqlx::query("INSERT INTO incident_passages (document_id, text) VALUES (?1, ?2)")
+            .bind(id)
+            .bind(p)
+            .execute(&mut *tx)
+            .await?;
+    }
     tx.commit().await?;
     Ok(())
 }
@@ -125,6 +138,9 @@ pub async fn delete(pool: &SqlitePool, incident_id: &str) -> AppResult<()> {
         for sql in [
             "DELETE FROM incident_documents_fts WHERE rowid = ?1",
             "DELETE FROM incident_document_embeddings WHERE document_id = ?1",
+            "DELETE FROM incident_passage_embeddings WHERE passage_id IN
+                 (SELECT id FROM incident_passages WHERE document_id = ?1)",
+            "DELETE FROM incident_passages WHERE document_id = ?1",
             "DELETE FROM incident_documents WHERE id = ?1",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
