@@ -56,3 +56,14 @@ CREATE TABLE incident_passage_embeddings (
     vector     BLOB NOT NULL,
     PRIMARY KEY (passage_id, model)
 );
+
+-- A rule's parts (its ALWAYS, BECAUSE and SCOPE lines) embedded on their own, beside the whole
+-- record's vector: a prescriptive question ("do we still need monitoring if renewal is
+-- automatic?") is close to one part of a rule rather than to all four lines at once.
+CREATE TABLE record_part_embeddings (
+    record_id INTEGER NOT NULL REFERENCES records (id),
+    part      INTEGER NOT NULL,
+    model     TEXT NOT NULL,
+    vector    BLOB NOT NULL,
+    PRIMARY KEY (record_id, part, model)
+);

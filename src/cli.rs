@@ -211,6 +211,10 @@ pub enum EvalCommand {
         /// passages, part_vector, part_bm25, keys, synonyms, negation, load_shape, shared_tags.
         #[arg(long, default_value = "")]
         ablate: String,
+        /// Keep the database after replaying the past incidents at this path and reuse it on
+        /// the next runs (for trying recall settings; delete it when the replay changes).
+        #[arg(long)]
+        replayed: Option<std::path::PathBuf>,
     },
 }
 
@@ -273,11 +277,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         file,
         verbose,
         ablate,
+        replayed,
     })) = &cli.command
     {
         let tuning = crate::memory::RecallTuning::parse_off(ablate).map_err(anyhow::Error::msg)?;
         let embedder = embedder(&cli.serve)?;
-        let report = crate::eval::recall_eval(file, embedder, tuning).await?;
+        let report =
+            crate::eval::recall_eval_with(file, embedder, tuning, replayed.as_deref()).await?;
         if *verbose {
             println!("{report:#}");
         } else {

@@ -171,6 +171,9 @@ pub struct QuestionResult {
     pub rank_all: Option<usize>,
     /// Incidents of recalled lessons, as past ids.
     pub top: Vec<String>,
+    /// The incident-level ranking, then the first recalled records with their lists and
+    /// cosine, to study a miss (printed by `{:#}` for questions whose lesson is not first).
+    pub detail: Vec<String>,
 }
 
 /// The evaluation report.
@@ -230,6 +233,11 @@ impl std::fmt::Display for Report {
                 p.rank_all.map_or("-".to_string(), |r| r.to_string()),
                 p.top.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
             )?;
+            if f.alternate() && p.rank_lessons != Some(1) {
+                for line in &p.detail {
+                    writeln!(f, "    {line}")?;
+                }
+            }
         }
         writeln!(f, "queries           {}", self.query_metrics)?;
         writeln!(f, "queries (hard)    {}", self.hard_metrics)?;
@@ -285,6 +293,22 @@ pub async fn recall_eval(
     embedder: Option<Arc<dyn Embedder>>,
     tuning: RecallTuning,
 ) -> anyhow::Result<Report> {
+    recall_eval_with(path, embedder, tuning, None).await
+}
+
+/// [`recall_eval`], reusing the replayed past incidents of an earlier run: with `replayed`, the
+/// database after replay (and its id map, `replayed.map.json`) is written there on the first run
+/// and copied from there on the next ones, so trying recall settings does not replay the set
+/// each time. Only for sets and code whose replay is unchanged.
+///
+/// # Errors
+/// As [`recall_eval`]; I/O errors of `replayed`.
+pub async fn recall_eval_with(
+    path: impl AsRef<Path>,
+    embedder: Option<Arc<dyn Embedder>>,
+    tuning: RecallTuning,
+    replayed: Option<&Path>,
+) -> anyhow::Result<Report> {
     let path = path.as_ref();
     let raw =
         std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
@@ -295,28 +319,54 @@ pub async fn recall_eval(
         .prefix("incidentmind-eval-")
         .tempdir()?;
     let db = dir.path().join("eval.db");
+    let map_path = replayed.map(|r| r.with_extension("map.json"));
+    let reused: Option<HashMap<String, String>> = match (replayed, &map_path) {
+        (Some(r), Some(m)) if r.exists() && m.exists() => {
+            std::fs::copy(r, &db)?;
+            Some(serde_json::from_str(&std::fs::read_to_string(m)?)?)
+        }
+        _ => None,
+    };
     let pool = store::connect(&db.to_string_lossy()).await?;
     let memory = Memory::with_tuning(pool.clone(), embedder, tuning);
-    let report = run(&memory, &set).await;
+    let report = run(&memory, &set, reused, replayed.zip(map_path.as_deref())).await;
     pool.close().await;
     report
 }
 
-async fn run(memory: &Memory, set: &EvalSet) -> anyhow::Result<Report> {
+async fn run(
+    memory: &Memory,
+    set: &EvalSet,
+    reused: Option<HashMap<String, String>>,
+    save: Option<(&Path, &Path)>,
+) -> anyhow::Result<Report> {
     let pool = memory.pool();
     let started = Instant::now();
     let (responder, reviewer) = sample::history_users(pool).await?;
-    let mut inc_to_past: HashMap<String, String> = HashMap::new();
     let mut past_to_inc: HashMap<String, String> = HashMap::new();
-    for p in &set.past {
-        let id = sample::replay(memory, p, &responder, &reviewer)
-            .await
-            .map_err(|e| anyhow::anyhow!("replaying {}: {e}", p.id))?;
-        inc_to_past.insert(id.to_string(), p.id.clone());
-        past_to_inc.insert(p.id.clone(), id.to_string());
+    if let Some(map) = reused {
+        past_to_inc = map;
+    } else {
+        for p in &set.past {
+            let id = sample::replay(memory, p, &responder, &reviewer)
+                .await
+                .map_err(|e| anyhow::anyhow!("replaying {}: {e}", p.id))?;
+            past_to_inc.insert(p.id.clone(), id.to_string());
+        }
+        // What the memory worker does after Learn in `serve`: documents and vectors, now.
+        embeddings::catch_up(memory).await?;
+        if let Some((db, map)) = save {
+            sqlx::query("VACUUM INTO ?1")
+                .bind(db.to_string_lossy().to_string())
+                .execute(pool)
+                .await?;
+            std::fs::write(map, serde_json::to_string(&past_to_inc)?)?;
+        }
     }
-    // What the memory worker does after Learn in `serve`: documents and vectors, now.
-    embeddings::catch_up(memory).await?;
+    let inc_to_past: HashMap<String, String> = past_to_inc
+        .iter()
+        .map(|(p, i)| (i.clone(), p.clone()))
+        .collect();
     let label = |inc: &String| {
         inc_to_past
             .get(inc)
@@ -423,7 +473,31 @@ async fn run(memory: &Memory, set: &EvalSet) -> anyhow::Result<Report> {
                 .map(|r| r.memory.incident_id.as_deref()),
         );
         let expected_inc = past_to_inc.get(&p.expected);
+        let mut detail: Vec<String> = res
+            .incidents
+            .iter()
+            .take(5)
+            .map(|m| {
+                format!(
+                    "incident {} {:.4} lists={}",
+                    label(&m.incident_id),
+                    m.score,
+                    m.lists.join("+")
+                )
+            })
+            .collect();
+        detail.extend(res.results.iter().take(8).map(|r| {
+            format!(
+                "{} {} {:.4} lists={} cos={}",
+                r.memory.incident_id.as_ref().map_or("-".to_string(), label),
+                r.memory.kind.as_str(),
+                r.score,
+                r.why.lists.join("+"),
+                r.why.cosine.map_or("-".into(), |c| format!("{c:.3}"))
+            )
+        }));
         prescriptive.push(QuestionResult {
+            detail,
             id: p.id.clone(),
             expected: p.expected.clone(),
             rank_lessons: rank_of(&lessons, expected_inc),

@@ -211,6 +211,9 @@ pub struct VectorSet {
     epoch: String,
     vectors: HashMap<i64, Vec<f32>>,
     last: i64,
+    /// Rules' part vectors (ALWAYS, BECAUSE, SCOPE), by record.
+    parts: HashMap<i64, Vec<Vec<f32>>>,
+    last_part: i64,
 }
 
 /// Incident-document vectors for one model: `(incident id, unit vector)`, at one state of the
@@ -332,6 +335,26 @@ pub async fn backfill(memory: &Memory, limit: i64) -> Result<usize, BackfillErro
         let vectors = embed_all(embedder.as_ref(), texts).await?;
         let rows: Vec<(i64, Vec<f32>)> = ids.into_iter().zip(vectors).collect();
         estore::store_passages(pool, &model, &rows).await?;
+        stored += rows.len();
+    }
+    let parts = estore::missing_parts(pool, &model, limit).await?;
+    if !parts.is_empty() {
+        let mut keys = Vec::new();
+        let mut texts = Vec::new();
+        for (id, fields) in parts {
+            for (n, f) in fields.into_iter().enumerate() {
+                // An empty part still gets a row (an empty vector), so the rule is done.
+                keys.push((id, n as i64));
+                texts.push(f);
+            }
+        }
+        let vectors = embed_all(embedder.as_ref(), texts).await?;
+        let rows: Vec<(i64, i64, Vec<f32>)> = keys
+            .into_iter()
+            .zip(vectors)
+            .map(|((id, n), v)| (id, n, v))
+            .collect();
+        estore::store_parts(pool, &model, &rows).await?;
         stored += rows.len();
     }
     let todo = estore::missing(pool, &model, limit).await?;
@@ -602,6 +625,23 @@ async fn record_vectors(memory: &Memory, epoch: &str, model: &str) -> AppResult<
             break;
         }
     }
+    loop {
+        let rows = estore::parts_since(memory.pool(), model, set.last_part, READ_BATCH).await?;
+        let Some(&(last, _, _)) = rows.last() else {
+            break;
+        };
+        let full = rows.len() as i64 == READ_BATCH;
+        let s = Arc::make_mut(&mut set);
+        for (_, id, v) in rows {
+            if !v.is_empty() {
+                s.parts.entry(id).or_default().push(normalized(v));
+            }
+        }
+        s.last_part = last;
+        if !full {
+            break;
+        }
+    }
     *lock(&memory.inner.vectors) = Arc::clone(&set);
     Ok(set)
 }
@@ -636,7 +676,15 @@ pub async fn nearest_records(
             if exclude_incident.is_some() && e.incident_id.as_deref() == exclude_incident {
                 return None;
             }
-            Some((dot(v, query), *id))
+            // A rule is as close as its closest part (the whole, or its ALWAYS, BECAUSE or
+            // SCOPE line on its own).
+            let best_part = set.parts.get(id).map_or(f32::MIN, |ps| {
+                ps.iter()
+                    .filter(|p| p.len() == query.len())
+                    .map(|p| dot(p, query))
+                    .fold(f32::MIN, f32::max)
+            });
+            Some((dot(v, query).max(best_part), *id))
         })
         .collect();
     scored.sort_by(|(a, ia), (b, ib)| b.total_cmp(a).then(ib.cmp(ia)));

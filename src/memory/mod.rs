@@ -56,6 +56,7 @@ impl RecallTuning {
         "negation",
         "load_shape",
         "shared_tags",
+        "incident_prior",
     ];
 
     /// Parses a comma-separated list of names to turn off.

@@ -569,6 +569,9 @@ pub struct IncidentMatch {
     pub cosine: Option<f32>,
 }
 
+/// Weight of the incident-level ranking as a list at the record level (see [`recall`]).
+const INCIDENT_PRIOR: f64 = 1.0;
+
 /// Candidates each incident-level list contributes.
 const INCIDENT_LIST: usize = 30;
 
@@ -763,6 +766,22 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
                 .collect(),
             1.0,
         );
+    }
+    // A record inherits its incident's relevance: the incident-level ranking is one more list at
+    // the record level, each record at its incident's rank.
+    if tuning.on("incident_prior") && !fused.is_empty() {
+        let rank_of: HashMap<&str, usize> = incidents
+            .iter()
+            .enumerate()
+            .map(|(r, m)| (m.incident_id.as_str(), r))
+            .collect();
+        for f in fused.values_mut() {
+            let inc = index.get(f.candidate.id).and_then(|e| e.incident_id.as_deref());
+            if let Some(r) = inc.and_then(|i| rank_of.get(i)) {
+                f.rrf += INCIDENT_PRIOR / (INCIDENT_RRF_K + *r as f64 + 1.0);
+                f.lists.push("incident");
+            }
+        }
     }
     if fused.is_empty() {
         return Ok(RecallResult {

@@ -275,3 +275,88 @@ pub async fn passages_state(pool: &SqlitePool, model: &str) -> AppResult<(i64, i
     .fetch_one(pool)
     .await?)
 }
+
+/// Parts of durable, non-retracted rules (lessons and runbooks with ALWAYS / BECAUSE / SCOPE)
+/// without vectors for `model`: `(record id, [always, because, scope])`, oldest first, at most
+/// `limit` records.
+///
+/// # Errors
+/// Database errors.
+pub async fn missing_parts(
+    pool: &SqlitePool,
+    model: &str,
+    limit: i64,
+) -> AppResult<Vec<(i64, [String; 3])>> {
+    let rows: Vec<(i64, String, String, String)> = sqlx::query_as(
+        "SELECT r.id, coalesce(r.rule_always, ''), coalesce(r.rule_because, ''),
+                coalesce(r.rule_scope, '')
+         FROM records r
+         WHERE r.validation != 'retracted' AND r.rule_always IS NOT NULL
+           AND r.kind IN (SELECT value FROM json_each(?1))
+           AND NOT EXISTS (SELECT 1 FROM record_part_embeddings e
+                           WHERE e.record_id = r.id AND e.model = ?2)
+         ORDER BY r.id LIMIT ?3",
+    )
+    .bind(durable_kinds_json())
+    .bind(model)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|(id, a, b, c)| (id, [a, b, c])).collect())
+}
+
+/// Stores part vectors for `model`: `(record id, part number, vector)`; a record deleted
+/// meanwhile is skipped.
+///
+/// # Errors
+/// Database errors.
+pub async fn store_parts(
+    pool: &SqlitePool,
+    model: &str,
+    vectors: &[(i64, i64, Vec<f32>)],
+) -> AppResult<()> {
+    let mut tx = super::begin_write(pool).await?;
+    for (id, part, v) in vectors {
+        let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        sqlx::query(
+            "INSERT OR REPLACE INTO record_part_embeddings (record_id, part, model, vector)
+             SELECT id, ?2, ?3, ?4 FROM records WHERE id = ?1",
+        )
+        .bind(id)
+        .bind(part)
+        .bind(model)
+        .bind(blob)
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Part vectors of `model` stored after row `after`: `(rowid, record id, vector)` in rowid
+/// order, at most `limit`.
+///
+/// # Errors
+/// Database errors; [`crate::error::AppError::Internal`] for a blob that is not f32s.
+pub async fn parts_since(
+    pool: &SqlitePool,
+    model: &str,
+    after: i64,
+    limit: i64,
+) -> AppResult<Vec<(i64, i64, Vec<f32>)>> {
+    let rows: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT rowid, record_id, vector FROM record_part_embeddings
+         WHERE model = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3",
+    )
+    .bind(model)
+    .bind(after)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|(rowid, id, blob)| {
+            let v = floats(&blob).ok_or_else(|| corrupt(format!("part embedding of record {id}")))?;
+            Ok((rowid, id, v))
+        })
+        .collect()
+}
