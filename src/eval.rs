@@ -403,6 +403,27 @@ async fn run(
         let (obs, tags) = investigation::incident_tags(pool, &incident).await?;
         let input = investigation::analyst_input(memory, incident, obs, tags).await?;
         let mut detail = vec![format!("tags: {}", input.failure_modes.join(", "))];
+        let ranked = investigation::recall_for_incident(
+            memory,
+            &input.incident,
+            &input.observations,
+            &input.failure_modes,
+            12,
+        )
+        .await?;
+        detail.extend(ranked.incidents.iter().take(4).map(|m| {
+            format!(
+                "incident {} {:.4} lists={}",
+                label(&m.incident_id),
+                m.score,
+                m.lists
+                    .iter()
+                    .zip(&m.ranks)
+                    .map(|(l, r)| format!("{l}@{r}"))
+                    .collect::<Vec<_>>()
+                    .join("+")
+            )
+        }));
         detail.extend(input.recalled.iter().map(|r| {
             format!(
                 "{} {} {:.4} lists={} tags={} terms={}",

@@ -23,7 +23,7 @@ struct Floors {
 }
 
 /// Longest a run may take on this machine (2 cores, debug build with optimised model crates).
-const MAX_SECONDS: f64 = 240.0;
+const MAX_SECONDS: f64 = 400.0;
 
 async fn report_of(set: &str) -> Option<Report> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(set);
@@ -90,13 +90,14 @@ async fn recall_on_the_hard_development_set_stays_above_its_floors() {
     if let Some(report) = report_of("../shared/data/recall-dev-hard.json").await {
         check(
             &report,
+            // Measured 2026-12-01: 0.944 / 0.972 / 0.875 / 1.000 / 1.000 / 0.971.
             &Floors {
-                hit1: 0.0,
-                mrr: 0.0,
-                hard_hit1: 0.0,
-                prescriptive_hit1: 0.0,
-                prescriptive_hit3: 0.0,
-                must_warn: 0.0,
+                hit1: 0.93,
+                mrr: 0.96,
+                hard_hit1: 0.85,
+                prescriptive_hit1: 0.97,
+                prescriptive_hit3: 1.0,
+                must_warn: 0.95,
             },
         );
     }
@@ -107,13 +108,14 @@ async fn recall_on_the_regression_set_stays_above_its_floors() {
     if let Some(report) = report_of("../shared/data/recall-dev.json").await {
         check(
             &report,
+            // Measured 2026-12-01: 0.967 / 0.983 / 1.000 / 0.933 / 1.000 / 1.000.
             &Floors {
-                hit1: 0.0,
-                mrr: 0.0,
-                hard_hit1: 0.0,
-                prescriptive_hit1: 0.0,
-                prescriptive_hit3: 0.0,
-                must_warn: 0.0,
+                hit1: 0.95,
+                mrr: 0.97,
+                hard_hit1: 0.95,
+                prescriptive_hit1: 0.9,
+                prescriptive_hit3: 1.0,
+                must_warn: 1.0,
             },
         );
     }

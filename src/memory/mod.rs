@@ -55,7 +55,6 @@ impl RecallTuning {
         "synonyms",
         "negation",
         "load_shape",
-        "shared_tags",
         "incident_prior",
     ];
 

@@ -565,6 +565,8 @@ pub struct IncidentMatch {
     /// Lists that ranked it: `passages`, `doc_bm25`, `doc_vector`, `part_vector`, `part_bm25`,
     /// `keys`.
     pub lists: Vec<&'static str>,
+    /// Its 1-based rank in each of `lists`, in the same order.
+    pub ranks: Vec<usize>,
     /// Cosine of its document with the query, when embedded.
     pub cosine: Option<f32>,
 }
@@ -603,10 +605,12 @@ fn fuse_incidents(lists: Vec<(&'static str, Vec<(String, Option<f32>)>)>) -> Vec
                 incident_id: id,
                 score: 0.0,
                 lists: Vec::new(),
+                ranks: Vec::new(),
                 cosine: None,
             });
             e.score += weight / (INCIDENT_RRF_K + rank as f64 + 1.0);
             e.lists.push(name);
+            e.ranks.push(rank + 1);
             if name == "doc_vector" {
                 e.cosine = cosine;
             }

@@ -330,8 +330,7 @@ pub async fn recall_for_incident(
         ..Default::default()
     };
     let mut result = recall::recall(memory, &q).await?;
-    let boost = memory.tuning().on("shared_tags");
-    incidents_first(&mut result.results, &result.incidents, tags, boost);
+    incidents_first(&mut result.results, &result.incidents);
     // At most PER_INCIDENT records of one past incident are shown, so rules and dead ends of
     // the next incidents still fit.
     let mut shown: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
@@ -383,56 +382,21 @@ const INCIDENT_POOL: usize = 40;
 /// Records of one past incident shown at most on an incident page.
 const PER_INCIDENT: usize = 4;
 
-/// Raise of a past incident's similarity per specific failure mode it shares with this incident.
-const SHARED_TAG_BOOST: f64 = 0.15;
-
 /// Orders recall results for an incident page by past incident, most similar first: the
-/// incident-level ranking of recall ([`IncidentMatch`], documents and parts fused by rank).
-/// With `boost`, an incident's fused score is raised by [`SHARED_TAG_BOOST`] for each specific
-/// failure mode (not in [`GENERIC_TAGS`]) that its recalled records share with `tags`, this
-/// incident's tags (the structured keys tell look-alike incidents apart: a leak shares
-/// `connection_leak` and `connection_pool_exhausted` with another leak, only the latter with a
-/// traffic surge). Records of one incident keep their order; records of no incident (notes,
-/// runbooks) come after the [`SIMILAR_INCIDENTS`] most similar incidents, and records of
-/// incidents the ranking does not hold last. Stable, and only reorders.
-pub fn incidents_first(
-    results: &mut [Recalled],
-    incidents: &[IncidentMatch],
-    tags: &[String],
-    boost: bool,
-) {
-    let mut shared: std::collections::HashMap<&str, BTreeSet<&str>> =
-        std::collections::HashMap::new();
-    for r in results.iter() {
-        if let Some(i) = r.memory.incident_id.as_deref() {
-            shared.entry(i).or_default().extend(
-                r.memory
-                    .failure_modes
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|t| tags.iter().any(|q| q == t) && !GENERIC_TAGS.contains(t)),
-            );
-        }
-    }
-    let mut ranked: Vec<(f64, &str)> = incidents
-        .iter()
-        .map(|m| {
-            let n = shared.get(m.incident_id.as_str()).map_or(0, BTreeSet::len);
-            let raise = if boost {
-                1.0 + SHARED_TAG_BOOST * n as f64
-            } else {
-                1.0
-            };
-            (m.score * raise, m.incident_id.as_str())
-        })
-        .collect();
-    ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(b.1)));
-    let position: std::collections::HashMap<String, f64> = ranked
+/// incident-level ranking of recall ([`IncidentMatch`]: documents, passages and parts fused by
+/// rank). Records of one incident keep their order; records of no incident (notes, runbooks)
+/// come after the [`SIMILAR_INCIDENTS`] most similar incidents, and records of incidents the
+/// ranking does not hold last. Stable, and only reorders.
+///
+/// (An earlier boost per shared failure-mode tag was removed: on `recall-dev-hard.json` it moved
+/// hit@1 from 0.944 down to 0.889.)
+pub fn incidents_first(results: &mut [Recalled], incidents: &[IncidentMatch]) {
+    let position: std::collections::HashMap<&str, f64> = incidents
         .iter()
         .enumerate()
-        .map(|(p, (_, i))| ((*i).to_string(), p as f64))
+        .map(|(p, m)| (m.incident_id.as_str(), p as f64))
         .collect();
-    let key = |r: &Recalled| match r.memory.incident_id.as_ref() {
+    let key = |r: &Recalled| match r.memory.incident_id.as_deref() {
         Some(i) => position.get(i).copied().unwrap_or(f64::MAX),
         None => SIMILAR_INCIDENTS as f64 - 0.5,
     };
@@ -1309,6 +1273,7 @@ mod tests {
             incident_id: id.into(),
             score,
             lists: vec!["doc_vector"],
+            ranks: vec![1],
             cosine: None,
         }
     }
@@ -1324,34 +1289,9 @@ mod tests {
             recalled(5, Some(a), 0.3, &[], Why::default()),
         ];
         let ranking = [matched(a, 0.3), matched(b, 0.2), matched(c, 0.1)];
-        incidents_first(&mut results, &ranking, &[], true);
+        incidents_first(&mut results, &ranking);
         // A's records in their own order, then B, then the note, then C.
         assert_eq!(ids(&results), vec![3, 5, 1, 2, 4]);
-    }
-
-    #[test]
-    fn a_shared_specific_failure_mode_lifts_an_incident_and_a_generic_one_does_not() {
-        let tags = vec!["connection_leak".to_string(), "timeout".to_string()];
-        let (a, b) = ("INC-2026-0001", "INC-2026-0002");
-        let results = vec![
-            recalled(1, Some(a), 0.5, &["timeout"], Why::default()),
-            recalled(2, Some(b), 0.5, &["connection_leak"], Why::default()),
-        ];
-        let ranking = [matched(a, 0.21), matched(b, 0.2)];
-        let mut lifted = results.clone();
-        incidents_first(&mut lifted, &ranking, &tags, true);
-        assert_eq!(ids(&lifted), vec![2, 1]);
-        // Without the boost the fused ranking stands.
-        let mut plain = results.clone();
-        incidents_first(&mut plain, &ranking, &tags, false);
-        assert_eq!(ids(&plain), vec![1, 2]);
-        // Both share only a generic tag: the ranking stands.
-        let mut generic = vec![
-            recalled(1, Some(a), 0.5, &["timeout"], Why::default()),
-            recalled(2, Some(b), 0.5, &["timeout"], Why::default()),
-        ];
-        incidents_first(&mut generic, &ranking, &tags, true);
-        assert_eq!(ids(&generic), vec![1, 2]);
     }
 
     #[test]
