@@ -27,6 +27,35 @@
 
 use std::collections::HashMap;
 
+/// Hasher for keys that are already hashes (the exact-match cache): passes the `u64` through.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BuildIdHash;
+
+/// See [`BuildIdHash`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8 | self.0 >> 56) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+impl std::hash::BuildHasher for BuildIdHash {
+    type Hasher = IdHasher;
+    fn build_hasher(&self) -> IdHasher {
+        IdHasher(0)
+    }
+}
+
 /// Template token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TTok {
@@ -68,6 +97,31 @@ impl Tokens {
         self.spans[i].2
     }
 
+    /// 64-bit hash of the masked tokens (text and boundaries), for the exact-match cache: two
+    /// messages with the same hash have the same masked form (up to hash collisions, about
+    /// 2^-64 per pair).
+    pub fn hash(&self) -> u64 {
+        const K: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut h: u64 = self.spans.len() as u64;
+        let b = self.buf.as_bytes();
+        let mut chunks = b.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            h = (h ^ u64::from_le_bytes(w)).wrapping_mul(K).rotate_left(29);
+        }
+        let mut w = [0u8; 8];
+        let rest = chunks.remainder();
+        w[..rest.len()].copy_from_slice(rest);
+        h = (h ^ u64::from_le_bytes(w) ^ ((rest.len() as u64) << 59))
+            .wrapping_mul(K)
+            .rotate_left(29);
+        for &(_, e, f) in &self.spans {
+            h = (h ^ (e as u64) ^ ((f as u64) << 40)).wrapping_mul(K).rotate_left(23);
+        }
+        h ^ (h >> 32)
+    }
+
     /// Tokenize `text` on ASCII whitespace (at most `max_tokens`) and mask variables.
     pub fn fill(&mut self, text: &str, max_tokens: usize) {
         self.buf.clear();
@@ -84,6 +138,7 @@ impl Tokens {
             while i < b.len() && !b[i].is_ascii_whitespace() {
                 i += 1;
             }
+            i = quoted_end(b, s, i);
             let tok = &text[s..i];
             let start = self.buf.len() as u32;
             let flags = mask_token(tok, &mut self.buf);
@@ -146,9 +201,116 @@ fn is_date_name(t: &str) -> bool {
     t.len() == 3 && NAMES.contains(&t)
 }
 
+/// Index of the opening quote of a quoted value in the token `b[s..e]`: at the start (after
+/// opening brackets) or right after `key=`.
+fn quote_open(b: &[u8], s: usize, e: usize) -> Option<usize> {
+    let mut p = s;
+    while p < e && matches!(b[p], b'(' | b'[' | b'{' | b'<') {
+        p += 1;
+    }
+    if p < e && (b[p] == b'"' || b[p] == b'\'') {
+        return Some(p);
+    }
+    let eq = s + b[s..e].iter().position(|&c| c == b'=')?;
+    (eq + 1 < e && b[eq + 1] == b'"').then_some(eq + 1)
+}
+
+#[inline]
+fn after_quote_ok(b: &[u8], j: usize) -> bool {
+    match b.get(j) {
+        None => true,
+        Some(&c) => c.is_ascii_whitespace() || CLOSE.contains(&c) || matches!(c, b')' | b']' | b'}'),
+    }
+}
+
+/// A quoted value that spans several whitespace-separated words (`request: "GET /a HTTP/1.1",`,
+/// `msg="slow query"`) is one token: returns the end of the word holding the closing quote, or
+/// `e` when the token is not an unclosed quote (at most 512 bytes are searched).
+fn quoted_end(b: &[u8], s: usize, e: usize) -> usize {
+    let Some(p) = quote_open(b, s, e) else {
+        return e;
+    };
+    let q = b[p];
+    let limit = b.len().min(p + 512);
+    let mut j = p + 1;
+    while j < limit {
+        if b[j] == q && after_quote_ok(b, j + 1) {
+            if j < e {
+                return e;
+            }
+            let mut k = j + 1;
+            while k < b.len() && !b[k].is_ascii_whitespace() {
+                k += 1;
+            }
+            return k;
+        }
+        j += 1;
+    }
+    e
+}
+
+/// Mask a quoted value: `"anything"` → `"<*>"` (keeping brackets, `key=` and trailing
+/// punctuation), unless it is a key (`"method":`) or empty. Returns flags, or `None` when the token
+/// holds no such quote.
+fn mask_quoted(tok: &str, out: &mut String) -> Option<u8> {
+    let b = tok.as_bytes();
+    let p = quote_open(b, 0, b.len())?;
+    let q = b[p];
+    let c = p + 1 + b[p + 1..].iter().rposition(|&x| x == q)?;
+    if c <= p + 1 || !b[c + 1..].iter().all(|x| CLOSE.contains(x) || b")]}".contains(x)) {
+        return None;
+    }
+    if b.get(c + 1) == Some(&b':') && p == 0 {
+        return None; // a quoted key
+    }
+    out.push_str(&tok[..p + 1]);
+    out.push_str("<*>");
+    out.push_str(&tok[c..]);
+    Some(F_MASKED)
+}
+
+/// `[v6 or v4 address]` with an optional `:port` and trailing punctuation (`[2001:db8::1]:443,`).
+fn bracket_host(b: &[u8]) -> Option<usize> {
+    if b.first() != Some(&b'[') {
+        return None;
+    }
+    let close = b.iter().position(|&c| c == b']')?;
+    let inner = &b[1..close];
+    if inner.len() < 2
+        || !inner.contains(&b':') && !inner.contains(&b'.')
+        || !inner
+            .iter()
+            .all(|c| c.is_ascii_hexdigit() || matches!(c, b':' | b'.' | b'%'))
+        || !inner.iter().any(u8::is_ascii_digit)
+    {
+        return None;
+    }
+    let mut i = close + 1;
+    if b.get(i) == Some(&b':') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+        while i < b.len() && b[i].is_ascii_digit() {
+            i += 1;
+        }
+    }
+    b[i..].iter().all(|c| CLOSE.contains(c)).then_some(i)
+}
+
+/// A URL (`scheme://…`) or an absolute path with at least two separators (`/var/lib/x`): a
+/// parameter even without digits.
+fn path_like(core: &[u8]) -> bool {
+    if core.len() < 4 || !core.iter().all(|&c| core_char(c) || matches!(c, b'?' | b'&' | b'=' | b'~' | b'%')) {
+        return false;
+    }
+    if core.windows(3).any(|w| w == b"://") {
+        return true;
+    }
+    core[0] == b'/' && core.iter().filter(|&&c| c == b'/').count() >= 2 && core[1] != b'/'
+}
+
 #[inline]
 fn core_char(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, b'.' | b':' | b'/' | b'-' | b'_' | b'+' | b'#' | b',')
+    c.is_ascii_alphanumeric()
+        || matches!(c, b'.' | b':' | b'/' | b'-' | b'_' | b'+' | b'#' | b',' | b'%')
 }
 
 /// Is `core` (already stripped of outer punctuation) a variable as a whole?
@@ -199,10 +361,25 @@ const CLOSE: &[u8] = b")]}>'\",;:.!?";
 /// Mask one token into `out`; returns flags.
 fn mask_token(tok: &str, out: &mut String) -> u8 {
     let b = tok.as_bytes();
-    // fast path: no digit and no dot → literal (host names need dots)
-    if !b.iter().any(|c| c.is_ascii_digit() || *c == b'.') {
+    let (mut digit, mut dot, mut quote, mut slash) = (false, false, false, false);
+    for &c in b {
+        digit |= c.is_ascii_digit();
+        dot |= c == b'.';
+        quote |= c == b'"' || c == b'\'';
+        slash |= c == b'/';
+    }
+    if quote && let Some(f) = mask_quoted(tok, out) {
+        return f;
+    }
+    // fast path: no digit, dot or slash → literal (host names need dots, paths slashes)
+    if !digit && !dot && !slash {
         out.push_str(tok);
         return 0;
+    }
+    if digit && let Some(end) = bracket_host(b) {
+        out.push_str("<*>");
+        out.push_str(&tok[end..]);
+        return if end == b.len() { F_MASKED | F_WILD } else { F_MASKED };
     }
     let mut s = 0;
     while s < b.len() && OPEN.contains(&b[s]) {
@@ -213,7 +390,7 @@ fn mask_token(tok: &str, out: &mut String) -> u8 {
         e -= 1;
     }
     let core = &b[s..e];
-    if whole_variable(core) {
+    if whole_variable(core) || (slash && path_like(core)) {
         out.push_str(&tok[..s]);
         out.push_str("<*>");
         out.push_str(&tok[e..]);
@@ -319,6 +496,8 @@ pub struct Cluster {
     /// Template tokens.
     pub tokens: Vec<TTok>,
     variants: HashMap<Box<[u8]>, u32>,
+    /// The group this one was merged into (itself while alive).
+    into: u32,
 }
 
 impl Cluster {
@@ -364,6 +543,14 @@ pub struct DrainConfig {
     /// Maximum number of templates (variants) ever created; unmatched messages beyond it are
     /// counted as overflow.
     pub max_clusters: usize,
+    /// Variable depth: a token holding a variable does not make a tree layer (the message is
+    /// routed by its first `depth - 2` *constant* tokens, so the depth of a leaf varies with the
+    /// message) instead of going to a `<*>` child as in Drain's fixed-depth tree.
+    pub variable_depth: bool,
+    /// Template merging: when a group's template generalises, groups of the same length whose
+    /// templates now agree everywhere except where one has `<*>` (and agree on at least
+    /// `sim_threshold` of the positions where either has a constant) become one group.
+    pub merge: bool,
 }
 
 impl Default for DrainConfig {
@@ -373,6 +560,8 @@ impl Default for DrainConfig {
             sim_threshold: 0.7,
             max_children: 100,
             max_clusters: 5_000,
+            variable_depth: true,
+            merge: true,
         }
     }
 }
@@ -407,7 +596,12 @@ pub struct Drain {
     variants: Vec<Variant>,
     merges: Vec<(u32, u32)>,
     key: Vec<u8>,
+    /// Live groups by token count, for template merging.
+    by_len: HashMap<usize, Vec<u32>>,
 }
+
+/// Groups of one length compared when a template generalises (the most recent ones).
+const MERGE_SCAN: usize = 256;
 
 const WILD_KEY: &str = "<*>";
 
@@ -421,6 +615,7 @@ impl Drain {
             variants: Vec::new(),
             merges: Vec::new(),
             key: Vec::new(),
+            by_len: HashMap::new(),
         }
     }
 
@@ -447,7 +642,18 @@ impl Drain {
         let prefix = self.cfg.depth.saturating_sub(2).min(n);
         let max_children = self.cfg.max_children;
         let mut node = self.roots.entry(n).or_default();
-        for i in 0..prefix {
+        let mut next = 0;
+        for _ in 0..prefix {
+            if self.cfg.variable_depth {
+                while next < n && toks.flags(next) & F_MASKED != 0 {
+                    next += 1;
+                }
+                if next >= n {
+                    break;
+                }
+            }
+            let i = next;
+            next += 1;
             let t = toks.tok(i);
             let key = if toks.flags(i) & F_MASKED != 0 {
                 WILD_KEY
@@ -466,12 +672,16 @@ impl Drain {
             node = node.children.get_mut(key).expect("child exists");
         }
         let mut best: Option<(u32, f64, usize)> = None;
-        for &cid in &node.clusters {
-            let c = &self.clusters[cid as usize];
+        for cid in node.clusters.iter_mut() {
+            while self.clusters[*cid as usize].into != *cid {
+                *cid = self.clusters[*cid as usize].into;
+            }
+            let cid = &*cid;
+            let c = &self.clusters[*cid as usize];
             if let Some((sim, wild)) = similarity(c, toks)
                 && best.is_none_or(|(_, bs, bw)| sim > bs || (sim == bs && wild > bw))
             {
-                best = Some((cid, sim, wild));
+                best = Some((*cid, sim, wild));
             }
         }
         let cid = match best {
@@ -493,8 +703,10 @@ impl Drain {
                 self.clusters.push(Cluster {
                     tokens,
                     variants: HashMap::new(),
+                    into: id,
                 });
                 node.clusters.push(id);
+                self.by_len.entry(n).or_default().push(id);
                 id
             }
         };
@@ -563,6 +775,16 @@ impl Drain {
                 }
             }
         }
+        let mut cid = cid;
+        if !saturated.is_empty() && self.cfg.merge {
+            cid = self.merge_similar(cid);
+            for (k, t) in self.key.iter_mut().zip(&self.clusters[cid as usize].tokens) {
+                if *t == TTok::Wild {
+                    *k = NO_VALUE;
+                }
+            }
+        }
+        let c = &mut self.clusters[cid as usize];
         if let Some(&id) = c.variants.get(self.key.as_slice()) {
             return AddResult::Template { id, new: false };
         }
@@ -575,6 +797,117 @@ impl Drain {
         self.variants.push(Variant { cluster: cid, key });
         AddResult::Template { id, new: true }
     }
+}
+
+impl Drain {
+    /// Template merging (see [`DrainConfig::merge`]): fold every compatible group of the same
+    /// length into `cid`'s group (or `cid` into an older one). Returns the surviving group.
+    fn merge_similar(&mut self, cid: u32) -> u32 {
+        let n = self.clusters[cid as usize].tokens.len();
+        let Some(list) = self.by_len.get(&n) else {
+            return cid;
+        };
+        let others: Vec<u32> = list
+            .iter()
+            .rev()
+            .take(MERGE_SCAN)
+            .copied()
+            .filter(|&o| o != cid)
+            .collect();
+        let mut keep = cid;
+        for o in others {
+            if self.clusters[o as usize].into != o
+                || !compatible(
+                    &self.clusters[keep as usize].tokens,
+                    &self.clusters[o as usize].tokens,
+                    self.cfg.sim_threshold,
+                )
+            {
+                continue;
+            }
+            let (a, b) = if o < keep { (o, keep) } else { (keep, o) };
+            self.fold(a, b);
+            keep = a;
+        }
+        if let Some(list) = self.by_len.get_mut(&n) {
+            let clusters = &self.clusters;
+            list.retain(|&x| clusters[x as usize].into == x);
+        }
+        keep
+    }
+
+    /// Fold group `b` into group `a` (compatible templates): positions where either has `<*>`,
+    /// or where their categorical values differ, become `<*>`; `b`'s variants are re-keyed into
+    /// `a`, and variants that collide are recorded in `merges`.
+    fn fold(&mut self, a: u32, b: u32) {
+        let bt = std::mem::take(&mut self.clusters[b as usize].tokens);
+        let bv = std::mem::take(&mut self.clusters[b as usize].variants);
+        self.clusters[b as usize].into = a;
+        let n = bt.len();
+        let mut wild = vec![false; n];
+        {
+            let at = &mut self.clusters[a as usize].tokens;
+            for i in 0..n {
+                let w = match (&at[i], &bt[i]) {
+                    (TTok::Wild, _) | (_, TTok::Wild) => true,
+                    (TTok::Lit(x), TTok::Lit(y)) => x != y,
+                    (TTok::Cat(x), TTok::Cat(y)) => x != y,
+                    _ => true,
+                };
+                if w && at[i] != TTok::Wild {
+                    at[i] = TTok::Wild;
+                    wild[i] = true;
+                } else if w {
+                    wild[i] = true;
+                }
+            }
+        }
+        let old = std::mem::take(&mut self.clusters[a as usize].variants);
+        let mut entries: Vec<(Box<[u8]>, u32)> = old.into_iter().chain(bv).collect();
+        entries.sort_by_key(|e| e.1);
+        let mut fresh: HashMap<Box<[u8]>, u32> = HashMap::new();
+        for (mut k, vid) in entries {
+            for (i, w) in wild.iter().enumerate() {
+                if *w {
+                    k[i] = NO_VALUE;
+                }
+            }
+            match fresh.get(&k) {
+                Some(&keep) => self.merges.push((keep, vid)),
+                None => {
+                    self.variants[vid as usize] = Variant {
+                        cluster: a,
+                        key: k.clone(),
+                    };
+                    fresh.insert(k, vid);
+                }
+            }
+        }
+        self.clusters[a as usize].variants = fresh;
+    }
+}
+
+/// Two templates of one length are compatible when every position is equal or `<*>` on one side
+/// and the equal constants are at least `st` of the positions where either side is constant.
+fn compatible(a: &[TTok], b: &[TTok], st: f64) -> bool {
+    let mut equal = 0usize;
+    let mut constant = 0usize;
+    for (x, y) in a.iter().zip(b) {
+        match (x, y) {
+            (TTok::Wild, TTok::Wild) => {}
+            (TTok::Wild, _) | (_, TTok::Wild) => constant += 1,
+            (TTok::Lit(p), TTok::Lit(q)) if p == q => {
+                equal += 1;
+                constant += 1;
+            }
+            (TTok::Cat(p), TTok::Cat(q)) if p == q => {
+                equal += 1;
+                constant += 1;
+            }
+            _ => return false,
+        }
+    }
+    constant > 0 && equal as f64 >= st * constant as f64
 }
 
 /// Two unmasked `key=value` tokens with the same key (`user=root` vs `user=guest`): a candidate

@@ -121,6 +121,8 @@ pub enum LogFormat {
     Json,
     /// logfmt key=value.
     Logfmt,
+    /// A header layout learned from the paste itself (see [`super::header`]).
+    Learned,
     /// Anything else.
     Plain,
 }
@@ -139,6 +141,7 @@ impl LogFormat {
             LogFormat::Klog => "klog",
             LogFormat::Json => "json",
             LogFormat::Logfmt => "logfmt",
+            LogFormat::Learned => "learned",
             LogFormat::Plain => "plain",
         }
     }
@@ -215,6 +218,16 @@ impl LineParser {
         Some(ns)
     }
 
+    /// Epoch nanoseconds of a scanned [`time::Stamp`]: year-less stamps take the reference year
+    /// (with the Dec → Jan roll-over of the module doc); a time of day alone gives `None`.
+    pub fn stamp_ns(&mut self, st: time::Stamp) -> Option<i64> {
+        match st {
+            time::Stamp::Abs(ns) | time::Stamp::Date(ns) => Some(ns),
+            time::Stamp::YearLess(mo, d, sod, nanos) => self.yearless(mo, d, sod, nanos),
+            time::Stamp::TimeOfDay(_) => None,
+        }
+    }
+
     /// Parse with a preferred shape first, then the generic dispatcher.
     pub fn parse<'a>(&mut self, line: &'a str, preferred: Option<LogFormat>) -> ParsedLine<'a> {
         if let Some(f) = preferred
@@ -264,7 +277,7 @@ impl LineParser {
             LogFormat::Klog => self.klog(line),
             LogFormat::Json => json(line),
             LogFormat::Logfmt => logfmt(line),
-            LogFormat::Plain => Some(plain(line)),
+            LogFormat::Plain | LogFormat::Learned => Some(plain(line)),
         }
     }
 
