@@ -191,8 +191,31 @@ fn print_row(r: &Row) {
     );
 }
 
+/// With `--misses NAME`, print the distinct (predicted, expected) template pairs that differ.
+fn show_misses(name: &str, texts: &[String], truth: &Truth) {
+    let want = std::env::args().skip_while(|a| a != "--misses").nth(1);
+    if want.as_deref() != Some(name) {
+        return;
+    }
+    let mut seen: HashMap<(String, String), usize> = HashMap::new();
+    for (p, t) in texts.iter().zip(&truth.templates) {
+        let (p, t) = (normalize(p), normalize(t));
+        if p != t {
+            *seen.entry((p, t)).or_default() += 1;
+        }
+    }
+    let mut v: Vec<_> = seen.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1));
+    for ((p, t), n) in v.iter().take(40) {
+        eprintln!("{n:>5}  got  {p}\n       want {t}");
+    }
+}
+
 fn evaluate(name: &str, text: &str, orig: Option<Truth>, corr: Option<Truth>, mb: usize) -> Row {
     let (ids, texts, format, templates) = mine(text);
+    if let Some(t) = corr.as_ref().or(orig.as_ref()) {
+        show_misses(name, &texts, t);
+    }
     let ga = orig.as_ref().map(|t| grouping_accuracy(&ids, &t.ids));
     let pa = orig.as_ref().map(|t| parsing_accuracy(&texts, &t.templates));
     let ga_corr = corr.as_ref().map(|t| grouping_accuracy(&ids, &t.ids));
@@ -255,7 +278,7 @@ fn main() {
     // Compile the signature catalogue once up front so timings show steady-state throughput.
     let _ = incidentmind::evidence::catalogue();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().is_some_and(|a| !a.starts_with("--")) {
+    if args.first().is_some_and(|a| !a.starts_with("--") && a != "--misses") {
         single(&args);
         return;
     }

@@ -130,19 +130,58 @@ impl Tokens {
         let mut i = 0;
         let mut dates = false;
         while i < b.len() && self.spans.len() < max_tokens {
-            if b[i].is_ascii_whitespace() {
+            if CLASS[b[i] as usize] & C_SPACE != 0 {
                 i += 1;
                 continue;
             }
+            // one scan finds the token's end and which kinds of byte it holds
             let s = i;
-            while i < b.len() && !b[i].is_ascii_whitespace() {
+            let mut cls = 0u8;
+            while i < b.len() {
+                let c = CLASS[b[i] as usize];
+                if c & C_SPACE != 0 {
+                    break;
+                }
+                cls |= c;
                 i += 1;
             }
-            i = quoted_end(b, s, i);
-            let tok = &text[s..i];
+            if cls & C_QUOTE != 0 {
+                let e = quoted_end(b, s, i);
+                if e != i {
+                    for &c in &b[i..e] {
+                        cls |= CLASS[c as usize];
+                    }
+                    i = e;
+                }
+            }
             let start = self.buf.len() as u32;
-            let flags = mask_token(tok, &mut self.buf);
-            dates |= flags == 0 && is_date_name(tok);
+            // A timestamp inside the message (`at Fri Jun 17 07:07:00 2005`) is one variable,
+            // however many words its layout takes.
+            if (cls & C_DIGIT != 0 && b[s].is_ascii_digit()
+                || (i - s == 3 && is_date_name(&text[s..i])))
+                && let Some((_, used)) = super::time::scan_stamp(&b[s..])
+                && s + used > i
+            {
+                let se = s + used;
+                i = se;
+                while i < b.len() && CLASS[b[i] as usize] & C_SPACE == 0 {
+                    i += 1;
+                }
+                self.buf.push_str("<*>");
+                self.buf.push_str(&text[se..i]);
+                let f = if se == i { F_MASKED | F_WILD } else { F_MASKED };
+                self.spans.push((start, self.buf.len() as u32, f));
+                continue;
+            }
+            let tok = &text[s..i];
+            let flags = if cls & C_SPECIAL == 0 && b[s] != b'[' {
+                // letters and plain punctuation only: a constant
+                self.buf.push_str(tok);
+                0
+            } else {
+                mask_token(tok, cls, &mut self.buf)
+            };
+            dates |= flags == 0 && i - s <= 4 && is_date_name(tok);
             self.spans.push((start, self.buf.len() as u32, flags));
         }
         if dates {
@@ -200,6 +239,34 @@ fn is_date_name(t: &str) -> bool {
     let t = t.trim_end_matches(',');
     t.len() == 3 && NAMES.contains(&t)
 }
+
+const C_SPACE: u8 = 1;
+const C_DIGIT: u8 = 2;
+const C_DOT: u8 = 4;
+const C_QUOTE: u8 = 8;
+const C_SLASH: u8 = 16;
+/// Bytes that can make a token (part of) a variable.
+const C_SPECIAL: u8 = C_DIGIT | C_DOT | C_QUOTE | C_SLASH;
+
+/// Byte classes for the tokenizer (one table lookup per byte).
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    t[b' ' as usize] = C_SPACE;
+    t[b'\t' as usize] = C_SPACE;
+    t[b'\n' as usize] = C_SPACE;
+    t[b'\r' as usize] = C_SPACE;
+    t[0x0c] = C_SPACE;
+    let mut d = b'0';
+    while d <= b'9' {
+        t[d as usize] = C_DIGIT;
+        d += 1;
+    }
+    t[b'.' as usize] = C_DOT;
+    t[b'"' as usize] = C_QUOTE;
+    t[b'\'' as usize] = C_QUOTE;
+    t[b'/' as usize] = C_SLASH;
+    t
+};
 
 /// Index of the opening quote of a quoted value in the token `b[s..e]`: at the start (after
 /// opening brackets) or right after `key=`.
@@ -260,8 +327,8 @@ fn mask_quoted(tok: &str, out: &mut String) -> Option<u8> {
     if c <= p + 1 || !b[c + 1..].iter().all(|x| CLOSE.contains(x) || b")]}".contains(x)) {
         return None;
     }
-    if b.get(c + 1) == Some(&b':') && p == 0 {
-        return None; // a quoted key
+    if b.get(c + 1) == Some(&b':') {
+        return None; // a quoted key (`"method":`, `{"id":`)
     }
     out.push_str(&tok[..p + 1]);
     out.push_str("<*>");
@@ -281,7 +348,7 @@ fn bracket_host(b: &[u8]) -> Option<usize> {
         || !inner
             .iter()
             .all(|c| c.is_ascii_hexdigit() || matches!(c, b':' | b'.' | b'%'))
-        || !inner.iter().any(u8::is_ascii_digit)
+        || !inner.iter().any(u8::is_ascii_digit) && !inner.windows(2).any(|w| w == b"::")
     {
         return None;
     }
@@ -359,27 +426,30 @@ const OPEN: &[u8] = b"([{<'\"";
 const CLOSE: &[u8] = b")]}>'\",;:.!?";
 
 /// Mask one token into `out`; returns flags.
-fn mask_token(tok: &str, out: &mut String) -> u8 {
+fn mask_token(tok: &str, cls: u8, out: &mut String) -> u8 {
     let b = tok.as_bytes();
-    let (mut digit, mut dot, mut quote, mut slash) = (false, false, false, false);
-    for &c in b {
-        digit |= c.is_ascii_digit();
-        dot |= c == b'.';
-        quote |= c == b'"' || c == b'\'';
-        slash |= c == b'/';
-    }
+    let digit = cls & C_DIGIT != 0;
+    let dot = cls & C_DOT != 0;
+    let quote = cls & C_QUOTE != 0;
+    let slash = cls & C_SLASH != 0;
     if quote && let Some(f) = mask_quoted(tok, out) {
         return f;
     }
-    // fast path: no digit, dot or slash → literal (host names need dots, paths slashes)
-    if !digit && !dot && !slash {
+    // fast path: no digit, dot, slash or `[` → literal (host names need dots, paths slashes)
+    if !digit && !dot && !slash && b.first() != Some(&b'[') {
         out.push_str(tok);
         return 0;
     }
-    if digit && let Some(end) = bracket_host(b) {
-        out.push_str("<*>");
+    if let Some(end) = bracket_host(b) {
+        // `[addr]:port` is one socket address; a bare `[addr]` keeps its brackets
+        let port = b[..end].last() != Some(&b']');
+        out.push_str(if port { "<*>" } else { "[<*>]" });
         out.push_str(&tok[end..]);
-        return if end == b.len() { F_MASKED | F_WILD } else { F_MASKED };
+        return if port && end == b.len() {
+            F_MASKED | F_WILD
+        } else {
+            F_MASKED
+        };
     }
     let mut s = 0;
     while s < b.len() && OPEN.contains(&b[s]) {
@@ -442,7 +512,12 @@ fn mask_token(tok: &str, out: &mut String) -> u8 {
                 has_digit |= b[i].is_ascii_digit();
                 i += 1;
             }
-            if has_digit {
+            let run = &b[rs..i];
+            // letters then one digit inside a token are a name too (`jk2_init`, `md5sum`)
+            let name = run.len() >= 3
+                && run[run.len() - 1].is_ascii_digit()
+                && run[..run.len() - 1].iter().all(u8::is_ascii_alphabetic);
+            if has_digit && !name {
                 if !out[start..].ends_with("<*>") {
                     out.push_str("<*>");
                 }
@@ -723,7 +798,7 @@ impl Drain {
             let k = match &mut c.tokens[i] {
                 TTok::Wild => NO_VALUE,
                 TTok::Lit(l) => {
-                    if l.ends_with("=<*>") && (**l == *t || matches_key_wild(l, t)) {
+                    if l.contains("<*>") && (**l == *t || matches_key_wild(l, t)) {
                         NO_VALUE
                     } else if **l == *t {
                         0
@@ -921,25 +996,55 @@ fn same_key(a: &str, b: &str) -> bool {
     }
 }
 
-/// Generalise a position: `key=<*>` when both tokens are non-empty `key=value` fields with the
-/// same key (the key is a constant of the format), else `<*>`.
+/// Generalise a position where two tokens differ: keep what they share around the variable part,
+/// a `key=` of `key=value` fields and the punctuation before and after (`(a.net)` / `(b.org)` →
+/// `(<*>)`, `alice:` / `bob:` → `<*>:`, `id=7]` / `id=9]` → `id=<*>]`); `<*>` when nothing is
+/// shared.
 fn key_wild(a: &str, b: &str) -> TTok {
-    match (a.split_once('='), b.split_once('=')) {
+    let pre = match (a.split_once('='), b.split_once('=')) {
         (Some((ka, va)), Some((kb, vb)))
             if ka == kb && !ka.is_empty() && !va.is_empty() && !vb.is_empty() =>
         {
-            TTok::Lit(format!("{ka}=<*>").into())
+            ka.len() + 1
         }
-        _ => TTok::Wild,
+        _ => 0,
+    };
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    let punct = |c: u8| !c.is_ascii_alphanumeric() && c != b'<' && c != b'>' && c != b'*';
+    let mut p = pre;
+    while p < x.len() && p < y.len() && x[p] == y[p] && punct(x[p]) {
+        p += 1;
     }
+    let mut q = 0;
+    while q + p < x.len()
+        && q + p < y.len()
+        && x[x.len() - 1 - q] == y[y.len() - 1 - q]
+        && punct(x[x.len() - 1 - q])
+    {
+        q += 1;
+    }
+    // Something must vary between the shared parts; an empty middle (`()`, `""`) is allowed
+    // only inside a closing part, never for `key=` (an absent field is another format).
+    let empty_ok = q > 0;
+    let room = |len: usize| p + q < len || (empty_ok && p + q == len);
+    if p + q == 0 || !room(x.len()) || !room(y.len()) || (p + q == x.len() && p + q == y.len()) {
+        return TTok::Wild;
+    }
+    TTok::Lit(format!("{}<*>{}", &a[..p], &a[a.len() - q..]).into())
 }
 
-/// Template `key=<*>` against a message token `key=value` (non-empty value).
+/// A template token with one `<*>` hole and constant text around it (`key=<*>`, `(<*>)`)
+/// against a message token that has that text around something non-empty.
 fn matches_key_wild(l: &str, t: &str) -> bool {
-    match l.strip_suffix("<*>") {
-        Some(k) if k.ends_with('=') && k.len() > 1 => t.len() > k.len() && t.starts_with(k),
-        _ => false,
-    }
+    let Some(i) = l.find("<*>") else {
+        return false;
+    };
+    let (pre, suf) = (&l[..i], &l[i + 3..]);
+    !suf.contains("<*>")
+        && pre.len() + suf.len() > 0
+        && (t.len() > pre.len() + suf.len() || (!suf.is_empty() && t.len() == pre.len() + suf.len()))
+        && t.starts_with(pre)
+        && t.ends_with(suf)
 }
 
 /// `key=` (empty field) against `key=<value>`: the field is absent in one message, a different

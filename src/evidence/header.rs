@@ -208,8 +208,12 @@ pub enum Col {
     Bracket,
     /// A level word or letter (any single token is accepted; its level is read when it is one).
     Level,
-    /// Any single token.
+    /// Any single token (a word column between strong ones).
     Tok,
+    /// A number, an id with a digit, or a separator. A line whose token there is a plain word
+    /// still fits: the word is taken as part of the header unless this is the last column (then
+    /// it is the first word of the message: `2812#2812: signal process started`).
+    Var,
 }
 
 /// A header layout learned from sample lines.
@@ -241,12 +245,20 @@ impl Layout {
         let mut at = 0;
         let mut stamp: Option<Stamp> = None;
         let mut level = None;
-        for col in &self.cols {
+        for (ci, col) in self.cols.iter().enumerate() {
             let s = skip_blanks(b, at);
             if s >= b.len() {
                 return None;
             }
             match col {
+                Col::Var => {
+                    let e = token_end(b, s);
+                    let t = &b[s..e];
+                    let fits = t.iter().any(u8::is_ascii_digit) || t.iter().all(u8::is_ascii_punctuation);
+                    if fits || ci + 1 < self.cols.len() {
+                        at = e;
+                    }
+                }
                 Col::Tok => {
                     if b[s] == b'[' {
                         at = bracket_end(b, s)?;
@@ -372,6 +384,7 @@ fn learn_group(rows: &[&[FieldKind]], anchored: bool) -> Option<Layout> {
             anchor_end = Some(end);
         } else if tok >= need {
             cols.push(Col::Tok);
+            let last = cols.len() - 1;
             let comp = count(&|k| k == FieldKind::Comp);
             let strong = count(&|k| matches!(k, FieldKind::Num | FieldKind::Id | FieldKind::Sep));
             let sep = count(&|k| k == FieldKind::Sep);
@@ -382,6 +395,7 @@ fn learn_group(rows: &[&[FieldKind]], anchored: bool) -> Option<Layout> {
             // After words, only a separator closes a header run: a number or id there is more
             // likely a parameter of the message (`request 42 served`).
             if strong >= need && (words == 0 || sep >= need) {
+                cols[last] = Col::Var;
                 end = j + 1;
                 words = 0;
             } else {
@@ -444,7 +458,7 @@ mod tests {
         let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
         let ls = learn(&refs, false);
         assert_eq!(ls.len(), 1, "{ls:?}");
-        assert_eq!(ls[0].cols, vec![Col::Tok, Col::Tok, Col::Time, Col::Level]);
+        assert_eq!(ls[0].cols, vec![Col::Var, Col::Var, Col::Time, Col::Level]);
         let a = ls[0].apply(&lines[5]).unwrap();
         assert_eq!(a.level, Some(Level::Warn));
         assert_eq!(&lines[5][a.content..], "worker 5 finished batch 10");
