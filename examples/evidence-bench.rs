@@ -18,7 +18,11 @@
 //!   collapsed to one `<*>`).
 //! - `orig` is the `*_structured.csv` ground truth, `corr` the corrected one
 //!   (`*_structured_corrected.csv.gz`, read with the system `gzip`; skipped when absent).
-//! - MB/s: the sample repeated to 20 MB, fed line by line, one run, including layout learning.
+//! - MB/s: the sample repeated to 20 MB, fed line by line, including layout learning; best of
+//!   three runs.
+//! - A first table repeats GA/PA with the known-shape fast paths off, so the header of every
+//!   shared system must be learned from the paste: a check of the learner on layouts with ground
+//!   truth.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -125,12 +129,20 @@ fn parsing_accuracy(pred: &[String], truth: &[String]) -> f64 {
 }
 
 /// Run the extractor over `text`, returning per-line template ids and texts, format, templates.
-fn mine(text: &str) -> (Vec<u32>, Vec<String>, String, usize) {
-    let mut x = LogExtractor::new().record_template_ids(true);
+/// `fast`: known-shape fast paths on (off: every header must be learned).
+fn mine(text: &str, fast: bool) -> (Vec<u32>, Vec<String>, String, usize) {
+    let mut x = LogExtractor::new()
+        .fast_paths(fast)
+        .record_template_ids(true);
     for line in text.lines() {
         x.push_line(line);
     }
     let ids = x.template_ids();
+    if std::env::args().any(|a| a == "--layouts") {
+        for (f, l) in x.learned_layouts() {
+            eprintln!("layout for {}: {l:?}", f.as_str());
+        }
+    }
     let names: HashMap<u32, String> = x.templates().into_iter().map(|(i, t, _)| (i, t)).collect();
     let texts = ids
         .iter()
@@ -140,7 +152,12 @@ fn mine(text: &str) -> (Vec<u32>, Vec<String>, String, usize) {
     (ids, texts, e.format, e.templates)
 }
 
-/// MB/s over `sample` repeated to `mb` MB (fed line by line, one run).
+/// Runs per throughput figure; the fastest is reported (the machine is shared, so slower runs
+/// measure the neighbours).
+const RUNS: usize = 3;
+
+/// MB/s over `sample` repeated to `mb` MB (fed line by line; best of [`RUNS`] runs, each a fresh
+/// extractor that learns its layouts again).
 fn throughput(sample: &str, mb: usize) -> f64 {
     let mut big = String::with_capacity(mb * 1_000_000 + sample.len() + 1);
     while big.len() < mb * 1_000_000 {
@@ -149,15 +166,18 @@ fn throughput(sample: &str, mb: usize) -> f64 {
             big.push('\n');
         }
     }
-    let t0 = Instant::now();
-    let mut x = LogExtractor::new();
-    for line in big.lines() {
-        x.push_line(line);
+    let mut best = f64::INFINITY;
+    for _ in 0..RUNS {
+        let t0 = Instant::now();
+        let mut x = LogExtractor::new();
+        for line in big.lines() {
+            x.push_line(line);
+        }
+        let e = x.finish();
+        best = best.min(t0.elapsed().as_secs_f64());
+        std::hint::black_box(e);
     }
-    let e = x.finish();
-    let secs = t0.elapsed().as_secs_f64();
-    std::hint::black_box(e);
-    big.len() as f64 / 1e6 / secs.max(1e-9)
+    big.len() as f64 / 1e6 / best.max(1e-9)
 }
 
 struct Row {
@@ -212,7 +232,7 @@ fn show_misses(name: &str, texts: &[String], truth: &Truth) {
 }
 
 fn evaluate(name: &str, text: &str, orig: Option<Truth>, corr: Option<Truth>, mb: usize) -> Row {
-    let (ids, texts, format, templates) = mine(text);
+    let (ids, texts, format, templates) = mine(text, true);
     if let Some(t) = corr.as_ref().or(orig.as_ref()) {
         show_misses(name, &texts, t);
     }
@@ -231,6 +251,26 @@ fn evaluate(name: &str, text: &str, orig: Option<Truth>, corr: Option<Truth>, mb
         pa_corr,
         mbps: throughput(text, mb),
     }
+}
+
+/// GA and PA (corrected) with the fast paths off: the header of every line must be learned.
+fn unseen_layout(name: &str, text: &str, corr: Option<&Truth>) -> String {
+    let (ids, texts, format, templates) = mine(text, false);
+    let (ga, pa) = match corr {
+        Some(t) => (
+            Some(grouping_accuracy(&ids, &t.ids)),
+            Some(parsing_accuracy(&texts, &t.templates)),
+        ),
+        None => (None, None),
+    };
+    format!(
+        "{:<16} {:>6} {:>5} {:>7} {:>7}  {format}",
+        name,
+        ids.len(),
+        templates,
+        fmt(ga),
+        fmt(pa)
+    )
 }
 
 fn shared_dir() -> PathBuf {
@@ -285,6 +325,7 @@ fn main() {
     let mb = 20;
     let mut rows = Vec::new();
     let mut mix_parts: Vec<String> = Vec::new();
+    let mut unseen: Vec<String> = Vec::new();
     let dir = shared_dir().join("loghub");
     let mut systems: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|rd| {
@@ -308,6 +349,7 @@ fn main() {
         };
         let orig = read_truth(&d.join(format!("{name}_2k.log_structured.csv")));
         let corr = read_truth(&d.join(format!("{name}_2k.log_structured_corrected.csv.gz")));
+        unseen.push(unseen_layout(&name, &text, corr.as_ref()));
         rows.push(evaluate(&name, &text, orig, corr, mb));
         mix_parts.push(text);
     }
@@ -331,6 +373,11 @@ fn main() {
         };
         // Our own labels are written in the corrected style: they fill both columns.
         let truth = p.with_extension("templates.csv");
+        unseen.push(unseen_layout(
+            &format!("own:{name}"),
+            &text,
+            read_truth(&truth).as_ref(),
+        ));
         rows.push(evaluate(
             &format!("own:{name}"),
             &text,
@@ -339,6 +386,15 @@ fn main() {
             mb,
         ));
     }
+    println!("fast paths off (each header learned from the paste, as for an unknown layout):");
+    println!(
+        "{:<16} {:>6} {:>5} {:>7} {:>7}  format",
+        "system", "lines", "tpls", "GA corr", "PA corr"
+    );
+    for u in &unseen {
+        println!("{u}");
+    }
+    println!();
     rows.sort_by(|a, b| {
         let key = |r: &Row| r.ga.unwrap_or(f64::INFINITY);
         key(a).total_cmp(&key(b))

@@ -232,12 +232,23 @@ impl Tokens {
 }
 
 fn is_date_name(t: &str) -> bool {
-    const NAMES: [&str; 19] = [
-        "Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun", "Jan", "Feb", "Mar", "Apr", "May", "Jun",
-        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    const fn k(n: &[u8; 3]) -> u32 {
+        (n[0] as u32) << 16 | (n[1] as u32) << 8 | n[2] as u32
+    }
+    let b = t.as_bytes();
+    let b = match b {
+        [x, y, z] | [x, y, z, b','] => [*x, *y, *z],
+        _ => return false,
+    };
+    if !b[0].is_ascii_uppercase() {
+        return false;
+    }
+    const NAMES: [u32; 19] = [
+        k(b"Mon"), k(b"Tue"), k(b"Wed"), k(b"Thu"), k(b"Fri"), k(b"Sat"), k(b"Sun"),
+        k(b"Jan"), k(b"Feb"), k(b"Mar"), k(b"Apr"), k(b"May"), k(b"Jun"), k(b"Jul"),
+        k(b"Aug"), k(b"Sep"), k(b"Oct"), k(b"Nov"), k(b"Dec"),
     ];
-    let t = t.trim_end_matches(',');
-    t.len() == 3 && NAMES.contains(&t)
+    NAMES.contains(&k(&b))
 }
 
 const C_SPACE: u8 = 1;

@@ -267,12 +267,18 @@ impl Layout {
                     }
                 }
                 Col::Level => {
-                    let e = token_end(b, s);
-                    let f = next_field(line, s)?;
-                    if f.level.is_some() {
-                        level = f.level;
+                    if b[s] == b'[' {
+                        let f = next_field(line, s)?;
+                        level = level.or(f.level);
                         at = f.end;
                     } else {
+                        let e = token_end(b, s);
+                        let l = if e == s + 1 {
+                            letter_level(b[s])
+                        } else {
+                            Level::parse(&line[s..e])
+                        };
+                        level = level.or(l);
                         at = e;
                     }
                 }

@@ -67,6 +67,13 @@ impl Level {
         if w.len() < 3 || w.len() > 9 {
             return None;
         }
+        // quick reject on the first letter (most words of a line are not levels)
+        if !matches!(
+            w.as_bytes()[0] | 0x20,
+            b't' | b'd' | b'i' | b'n' | b'w' | b'e' | b's' | b'c' | b'a' | b'f' | b'p'
+        ) {
+            return None;
+        }
         let mut buf = [0u8; 9];
         for (i, c) in w.bytes().enumerate() {
             buf[i] = c.to_ascii_lowercase();

@@ -290,6 +290,7 @@ pub struct LogExtractor {
     parser: LineParser,
     preferred: Option<LogFormat>,
     preferred_checked: bool,
+    fast: bool,
     votes: Vec<(LogFormat, u64)>,
     drain: Drain,
     toks: Tokens,
@@ -344,6 +345,7 @@ impl LogExtractor {
             parser,
             preferred: None,
             preferred_checked: false,
+            fast: true,
             votes: Vec::new(),
             drain: Drain::new(DrainConfig {
                 max_clusters: MAX_TEMPLATES,
@@ -365,6 +367,14 @@ impl LogExtractor {
             layouts: Vec::new(),
             cache: Default::default(),
         }
+    }
+
+    /// Turn the known-shape fast paths of [`logs`] off (`false`): every line is then read as
+    /// `plain` and its header must be learned (see [`header`]). For evaluating how the learner
+    /// does on layouts it has no parser for; the default is on.
+    pub fn fast_paths(mut self, on: bool) -> Self {
+        self.fast = on;
+        self
     }
 
     /// Record the template id of every line (for grouping-accuracy benchmarks). Memory then grows
@@ -458,7 +468,11 @@ impl LogExtractor {
             if l.trim().is_empty() {
                 continue;
             }
-            let p = parser.parse_any(l);
+            let p = if self.fast {
+                parser.parse_any(l)
+            } else {
+                parser.parse(l, Some(LogFormat::Plain))
+            };
             let std::borrow::Cow::Borrowed(c) = p.content else {
                 continue;
             };
@@ -495,7 +509,11 @@ impl LogExtractor {
         }
         // Over-long lines: only the head takes part in parsing.
         let head = truncate_bytes(line, 64 * 1024);
-        let p = self.parser.parse(head, self.preferred);
+        let p = if self.fast {
+            self.parser.parse(head, self.preferred)
+        } else {
+            self.parser.parse(head, Some(LogFormat::Plain))
+        };
         let mut format = p.format;
         let mut ts = p.ts;
         let mut level = p.level;
@@ -673,6 +691,13 @@ impl LogExtractor {
             merged.push(last);
         }
         k.ranges = merged;
+    }
+
+    /// Header layouts learned from the first lines (see [`header`]), each with the fast-path
+    /// shape whose remaining content it applies to (`plain`: the whole line).
+    pub fn learned_layouts(&mut self) -> Vec<(LogFormat, Layout)> {
+        self.end_sample();
+        self.layouts.clone()
     }
 
     /// Number of live templates so far.

@@ -57,26 +57,29 @@ pub fn month_abbrev(b: &[u8]) -> Option<u32> {
     if b.len() < 3 {
         return None;
     }
-    let m = [
-        b[0].to_ascii_lowercase(),
-        b[1].to_ascii_lowercase(),
-        b[2].to_ascii_lowercase(),
+    // one integer compare per month instead of byte-string matches
+    let k = u32::from(b[0] | 0x20) << 16 | u32::from(b[1] | 0x20) << 8 | u32::from(b[2] | 0x20);
+    const fn m(n: &[u8; 3]) -> u32 {
+        (n[0] as u32) << 16 | (n[1] as u32) << 8 | n[2] as u32
+    }
+    const MONTHS: [u32; 12] = [
+        m(b"jan"),
+        m(b"feb"),
+        m(b"mar"),
+        m(b"apr"),
+        m(b"may"),
+        m(b"jun"),
+        m(b"jul"),
+        m(b"aug"),
+        m(b"sep"),
+        m(b"oct"),
+        m(b"nov"),
+        m(b"dec"),
     ];
-    Some(match &m {
-        b"jan" => 1,
-        b"feb" => 2,
-        b"mar" => 3,
-        b"apr" => 4,
-        b"may" => 5,
-        b"jun" => 6,
-        b"jul" => 7,
-        b"aug" => 8,
-        b"sep" => 9,
-        b"oct" => 10,
-        b"nov" => 11,
-        b"dec" => 12,
-        _ => return None,
-    })
+    if !b[..3].iter().all(u8::is_ascii_alphabetic) {
+        return None;
+    }
+    MONTHS.iter().position(|&x| x == k).map(|i| i as u32 + 1)
 }
 
 /// Fraction after `.` or `,`: returns (nanoseconds, bytes consumed including the separator).
