@@ -28,6 +28,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use incidentmind::evidence::drain::DrainConfig;
 use incidentmind::evidence::{LogExtractor, NO_TEMPLATE, csv};
 
 /// Ground truth of one sample: per line, event id and template.
@@ -131,8 +132,20 @@ fn parsing_accuracy(pred: &[String], truth: &[String]) -> f64 {
 /// Run the extractor over `text`, returning per-line template ids and texts, format, templates.
 /// `fast`: known-shape fast paths on (off: every header must be learned).
 fn mine(text: &str, fast: bool) -> (Vec<u32>, Vec<String>, String, usize) {
+    mine_with(text, fast, true, DrainConfig::default())
+}
+
+/// [`mine`] with header learning and Drain parameters chosen (ablation).
+fn mine_with(
+    text: &str,
+    fast: bool,
+    learn: bool,
+    cfg: DrainConfig,
+) -> (Vec<u32>, Vec<String>, String, usize) {
     let mut x = LogExtractor::new()
         .fast_paths(fast)
+        .learn_headers(learn)
+        .drain_config(cfg)
         .record_template_ids(true);
     for line in text.lines() {
         x.push_line(line);
@@ -314,11 +327,42 @@ fn single(args: &[String]) {
     print_row(&r);
 }
 
+/// `--ablate`: GA / PA (corrected) of each system with one mechanism turned off at a time.
+fn ablate(samples: &[(String, String, Truth)]) {
+    let base = DrainConfig::default();
+    let variants: [(&str, bool, bool, DrainConfig); 6] = [
+        ("full", true, true, base),
+        ("no-learning", true, false, base),
+        ("fixed-depth", true, true, DrainConfig { variable_depth: false, ..base }),
+        ("no-merge", true, true, DrainConfig { merge: false, ..base }),
+        ("fast-off", false, true, base),
+        ("fast-off+no-learning", false, false, base),
+    ];
+    println!("ablation: GA corr / PA corr");
+    print!("{:<22}", "");
+    for (name, _, _) in samples {
+        print!(" {:>15}", name);
+    }
+    println!();
+    for (label, fast, learn, cfg) in variants {
+        print!("{label:<22}");
+        for (_, text, truth) in samples {
+            let (ids, texts, _, _) = mine_with(text, fast, learn, cfg);
+            print!(
+                " {:>7.4}/{:<7.4}",
+                grouping_accuracy(&ids, &truth.ids),
+                parsing_accuracy(&texts, &truth.templates)
+            );
+        }
+        println!();
+    }
+}
+
 fn main() {
     // Compile the signature catalogue once up front so timings show steady-state throughput.
     let _ = incidentmind::evidence::catalogue();
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().is_some_and(|a| !a.starts_with("--") && a != "--misses") {
+    if args.first().is_some_and(|a| !a.starts_with("--")) {
         single(&args);
         return;
     }
@@ -326,6 +370,7 @@ fn main() {
     let mut rows = Vec::new();
     let mut mix_parts: Vec<String> = Vec::new();
     let mut unseen: Vec<String> = Vec::new();
+    let mut for_ablation: Vec<(String, String, Truth)> = Vec::new();
     let dir = shared_dir().join("loghub");
     let mut systems: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|rd| {
@@ -350,6 +395,10 @@ fn main() {
         let orig = read_truth(&d.join(format!("{name}_2k.log_structured.csv")));
         let corr = read_truth(&d.join(format!("{name}_2k.log_structured_corrected.csv.gz")));
         unseen.push(unseen_layout(&name, &text, corr.as_ref()));
+        if let Some(c) = read_truth(&d.join(format!("{name}_2k.log_structured_corrected.csv.gz")))
+        {
+            for_ablation.push((name.clone(), text.clone(), c));
+        }
         rows.push(evaluate(&name, &text, orig, corr, mb));
         mix_parts.push(text);
     }
@@ -378,6 +427,9 @@ fn main() {
             &text,
             read_truth(&truth).as_ref(),
         ));
+        if let Some(t) = read_truth(&truth) {
+            for_ablation.push((format!("own:{name}"), text.clone(), t));
+        }
         rows.push(evaluate(
             &format!("own:{name}"),
             &text,
@@ -385,6 +437,10 @@ fn main() {
             read_truth(&truth),
             mb,
         ));
+    }
+    if std::env::args().any(|a| a == "--ablate") {
+        ablate(&for_ablation);
+        return;
     }
     println!("fast paths off (each header learned from the paste, as for an unknown layout):");
     println!(

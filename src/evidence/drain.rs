@@ -2,28 +2,48 @@
 //!
 //! Drain: P. He, J. Zhu, Z. Zheng, M. R. Lyu, "Drain: An Online Log Parsing Approach with Fixed
 //! Depth Tree", ICWS 2017. A message is split into tokens; the tree routes it by token count, then
-//! by its first `depth - 2` tokens (tokens holding a variable go to the `<*>` child; a node with
-//! `max_children` children sends new tokens to `<*>` too); the leaf holds log groups and the message
-//! joins the most similar group when `similar tokens / token count >= sim_threshold`, turning the
-//! differing positions into `<*>`; otherwise it starts a new group.
+//! by its first `depth - 2` tokens (a node with `max_children` children sends new tokens to `<*>`);
+//! the leaf holds log groups and the message joins the most similar group when `similar tokens /
+//! token count >= sim_threshold`, turning the differing positions into `<*>`; otherwise it starts
+//! a new group. Two steps of the Drain family are added (both can be turned off in
+//! [`DrainConfig`] for ablation):
+//! - *variable depth*: a token holding a variable makes no tree layer, so a message is routed by
+//!   its first constant tokens and leaves sit at the depth the message allows (plain Drain sends
+//!   such tokens to one `<*>` child, where unrelated messages that start with a number meet);
+//! - *template merging*: when a template generalises, groups of the same length whose templates
+//!   became compatible (equal, or `<*>` on one side, at every position) are merged, so an event
+//!   split early by two dissimilar first messages is joined again (the merge step of the Drain
+//!   journal version and of Drain3).
 //!
-//! Preprocessing (our generic masks, hand-written, no regex):
+//! The masks follow the preprocessing that Zhu et al. ("Tools and Benchmarks for Automated Log
+//! Parsing", ICSE-SEIP 2019) and Jiang et al. (Loghub-2.0, "A Large-scale Evaluation for Log
+//! Parsing Techniques", ISSTA 2024) give every parser, written as generic rules instead of
+//! per-system regexes (hand-written, no regex, one table lookup per byte to find tokens):
 //! - a token whose core (outer brackets/quotes/trailing punctuation removed) contains a digit and
-//!   only the characters `[A-Za-z0-9._:/+#,-]` becomes `<*>`: numbers, IPv4/IPv6, host:port,
-//!   times, dates, UUIDs, hex ids, versions, block ids, paths with digits (but letters followed by
-//!   a single digit, like `ssh2` or `tty2`, are names and stay);
+//!   only the characters `[A-Za-z0-9._:/+#,%-]` becomes `<*>`: numbers with or without units
+//!   (`12ms`, `95%`), IPv4/IPv6, host:port, times, dates, UUIDs, hex ids, versions, block ids,
+//!   paths with digits (but letters followed by a single digit, like `ssh2` or `jk2`, are names
+//!   and stay, also inside a longer token);
+//! - `[v6 address]:port` becomes `<*>`, a bracketed address alone `[<*>]`;
+//! - a URL (`scheme://…`) or an absolute path with two or more `/` becomes `<*>`, digits or not;
 //! - a dotted host name (>= 2 dots, lower-case labels) becomes `<*>`;
+//! - a quoted value becomes `"<*>"` (one token even when it spans words, so `request: "GET /a
+//!   HTTP/1.1"` keeps one token count), but a quoted key (`{"method":`) stays;
 //! - `key=value`: the value is masked by the same rules, the key is kept (`uid=<*>`);
+//! - a timestamp inside the message, in any layout [`super::time::scan_stamp`] knows, is one
+//!   `<*>` however many words it takes (`at Fri Jun 17 07:07:00 2005` → `at <*>`);
 //! - other tokens with digits keep their punctuation skeleton and mask each alphanumeric run
 //!   holding a digit (`LOGIN(uid=0)` → `LOGIN(uid=<*>)`).
 //!
 //! Our additions to plain Drain (generic, not tuned per data set):
 //! - two *different* partially masked tokens (`LOGIN(uid=<*>)` vs `(uid=<*>)`) come from different
 //!   format strings, so a group never absorbs a message that differs there;
-//! - a literal token that follows a run of two or more spaces (an appended qualifier such as PAM's
-//!   `rhost=x  user=root`) must match exactly;
+//! - when two tokens differ, the template keeps what they share around the difference (`(<*>)`,
+//!   `<*>:`, `key=<*>]`) instead of a bare `<*>`;
 //! - similarity counts a `<*>` template position as a match only when the message also holds a
-//!   masked variable there.
+//!   masked variable there;
+//! - [`Tokens::hash`] feeds an exact-match cache in the caller: a masked message seen before skips
+//!   the tree.
 
 use std::collections::HashMap;
 
@@ -77,6 +97,9 @@ const F_WILD: u8 = 2; // the whole token is `<*>`
 pub struct Tokens {
     buf: String,
     spans: Vec<(u32, u32, u8)>,
+    /// Second text buffer and per-token bits for rewrites (kept to avoid allocation).
+    alt: String,
+    scratch: Vec<u8>,
 }
 
 impl Tokens {
@@ -192,42 +215,57 @@ impl Tokens {
     /// Weekday/month names next to a masked number or another date name (an embedded
     /// `Fri Jun 17 07:07:00 2005`) are variables too.
     fn mask_dates(&mut self) {
+        const DATE: u8 = 1;
+        const WILD: u8 = 2;
+        const MARK: u8 = 4;
         let n = self.spans.len();
-        let is_date: Vec<bool> = (0..n)
-            .map(|i| self.spans[i].2 == 0 && is_date_name(self.tok(i)))
-            .collect();
-        let wild: Vec<bool> = (0..n).map(|i| self.spans[i].2 & F_WILD != 0).collect();
-        let mut changed = false;
-        let mut mark = vec![false; n];
+        // per-token bits in a buffer kept across lines: no allocation once warm
+        let mut bits = std::mem::take(&mut self.scratch);
+        bits.clear();
         for i in 0..n {
-            if !is_date[i] {
+            let f = self.spans[i].2;
+            let mut b = 0;
+            if f == 0 && is_date_name(self.tok(i)) {
+                b |= DATE;
+            }
+            if f & F_WILD != 0 {
+                b |= WILD;
+            }
+            bits.push(b);
+        }
+        fn has(bits: &[u8], j: usize, bit: u8) -> bool {
+            bits.get(j).is_some_and(|b| b & bit != 0)
+        }
+        let mut changed = false;
+        for i in 0..n {
+            if bits[i] & DATE == 0 {
                 continue;
             }
-            let near = |j: usize| j < n && (wild[j] || is_date[j]);
-            let anchored = (i + 1 < n && wild[i + 1])
-                || (i + 2 < n && is_date[i + 1] && wild[i + 2])
-                || (i > 0 && wild[i - 1] && near(i + 1));
+            let has = |j: usize, bit: u8| has(&bits, j, bit);
+            let anchored = has(i + 1, WILD)
+                || (has(i + 1, DATE) && has(i + 2, WILD))
+                || (i > 0 && has(i - 1, WILD) && (has(i + 1, WILD) || has(i + 1, DATE)));
             if anchored {
-                mark[i] = true;
+                bits[i] |= MARK;
                 changed = true;
             }
         }
-        if !changed {
-            return;
-        }
-        let old = std::mem::take(&mut self.buf);
-        let spans = std::mem::take(&mut self.spans);
-        for (i, (s, e, f)) in spans.into_iter().enumerate() {
-            let start = self.buf.len() as u32;
-            if mark[i] {
-                self.buf.push_str("<*>");
-                self.spans
-                    .push((start, self.buf.len() as u32, F_MASKED | F_WILD));
-            } else {
-                self.buf.push_str(&old[s as usize..e as usize]);
-                self.spans.push((start, self.buf.len() as u32, f));
+        if changed {
+            let mut out = std::mem::take(&mut self.alt);
+            out.clear();
+            for (i, span) in self.spans.iter_mut().enumerate() {
+                let start = out.len() as u32;
+                if bits[i] & MARK != 0 {
+                    out.push_str("<*>");
+                    *span = (start, out.len() as u32, F_MASKED | F_WILD);
+                } else {
+                    out.push_str(&self.buf[span.0 as usize..span.1 as usize]);
+                    *span = (start, out.len() as u32, span.2);
+                }
             }
+            self.alt = std::mem::replace(&mut self.buf, out);
         }
+        self.scratch = bits;
     }
 }
 
@@ -1142,6 +1180,18 @@ mod tests {
         assert_eq!(masked("java.io.IOException: x"), "java.io.IOException: x");
         assert_eq!(masked("mice.c(1234)]:"), "mice.c(<*>)]:");
         assert_eq!(masked("took 12.5ms, 3 retries"), "took <*>, <*> retries");
+        assert_eq!(
+            masked(r#"request: "GET /a/b HTTP/1.1", msg="slow query" {"user": "bo"}"#),
+            r#"request: "<*>", msg="<*>" {"user": "<*>"}"#
+        );
+        assert_eq!(
+            masked("peer [2001:db8::1]:443 via [::1] and [10.0.0.1]"),
+            "peer <*> via [<*>] and [<*>]"
+        );
+        assert_eq!(
+            masked("GET https://x.example/a?b=c from /var/lib/app and jk2_init() ok"),
+            "GET <*> from <*> and jk2_init() ok"
+        );
     }
 
     fn add(d: &mut Drain, t: &mut Tokens, l: &str) -> u32 {
@@ -1205,11 +1255,55 @@ mod tests {
     }
 
     #[test]
+    fn differing_tokens_keep_their_shared_punctuation() {
+        let mut d = Drain::new(DrainConfig::default());
+        let mut t = Tokens::default();
+        let a = add(&mut d, &mut t, "token rejected for subject alice: expired");
+        let b = add(&mut d, &mut t, "token rejected for subject bob: expired");
+        assert_eq!(a, b);
+        assert_eq!(d.variant_template(a), "token rejected for subject <*>: expired");
+        let c = add(&mut d, &mut t, "peer closed (reset) while reading");
+        let e = add(&mut d, &mut t, "peer closed () while reading");
+        assert_eq!(c, e);
+        assert_eq!(d.variant_template(c), "peer closed (<*>) while reading");
+    }
+
+    #[test]
+    fn an_event_split_by_its_first_two_messages_is_merged_again() {
+        let lines = [
+            "lease 10 granted to alpha for region",
+            // differs in two places: a second group (and another leaf: `job` is constant)
+            "lease job granted to beta for region",
+            // generalises the first group, which now covers the second one
+            "lease 11 granted to beta for region",
+            "lease job granted to gamma for region",
+        ];
+        let mut t = Tokens::default();
+        let mut d = Drain::new(DrainConfig::default());
+        let ids: Vec<u32> = lines.iter().map(|l| add(&mut d, &mut t, l)).collect();
+        assert_eq!(ids, vec![0, 1, 0, 0]);
+        assert_eq!(d.take_merges(), vec![(0, 1)]);
+        assert_eq!(d.variant_template(0), "lease <*> granted to <*> for region");
+        // Without the merge step the second group stays apart.
+        let mut d = Drain::new(DrainConfig {
+            merge: false,
+            ..DrainConfig::default()
+        });
+        let ids: Vec<u32> = lines.iter().map(|l| add(&mut d, &mut t, l)).collect();
+        assert_eq!(ids, vec![0, 1, 0, 1]);
+    }
+
+    #[test]
     fn embedded_dates_are_variables() {
         assert_eq!(
             masked("connection from 1.2.3.4 (x.y.net) at Fri Jun 17 07:07:00 2005"),
-            "connection from <*> (<*>) at <*> <*> <*> <*> <*>"
+            "connection from <*> (<*>) at <*>"
         );
+        assert_eq!(
+            masked("lease renewed until 2026-11-29 10:00:00, next at 10:05:00"),
+            "lease renewed until <*>, next at <*>"
+        );
+        assert_eq!(masked("seen Jun 17 twice"), "seen <*> <*> twice");
         assert_eq!(masked("Sun is shining in May"), "Sun is shining in May");
     }
 }

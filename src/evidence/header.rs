@@ -154,6 +154,16 @@ pub fn next_field(line: &str, at: usize) -> Option<Field> {
         {
             return Some(mk(FieldKind::Time, end, Some(st), None));
         }
+        // seconds since boot, as the kernel ring buffer writes them: `[ 5.123456]`
+        let ib = inner_t.as_bytes();
+        if let Some(dot) = ib.iter().position(|&c| c == b'.')
+            && dot > 0
+            && ib.len() - dot == 7
+            && ib[..dot].iter().all(u8::is_ascii_digit)
+            && ib[dot + 1..].iter().all(u8::is_ascii_digit)
+        {
+            return Some(mk(FieldKind::Time, end, None, None));
+        }
         let last = inner_t.rsplit(':').next().unwrap_or(inner_t);
         if let Some(l) = Level::parse(last) {
             return Some(mk(FieldKind::Level, end, None, Some(l)));
@@ -320,7 +330,8 @@ impl Layout {
 /// already found a timestamp on these lines, so a header without a time or level column of its
 /// own is acceptable. Layouts come back most-supported first.
 pub fn learn(lines: &[&str], anchored: bool) -> Vec<Layout> {
-    let rows: Vec<Vec<FieldKind>> = lines
+    // (kind, followed by a `|` delimiter) of each leading field
+    let rows: Vec<Vec<(FieldKind, bool)>> = lines
         .iter()
         .map(|l| {
             let mut v = Vec::with_capacity(MAX_COLS);
@@ -328,7 +339,12 @@ pub fn learn(lines: &[&str], anchored: bool) -> Vec<Layout> {
             while v.len() < MAX_COLS {
                 match next_field(l, at) {
                     Some(f) => {
-                        v.push(f.kind);
+                        let b = l.as_bytes();
+                        let mut k = f.end;
+                        while k < b.len() && (b[k] == b' ' || b[k] == b'\t') {
+                            k += 1;
+                        }
+                        v.push((f.kind, b.get(k) == Some(&b'|')));
                         at = f.end;
                     }
                     None => break,
@@ -338,16 +354,33 @@ pub fn learn(lines: &[&str], anchored: bool) -> Vec<Layout> {
         })
         .collect();
     let min = MIN_SUPPORT.max(lines.len() / 20);
+    // Lines are grouped by the look of their first field: its coarse kind, whether it is
+    // bracketed, and whether a `|` follows it (two interleaved formats rarely share all three).
+    let key = |l: &str, r: &[(FieldKind, bool)]| -> Option<(u8, bool, bool)> {
+        let &(k, piped) = r.first()?;
+        let coarse = match k {
+            FieldKind::Time => 0,
+            FieldKind::Bracket => 1,
+            FieldKind::Level => 2,
+            _ => 3,
+        };
+        Some((coarse, l.trim_start().starts_with('['), piped))
+    };
+    let keys: Vec<Option<(u8, bool, bool)>> =
+        lines.iter().zip(&rows).map(|(l, r)| key(l, r)).collect();
+    let mut distinct: Vec<(u8, bool, bool)> = Vec::new();
+    for k in keys.iter().flatten() {
+        if !distinct.contains(k) {
+            distinct.push(*k);
+        }
+    }
     let mut out = Vec::new();
-    for key in [FieldKind::Time, FieldKind::Bracket, FieldKind::Level, FieldKind::Word] {
-        let group: Vec<&[FieldKind]> = rows
+    for k in distinct {
+        let group: Vec<&[(FieldKind, bool)]> = rows
             .iter()
-            .filter(|r| match r.first() {
-                Some(k) if key == FieldKind::Word => k.is_tok() && *k != FieldKind::Level,
-                Some(k) => *k == key,
-                None => false,
-            })
-            .map(|r| r.as_slice())
+            .zip(&keys)
+            .filter(|(_, g)| **g == Some(k))
+            .map(|(r, _)| r.as_slice())
             .collect();
         if group.len() < min {
             continue;
@@ -360,7 +393,7 @@ pub fn learn(lines: &[&str], anchored: bool) -> Vec<Layout> {
     out
 }
 
-fn learn_group(rows: &[&[FieldKind]], anchored: bool) -> Option<Layout> {
+fn learn_group(rows: &[&[(FieldKind, bool)]], anchored: bool) -> Option<Layout> {
     let n = rows.len();
     let need = (n as f64 * AGREE).ceil() as usize;
     let mut cols = Vec::new();
@@ -370,9 +403,13 @@ fn learn_group(rows: &[&[FieldKind]], anchored: bool) -> Option<Layout> {
     for j in 0..MAX_COLS {
         let count = |f: &dyn Fn(FieldKind) -> bool| {
             rows.iter()
-                .filter(|r| r.get(j).is_some_and(|&k| f(k)))
+                .filter(|r| r.get(j).is_some_and(|&(k, _)| f(k)))
                 .count()
         };
+        let piped = rows
+            .iter()
+            .filter(|r| r.get(j).is_some_and(|&(_, p)| p))
+            .count();
         let time = count(&|k| k == FieldKind::Time);
         let bracket = count(&|k| k == FieldKind::Bracket);
         let level = count(&|k| k == FieldKind::Level || k == FieldKind::Letter);
@@ -381,20 +418,28 @@ fn learn_group(rows: &[&[FieldKind]], anchored: bool) -> Option<Layout> {
             cols.push(Col::Time);
             end = j + 1;
             anchor_end = Some(end);
+            words = 0;
         } else if bracket >= need {
             cols.push(Col::Bracket);
             end = j + 1;
+            words = 0;
         } else if level >= need {
             cols.push(Col::Level);
             end = j + 1;
             anchor_end = Some(end);
+            words = 0;
+        } else if tok >= need && piped >= need {
+            // a `|`-delimited field (`time|component|pid|message`) is structure, whatever it holds
+            cols.push(Col::Tok);
+            end = j + 1;
+            words = 0;
         } else if tok >= need {
             cols.push(Col::Tok);
             let last = cols.len() - 1;
             let comp = count(&|k| k == FieldKind::Comp);
             let strong = count(&|k| matches!(k, FieldKind::Num | FieldKind::Id | FieldKind::Sep));
             let sep = count(&|k| k == FieldKind::Sep);
-            if comp >= need {
+            if comp >= need && words == 0 {
                 end = j + 1;
                 break;
             }
@@ -422,7 +467,7 @@ fn learn_group(rows: &[&[FieldKind]], anchored: bool) -> Option<Layout> {
     let with_more = rows.iter().filter(|r| r.len() > end).count();
     let comps = rows
         .iter()
-        .filter(|r| r.get(end) == Some(&FieldKind::Comp))
+        .filter(|r| r.get(end).is_some_and(|&(k, _)| k == FieldKind::Comp))
         .count();
     let comp = with_more > 0 && comps * 10 >= with_more * 6;
     Some(Layout {
@@ -491,6 +536,86 @@ mod tests {
         assert_eq!(content(&ls, &lines[0]), "uploaded chunk 0");
         assert_eq!(content(&ls, &lines[1]), "queue drained after 0 ms");
         assert_eq!(content(&ls, "just a message"), "just a message");
+    }
+
+    fn learned_content(lines: &[String]) -> Vec<String> {
+        let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+        let ls = learn(&refs, false);
+        lines.iter().map(|l| content(&ls, l).to_string()).collect()
+    }
+
+    #[test]
+    fn headers_of_several_shapes_are_learned() {
+        let words = ["opened", "closed", "renewed", "dropped"];
+        // month-day clock, pid, tid, one-letter level, tag
+        let a: Vec<String> = (0..30)
+            .map(|i| {
+                format!(
+                    "11-{:02} 08:{:02}:{:02}.{:03}  {}  {} {} Radio{}: link {} on slot {i}",
+                    1 + i % 28,
+                    i,
+                    i,
+                    i * 3,
+                    900 + i,
+                    1200 + i * 7,
+                    ["I", "W", "D"][i % 3],
+                    ["Mgr", "Svc"][i % 2],
+                    words[i % 4]
+                )
+            })
+            .collect();
+        assert!(
+            learned_content(&a)
+                .iter()
+                .zip(0..)
+                .all(|(c, i)| *c == format!("link {} on slot {i}", words[i % 4])),
+            "{:?}",
+            learned_content(&a)
+        );
+        // rotated file name, ISO time, pid, level, component, bracketed request ids
+        let b: Vec<String> = (0..30)
+            .map(|i| {
+                format!(
+                    "api.log.{}.2026-11-0{}_10:00:00 2026-11-29 10:{:02}:00.{:03} {} INFO svc.api.wsgi [req-{:08x} {:016x} - -] {}",
+                    i % 3,
+                    1 + i % 5,
+                    i,
+                    i,
+                    3000 + i,
+                    i * 7919,
+                    i * 104_729,
+                    if i % 2 == 0 {
+                        format!("10.0.0.{} GET /v1/item/{i} status: 200", i + 1)
+                    } else {
+                        format!("image {i} cached on host-{}", i % 4)
+                    }
+                )
+            })
+            .collect();
+        assert_eq!(
+            learned_content(&b)[4],
+            "10.0.0.5 GET /v1/item/4 status: 200"
+        );
+        // kernel ring buffer: seconds since boot, no level
+        let c: Vec<String> = (0..30)
+            .map(|i| format!("[{:>5}.{:06}] usb {i}-1: device {} attached", i * 3, i * 11, words[i % 4]))
+            .collect();
+        assert_eq!(learned_content(&c)[2], "usb 2-1: device renewed attached");
+        // sequence number, node, two category words, epoch seconds, flag
+        let d: Vec<String> = (0..30)
+            .map(|i| {
+                format!(
+                    "{} node-{} net.link state.{} {} {} interface eth{} changed state",
+                    77_000 + i,
+                    i % 9,
+                    ["up", "down"][i % 2],
+                    1_780_000_000 + i * 13,
+                    i % 2,
+                    i % 4
+                )
+            })
+            .collect();
+        assert_eq!(learned_content(&d)[3], "interface eth3 changed state");
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! ranked list of [`Observation`]s (DESIGN.md §2: the `observation` epistemic type), each pointing
 //! back at the 1-based line numbers it came from.
 //!
-//! This module owns: log shape detection and parsing ([`logs`]), online template mining with Drain
-//! ([`drain`]), the failure-signature catalogue ([`signatures`], data in `signatures.json`), metric
+//! This module owns: log shape detection and parsing ([`logs`]), header layouts learned from the
+//! paste for shapes without a parser ([`header`], timestamps in any layout from [`time`]), online
+//! template mining with Drain ([`drain`]), the failure-signature catalogue ([`signatures`], data in `signatures.json`), metric
 //! series analysis ([`metrics`]), alert webhook normalisation ([`alerts`]). It is pure domain code:
 //! no I/O, deterministic for a given input (except the default year for year-less syslog lines, see
 //! [`logs`]).
@@ -281,16 +282,22 @@ struct TemplateStats {
 /// Streaming log extractor with bounded memory: feed lines with [`LogExtractor::push_line`] (or
 /// raw chunks with [`LogExtractor::push_chunk`]), then call [`LogExtractor::finish`].
 ///
-/// Pipeline per line: shape detection (the majority shape of the first 32 lines becomes the
-/// preferred parser, other shapes are still tried per line) → timestamp/level/content → masking →
-/// Drain (He et al., ICWS 2017; depth 4, similarity 0.5, 100 children) → per-template statistics.
-/// Signatures run once per template in `finish`.
+/// The first [`SAMPLE_LINES`] lines are buffered and header layouts are learned from them
+/// ([`header`]); then every line goes once through: shape detection (known fast paths; the
+/// majority shape of the first 32 lines is tried first, other shapes are still tried per line) →
+/// learned header (time, level and the other leading fields taken off the content the fast path
+/// left, or off the whole line for `plain`) → masking → exact-match cache (a masked message seen
+/// before goes straight to its template) → Drain (He et al., ICWS 2017; depth 4, similarity 0.7,
+/// 100 children, variable depth and template merging, see [`drain`]) → per-template statistics.
+/// Signatures run once per template in `finish`. No allocation per line once warm (a JSON line
+/// is the exception: its message is decoded).
 #[derive(Debug)]
 pub struct LogExtractor {
     parser: LineParser,
     preferred: Option<LogFormat>,
     preferred_checked: bool,
     fast: bool,
+    learn: bool,
     votes: Vec<(LogFormat, u64)>,
     drain: Drain,
     toks: Tokens,
@@ -346,6 +353,7 @@ impl LogExtractor {
             preferred: None,
             preferred_checked: false,
             fast: true,
+            learn: true,
             votes: Vec::new(),
             drain: Drain::new(DrainConfig {
                 max_clusters: MAX_TEMPLATES,
@@ -374,6 +382,22 @@ impl LogExtractor {
     /// does on layouts it has no parser for; the default is on.
     pub fn fast_paths(mut self, on: bool) -> Self {
         self.fast = on;
+        self
+    }
+
+    /// Learn header layouts from the first lines (`true`, the default) or not (for ablation).
+    pub fn learn_headers(mut self, on: bool) -> Self {
+        self.learn = on;
+        self
+    }
+
+    /// Replace the Drain parameters (before any line is pushed; the template cap stays
+    /// [`MAX_TEMPLATES`]). For ablation and tuning; the defaults are [`DrainConfig::default`].
+    pub fn drain_config(mut self, cfg: DrainConfig) -> Self {
+        self.drain = Drain::new(DrainConfig {
+            max_clusters: MAX_TEMPLATES,
+            ..cfg
+        });
         self
     }
 
@@ -462,6 +486,9 @@ impl LogExtractor {
     /// Group the sample by fast-path shape and learn header layouts for the content each shape
     /// leaves (the whole line for `plain`).
     fn learn_layouts(&mut self, lines: &[&str]) {
+        if !self.learn {
+            return;
+        }
         let mut parser = self.parser.clone();
         let mut groups: Vec<(LogFormat, usize, Vec<&str>)> = Vec::new();
         for l in lines {
