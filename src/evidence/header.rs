@@ -439,7 +439,8 @@ fn learn_group(rows: &[&[(FieldKind, bool)]], anchored: bool) -> Option<Layout> 
             let comp = count(&|k| k == FieldKind::Comp);
             let strong = count(&|k| matches!(k, FieldKind::Num | FieldKind::Id | FieldKind::Sep));
             let sep = count(&|k| k == FieldKind::Sep);
-            if comp >= need && words == 0 {
+            // a component closes the header; at most one word (a host name) may precede it
+            if comp >= need && words <= 1 {
                 end = j + 1;
                 break;
             }
