@@ -61,9 +61,21 @@ impl Level {
     /// Recognise a level word (case-insensitive, surrounding `[]():` ignored), e.g. `ERROR`,
     /// `[warn]`, `Warning:`, `E` is NOT accepted (too ambiguous).
     pub fn parse(word: &str) -> Option<Level> {
-        let w = word.trim_matches(|c: char| {
-            matches!(c, '[' | ']' | '(' | ')' | ':' | '<' | '>' | '"' | ',')
-        });
+        if word.len() < 3 || word.len() > 13 {
+            return None;
+        }
+        // byte-wise trim of the punctuation around a level word (all ASCII, so `w` stays a str)
+        let trim = |c: u8| matches!(c, b'[' | b']' | b'(' | b')' | b':' | b'<' | b'>' | b'"' | b',');
+        let b = word.as_bytes();
+        let mut s = 0;
+        let mut e = b.len();
+        while s < e && trim(b[s]) {
+            s += 1;
+        }
+        while e > s && trim(b[e - 1]) {
+            e -= 1;
+        }
+        let w = &word[s..e];
         if w.len() < 3 || w.len() > 9 {
             return None;
         }

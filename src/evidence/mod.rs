@@ -528,7 +528,13 @@ impl LogExtractor {
         self.lines += 1;
         self.bytes += line.len() as u64 + 1;
         let line_no = self.lines;
-        if line.trim().is_empty() {
+        // blank? (byte check first; `trim` only for a line that starts with non-ASCII bytes)
+        let blank = match line.bytes().find(|c| !c.is_ascii_whitespace()) {
+            None => true,
+            Some(c) if c.is_ascii() => false,
+            Some(_) => line.trim().is_empty(),
+        };
+        if blank {
             if self.record_ids {
                 self.ids.push(NO_TEMPLATE);
             }
@@ -635,7 +641,8 @@ impl LogExtractor {
             self.ids.push(id);
         }
         // rate histogram: keep line_no within BUCKETS * width
-        while (line_no - 1) / self.bucket_width >= BUCKETS as u64 {
+        // bucket_width is a power of two: shifts instead of divisions
+        while (line_no - 1) >> self.bucket_width.trailing_zeros() >= BUCKETS as u64 {
             self.bucket_width *= 2;
             for s in &mut self.stats {
                 for i in 0..BUCKETS / 2 {
@@ -646,7 +653,7 @@ impl LogExtractor {
                 }
             }
         }
-        let bucket = ((line_no - 1) / self.bucket_width) as usize;
+        let bucket = ((line_no - 1) >> self.bucket_width.trailing_zeros()) as usize;
         let s = &mut self.stats[id as usize];
         s.count += 1;
         s.buckets[bucket] += 1;
