@@ -206,7 +206,8 @@ struct Row {
 }
 
 fn fmt(v: Option<f64>) -> String {
-    v.map(|g| format!("{g:.4}")).unwrap_or_else(|| "  n/a ".into())
+    v.map(|g| format!("{g:.4}"))
+        .unwrap_or_else(|| "  n/a ".into())
 }
 
 fn print_row(r: &Row) {
@@ -250,9 +251,13 @@ fn evaluate(name: &str, text: &str, orig: Option<Truth>, corr: Option<Truth>, mb
         show_misses(name, &texts, t);
     }
     let ga = orig.as_ref().map(|t| grouping_accuracy(&ids, &t.ids));
-    let pa = orig.as_ref().map(|t| parsing_accuracy(&texts, &t.templates));
+    let pa = orig
+        .as_ref()
+        .map(|t| parsing_accuracy(&texts, &t.templates));
     let ga_corr = corr.as_ref().map(|t| grouping_accuracy(&ids, &t.ids));
-    let pa_corr = corr.as_ref().map(|t| parsing_accuracy(&texts, &t.templates));
+    let pa_corr = corr
+        .as_ref()
+        .map(|t| parsing_accuracy(&texts, &t.templates));
     Row {
         name: name.to_string(),
         lines: ids.len(),
@@ -333,8 +338,24 @@ fn ablate(samples: &[(String, String, Truth)]) {
     let variants: [(&str, bool, bool, DrainConfig); 6] = [
         ("full", true, true, base),
         ("no-learning", true, false, base),
-        ("fixed-depth", true, true, DrainConfig { variable_depth: false, ..base }),
-        ("no-merge", true, true, DrainConfig { merge: false, ..base }),
+        (
+            "fixed-depth",
+            true,
+            true,
+            DrainConfig {
+                variable_depth: false,
+                ..base
+            },
+        ),
+        (
+            "no-merge",
+            true,
+            true,
+            DrainConfig {
+                merge: false,
+                ..base
+            },
+        ),
         ("fast-off", false, true, base),
         ("fast-off+no-learning", false, false, base),
     ];
@@ -395,8 +416,7 @@ fn main() {
         let orig = read_truth(&d.join(format!("{name}_2k.log_structured.csv")));
         let corr = read_truth(&d.join(format!("{name}_2k.log_structured_corrected.csv.gz")));
         unseen.push(unseen_layout(&name, &text, corr.as_ref()));
-        if let Some(c) = read_truth(&d.join(format!("{name}_2k.log_structured_corrected.csv.gz")))
-        {
+        if let Some(c) = read_truth(&d.join(format!("{name}_2k.log_structured_corrected.csv.gz"))) {
             for_ablation.push((name.clone(), text.clone(), c));
         }
         rows.push(evaluate(&name, &text, orig, corr, mb));

@@ -140,7 +140,9 @@ impl Tokens {
             .wrapping_mul(K)
             .rotate_left(29);
         for &(_, e, f) in &self.spans {
-            h = (h ^ (e as u64) ^ ((f as u64) << 40)).wrapping_mul(K).rotate_left(23);
+            h = (h ^ (e as u64) ^ ((f as u64) << 40))
+                .wrapping_mul(K)
+                .rotate_left(23);
         }
         h ^ (h >> 32)
     }
@@ -282,9 +284,25 @@ fn is_date_name(t: &str) -> bool {
         return false;
     }
     const NAMES: [u32; 19] = [
-        k(b"Mon"), k(b"Tue"), k(b"Wed"), k(b"Thu"), k(b"Fri"), k(b"Sat"), k(b"Sun"),
-        k(b"Jan"), k(b"Feb"), k(b"Mar"), k(b"Apr"), k(b"May"), k(b"Jun"), k(b"Jul"),
-        k(b"Aug"), k(b"Sep"), k(b"Oct"), k(b"Nov"), k(b"Dec"),
+        k(b"Mon"),
+        k(b"Tue"),
+        k(b"Wed"),
+        k(b"Thu"),
+        k(b"Fri"),
+        k(b"Sat"),
+        k(b"Sun"),
+        k(b"Jan"),
+        k(b"Feb"),
+        k(b"Mar"),
+        k(b"Apr"),
+        k(b"May"),
+        k(b"Jun"),
+        k(b"Jul"),
+        k(b"Aug"),
+        k(b"Sep"),
+        k(b"Oct"),
+        k(b"Nov"),
+        k(b"Dec"),
     ];
     NAMES.contains(&k(&b))
 }
@@ -335,7 +353,9 @@ fn quote_open(b: &[u8], s: usize, e: usize) -> Option<usize> {
 fn after_quote_ok(b: &[u8], j: usize) -> bool {
     match b.get(j) {
         None => true,
-        Some(&c) => c.is_ascii_whitespace() || CLOSE.contains(&c) || matches!(c, b')' | b']' | b'}'),
+        Some(&c) => {
+            c.is_ascii_whitespace() || CLOSE.contains(&c) || matches!(c, b')' | b']' | b'}')
+        }
     }
 }
 
@@ -373,7 +393,11 @@ fn mask_quoted(tok: &str, out: &mut String) -> Option<u8> {
     let p = quote_open(b, 0, b.len())?;
     let q = b[p];
     let c = p + 1 + b[p + 1..].iter().rposition(|&x| x == q)?;
-    if c <= p + 1 || !b[c + 1..].iter().all(|x| CLOSE.contains(x) || b")]}".contains(x)) {
+    if c <= p + 1
+        || !b[c + 1..]
+            .iter()
+            .all(|x| CLOSE.contains(x) || b")]}".contains(x))
+    {
         return None;
     }
     if b.get(c + 1) == Some(&b':') {
@@ -414,7 +438,11 @@ fn bracket_host(b: &[u8]) -> Option<usize> {
 /// A URL (`scheme://…`) or an absolute path with at least two separators (`/var/lib/x`): a
 /// parameter even without digits.
 fn path_like(core: &[u8]) -> bool {
-    if core.len() < 4 || !core.iter().all(|&c| core_char(c) || matches!(c, b'?' | b'&' | b'=' | b'~' | b'%')) {
+    if core.len() < 4
+        || !core
+            .iter()
+            .all(|&c| core_char(c) || matches!(c, b'?' | b'&' | b'=' | b'~' | b'%'))
+    {
         return false;
     }
     if core.windows(3).any(|w| w == b"://") {
@@ -426,7 +454,10 @@ fn path_like(core: &[u8]) -> bool {
 #[inline]
 fn core_char(c: u8) -> bool {
     c.is_ascii_alphanumeric()
-        || matches!(c, b'.' | b':' | b'/' | b'-' | b'_' | b'+' | b'#' | b',' | b'%')
+        || matches!(
+            c,
+            b'.' | b':' | b'/' | b'-' | b'_' | b'+' | b'#' | b',' | b'%'
+        )
 }
 
 /// Is `core` (already stripped of outer punctuation) a variable as a whole?
@@ -1091,7 +1122,8 @@ fn matches_key_wild(l: &str, t: &str) -> bool {
     let (pre, suf) = (&l[..i], &l[i + 3..]);
     !suf.contains("<*>")
         && pre.len() + suf.len() > 0
-        && (t.len() > pre.len() + suf.len() || (!suf.is_empty() && t.len() == pre.len() + suf.len()))
+        && (t.len() > pre.len() + suf.len()
+            || (!suf.is_empty() && t.len() == pre.len() + suf.len()))
         && t.starts_with(pre)
         && t.ends_with(suf)
 }
@@ -1261,7 +1293,10 @@ mod tests {
         let a = add(&mut d, &mut t, "token rejected for subject alice: expired");
         let b = add(&mut d, &mut t, "token rejected for subject bob: expired");
         assert_eq!(a, b);
-        assert_eq!(d.variant_template(a), "token rejected for subject <*>: expired");
+        assert_eq!(
+            d.variant_template(a),
+            "token rejected for subject <*>: expired"
+        );
         let c = add(&mut d, &mut t, "peer closed (reset) while reading");
         let e = add(&mut d, &mut t, "peer closed () while reading");
         assert_eq!(c, e);

@@ -264,7 +264,8 @@ impl Layout {
                 Col::Var => {
                     let e = token_end(b, s);
                     let t = &b[s..e];
-                    let fits = t.iter().any(u8::is_ascii_digit) || t.iter().all(u8::is_ascii_punctuation);
+                    let fits =
+                        t.iter().any(u8::is_ascii_digit) || t.iter().all(u8::is_ascii_punctuation);
                     if fits || ci + 1 < self.cols.len() {
                         at = e;
                     }
@@ -599,7 +600,14 @@ mod tests {
         );
         // kernel ring buffer: seconds since boot, no level
         let c: Vec<String> = (0..30)
-            .map(|i| format!("[{:>5}.{:06}] usb {i}-1: device {} attached", i * 3, i * 11, words[i % 4]))
+            .map(|i| {
+                format!(
+                    "[{:>5}.{:06}] usb {i}-1: device {} attached",
+                    i * 3,
+                    i * 11,
+                    words[i % 4]
+                )
+            })
             .collect();
         assert_eq!(learned_content(&c)[2], "usb 2-1: device renewed attached");
         // sequence number, node, two category words, epoch seconds, flag

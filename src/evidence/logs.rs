@@ -65,7 +65,12 @@ impl Level {
             return None;
         }
         // byte-wise trim of the punctuation around a level word (all ASCII, so `w` stays a str)
-        let trim = |c: u8| matches!(c, b'[' | b']' | b'(' | b')' | b':' | b'<' | b'>' | b'"' | b',');
+        let trim = |c: u8| {
+            matches!(
+                c,
+                b'[' | b']' | b'(' | b')' | b':' | b'<' | b'>' | b'"' | b','
+            )
+        };
         let b = word.as_bytes();
         let mut s = 0;
         let mut e = b.len();

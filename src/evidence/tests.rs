@@ -824,5 +824,9 @@ fn a_known_layout_mixed_with_an_unknown_one_keeps_both() {
         .find(|o| o.statement.contains("idle workers"))
         .expect("the warn template");
     assert_eq!(warn.level.as_deref(), Some("warn"));
-    assert!(warn.statement.ends_with(": pool <*> has <*> idle workers"), "{}", warn.statement);
+    assert!(
+        warn.statement.ends_with(": pool <*> has <*> idle workers"),
+        "{}",
+        warn.statement
+    );
 }

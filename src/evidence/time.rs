@@ -292,9 +292,9 @@ fn run_digits(b: &[u8], at: usize) -> usize {
 
 #[inline]
 fn num(b: &[u8], at: usize, n: usize) -> u32 {
-    b[at..at + n]
-        .iter()
-        .fold(0u32, |v, &c| v.wrapping_mul(10).wrapping_add((c - b'0') as u32))
+    b[at..at + n].iter().fold(0u32, |v, &c| {
+        v.wrapping_mul(10).wrapping_add((c - b'0') as u32)
+    })
 }
 
 /// A byte that may follow a timestamp: whitespace, end, or closing punctuation of a header field.
@@ -320,8 +320,7 @@ fn scan_clock(b: &[u8], at: usize, compact: bool) -> Option<(u32, u32, i64, usiz
         if sep != b':' && sep != b'.' {
             return None;
         }
-        if run_digits(b, at + 3) != 2 || b.get(at + 5) != Some(&sep) || run_digits(b, at + 6) != 2
-        {
+        if run_digits(b, at + 3) != 2 || b.get(at + 5) != Some(&sep) || run_digits(b, at + 6) != 2 {
             return None;
         }
         (num(b, at, 2), num(b, at + 3, 2), num(b, at + 6, 2), at + 8)
@@ -480,8 +479,9 @@ pub fn scan_stamp(b: &[u8]) -> Option<(Stamp, usize)> {
                             && run_digits(b, used + 2) == 4
                         {
                             let sign = if b[used + 1] == b'-' { -1 } else { 1 };
-                            let off =
-                                sign * (num(b, used + 2, 2) as i64 * 3600 + num(b, used + 4, 2) as i64 * 60);
+                            let off = sign
+                                * (num(b, used + 2, 2) as i64 * 3600
+                                    + num(b, used + 4, 2) as i64 * 60);
                             if let Stamp::Abs(ns) = st {
                                 st = Stamp::Abs(ns - off * NS);
                             }
@@ -521,7 +521,9 @@ pub fn scan_stamp(b: &[u8]) -> Option<(Stamp, usize)> {
                         }
                         return date_then_clock(b, num(b, after + 1, 4), g2, g1, after + 5);
                     }
-                    if b.get(after) != Some(&b' ') || !(1..=12).contains(&g1) || !(1..=31).contains(&g2)
+                    if b.get(after) != Some(&b' ')
+                        || !(1..=12).contains(&g1)
+                        || !(1..=31).contains(&g2)
                     {
                         return None;
                     }
@@ -649,14 +651,28 @@ mod tests {
         );
         assert_eq!(
             scan_stamp(b"03-17 16:13:38.811  1702"),
-            Some((Stamp::YearLess(3, 17, 16 * 3600 + 13 * 60 + 38, 811_000_000), 18))
+            Some((
+                Stamp::YearLess(3, 17, 16 * 3600 + 13 * 60 + 38, 811_000_000),
+                18
+            ))
         );
         assert_eq!(
             scan_stamp(b"16:49:06] chrome"),
             Some((Stamp::TimeOfDay(16 * 3600 + 49 * 60 + 6), 8))
         );
-        for not_time in [&b"1.2.3.4 x"[..], b"12345 x", b"v2 x", b"2024-13-01 x", b"42 apples"] {
-            assert_eq!(scan_stamp(not_time), None, "{:?}", std::str::from_utf8(not_time));
+        for not_time in [
+            &b"1.2.3.4 x"[..],
+            b"12345 x",
+            b"v2 x",
+            b"2024-13-01 x",
+            b"42 apples",
+        ] {
+            assert_eq!(
+                scan_stamp(not_time),
+                None,
+                "{:?}",
+                std::str::from_utf8(not_time)
+            );
         }
     }
 
