@@ -217,9 +217,9 @@ fn print_row(r: &Row) {
         r.lines,
         r.templates,
         fmt(r.ga),
+        fmt(r.pa_corr),
         fmt(r.ga_corr),
         fmt(r.pa),
-        fmt(r.pa_corr),
         r.mbps,
         r.format
     );
@@ -477,7 +477,7 @@ fn main() {
     });
     println!(
         "{:<16} {:>6} {:>5} {:>7} {:>7} {:>7} {:>7} {:>8}  format",
-        "system", "lines", "tpls", "GA", "GA corr", "PA", "PA corr", "MB/s"
+        "system", "lines", "tpls", "GA", "PA corr", "GA corr", "PA", "MB/s"
     );
     for r in &rows {
         print_row(r);

@@ -1090,7 +1090,8 @@ fn key_wild(a: &str, b: &str) -> TTok {
         _ => 0,
     };
     let (x, y) = (a.as_bytes(), b.as_bytes());
-    let punct = |c: u8| !c.is_ascii_alphanumeric() && c != b'<' && c != b'>' && c != b'*';
+    // ASCII only, so the cut is always on a char boundary
+    let punct = |c: u8| c.is_ascii_punctuation() && c != b'<' && c != b'>' && c != b'*';
     let mut p = pre;
     while p < x.len() && p < y.len() && x[p] == y[p] && punct(x[p]) {
         p += 1;

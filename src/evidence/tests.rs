@@ -830,3 +830,38 @@ fn a_known_layout_mixed_with_an_unknown_one_keeps_both() {
         warn.statement
     );
 }
+
+#[test]
+fn odd_bytes_in_headers_and_messages_never_panic() {
+    let parts = [
+        "[", "]", "\"", "'", "=\"", "é", "日本", "2026-11-29", "10:00:00", "|", "::", "[::1]:",
+        "(", ")", "<*>", "Jun", "17", "2026.11.29", "17/11/29", "-", "ERROR", "x=", "\u{feff}",
+        "\t", "{\"k\":", "0x1f", "/a/b/", "ü:", "I", "[ 1.000000]",
+    ];
+    let mut seed = 7u64;
+    let mut next = || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (seed >> 33) as usize
+    };
+    let mut text = String::new();
+    for _ in 0..600 {
+        let n = 1 + next() % 12;
+        for k in 0..n {
+            if k > 0 && next() % 3 > 0 {
+                text.push(' ');
+            }
+            text.push_str(parts[next() % parts.len()]);
+        }
+        text.push('\n');
+    }
+    let e = extract(EvidenceKind::Logs, &text);
+    assert_eq!(e.lines, 600);
+    let lines: Vec<&str> = text.lines().collect();
+    for l in header::learn(&lines, false) {
+        for line in &lines {
+            if let Some(a) = l.apply(line) {
+                assert!(line.is_char_boundary(a.content));
+            }
+        }
+    }
+}
