@@ -16,8 +16,14 @@
 //!   (`EventTemplate`) exactly, parameters shown as `<*>`; both sides get the same light
 //!   normalisation (single spaces, `<*>` runs joined by nothing or by `.`, `:`, `-`, `_`, `/`
 //!   collapsed to one `<*>`).
-//! - `orig` is the `*_structured.csv` ground truth, `corr` the corrected one
-//!   (`*_structured_corrected.csv.gz`, read with the system `gzip`; skipped when absent).
+//! - Columns: `GA` and `PA` against the original `*_structured.csv` ground truth, `GA corr` and
+//!   `PA corr` against the corrected one (`*_structured_corrected.csv.gz`, read with the system
+//!   `gzip`; `n/a` when absent). Our own samples have one hand-labelled truth
+//!   (`tests/data/*.templates.csv`, corrected style), shown in both.
+//! - Other flags: `--misses NAME` prints the template pairs that PA counts wrong for one system,
+//!   `--layouts` (single-file mode) the learned header layouts, `--ablate` GA/PA with one
+//!   mechanism turned off at a time. `tests/data/drain3_baseline.py` measures drain3 on the same
+//!   inputs.
 //! - MB/s: the sample repeated to 20 MB, fed line by line, including layout learning; best of
 //!   three runs.
 //! - A first table repeats GA/PA with the known-shape fast paths off, so the header of every
@@ -239,7 +245,7 @@ fn show_misses(name: &str, texts: &[String], truth: &Truth) {
         }
     }
     let mut v: Vec<_> = seen.into_iter().collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1));
+    v.sort_by_key(|e| std::cmp::Reverse(e.1));
     for ((p, t), n) in v.iter().take(40) {
         eprintln!("{n:>5}  got  {p}\n       want {t}");
     }

@@ -390,7 +390,7 @@ pub fn learn(lines: &[&str], anchored: bool) -> Vec<Layout> {
             out.push(l);
         }
     }
-    out.sort_by(|a, b| b.support.cmp(&a.support));
+    out.sort_by_key(|l| std::cmp::Reverse(l.support));
     out
 }
 
