@@ -310,7 +310,8 @@ impl LineParser {
         let mut i = 0;
         let mut level = None;
         if b.first() == Some(&b'<') {
-            let end = line[..line.len().min(6)].find('>')?;
+            // bytes, not str: the line may hold a multi-byte char within its first six bytes
+            let end = b[..b.len().min(6)].iter().position(|&c| c == b'>')?;
             let pri: u16 = line[1..end].parse().ok()?;
             level = Some(Level::from_syslog_severity((pri % 8) as u8));
             i = end + 1;
