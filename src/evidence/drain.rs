@@ -540,6 +540,21 @@ fn mask_token(tok: &str, cls: u8, out: &mut String) -> u8 {
         e -= 1;
     }
     let core = &b[s..e];
+    // a variable glued to a word by `:` (`10.0.0.1:50010:Got`, `error:0A00010B:SSL`): the word
+    // stays (it is not a hex group of an IPv6 address: it needs a letter beyond `a`-`f`)
+    if let Some(colon) = core.iter().rposition(|&c| c == b':')
+        && colon > 0
+        && core.len() - colon > 3
+        && core[colon + 1..].iter().all(u8::is_ascii_alphabetic)
+        && core[colon + 1..].iter().any(|c| !c.is_ascii_hexdigit())
+        && whole_variable(&core[..colon])
+        && core[..colon].iter().any(u8::is_ascii_digit)
+    {
+        out.push_str(&tok[..s]);
+        out.push_str("<*>");
+        out.push_str(&tok[s + colon..]);
+        return F_MASKED;
+    }
     if whole_variable(core) || (slash && path_like(core)) {
         out.push_str(&tok[..s]);
         out.push_str("<*>");
@@ -1213,6 +1228,10 @@ mod tests {
         assert_eq!(masked("java.io.IOException: x"), "java.io.IOException: x");
         assert_eq!(masked("mice.c(1234)]:"), "mice.c(<*>)]:");
         assert_eq!(masked("took 12.5ms, 3 retries"), "took <*>, <*> retries");
+        assert_eq!(
+            masked("10.0.0.1:50010:Got reply from fe80::1:beef"),
+            "<*>:Got reply from <*>"
+        );
         assert_eq!(
             masked(r#"request: "GET /a/b HTTP/1.1", msg="slow query" {"user": "bo"}"#),
             r#"request: "<*>", msg="<*>" {"user": "<*>"}"#

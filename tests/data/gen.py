@@ -125,7 +125,7 @@ def spring():
             "GET <*> completed in <*> status=<*>")),
         (30, "S3", "WARN", "com.zaxxer.hikari.pool.HikariPool", lambda: (
             f"HikariPool-1 - Connection is not available, request timed out after {R.randint(20,40)*1000}ms (total={R.randint(10,20)}, active={R.randint(10,20)}, idle=0, waiting={R.randint(1,60)})",
-            "HikariPool-<*> - Connection is not available, request timed out after <*> (total=<*>, active=<*>, idle=<*>, waiting=<*>)")),
+            "<*> - Connection is not available, request timed out after <*> (total=<*>, active=<*>, idle=<*>, waiting=<*>)")),
         (25, "S4", "ERROR", "o.h.engine.jdbc.spi.SqlExceptionHelper", lambda: (
             "SQL Error: 0, SQLState: 08003", "SQL Error: <*>, SQLState: <*>")),
         (25, "S5", "ERROR", "c.e.shop.payment.PaymentClient", lambda: (
