@@ -490,22 +490,57 @@ fn main() {
     }
     let mut mix_mbps = None;
     if !mix_parts.is_empty() {
-        // Line-interleaved mix of the five shared systems: five formats in one paste.
+        // Line-interleaved mix of the five shared systems: five formats in one paste. GA and PA
+        // against the corrected truth, event ids kept apart per system.
+        let shared: Vec<&(String, String, Truth)> = for_ablation
+            .iter()
+            .filter(|(n, _, _)| !n.starts_with("own:"))
+            .collect();
+        let with_truth = shared.len() == mix_parts.len();
         let split: Vec<Vec<&str>> = mix_parts.iter().map(|t| t.lines().collect()).collect();
         let longest = split.iter().map(|v| v.len()).max().unwrap_or(0);
         let mut mix = String::new();
+        let mut truth = Truth {
+            ids: Vec::new(),
+            templates: Vec::new(),
+        };
         for i in 0..longest {
-            for v in &split {
+            for (k, v) in split.iter().enumerate() {
                 if let Some(l) = v.get(i) {
                     mix.push_str(l);
                     mix.push('\n');
+                    if with_truth {
+                        let t = &shared[k].2;
+                        truth
+                            .ids
+                            .push(format!("{k}:{}", t.ids.get(i).map_or("", |s| s.as_str())));
+                        truth
+                            .templates
+                            .push(t.templates.get(i).cloned().unwrap_or_default());
+                    }
                 }
             }
         }
+        let (ga, pa) = if with_truth {
+            let (ids, texts, _, _) = mine(&mix, true);
+            (
+                Some(grouping_accuracy(&ids, &truth.ids)),
+                Some(parsing_accuracy(&texts, &truth.templates)),
+            )
+        } else {
+            (None, None)
+        };
         let m = throughput(&mix, mb);
         println!(
-            "{:<16} {:>6} {:>5} {:>7} {:>7} {:>7} {:>7} {:>8.1}  (five shared systems, interleaved line by line, to {mb} MB)",
-            "mix", "", "", "", "", "", "", m
+            "{:<16} {:>6} {:>5} {:>7} {:>7} {:>7} {:>7} {:>8.1}  (five shared systems, interleaved line by line; MB/s to {mb} MB)",
+            "mix",
+            truth.ids.len(),
+            "",
+            "",
+            fmt(pa),
+            fmt(ga),
+            "",
+            m
         );
         mix_mbps = Some(m);
     }
