@@ -61,10 +61,34 @@ impl Level {
     /// Recognise a level word (case-insensitive, surrounding `[]():` ignored), e.g. `ERROR`,
     /// `[warn]`, `Warning:`, `E` is NOT accepted (too ambiguous).
     pub fn parse(word: &str) -> Option<Level> {
-        let w = word.trim_matches(|c: char| {
-            matches!(c, '[' | ']' | '(' | ')' | ':' | '<' | '>' | '"' | ',')
-        });
+        if word.len() < 3 || word.len() > 13 {
+            return None;
+        }
+        // byte-wise trim of the punctuation around a level word (all ASCII, so `w` stays a str)
+        let trim = |c: u8| {
+            matches!(
+                c,
+                b'[' | b']' | b'(' | b')' | b':' | b'<' | b'>' | b'"' | b','
+            )
+        };
+        let b = word.as_bytes();
+        let mut s = 0;
+        let mut e = b.len();
+        while s < e && trim(b[s]) {
+            s += 1;
+        }
+        while e > s && trim(b[e - 1]) {
+            e -= 1;
+        }
+        let w = &word[s..e];
         if w.len() < 3 || w.len() > 9 {
+            return None;
+        }
+        // quick reject on the first letter (most words of a line are not levels)
+        if !matches!(
+            w.as_bytes()[0] | 0x20,
+            b't' | b'd' | b'i' | b'n' | b'w' | b'e' | b's' | b'c' | b'a' | b'f' | b'p'
+        ) {
             return None;
         }
         let mut buf = [0u8; 9];
@@ -121,6 +145,8 @@ pub enum LogFormat {
     Json,
     /// logfmt key=value.
     Logfmt,
+    /// A header layout learned from the paste itself (see [`super::header`]).
+    Learned,
     /// Anything else.
     Plain,
 }
@@ -139,6 +165,7 @@ impl LogFormat {
             LogFormat::Klog => "klog",
             LogFormat::Json => "json",
             LogFormat::Logfmt => "logfmt",
+            LogFormat::Learned => "learned",
             LogFormat::Plain => "plain",
         }
     }
@@ -215,6 +242,16 @@ impl LineParser {
         Some(ns)
     }
 
+    /// Epoch nanoseconds of a scanned [`time::Stamp`]: year-less stamps take the reference year
+    /// (with the Dec → Jan roll-over of the module doc); a time of day alone gives `None`.
+    pub fn stamp_ns(&mut self, st: time::Stamp) -> Option<i64> {
+        match st {
+            time::Stamp::Abs(ns) | time::Stamp::Date(ns) => Some(ns),
+            time::Stamp::YearLess(mo, d, sod, nanos) => self.yearless(mo, d, sod, nanos),
+            time::Stamp::TimeOfDay(_) => None,
+        }
+    }
+
     /// Parse with a preferred shape first, then the generic dispatcher.
     pub fn parse<'a>(&mut self, line: &'a str, preferred: Option<LogFormat>) -> ParsedLine<'a> {
         if let Some(f) = preferred
@@ -264,7 +301,7 @@ impl LineParser {
             LogFormat::Klog => self.klog(line),
             LogFormat::Json => json(line),
             LogFormat::Logfmt => logfmt(line),
-            LogFormat::Plain => Some(plain(line)),
+            LogFormat::Plain | LogFormat::Learned => Some(plain(line)),
         }
     }
 
@@ -273,7 +310,8 @@ impl LineParser {
         let mut i = 0;
         let mut level = None;
         if b.first() == Some(&b'<') {
-            let end = line[..line.len().min(6)].find('>')?;
+            // bytes, not str: the line may hold a multi-byte char within its first six bytes
+            let end = b[..b.len().min(6)].iter().position(|&c| c == b'>')?;
             let pri: u16 = line[1..end].parse().ok()?;
             level = Some(Level::from_syslog_severity((pri % 8) as u8));
             i = end + 1;

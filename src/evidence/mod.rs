@@ -2,8 +2,9 @@
 //! ranked list of [`Observation`]s (DESIGN.md §2: the `observation` epistemic type), each pointing
 //! back at the 1-based line numbers it came from.
 //!
-//! This module owns: log shape detection and parsing ([`logs`]), online template mining with Drain
-//! ([`drain`]), the failure-signature catalogue ([`signatures`], data in `signatures.json`), metric
+//! This module owns: log shape detection and parsing ([`logs`]), header layouts learned from the
+//! paste for shapes without a parser ([`header`], timestamps in any layout from [`time`]), online
+//! template mining with Drain ([`drain`]), the failure-signature catalogue ([`signatures`], data in `signatures.json`), metric
 //! series analysis ([`metrics`]), alert webhook normalisation ([`alerts`]). It is pure domain code:
 //! no I/O, deterministic for a given input (except the default year for year-less syslog lines, see
 //! [`logs`]).
@@ -15,6 +16,7 @@
 pub mod alerts;
 pub mod csv;
 pub mod drain;
+pub mod header;
 pub mod logs;
 pub mod metrics;
 pub mod signatures;
@@ -25,6 +27,7 @@ use serde::{Deserialize, Serialize};
 pub use signatures::{Signature, catalogue, failure_mode_description, match_tags};
 
 use drain::{AddResult, Drain, DrainConfig, Tokens};
+use header::Layout;
 use logs::{Level, LineParser, LogFormat};
 
 /// Maximum number of templates a [`LogExtractor`] keeps (further unmatched lines count as
@@ -48,6 +51,10 @@ pub const SHORT_PASTE_LINES: u64 = 30;
 const MAX_TOKENS: usize = 256;
 /// Buckets of the per-template line histogram used for rate-change detection.
 const BUCKETS: usize = 64;
+/// Lines buffered at the start of a paste to learn its header layouts from (see [`header`]).
+pub const SAMPLE_LINES: usize = 256;
+/// Entries of the exact-match cache (masked message → template) before it is cleared.
+const CACHE_MAX: usize = 1 << 16;
 
 /// What kind of text was submitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -275,14 +282,22 @@ struct TemplateStats {
 /// Streaming log extractor with bounded memory: feed lines with [`LogExtractor::push_line`] (or
 /// raw chunks with [`LogExtractor::push_chunk`]), then call [`LogExtractor::finish`].
 ///
-/// Pipeline per line: shape detection (the majority shape of the first 32 lines becomes the
-/// preferred parser, other shapes are still tried per line) → timestamp/level/content → masking →
-/// Drain (He et al., ICWS 2017; depth 4, similarity 0.5, 100 children) → per-template statistics.
-/// Signatures run once per template in `finish`.
+/// The first [`SAMPLE_LINES`] lines are buffered and header layouts are learned from them
+/// ([`header`]); then every line goes once through: shape detection (known fast paths; the
+/// majority shape of the first 32 lines is tried first, other shapes are still tried per line) →
+/// learned header (time, level and the other leading fields taken off the content the fast path
+/// left, or off the whole line for `plain`) → masking → exact-match cache (a masked message seen
+/// before goes straight to its template) → Drain (He et al., ICWS 2017; depth 4, similarity 0.7,
+/// 100 children, variable depth and template merging, see [`drain`]) → per-template statistics.
+/// Signatures run once per template in `finish`. No allocation per line once warm (a JSON line
+/// is the exception: its message is decoded).
 #[derive(Debug)]
 pub struct LogExtractor {
     parser: LineParser,
     preferred: Option<LogFormat>,
+    preferred_checked: bool,
+    fast: bool,
+    learn: bool,
     votes: Vec<(LogFormat, u64)>,
     drain: Drain,
     toks: Tokens,
@@ -297,6 +312,19 @@ pub struct LogExtractor {
     record_ids: bool,
     ids: Vec<u32>,
     pending: String,
+    /// Raw lines buffered until the header layouts are learned (`None` once learned).
+    sample: Option<Sample>,
+    /// Learned layouts and the fast-path shape whose content they apply to.
+    layouts: Vec<(LogFormat, Layout)>,
+    /// Exact-match cache: hash of the masked token text → template id (see [`drain`]).
+    cache: std::collections::HashMap<u64, u32, drain::BuildIdHash>,
+}
+
+/// Lines kept for layout learning: one text buffer and line boundaries.
+#[derive(Debug, Default)]
+struct Sample {
+    text: String,
+    ends: Vec<usize>,
 }
 
 impl Default for LogExtractor {
@@ -323,6 +351,9 @@ impl LogExtractor {
         LogExtractor {
             parser,
             preferred: None,
+            preferred_checked: false,
+            fast: true,
+            learn: true,
             votes: Vec::new(),
             drain: Drain::new(DrainConfig {
                 max_clusters: MAX_TEMPLATES,
@@ -340,7 +371,34 @@ impl LogExtractor {
             record_ids: false,
             ids: Vec::new(),
             pending: String::new(),
+            sample: Some(Sample::default()),
+            layouts: Vec::new(),
+            cache: Default::default(),
         }
+    }
+
+    /// Turn the known-shape fast paths of [`logs`] off (`false`): every line is then read as
+    /// `plain` and its header must be learned (see [`header`]). For evaluating how the learner
+    /// does on layouts it has no parser for; the default is on.
+    pub fn fast_paths(mut self, on: bool) -> Self {
+        self.fast = on;
+        self
+    }
+
+    /// Learn header layouts from the first lines (`true`, the default) or not (for ablation).
+    pub fn learn_headers(mut self, on: bool) -> Self {
+        self.learn = on;
+        self
+    }
+
+    /// Replace the Drain parameters (before any line is pushed; the template cap stays
+    /// [`MAX_TEMPLATES`]). For ablation and tuning; the defaults are [`DrainConfig::default`].
+    pub fn drain_config(mut self, cfg: DrainConfig) -> Self {
+        self.drain = Drain::new(DrainConfig {
+            max_clusters: MAX_TEMPLATES,
+            ..cfg
+        });
+        self
     }
 
     /// Record the template id of every line (for grouping-accuracy benchmarks). Memory then grows
@@ -353,7 +411,8 @@ impl LogExtractor {
     /// Template id of each line pushed so far (index = line number - 1; [`NO_TEMPLATE`] for empty
     /// lines); empty unless [`LogExtractor::record_template_ids`] was enabled. Lines with equal ids
     /// were grouped together.
-    pub fn template_ids(&self) -> Vec<u32> {
+    pub fn template_ids(&mut self) -> Vec<u32> {
+        self.end_sample();
         self.ids
             .iter()
             .map(|&i| if i == NO_TEMPLATE { i } else { self.find(i) })
@@ -390,11 +449,92 @@ impl LogExtractor {
     }
 
     /// Feed one line (without its newline).
+    ///
+    /// The first [`SAMPLE_LINES`] lines are buffered and the header layouts are learned from them
+    /// (see [`header`]); then they and every later line go through the one-pass pipeline.
     pub fn push_line(&mut self, line: &str) {
+        if let Some(s) = &mut self.sample {
+            let head = truncate_bytes(line, 64 * 1024);
+            self.bytes += (line.len() - head.len()) as u64;
+            s.text.push_str(head);
+            s.ends.push(s.text.len());
+            if s.ends.len() >= SAMPLE_LINES {
+                self.end_sample();
+            }
+            return;
+        }
+        self.process_line(line);
+    }
+
+    /// Learn the header layouts from the buffered lines, then process them.
+    fn end_sample(&mut self) {
+        let Some(sample) = self.sample.take() else {
+            return;
+        };
+        let mut lines = Vec::with_capacity(sample.ends.len());
+        let mut start = 0;
+        for &e in &sample.ends {
+            lines.push(&sample.text[start..e]);
+            start = e;
+        }
+        self.learn_layouts(&lines);
+        for l in lines {
+            self.process_line(l);
+        }
+    }
+
+    /// Group the sample by fast-path shape and learn header layouts for the content each shape
+    /// leaves (the whole line for `plain`).
+    fn learn_layouts(&mut self, lines: &[&str]) {
+        if !self.learn {
+            return;
+        }
+        let mut parser = self.parser.clone();
+        let mut groups: Vec<(LogFormat, usize, Vec<&str>)> = Vec::new();
+        for l in lines {
+            if l.trim().is_empty() {
+                continue;
+            }
+            let p = if self.fast {
+                parser.parse_any(l)
+            } else {
+                parser.parse(l, Some(LogFormat::Plain))
+            };
+            let std::borrow::Cow::Borrowed(c) = p.content else {
+                continue;
+            };
+            let timed = usize::from(p.ts.is_some());
+            match groups.iter_mut().find(|g| g.0 == p.format) {
+                Some(g) => {
+                    g.1 += timed;
+                    g.2.push(c);
+                }
+                None => groups.push((p.format, timed, vec![c])),
+            }
+        }
+        for (format, timed, contents) in groups {
+            if contents.len() < header::MIN_SUPPORT {
+                continue;
+            }
+            let anchored = timed * 2 > contents.len();
+            for layout in header::learn(&contents, anchored) {
+                self.layouts.push((format, layout));
+            }
+        }
+    }
+
+    /// The one-pass pipeline for one line: shape → learned header → masking → Drain → stats.
+    fn process_line(&mut self, line: &str) {
         self.lines += 1;
         self.bytes += line.len() as u64 + 1;
         let line_no = self.lines;
-        if line.trim().is_empty() {
+        // blank? (byte check first; `trim` only for a line that starts with non-ASCII bytes)
+        let blank = match line.bytes().find(|c| !c.is_ascii_whitespace()) {
+            None => true,
+            Some(c) if c.is_ascii() => false,
+            Some(_) => line.trim().is_empty(),
+        };
+        if blank {
             if self.record_ids {
                 self.ids.push(NO_TEMPLATE);
             }
@@ -402,27 +542,72 @@ impl LogExtractor {
         }
         // Over-long lines: only the head takes part in parsing.
         let head = truncate_bytes(line, 64 * 1024);
-        let p = self.parser.parse(head, self.preferred);
-        if self.preferred.is_none() {
-            match self.votes.iter_mut().find(|(f, _)| *f == p.format) {
-                Some(v) => v.1 += 1,
-                None => self.votes.push((p.format, 1)),
-            }
-            if self.lines >= 32 {
-                self.preferred = self.votes.iter().max_by_key(|v| v.1).map(|v| v.0);
-            }
-        } else if let Some(v) = self.votes.iter_mut().find(|(f, _)| *f == p.format) {
-            v.1 += 1;
+        let p = if self.fast {
+            self.parser.parse(head, self.preferred)
         } else {
-            self.votes.push((p.format, 1));
+            self.parser.parse(head, Some(LogFormat::Plain))
+        };
+        let mut format = p.format;
+        let mut ts = p.ts;
+        let mut level = p.level;
+        let mut content: &str = &p.content;
+        for (f, layout) in &self.layouts {
+            if *f != p.format {
+                continue;
+            }
+            if let Some(a) = layout.apply(content) {
+                content = &content[a.content..];
+                if ts.is_none()
+                    && let Some(st) = a.stamp
+                {
+                    ts = self.parser.stamp_ns(st);
+                }
+                level = level.or(a.level);
+                if format == LogFormat::Plain {
+                    format = LogFormat::Learned;
+                }
+                break;
+            }
         }
-        if let Some(ts) = p.ts {
+        match self.votes.iter_mut().find(|(f, _)| *f == format) {
+            Some(v) => v.1 += 1,
+            None => self.votes.push((format, 1)),
+        }
+        if !self.preferred_checked && self.lines >= 32 {
+            self.preferred_checked = true;
+            // The majority shape is tried first from now on; `plain` (which accepts anything) is
+            // never preferred, so other shapes keep their parsers.
+            self.preferred = self
+                .votes
+                .iter()
+                .max_by_key(|v| v.1)
+                .map(|v| v.0)
+                .filter(|f| !matches!(f, LogFormat::Plain | LogFormat::Learned));
+        }
+        if let Some(ts) = ts {
             self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
             self.last_ts = Some(self.last_ts.map_or(ts, |l| l.max(ts)));
         }
-        let content = truncate_bytes(&p.content, MAX_TOKENIZE_BYTES);
+        let content = truncate_bytes(content, MAX_TOKENIZE_BYTES);
         self.toks.fill(content, MAX_TOKENS);
-        let id = match self.drain.add(&self.toks) {
+        let key = self.toks.hash();
+        let added = match self.cache.get(&key) {
+            Some(&id) => AddResult::Template {
+                id: self.find(id),
+                new: false,
+            },
+            None => {
+                let r = self.drain.add(&self.toks);
+                if let AddResult::Template { id, .. } = r {
+                    if self.cache.len() >= CACHE_MAX {
+                        self.cache.clear();
+                    }
+                    self.cache.insert(key, id);
+                }
+                r
+            }
+        };
+        let id = match added {
             AddResult::Template { id, new } => {
                 if new {
                     self.stats.push(TemplateStats {
@@ -456,7 +641,8 @@ impl LogExtractor {
             self.ids.push(id);
         }
         // rate histogram: keep line_no within BUCKETS * width
-        while (line_no - 1) / self.bucket_width >= BUCKETS as u64 {
+        // bucket_width is a power of two: shifts instead of divisions
+        while (line_no - 1) >> self.bucket_width.trailing_zeros() >= BUCKETS as u64 {
             self.bucket_width *= 2;
             for s in &mut self.stats {
                 for i in 0..BUCKETS / 2 {
@@ -467,15 +653,15 @@ impl LogExtractor {
                 }
             }
         }
-        let bucket = ((line_no - 1) / self.bucket_width) as usize;
+        let bucket = ((line_no - 1) >> self.bucket_width.trailing_zeros()) as usize;
         let s = &mut self.stats[id as usize];
         s.count += 1;
         s.buckets[bucket] += 1;
         s.last_line = line_no;
-        if p.level > s.level {
-            s.level = p.level;
+        if level > s.level {
+            s.level = level;
         }
-        if let Some(ts) = p.ts {
+        if let Some(ts) = ts {
             s.first_ts = Some(s.first_ts.map_or(ts, |f| f.min(ts)));
             s.last_ts = Some(s.last_ts.map_or(ts, |l| l.max(ts)));
         }
@@ -541,13 +727,22 @@ impl LogExtractor {
         k.ranges = merged;
     }
 
+    /// Header layouts learned from the first lines (see [`header`]), each with the fast-path
+    /// shape whose remaining content it applies to (`plain`: the whole line).
+    pub fn learned_layouts(&mut self) -> Vec<(LogFormat, Layout)> {
+        self.end_sample();
+        self.layouts.clone()
+    }
+
     /// Number of live templates so far.
-    pub fn template_count(&self) -> usize {
+    pub fn template_count(&mut self) -> usize {
+        self.end_sample();
         self.stats.iter().filter(|s| s.alive).count()
     }
 
     /// Live templates so far as (template text, line count), in creation order.
-    pub fn templates(&self) -> Vec<(u32, String, u64)> {
+    pub fn templates(&mut self) -> Vec<(u32, String, u64)> {
+        self.end_sample();
         (0..self.stats.len() as u32)
             .filter(|&i| self.stats[i as usize].alive)
             .map(|i| {
@@ -581,6 +776,7 @@ impl LogExtractor {
             let line = std::mem::take(&mut self.pending);
             self.push_line(line.strip_suffix('\r').unwrap_or(&line));
         }
+        self.end_sample();
         let lines = self.lines;
         let mut all_tags: Vec<String> = Vec::new();
         let mut cands: Vec<Observation> = Vec::new();

@@ -2,14 +2,29 @@
 
 use super::*;
 
+/// A file of `../shared/data`. Missing data skips the test locally, but fails it when `CI=true`
+/// (CI always has the shared folder, so a skip there would hide a broken path).
 fn shared(rel: &str) -> Option<String> {
     let path = format!("{}/../shared/data/{rel}", env!("CARGO_MANIFEST_DIR"));
     match std::fs::read(&path) {
         Ok(b) => Some(String::from_utf8_lossy(&b).into_owned()),
-        Err(_) => {
+        Err(e) => {
+            assert!(
+                std::env::var("CI").map_or(true, |v| v != "true"),
+                "{path} is missing and CI=true: the shared data must be there ({e})"
+            );
             eprintln!("skipping: {path} not found");
             None
         }
+    }
+}
+
+/// A file of our own `tests/data` (always in the repository).
+fn own(rel: &str) -> String {
+    let path = format!("{}/tests/data/{rel}", env!("CARGO_MANIFEST_DIR"));
+    match std::fs::read(&path) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) => panic!("{path}: {e}"),
     }
 }
 
@@ -668,4 +683,212 @@ fn a_short_hand_picked_paste_keeps_every_line_without_a_level() {
         "{:#?}",
         e.observations
     );
+}
+
+/// (event ids, templates) of a `LineId,EventId,EventTemplate` file.
+fn labels(csv_text: &str) -> (Vec<String>, Vec<String>) {
+    let recs = csv::records(csv_text);
+    let id = recs[0].1.iter().position(|h| h == "EventId").unwrap();
+    let tpl = recs[0].1.iter().position(|h| h == "EventTemplate").unwrap();
+    recs[1..]
+        .iter()
+        .map(|(_, f)| (f[id].clone(), f[tpl].clone()))
+        .unzip()
+}
+
+#[test]
+fn our_own_samples_without_a_known_layout_are_grouped_like_the_labels() {
+    for name in ["nginx_error", "spring_boot", "go_zap"] {
+        let log = own(&format!("{name}.log"));
+        let (truth, _) = labels(&own(&format!("{name}.templates.csv")));
+        assert!(truth.len() >= 300, "{name}: {} labelled lines", truth.len());
+        let mut x = LogExtractor::new().record_template_ids(true);
+        for l in log.lines() {
+            x.push_line(l);
+        }
+        let ga = grouping_accuracy(&x.template_ids(), &truth);
+        let e = x.finish();
+        assert!(ga >= 0.95, "{name}: GA {ga} < 0.95");
+        assert_ne!(e.format, "plain", "{name}");
+    }
+}
+
+#[test]
+fn an_unknown_header_is_learned_and_its_time_and_level_kept() {
+    let mut text = String::new();
+    for i in 0..60u32 {
+        let level = if i % 10 == 7 { "ERROR" } else { "INFO" };
+        let msg = if i % 10 == 7 {
+            format!("flush of segment {} failed: disk quota exceeded", 900 + i)
+        } else {
+            format!("segment {} sealed after {} writes", 900 + i, 3 * i)
+        };
+        text.push_str(&format!(
+            "- {} 2026.03.{:02} store-{}.rack{} {level} {msg}\n",
+            1_773_000_000 + i * 60,
+            1 + i / 30,
+            i % 4,
+            i % 2
+        ));
+    }
+    let mut x = LogExtractor::new();
+    for l in text.lines() {
+        x.push_line(l);
+    }
+    let t: Vec<(String, u64)> = x.templates().into_iter().map(|(_, t, c)| (t, c)).collect();
+    assert_eq!(
+        t,
+        vec![
+            ("segment <*> sealed after <*> writes".to_string(), 54),
+            (
+                "flush of segment <*> failed: disk quota exceeded".to_string(),
+                6
+            ),
+        ]
+    );
+    let e = x.finish();
+    assert_eq!(e.format, "learned");
+    let err = e
+        .observations
+        .iter()
+        .find(|o| o.statement.contains("disk quota"))
+        .expect("the error template");
+    assert_eq!(err.level.as_deref(), Some("error"));
+    assert_eq!(
+        err.first_seen,
+        Some(jiff::Timestamp::from_second(1_773_000_000 + 7 * 60).unwrap())
+    );
+}
+
+#[test]
+fn two_interleaved_unknown_formats_are_both_learned() {
+    let mut text = String::new();
+    for i in 0..50u32 {
+        text.push_str(&format!(
+            "[03.{:02} 09:{:02}:11] sync-agent.exe - uploaded {} files to bucket-{}\n",
+            1 + i % 28,
+            i,
+            i * 3,
+            i % 5
+        ));
+        text.push_str(&format!(
+            "20260317-09:{:02}:11:{:03}|Queue_Mgr|{}|drained queue after {} ms\n",
+            i,
+            i * 7,
+            5000 + i,
+            i * 11
+        ));
+    }
+    let mut x = LogExtractor::new().record_template_ids(true);
+    for l in text.lines() {
+        x.push_line(l);
+    }
+    let ids = x.template_ids();
+    let truth: Vec<String> = (0..ids.len()).map(|i| (i % 2).to_string()).collect();
+    assert_eq!(grouping_accuracy(&ids, &truth), 1.0);
+    let t: Vec<String> = x.templates().into_iter().map(|(_, t, _)| t).collect();
+    assert_eq!(
+        t,
+        vec![
+            "uploaded <*> files to <*>".to_string(),
+            "drained queue after <*> ms".to_string()
+        ]
+    );
+    assert_eq!(x.finish().format, "learned");
+}
+
+#[test]
+fn a_known_layout_mixed_with_an_unknown_one_keeps_both() {
+    let mut text = String::new();
+    for i in 0..40u32 {
+        text.push_str(&format!(
+            "Mar 17 09:{:02}:01 web-{} cron[{}]: job {} started\n",
+            i % 60,
+            i % 3,
+            100 + i,
+            i
+        ));
+        text.push_str(&format!(
+            "17/03/26 09:{:02}:02 WARN pool.Monitor: pool {} has {} idle workers\n",
+            i % 60,
+            i % 4,
+            i
+        ));
+    }
+    let e = extract(EvidenceKind::Logs, &text);
+    assert_eq!(e.templates, 2, "{:#?}", e.observations);
+    assert_eq!(e.format, "mixed");
+    let warn = e
+        .observations
+        .iter()
+        .find(|o| o.statement.contains("idle workers"))
+        .expect("the warn template");
+    assert_eq!(warn.level.as_deref(), Some("warn"));
+    assert!(
+        warn.statement.ends_with(": pool <*> has <*> idle workers"),
+        "{}",
+        warn.statement
+    );
+}
+
+#[test]
+fn odd_bytes_in_headers_and_messages_never_panic() {
+    let parts = [
+        "[",
+        "]",
+        "\"",
+        "'",
+        "=\"",
+        "é",
+        "日本",
+        "2026-11-29",
+        "10:00:00",
+        "|",
+        "::",
+        "[::1]:",
+        "(",
+        ")",
+        "<*>",
+        "Jun",
+        "17",
+        "2026.11.29",
+        "17/11/29",
+        "-",
+        "ERROR",
+        "x=",
+        "\u{feff}",
+        "\t",
+        "{\"k\":",
+        "0x1f",
+        "/a/b/",
+        "ü:",
+        "I",
+        "[ 1.000000]",
+    ];
+    let mut seed = 7u64;
+    let mut next = || {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (seed >> 33) as usize
+    };
+    let mut text = String::new();
+    for _ in 0..600 {
+        let n = 1 + next() % 12;
+        for k in 0..n {
+            if k > 0 && next() % 3 > 0 {
+                text.push(' ');
+            }
+            text.push_str(parts[next() % parts.len()]);
+        }
+        text.push('\n');
+    }
+    let e = extract(EvidenceKind::Logs, &text);
+    assert_eq!(e.lines, 600);
+    let lines: Vec<&str> = text.lines().collect();
+    for l in header::learn(&lines, false) {
+        for line in &lines {
+            if let Some(a) = l.apply(line) {
+                assert!(line.is_char_boundary(a.content));
+            }
+        }
+    }
 }

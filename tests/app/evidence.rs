@@ -11,7 +11,13 @@ fn shared(path: &str) -> Option<String> {
         .join(path);
     match std::fs::read_to_string(&p) {
         Ok(s) => Some(s),
-        Err(_) => {
+        Err(e) => {
+            // CI always has ../shared: there a missing file is a failure, not a skip.
+            assert!(
+                std::env::var("CI").map_or(true, |v| v != "true"),
+                "{} is missing and CI=true ({e})",
+                p.display()
+            );
             eprintln!(
                 "SKIPPED: {} not found (CI always has ../shared)",
                 p.display()
