@@ -96,11 +96,10 @@ async fn story(db: &str) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     // The built-in embedding model, as `serve` uses it (the story works without it too).
-    let embedder = crate::memory::embeddings::BuiltinEmbedder::load(
-        &crate::memory::minilm::default_dir(),
-    )
-    .ok()
-    .map(|e| std::sync::Arc::new(e) as std::sync::Arc<dyn crate::memory::Embedder>);
+    let embedder =
+        crate::memory::embeddings::BuiltinEmbedder::load(&crate::memory::minilm::default_dir())
+            .ok()
+            .map(|e| std::sync::Arc::new(e) as std::sync::Arc<dyn crate::memory::Embedder>);
     let memory = crate::memory::Memory::new(pool.clone(), embedder);
     let app = router(AppState::new(pool.clone(), Settings::default()).with_memory(memory.clone()));
     tokio::spawn(async move {

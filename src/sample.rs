@@ -8,11 +8,11 @@
 use serde::Deserialize;
 use sqlx::SqlitePool;
 
-use crate::memory::Memory;
 use crate::domain::memory::{Rule, RuleSeverity};
 use crate::domain::{IncidentId, NewIncident, Resolution, Role, Transition, UserName};
 use crate::error::{AppError, AppResult};
 use crate::evidence::EvidenceKind;
+use crate::memory::Memory;
 use crate::services::{evidence, investigation, postmortem, workflow};
 use crate::store::users::{self, User};
 

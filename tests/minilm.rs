@@ -49,7 +49,12 @@ fn the_built_in_model_reproduces_the_sentence_transformers_reference_vectors() {
     let texts: Vec<&str> = reference.items.iter().map(|i| i.text.as_str()).collect();
     // One batch (padded to the longest) and one by one must agree with the reference alike.
     let batch = model.embed(&texts).expect("embeds");
-    assert!(reference.items.iter().any(|i| i.token_count == MAX_WORD_PIECES));
+    assert!(
+        reference
+            .items
+            .iter()
+            .any(|i| i.token_count == MAX_WORD_PIECES)
+    );
     for (item, got) in reference.items.iter().zip(&batch) {
         assert_eq!(got.len(), DIMENSIONS);
         assert_eq!(item.embedding.len(), DIMENSIONS);

@@ -43,13 +43,10 @@ async fn report_of(set: &str) -> Option<Report> {
     }
     let dir = incidentmind::memory::minilm::default_dir();
     let embedder = BuiltinEmbedder::load(&dir).expect("the built-in model under models/ loads");
-    let report = incidentmind::eval::recall_eval(
-        &path,
-        Some(Arc::new(embedder)),
-        RecallTuning::default(),
-    )
-    .await
-    .expect("evaluation runs");
+    let report =
+        incidentmind::eval::recall_eval(&path, Some(Arc::new(embedder)), RecallTuning::default())
+            .await
+            .expect("evaluation runs");
     println!("{set}\n{report}");
     Some(report)
 }

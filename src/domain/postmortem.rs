@@ -486,7 +486,10 @@ mod tests {
             first_sentence("Release 4.7.2 dropped the retry budget on db.internal. Then more."),
             "release 4.7.2 dropped the retry budget on db.internal"
         );
-        assert_eq!(first_sentence("TLS cert expired\nsecond line"), "TLS cert expired");
+        assert_eq!(
+            first_sentence("TLS cert expired\nsecond line"),
+            "TLS cert expired"
+        );
         assert_eq!(first_sentence("Quota hit! Nothing else"), "quota hit");
     }
 }

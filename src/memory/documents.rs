@@ -185,7 +185,10 @@ pub async fn refresh(memory: &Memory) -> AppResult<usize> {
         }
     }
     let mut n = 0;
-    for gone in stored.keys().filter(|i| !by_incident.contains_key(i.as_str())) {
+    for gone in stored
+        .keys()
+        .filter(|i| !by_incident.contains_key(i.as_str()))
+    {
         dstore::delete(pool, gone).await?;
         n += 1;
     }

@@ -92,12 +92,11 @@ impl MiniLm {
             std::fs::read(&path).map_err(|source| ModelError::File { path, source })
         };
         let config_path = dir.join("config.json");
-        let config: Config = serde_json::from_slice(&read("config.json")?).map_err(|source| {
-            ModelError::Config {
+        let config: Config =
+            serde_json::from_slice(&read("config.json")?).map_err(|source| ModelError::Config {
                 path: config_path,
                 source,
-            }
-        })?;
+            })?;
         let mut tokenizer = Tokenizer::from_bytes(read("tokenizer.json")?)
             .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
         tokenizer

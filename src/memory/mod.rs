@@ -226,7 +226,12 @@ impl Memory {
     }
 
     /// Keeps `result` as the recall of `incident_id` under `key`.
-    pub fn keep_page_recall(&self, incident_id: &str, key: String, result: Arc<recall::RecallResult>) {
+    pub fn keep_page_recall(
+        &self,
+        incident_id: &str,
+        key: String,
+        result: Arc<recall::RecallResult>,
+    ) {
         lock(&self.inner.page_recalls).put(incident_id.to_string(), (key, result));
     }
 

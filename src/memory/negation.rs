@@ -98,4 +98,3 @@ fn negated_span(clause: &str) -> Option<(usize, usize)> {
     }
     None
 }
-

@@ -591,9 +591,13 @@ const INCIDENT_LISTS: &[(&str, f64)] = &[
 /// smaller constant than the record level's keeps their first ranks decisive.
 const INCIDENT_RRF_K: f64 = 10.0;
 
+/// One incident-level list: its name and incident ids best first, each with its cosine when the
+/// list is a vector list.
+type IncidentList = (&'static str, Vec<(String, Option<f32>)>);
+
 /// Fuses incident-level lists (incident ids best first, with an optional cosine) by weighted
 /// reciprocal rank: `Σ w / (k + rank)`, best first, ties by id.
-fn fuse_incidents(lists: Vec<(&'static str, Vec<(String, Option<f32>)>)>) -> Vec<IncidentMatch> {
+fn fuse_incidents(lists: Vec<IncidentList>) -> Vec<IncidentMatch> {
     let mut by_id: HashMap<String, IncidentMatch> = HashMap::new();
     for (name, list) in lists {
         let weight = INCIDENT_LISTS
@@ -682,7 +686,8 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     };
     // Passage by passage, when the query has more than one (an incident's report and evidence).
     let query_passages = super::documents::passages_of(&text);
-    let by_passages = if tuning.on("passages") && query_vector.is_some() && query_passages.len() > 1 {
+    let by_passages = if tuning.on("passages") && query_vector.is_some() && query_passages.len() > 1
+    {
         match embeddings::text_vectors(memory, &query_passages).await {
             Some(vs) => {
                 embeddings::nearest_by_passages(memory, index.epoch(), &vs, exclude, INCIDENT_LIST)
@@ -700,9 +705,12 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     let (scope_list, neighbours) = scope_list(&index, q, &tags, &actions);
 
     // The incident level: which past incidents this query is about.
-    let mut incident_lists: Vec<(&'static str, Vec<(String, Option<f32>)>)> = Vec::new();
+    let mut incident_lists: Vec<IncidentList> = Vec::new();
     if tuning.on("doc_bm25") {
-        incident_lists.push(("doc_bm25", doc_bm25.into_iter().map(|i| (i, None)).collect()));
+        incident_lists.push((
+            "doc_bm25",
+            doc_bm25.into_iter().map(|i| (i, None)).collect(),
+        ));
     }
     if tuning.on("doc_vector") {
         incident_lists.push((
@@ -780,7 +788,9 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
             .map(|(r, m)| (m.incident_id.as_str(), r))
             .collect();
         for f in fused.values_mut() {
-            let inc = index.get(f.candidate.id).and_then(|e| e.incident_id.as_deref());
+            let inc = index
+                .get(f.candidate.id)
+                .and_then(|e| e.incident_id.as_deref());
             if let Some(r) = inc.and_then(|i| rank_of.get(i)) {
                 f.rrf += INCIDENT_PRIOR / (INCIDENT_RRF_K + *r as f64 + 1.0);
                 f.lists.push("incident");

@@ -370,7 +370,8 @@ pub async fn page_recall(
     if let Some(hit) = memory.page_recall(incident.id.as_str(), &key) {
         return Ok(hit);
     }
-    let result = std::sync::Arc::new(recall_for_incident(memory, incident, observations, tags, k).await?);
+    let result =
+        std::sync::Arc::new(recall_for_incident(memory, incident, observations, tags, k).await?);
     memory.keep_page_recall(incident.id.as_str(), key, std::sync::Arc::clone(&result));
     Ok(result)
 }

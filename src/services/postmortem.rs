@@ -429,7 +429,9 @@ pub struct LearningsPreview {
 }
 
 fn norm_words(s: &str) -> BTreeSet<String> {
-    crate::memory::recall::content_words(s).into_iter().collect()
+    crate::memory::recall::content_words(s)
+        .into_iter()
+        .collect()
 }
 
 /// Builds the learnings plan of a confirmed incident. Deterministic for the same stored state:

@@ -184,7 +184,7 @@ pub async fn documents(pool: &SqlitePool, model: &str) -> AppResult<Vec<(String,
 
 /// Little-endian f32s of a blob; `None` when its length is not a multiple of 4.
 fn floats(blob: &[u8]) -> Option<Vec<f32>> {
-    (blob.len() % 4 == 0).then(|| {
+    blob.len().is_multiple_of(4).then(|| {
         blob.chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect()
@@ -257,7 +257,8 @@ pub async fn passages(pool: &SqlitePool, model: &str) -> AppResult<Vec<(String, 
     .await?;
     rows.into_iter()
         .map(|(id, blob)| {
-            let v = floats(&blob).ok_or_else(|| corrupt(format!("embedding of a passage of {id}")))?;
+            let v =
+                floats(&blob).ok_or_else(|| corrupt(format!("embedding of a passage of {id}")))?;
             Ok((id, v))
         })
         .collect()
@@ -302,7 +303,10 @@ pub async fn missing_parts(
     .bind(limit)
     .fetch_all(pool)
     .await?;
-    Ok(rows.into_iter().map(|(id, a, b, c)| (id, [a, b, c])).collect())
+    Ok(rows
+        .into_iter()
+        .map(|(id, a, b, c)| (id, [a, b, c]))
+        .collect())
 }
 
 /// Stores part vectors for `model`: `(record id, part number, vector)`; a record deleted
@@ -355,7 +359,8 @@ pub async fn parts_since(
     .await?;
     rows.into_iter()
         .map(|(rowid, id, blob)| {
-            let v = floats(&blob).ok_or_else(|| corrupt(format!("part embedding of record {id}")))?;
+            let v =
+                floats(&blob).ok_or_else(|| corrupt(format!("part embedding of record {id}")))?;
             Ok((rowid, id, v))
         })
         .collect()

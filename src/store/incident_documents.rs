@@ -62,10 +62,11 @@ pub async fn incident_states(
 /// Database errors.
 pub async fn upsert(pool: &SqlitePool, doc: &DocumentRow) -> AppResult<()> {
     let mut tx = super::begin_write(pool).await?;
-    let old: Option<i64> = sqlx::query_scalar("SELECT id FROM incident_documents WHERE incident_id = ?1")
-        .bind(&doc.incident_id)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let old: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM incident_documents WHERE incident_id = ?1")
+            .bind(&doc.incident_id)
+            .fetch_optional(&mut *tx)
+            .await?;
     let at = super::db_time(super::now());
     let id = match old {
         Some(id) => {
@@ -130,10 +131,11 @@ pub async fn upsert(pool: &SqlitePool, doc: &DocumentRow) -> AppResult<()> {
 /// Database errors.
 pub async fn delete(pool: &SqlitePool, incident_id: &str) -> AppResult<()> {
     let mut tx = super::begin_write(pool).await?;
-    let id: Option<i64> = sqlx::query_scalar("SELECT id FROM incident_documents WHERE incident_id = ?1")
-        .bind(incident_id)
-        .fetch_optional(&mut *tx)
-        .await?;
+    let id: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM incident_documents WHERE incident_id = ?1")
+            .bind(incident_id)
+            .fetch_optional(&mut *tx)
+            .await?;
     if let Some(id) = id {
         for sql in [
             "DELETE FROM incident_documents_fts WHERE rowid = ?1",

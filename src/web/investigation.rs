@@ -120,7 +120,15 @@ async fn page_propose(
     PageForm(b): PageForm<ProposeBody>,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
-    inv::propose(&s.memory, &user.0.name, &id, &b.kind, &b.target, &b.rationale).await?;
+    inv::propose(
+        &s.memory,
+        &user.0.name,
+        &id,
+        &b.kind,
+        &b.target,
+        &b.rationale,
+    )
+    .await?;
     Ok(back(&id))
 }
 

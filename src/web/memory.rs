@@ -382,7 +382,7 @@ async fn run_recall(s: &AppState, p: &RecallParams) -> Result<RecallResult, AppE
         return Err(ValidationError::new("q", "give a question or a service to recall for").into());
     }
     // A read: recall never writes (no "last recalled" bookkeeping on GET).
-    Ok(recall(&s.memory, &q).await?)
+    recall(&s.memory, &q).await
 }
 
 async fn api_recall(

@@ -181,9 +181,7 @@ async fn a_failing_embeddings_endpoint_leaves_recall_working() {
         .await
         .unwrap();
     let _ = &e;
-    let err = embeddings::backfill(&app.memory, 32)
-        .await
-        .unwrap_err();
+    let err = embeddings::backfill(&app.memory, 32).await.unwrap_err();
     assert!(err.to_string().contains("model not loaded"), "{err}");
     let res = recall(
         &app.memory,

@@ -641,7 +641,10 @@ async fn recall_sees_every_change_of_memory_made_by_another_process_at_once() {
     )
     .await;
     // Loads (and caches) the index of this generation.
-    assert_eq!(ids_of(&recall(&ma, &by_text).await.unwrap()), vec![first.id]);
+    assert_eq!(
+        ids_of(&recall(&ma, &by_text).await.unwrap()),
+        vec![first.id]
+    );
 
     // Working records do not move the generation; durable ones do.
     let before = generation(&a).await;
@@ -706,7 +709,14 @@ async fn a_database_recreated_at_the_same_path_is_not_served_from_the_old_index(
     .await
     .unwrap();
     assert_eq!(
-        ids_of(&recall(&incidentmind::memory::Memory::new(pool.clone(), None), &scope("log-shipper")).await.unwrap()),
+        ids_of(
+            &recall(
+                &incidentmind::memory::Memory::new(pool.clone(), None),
+                &scope("log-shipper")
+            )
+            .await
+            .unwrap()
+        ),
         vec![old.id]
     );
     pool.close().await;
@@ -729,13 +739,21 @@ async fn a_database_recreated_at_the_same_path_is_not_served_from_the_old_index(
     .unwrap();
     assert_eq!(new.id, old.id);
     assert!(
-        recall(&incidentmind::memory::Memory::new(pool.clone(), None), &scope("log-shipper"))
-            .await
-            .unwrap()
-            .results
-            .is_empty()
+        recall(
+            &incidentmind::memory::Memory::new(pool.clone(), None),
+            &scope("log-shipper")
+        )
+        .await
+        .unwrap()
+        .results
+        .is_empty()
     );
-    let found = recall(&incidentmind::memory::Memory::new(pool.clone(), None), &scope("edge-proxy")).await.unwrap();
+    let found = recall(
+        &incidentmind::memory::Memory::new(pool.clone(), None),
+        &scope("edge-proxy"),
+    )
+    .await
+    .unwrap();
     assert_eq!(ids_of(&found), vec![new.id]);
     assert_eq!(found.results[0].memory.kind, MemoryKind::Lesson);
 }
