@@ -267,6 +267,9 @@ async fn story(db: &str) -> anyhow::Result<()> {
         "preview and learn disagree"
     );
 
+    // What `serve`'s memory worker does right after Learn: A's document and vectors.
+    crate::memory::embeddings::catch_up(&memory).await?;
+
     step(7, "incident B, other words, same service: investigate");
     let b = api.post(&rita, "/api/v1/incidents", json!({"title": "Card payments hang at the last step", "service": "payments-api", "severity": "SEV2", "description": "Customers wait forever on pay; requests time out waiting on the db."})).await?;
     let b_id = b["id"].as_str().unwrap_or_default().to_string();
