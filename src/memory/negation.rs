@@ -41,8 +41,8 @@ fn clauses(text: &str) -> Vec<(&str, &str)> {
 
 /// `text` without its negated findings: from a negation cue ("no", "without", "none", "zero", a
 /// bare "0") to the end of its clause or the next [`SCOPE_END`] word, as in
-/// `pg_stat_activity: 238 active, 0 idle in transaction` or `lag on 32/32 partitions; no
-/// deserialization errors`, where the words after the cue say what is *not* happening and must
+/// `workers: 12 busy, 0 stuck on locks` or `queue depth rising; no parse failures`, where the
+/// words after the cue say what is *not* happening and must
 /// not pull in incidents where it was. This is the clause-scoped negation of NegEx (Chapman et
 /// al., "A Simple Algorithm for Identifying Negated Findings and Diseases in Discharge
 /// Summaries", J. Biomed. Inform. 34, 2001), with one addition: a cue that is itself part of a failure phrase (`no space left on device`, `no such host`) is
