@@ -523,7 +523,32 @@ pub fn why_text(w: &crate::memory::recall::Why) -> String {
     if !w.action_kinds.is_empty() {
         parts.push(format!("action: {}", w.action_kinds.join(", ")));
     }
+    if let Some(c) = w.cosine {
+        parts.push(format!("meaning: cosine {c:.2}"));
+    }
+    if !w.lists.is_empty() {
+        parts.push(format!("lists: {}", w.lists.join(", ")));
+    }
     parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn why_recalled_names_each_list_and_the_cosine() {
+        let w = crate::memory::recall::Why {
+            matched_terms: vec!["queue".into()],
+            lists: vec!["text", "semantic", "incident"],
+            cosine: Some(0.7141),
+            ..Default::default()
+        };
+        assert_eq!(
+            why_text(&w),
+            "words: queue · meaning: cosine 0.71 · lists: text, semantic, incident"
+        );
+    }
 }
 
 #[derive(Template, WebTemplate)]
