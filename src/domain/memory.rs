@@ -496,6 +496,15 @@ impl NewRecord {
     }
 }
 
+/// Whether an observation record is the summary of a log submission (line count, window,
+/// templates, errors, format — see [`crate::evidence::SUMMARY_SALIENCE`]): shown first on the
+/// page, but it says nothing about the failure, so recall queries and post-mortem symptoms leave
+/// it out.
+pub fn is_summary(o: &MemoryRecord) -> bool {
+    o.data.get("salience").and_then(|v| v.as_u64())
+        == Some(u64::from(crate::evidence::SUMMARY_SALIENCE))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

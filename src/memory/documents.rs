@@ -245,7 +245,7 @@ async fn document_of(
     };
     let evidence: Vec<&str> = observations
         .iter()
-        .filter(|o| !crate::services::evidence::is_summary(o))
+        .filter(|o| !crate::domain::memory::is_summary(o))
         .filter_map(|o| o.data.get("example").and_then(|e| e.as_str()))
         .collect();
     let service = incident

@@ -308,7 +308,7 @@ pub async fn recall_for_incident(
     let mut text = format!("{}\n{}", incident.title, incident.description);
     for o in observations
         .iter()
-        .filter(|o| !crate::services::evidence::is_summary(o))
+        .filter(|o| !crate::domain::memory::is_summary(o))
         .take(10)
     {
         // The line itself, not the statement around it ("ERROR template seen 12 times …").

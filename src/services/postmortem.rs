@@ -81,7 +81,7 @@ async fn facts(pool: &SqlitePool, incident: &crate::domain::Incident) -> AppResu
         failure_modes: tags,
         observations: observations
             .iter()
-            .filter(|o| !crate::services::evidence::is_summary(o))
+            .filter(|o| !crate::domain::memory::is_summary(o))
             // Routine log levels are not symptoms unless a failure signature matched; lines
             // with no level (hand-picked notes, metric and alert findings) are.
             .filter(|o| {

@@ -31,21 +31,33 @@ pub async fn missing(pool: &SqlitePool, model: &str, limit: i64) -> AppResult<Ve
 /// # Errors
 /// Database errors.
 pub async fn store(pool: &SqlitePool, model: &str, vectors: &[(i64, Vec<f32>)]) -> AppResult<()> {
+    store_rows(pool, "INSERT OR REPLACE INTO record_embeddings (record_id, model, vector) SELECT id, ?2, ?3 FROM records WHERE id = ?1", model, vectors).await
+}
+
+/// Writes `(id, vector)` rows for `model` with `sql` (binding `?1` id, `?2` model, `?3` the
+/// vector as little-endian f32s) in one transaction.
+async fn store_rows(
+    pool: &SqlitePool,
+    sql: &'static str,
+    model: &str,
+    vectors: &[(i64, Vec<f32>)],
+) -> AppResult<()> {
     let mut tx = super::begin_write(pool).await?;
     for (id, v) in vectors {
-        let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-        sqlx::query(
-            "INSERT OR REPLACE INTO record_embeddings (record_id, model, vector)
-             SELECT id, ?2, ?3 FROM records WHERE id = ?1",
-        )
-        .bind(id)
-        .bind(model)
-        .bind(blob)
-        .execute(&mut *tx)
-        .await?;
+        sqlx::query(sql)
+            .bind(id)
+            .bind(model)
+            .bind(blob_of(v))
+            .execute(&mut *tx)
+            .await?;
     }
     tx.commit().await?;
     Ok(())
+}
+
+/// A vector as stored: little-endian f32s.
+fn blob_of(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
 /// Vectors of `model` stored after row `after` (the table's rowid): `(rowid, record id, vector)`
@@ -129,21 +141,7 @@ pub async fn store_documents(
     model: &str,
     vectors: &[(i64, Vec<f32>)],
 ) -> AppResult<()> {
-    let mut tx = super::begin_write(pool).await?;
-    for (id, v) in vectors {
-        let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-        sqlx::query(
-            "INSERT OR REPLACE INTO incident_document_embeddings (document_id, model, vector)
-             SELECT id, ?2, ?3 FROM incident_documents WHERE id = ?1",
-        )
-        .bind(id)
-        .bind(model)
-        .bind(blob)
-        .execute(&mut *tx)
-        .await?;
-    }
-    tx.commit().await?;
-    Ok(())
+    store_rows(pool, "INSERT OR REPLACE INTO incident_document_embeddings (document_id, model, vector) SELECT id, ?2, ?3 FROM incident_documents WHERE id = ?1", model, vectors).await
 }
 
 /// The state of the incident-document vectors of `model`: `(rows, max rowid, recall
@@ -223,21 +221,7 @@ pub async fn store_passages(
     model: &str,
     vectors: &[(i64, Vec<f32>)],
 ) -> AppResult<()> {
-    let mut tx = super::begin_write(pool).await?;
-    for (id, v) in vectors {
-        let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-        sqlx::query(
-            "INSERT OR REPLACE INTO incident_passage_embeddings (passage_id, model, vector)
-             SELECT id, ?2, ?3 FROM incident_passages WHERE id = ?1",
-        )
-        .bind(id)
-        .bind(model)
-        .bind(blob)
-        .execute(&mut *tx)
-        .await?;
-    }
-    tx.commit().await?;
-    Ok(())
+    store_rows(pool, "INSERT OR REPLACE INTO incident_passage_embeddings (passage_id, model, vector) SELECT id, ?2, ?3 FROM incident_passages WHERE id = ?1", model, vectors).await
 }
 
 /// Every passage vector of `model` with its incident: `(incident id, vector)`, grouped by
@@ -321,7 +305,7 @@ pub async fn store_parts(
 ) -> AppResult<()> {
     let mut tx = super::begin_write(pool).await?;
     for (id, part, v) in vectors {
-        let blob: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let blob = blob_of(v);
         sqlx::query(
             "INSERT OR REPLACE INTO record_part_embeddings (record_id, part, model, vector)
              SELECT id, ?2, ?3, ?4 FROM records WHERE id = ?1",
