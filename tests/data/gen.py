@@ -76,8 +76,8 @@ def nginx():
             f"client closed connection while waiting for request, client: {ip()}, server: 0.0.0.0:443",
             "client closed connection while waiting for request, client: <*>, server: <*>")),
         (20, "E8", "error", lambda: (
-            f"SSL_do_handshake() failed (SSL: error:0A00010B:SSL routines::wrong version number) while SSL handshaking, client: {ip()}, server: 0.0.0.0:443",
-            "SSL_do_handshake() failed (SSL: <*>:SSL routines::wrong version number) while SSL handshaking, client: <*>, server: <*>")),
+            f"peer closed connection in SSL handshake while SSL handshaking, client: {ip()}, server: 0.0.0.0:443",
+            "peer closed connection in SSL handshake while SSL handshaking, client: <*>, server: <*>")),
         (15, "E9", "crit", lambda: (
             f"SSL_write() failed (32: Broken pipe) while sending to client, client: [{ip6()}]:{R.randint(1024,65535)}, server: [::]:443",
             "SSL_write() failed (<*>: Broken pipe) while sending to client, client: <*>, server: <*>")),
@@ -85,8 +85,8 @@ def nginx():
             f"{R.randint(1,64)} worker_connections are not enough while connecting to upstream, client: {ip()}, server: shop.example.com",
             "<*> worker_connections are not enough while connecting to upstream, client: <*>, server: <*>")),
         (15, "E11", "alert", lambda: (
-            f"socket() failed (24: Too many open files) while connecting to upstream, client: {ip()}, server: shop.example.com",
-            "socket() failed (<*>: Too many open files) while connecting to upstream, client: <*>, server: <*>")),
+            f"zero size buf in output while sending response to client, client: {ip()}, server: shop.example.com",
+            "zero size buf in output while sending response to client, client: <*>, server: <*>")),
         (12, "E12", "notice", lambda: (
             "signal process started", "signal process started")),
         (12, "E13", "notice", lambda: (
