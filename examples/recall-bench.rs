@@ -699,6 +699,7 @@ async fn bench(
     query_count: usize,
     seed: u64,
     keep: Option<&str>,
+    with_model: bool,
 ) -> anyhow::Result<bool> {
     let dir = tempfile::tempdir()?;
     let path = match keep {
@@ -809,8 +810,212 @@ async fn bench(
         if r99 <= P99_MAX_MS { "<=" } else { ">" },
         if ratio <= RATIO_MAX { "<=" } else { ">" },
     );
+    let model_pass = if with_model {
+        model_bench(&pool, &qs, seed).await?
+    } else {
+        true
+    };
     pool.close().await;
-    Ok(pass)
+    Ok(pass && model_pass)
+}
+
+/// Floors of issue #14 with the built-in model on: recall p99 including the query's embedding…
+const MODEL_P99_MAX_MS: f64 = 50.0;
+/// …with the query vector cached…
+const CACHED_P99_MAX_MS: f64 = 10.0;
+/// …an investigation end to end…
+const INVESTIGATION_P99_MAX_MS: f64 = 150.0;
+/// …and the process's resident memory with every vector loaded.
+const RSS_MAX_MB: f64 = 300.0;
+
+/// Records embedded by the real backfill to measure its throughput; the others get copies of
+/// these vectors (see [`model_bench`]).
+const EMBED_SAMPLE: i64 = 512;
+
+/// Resident and peak resident memory of this process in MB (`VmRSS`, `VmHWM` of
+/// `/proc/self/status`, Linux); zeros elsewhere.
+fn rss_mb() -> (f64, f64) {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// The built-in model's part of the benchmark, on the loaded database:
+///
+/// 1. backfill throughput: [`EMBED_SAMPLE`] records embedded and stored by
+///    `memory::embeddings::backfill`, records/s;
+/// 2. every other durable record gets a copy of a sampled vector with a little noise, so that
+///    nearest-vector search scans N real-sized vectors (embedding 100k records here would take
+///    about 40 minutes; search cost does not depend on the values);
+/// 3. recall over the same queries with a never-seen text each (the query is embedded), then the
+///    same texts again (query vectors cached);
+/// 4. investigations end to end (`services::investigation::investigate`, built-in analyst) on
+///    fresh incidents with a short paste each;
+/// 5. RSS with every vector loaded.
+///
+/// Prints each figure against its floor; returns whether all passed.
+async fn model_bench(pool: &SqlitePool, qs: &[RecallQuery], seed: u64) -> anyhow::Result<bool> {
+    use incidentmind::memory::embeddings::{self, BuiltinEmbedder, Embedder as _};
+    use incidentmind::memory::minilm;
+    use std::sync::Arc;
+
+    let t = Instant::now();
+    let builtin = BuiltinEmbedder::load(&minilm::default_dir())?;
+    println!(
+        "  built-in model {} loaded in {:.0} ms",
+        builtin.model(),
+        ms(t.elapsed())
+    );
+    let model = builtin.model().to_string();
+    let memory = incidentmind::memory::Memory::new(pool.clone(), Some(Arc::new(builtin)));
+    let have: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM record_embeddings WHERE model = ?")
+        .bind(&model)
+        .fetch_one(pool)
+        .await?;
+    if have == 0 {
+        let t = Instant::now();
+        let stored = embeddings::backfill(&memory, EMBED_SAMPLE).await?;
+        let secs = t.elapsed().as_secs_f64();
+        println!(
+            "  backfill: {stored} records embedded and stored in {secs:.1} s = {:.0} records/s",
+            stored as f64 / secs
+        );
+        let sample: Vec<Vec<u8>> =
+            sqlx::query_scalar("SELECT vector FROM record_embeddings WHERE model = ?")
+                .bind(&model)
+                .fetch_all(pool)
+                .await?;
+        let sample: Vec<Vec<f32>> = sample
+            .iter()
+            .map(|b| {
+                b.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect()
+            })
+            .filter(|v: &Vec<f32>| !v.is_empty())
+            .collect();
+        anyhow::ensure!(!sample.is_empty(), "the backfill stored no vector");
+        let ids: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM records WHERE kind != 'observation' AND id NOT IN \
+             (SELECT record_id FROM record_embeddings WHERE model = ?)",
+        )
+        .bind(&model)
+        .fetch_all(pool)
+        .await?;
+        let mut rng = Rng::seeded(seed ^ 0xE3B);
+        for chunk in ids.chunks(5_000) {
+            let rows: Vec<(i64, Vec<f32>)> = chunk
+                .iter()
+                .map(|&id| {
+                    let mut v = rng.pick(&sample).clone();
+                    for x in &mut v {
+                        *x += (rng.below(2001) as f32 - 1000.0) * 2e-5;
+                    }
+                    (id, v)
+                })
+                .collect();
+            incidentmind::store::embeddings::store(pool, &model, &rows).await?;
+        }
+        println!("  {} more records got copies of sampled vectors", ids.len());
+    }
+
+    // Recall with the query embedded (each text unseen), then cached.
+    let fresh: Vec<RecallQuery> = qs
+        .iter()
+        .enumerate()
+        .map(|(i, q)| RecallQuery {
+            text: format!("{} (ticket {i})", q.text),
+            ..q.clone()
+        })
+        .collect();
+    for q in fresh.iter().take(20) {
+        recall::recall(&memory, q).await?;
+    }
+    let mut uncached = Vec::with_capacity(fresh.len());
+    for q in fresh.iter().skip(20) {
+        let t = Instant::now();
+        recall::recall(&memory, q).await?;
+        uncached.push(t.elapsed());
+    }
+    let mut cached = Vec::with_capacity(fresh.len());
+    for q in fresh.iter().skip(20) {
+        let t = Instant::now();
+        recall::recall(&memory, q).await?;
+        cached.push(t.elapsed());
+    }
+    let (u50, u99) = percentiles(uncached);
+    let (c50, c99) = percentiles(cached);
+
+    // Investigations end to end, each on a fresh incident with a short paste.
+    let mut inv_times = Vec::new();
+    let mut rng = Rng::seeded(seed ^ 0x1AB);
+    for i in 0..60 {
+        let (symptom, _) = *rng.pick(PARAPHRASE_SYMPTOMS);
+        let new = incidentmind::domain::NewIncident {
+            title: format!("{} {symptom}", rng.pick(PARAPHRASE_SUBJECTS)),
+            service: format!("bench-svc-{}", i % 7),
+            severity: incidentmind::domain::Severity::Sev2,
+            description: capitalize(rng.pick::<&str>(IMPACTS)),
+        };
+        let inc = incidentmind::services::workflow::open_incident(pool, "bench", &new).await?;
+        let paste = (0..20)
+            .map(|n| format!("2026-05-01T10:00:{n:02}Z ERROR request failed: {symptom}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        incidentmind::services::evidence::add(
+            pool,
+            "bench",
+            &inc.id,
+            incidentmind::evidence::EvidenceKind::Logs,
+            paste,
+            "bench",
+            None,
+        )
+        .await?;
+        let t = Instant::now();
+        incidentmind::services::investigation::investigate(&memory, None, "bench", &inc.id).await?;
+        if i >= 5 {
+            inv_times.push(t.elapsed());
+        }
+    }
+    let (i50, i99) = percentiles(inv_times);
+    let (rss, peak) = rss_mb();
+    let checks = [
+        (
+            u99 <= MODEL_P99_MAX_MS,
+            format!(
+                "recall with the query embedded: p50 {u50:.2} ms, p99 {u99:.2} ms (floor {MODEL_P99_MAX_MS} ms)"
+            ),
+        ),
+        (
+            c99 <= CACHED_P99_MAX_MS,
+            format!(
+                "recall, query vector cached: p50 {c50:.2} ms, p99 {c99:.2} ms (floor {CACHED_P99_MAX_MS} ms)"
+            ),
+        ),
+        (
+            i99 <= INVESTIGATION_P99_MAX_MS,
+            format!(
+                "investigation end to end: p50 {i50:.1} ms, p99 {i99:.1} ms (floor {INVESTIGATION_P99_MAX_MS} ms)"
+            ),
+        ),
+        (
+            rss <= RSS_MAX_MB,
+            format!("RSS {rss:.0} MB, peak {peak:.0} MB (floor {RSS_MAX_MB} MB)"),
+        ),
+    ];
+    let mut all = true;
+    for (ok, line) in checks {
+        all &= ok;
+        println!("  {} {line}", if ok { "PASS" } else { "FAIL" });
+    }
+    Ok(all)
 }
 
 #[tokio::main]
@@ -819,6 +1024,7 @@ async fn main() -> anyhow::Result<()> {
     let mut query_count = 1000usize;
     let mut seed = 42u64;
     let mut keep = None;
+    let mut with_model = true;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || {
@@ -835,14 +1041,21 @@ async fn main() -> anyhow::Result<()> {
             "--queries" => query_count = value()?.parse()?,
             "--seed" => seed = value()?.parse()?,
             "--db" => keep = Some(value()?),
+            "--embeddings" => {
+                with_model = match value()?.as_str() {
+                    "builtin" => true,
+                    "off" => false,
+                    other => anyhow::bail!("--embeddings takes builtin or off, not {other}"),
+                }
+            }
             other => anyhow::bail!(
-                "unknown argument {other}; usage: recall-bench [--n 10000,100000] [--queries 1000] [--seed 42] [--db PATH-PREFIX]"
+                "unknown argument {other}; usage: recall-bench [--n 10000,100000] [--queries 1000] [--seed 42] [--db PATH-PREFIX] [--embeddings builtin|off]"
             ),
         }
     }
     let mut all_pass = true;
     for n in sizes {
-        all_pass &= bench(n, query_count.max(1), seed, keep.as_deref()).await?;
+        all_pass &= bench(n, query_count.max(1), seed, keep.as_deref(), with_model).await?;
     }
     println!("{}", if all_pass { "PASS" } else { "FAIL" });
     Ok(())

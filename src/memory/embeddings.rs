@@ -646,25 +646,54 @@ async fn record_vectors(memory: &Memory, epoch: &str, model: &str) -> AppResult<
     Ok(set)
 }
 
+/// The records nearest a query by cosine, and the query's chance level.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Nearest {
+    /// `(record id, cosine)`, best first.
+    pub hits: Vec<(i64, f32)>,
+    /// Cosine below which a hit is no better than chance for this query: the mean of its cosines
+    /// with every record vector plus two standard deviations ([`chance_level`]); `None` with
+    /// fewer than [`CHANCE_SAMPLE`] vectors.
+    pub floor: Option<f32>,
+}
+
+/// Fewest record vectors from which a query's chance level is estimated.
+pub const CHANCE_SAMPLE: usize = 20;
+
+/// The chance level of a query's cosines with the whole memory: mean + 2 standard deviations
+/// (population), so that about 2–3 % of unrelated records score above it when the cosines of
+/// unrelated texts are roughly normal, as they are for sentence-embedding models. `None` for
+/// fewer than [`CHANCE_SAMPLE`] values.
+pub fn chance_level(cosines: &[f32]) -> Option<f32> {
+    if cosines.len() < CHANCE_SAMPLE {
+        return None;
+    }
+    let n = cosines.len() as f32;
+    let mean = cosines.iter().sum::<f32>() / n;
+    let var = cosines.iter().map(|c| (c - mean).powi(2)).sum::<f32>() / n;
+    Some(mean + 2.0 * var.sqrt())
+}
+
 /// Record ids of `index` whose vectors are nearest `query` by cosine, best first, with the
-/// cosine, at most `limit`, without `exclude_incident`'s own records. Records absent from
-/// `index` (working, retracted) never appear. Empty without an embedder; a database error is
-/// logged and gives an empty list (the list is optional and never fails recall).
+/// cosine, at most `limit`, without `exclude_incident`'s own records, and the query's chance
+/// level over every record compared. Records absent from `index` (working, retracted) never
+/// appear. Empty without an embedder; a database error is logged and gives an empty list (the
+/// list is optional and never fails recall).
 pub async fn nearest_records(
     memory: &Memory,
     index: &RecallIndex,
     query: &[f32],
     exclude_incident: Option<&str>,
     limit: usize,
-) -> Vec<(i64, f32)> {
+) -> Nearest {
     let Some(embedder) = memory.embedder() else {
-        return Vec::new();
+        return Nearest::default();
     };
     let set = match record_vectors(memory, index.epoch(), embedder.model()).await {
         Ok(set) => set,
         Err(e) => {
             tracing::warn!(error = %e, "semantic recall skipped");
-            return Vec::new();
+            return Nearest::default();
         }
     };
     let mut scored: Vec<(f32, i64)> = set
@@ -687,12 +716,18 @@ pub async fn nearest_records(
             Some((dot(v, query).max(best_part), *id))
         })
         .collect();
-    scored.sort_by(|(a, ia), (b, ib)| b.total_cmp(a).then(ib.cmp(ia)));
-    scored
-        .into_iter()
-        .take(limit)
-        .map(|(c, id)| (id, c))
-        .collect()
+    let floor = chance_level(&scored.iter().map(|(c, _)| *c).collect::<Vec<_>>());
+    let by_cosine = |(a, ia): &(f32, i64), (b, ib): &(f32, i64)| b.total_cmp(a).then(ib.cmp(ia));
+    // Only the best `limit` are ordered: the rest of a large memory is never sorted.
+    if scored.len() > limit {
+        scored.select_nth_unstable_by(limit, by_cosine);
+        scored.truncate(limit);
+    }
+    scored.sort_by(by_cosine);
+    Nearest {
+        hits: scored.into_iter().map(|(c, id)| (id, c)).collect(),
+        floor,
+    }
 }
 
 /// Incident ids whose documents' vectors are nearest `query` by cosine, best first, with the

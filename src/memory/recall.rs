@@ -677,13 +677,14 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     );
     let (text_list, rules_list) = lists?;
     let doc_bm25 = doc_bm25?;
-    let (semantic, doc_vector) = match &query_vector {
+    let (nearest, doc_vector) = match &query_vector {
         Some(v) => (
             embeddings::nearest_records(memory, &index, v, exclude, PER_LIST).await,
             embeddings::nearest_documents(memory, index.epoch(), v, exclude, INCIDENT_LIST).await,
         ),
-        None => (Vec::new(), Vec::new()),
+        None => (embeddings::Nearest::default(), Vec::new()),
     };
+    let (semantic, chance) = (nearest.hits, nearest.floor);
     // Passage by passage, when the query has more than one (an incident's report and evidence).
     let query_passages = super::documents::passages_of(&text);
     let by_passages = if tuning.on("passages") && query_vector.is_some() && query_passages.len() > 1
@@ -802,7 +803,7 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
             results: Vec::new(),
             incidents,
             derived_tags: tags.into_iter().collect(),
-            notice: Some(NOTHING_FOUND.to_string()),
+            notice: Some(empty_notice(&index, q.service.as_deref())),
         });
     }
     // Rank on the candidates' own fields; load only the k records that are returned.
@@ -843,6 +844,7 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         // Retracted since the index was read: never returned.
         .filter(|(_, _, _, r)| r.validation != Validation::Retracted)
         .map(|(score, lists, cosine, r)| {
+            let weak = is_weak(&lists, cosine, chance);
             let age = r.age_days(now);
             let text_stems: BTreeSet<String> =
                 content_words(&r.text).iter().map(|w| stem(w)).collect();
@@ -880,6 +882,9 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
             if r.validation == Validation::Superseded {
                 marks.push("superseded");
             }
+            if weak {
+                marks.push("weak match");
+            }
             Recalled {
                 memory: r,
                 score,
@@ -889,12 +894,78 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         })
         .collect();
     mark_contradictions(&mut results);
+    let notice = thin_notice(&results, q.service.as_deref(), chance);
     Ok(RecallResult {
         results,
         incidents,
         derived_tags: tags.into_iter().collect(),
-        notice: None,
+        notice,
     })
+}
+
+/// Whether a result came by meaning alone (the vector list, and its incident's rank, which only
+/// adds to records some other list found) with a cosine under the query's chance level.
+fn is_weak(lists: &[&'static str], cosine: Option<f32>, chance: Option<f32>) -> bool {
+    let by_meaning_only = lists.iter().all(|l| matches!(*l, "semantic" | "incident"));
+    by_meaning_only && matches!((cosine, chance), (Some(c), Some(f)) if c < f)
+}
+
+/// What an empty recall says: that memory is empty, that nothing is stored for the query's
+/// service (and nothing elsewhere matched), or that nothing matched at all.
+fn empty_notice(index: &RecallIndex, service: Option<&str>) -> String {
+    if index.is_empty() {
+        return format!("{NOTHING_FOUND}: organizational memory is empty (nothing learned yet)");
+    }
+    match service {
+        Some(s) if !index.has_service(s) => format!(
+            "{NOTHING_FOUND}: nothing is stored for {s}, and nothing stored elsewhere matched"
+        ),
+        _ => format!(
+            "{NOTHING_FOUND}: no stored record shares words, failure modes or action kinds with \
+             this text"
+        ),
+    }
+}
+
+/// What a non-empty recall says when its results are thin: every result came only through the
+/// service (no shared word, failure mode, action kind or meaning), or only by weak meaning.
+fn thin_notice(results: &[Recalled], service: Option<&str>, chance: Option<f32>) -> Option<String> {
+    if results.is_empty() {
+        return None;
+    }
+    let through_service_only = results.iter().all(|r| {
+        r.why.matched_terms.is_empty()
+            && r.why.tags.is_empty()
+            && r.why.action_kinds.is_empty()
+            && !r.why.services.is_empty()
+            && r.why.cosine.is_none_or(|c| chance.is_some_and(|f| c < f))
+    });
+    let weak = results
+        .iter()
+        .filter(|r| r.marks.contains(&"weak match"))
+        .count();
+    if through_service_only {
+        Some(format!(
+            "Matches exist only through the service{}: no stored record shares words, failure \
+             modes or action kinds with this text",
+            service.map(|s| format!(" ({s})")).unwrap_or_default()
+        ))
+    } else if weak == results.len() {
+        Some(format!(
+            "Only weak matches by meaning: each of the {weak} is under this query's chance level \
+             (cosine {:.2}); treat them as unrelated",
+            chance.unwrap_or_default()
+        ))
+    } else if weak > 0 {
+        Some(format!(
+            "{weak} of {} results are weak matches by meaning (cosine under {:.2}, this query's \
+             chance level), marked",
+            results.len(),
+            chance.unwrap_or_default()
+        ))
+    } else {
+        None
+    }
 }
 
 /// Marks a remediation record `contradicted` when the result also holds the opposite verdict for
@@ -990,6 +1061,27 @@ mod tests {
         assert!(
             derive_tags("25 sessions 'idle in transaction'").contains(&"connection_leak".into())
         );
+    }
+
+    #[test]
+    fn a_match_by_meaning_alone_under_the_chance_level_is_weak() {
+        let chance = Some(0.31);
+        assert!(is_weak(&["semantic"], Some(0.12), chance));
+        assert!(is_weak(&["semantic", "incident"], Some(0.30), chance));
+        // Above chance, or found by another list too, or no chance level known: not weak.
+        assert!(!is_weak(&["semantic"], Some(0.45), chance));
+        assert!(!is_weak(&["text", "semantic"], Some(0.12), chance));
+        assert!(!is_weak(&["semantic"], Some(0.12), None));
+        assert!(!is_weak(&["scope"], None, chance));
+    }
+
+    #[test]
+    fn the_chance_level_is_two_deviations_over_the_mean() {
+        assert_eq!(super::embeddings::chance_level(&[0.1; 5]), None);
+        let mut cosines = vec![0.1f32; 10];
+        cosines.extend([0.3f32; 10]);
+        let level = super::embeddings::chance_level(&cosines).unwrap();
+        assert!((level - 0.4).abs() < 1e-5, "{level}");
     }
 
     #[test]

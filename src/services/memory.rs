@@ -1,6 +1,7 @@
 //! Writing organizational memory: redaction first, the epistemic rules of DESIGN.md §2, the
 //! audit log for every write, supersede and retract (never a hard delete).
 
+use serde::{Deserialize, Serialize};
 use sqlx::SqlitePool;
 
 use crate::domain::memory::{MemoryRecord, NewRecord, check_citations};
@@ -198,14 +199,72 @@ pub async fn retract(
     memory::get(pool, id).await
 }
 
-/// Exports every record as JSON lines (one [`MemoryRecord`] per line, ids ascending).
+/// One line of an export file: a [`MemoryRecord`] (its JSON shape, flattened) plus the record's
+/// stored embedding vectors, so that an import does not embed again.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExportLine {
+    /// The record.
+    #[serde(flatten)]
+    pub record: MemoryRecord,
+    /// Its vectors, by model and part; absent in files written before vectors were exported.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vectors: Vec<ExportedVector>,
+}
+
+/// A vector in an export file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExportedVector {
+    /// Model name (`all-MiniLM-L6-v2`, or an endpoint's model).
+    pub model: String,
+    /// Absent for the record's own vector; 0, 1, 2 for a rule's ALWAYS, BECAUSE, SCOPE.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub part: Option<i64>,
+    /// The vector's little-endian f32s, hex-encoded (384 dimensions → 3,072 characters).
+    pub f32le_hex: String,
+}
+
+impl ExportedVector {
+    fn decode(&self) -> Result<Vec<f32>, String> {
+        let bytes = hex::decode(&self.f32le_hex).map_err(|e| format!("vector: {e}"))?;
+        if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
+            return Err(format!(
+                "vector: {} bytes is not a whole number of f32s",
+                bytes.len()
+            ));
+        }
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
+    }
+}
+
+/// Exports every record as JSON lines (one [`ExportLine`] per line, ids ascending), each with its
+/// stored vectors.
 ///
 /// # Errors
 /// Database errors.
 pub async fn export(pool: &SqlitePool) -> AppResult<String> {
+    let mut vectors: std::collections::HashMap<i64, Vec<ExportedVector>> =
+        std::collections::HashMap::new();
+    for v in crate::store::embeddings::all_vectors(pool).await? {
+        let bytes: Vec<u8> = v.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+        vectors
+            .entry(v.record_id)
+            .or_default()
+            .push(ExportedVector {
+                model: v.model,
+                part: v.part,
+                f32le_hex: hex::encode(bytes),
+            });
+    }
     let mut out = String::new();
-    for r in memory::all(pool).await? {
-        out.push_str(&serde_json::to_string(&r).map_err(|e| AppError::Internal(e.into()))?);
+    for record in memory::all(pool).await? {
+        let line = ExportLine {
+            vectors: vectors.remove(&record.id).unwrap_or_default(),
+            record,
+        };
+        out.push_str(&serde_json::to_string(&line).map_err(|e| AppError::Internal(e.into()))?);
         out.push('\n');
     }
     Ok(out)
@@ -222,7 +281,8 @@ pub struct BadLine {
 
 /// Imports JSON lines written by [`export`]. Every line is validated first; if any is bad,
 /// nothing is imported and the bad lines are returned by number. Otherwise all records are
-/// written in one transaction with their ids, links and instants; returns how many.
+/// written in one transaction with their ids, links, instants and vectors (records without
+/// vectors are embedded later by the backfill); returns how many.
 ///
 /// # Errors
 /// `Ok(Err(bad_lines))` for invalid input; `Err` for database errors or an id that exists.
@@ -232,17 +292,34 @@ pub async fn import(
     jsonl: &str,
 ) -> AppResult<Result<usize, Vec<BadLine>>> {
     let mut records = Vec::new();
+    let mut vectors = Vec::new();
     let mut bad = Vec::new();
     for (i, line) in jsonl.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<MemoryRecord>(line) {
-            Ok(r) if r.text.trim().is_empty() => bad.push(BadLine {
+        match serde_json::from_str::<ExportLine>(line) {
+            Ok(l) if l.record.text.trim().is_empty() => bad.push(BadLine {
                 line: i + 1,
                 message: "text is empty".into(),
             }),
-            Ok(r) => records.push(r),
+            Ok(l) => {
+                for v in &l.vectors {
+                    match v.decode() {
+                        Ok(vector) => vectors.push(crate::store::embeddings::StoredVector {
+                            record_id: l.record.id,
+                            model: v.model.clone(),
+                            part: v.part,
+                            vector,
+                        }),
+                        Err(message) => bad.push(BadLine {
+                            line: i + 1,
+                            message,
+                        }),
+                    }
+                }
+                records.push(l.record);
+            }
             Err(e) => bad.push(BadLine {
                 line: i + 1,
                 message: e.to_string(),
@@ -266,7 +343,8 @@ pub async fn import(
     for r in &records {
         memory::restore_links(&mut tx, r.id, &r.sources).await?;
     }
-    let detail = serde_json::json!({"records": records.len()});
+    crate::store::embeddings::restore_vectors(&mut tx, &vectors).await?;
+    let detail = serde_json::json!({"records": records.len(), "vectors": vectors.len()});
     audit::append(
         &mut tx,
         actor,

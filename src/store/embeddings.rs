@@ -349,3 +349,81 @@ pub async fn parts_since(
         })
         .collect()
 }
+
+/// One stored vector of a record, as export writes it: the model, the part (`None`: the whole
+/// record; 0–2: a rule's ALWAYS, BECAUSE, SCOPE) and the vector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredVector {
+    /// The record.
+    pub record_id: i64,
+    /// Model name the vector belongs to.
+    pub model: String,
+    /// `None` for the record's own vector, else its rule part number.
+    pub part: Option<i64>,
+    /// The vector (unit length as stored by the backfill).
+    pub vector: Vec<f32>,
+}
+
+/// Every record and part vector of every model, by record id then part (the record's own
+/// first): what `export` carries so an import does not embed again.
+///
+/// # Errors
+/// Database errors; [`crate::error::AppError::Internal`] for a blob that is not f32s.
+pub async fn all_vectors(pool: &SqlitePool) -> AppResult<Vec<StoredVector>> {
+    let rows: Vec<(i64, String, Option<i64>, Vec<u8>)> = sqlx::query_as(
+        "SELECT record_id, model, NULL, vector FROM record_embeddings
+         UNION ALL
+         SELECT record_id, model, part, vector FROM record_part_embeddings
+         ORDER BY 1, 3 NULLS FIRST, 2",
+    )
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|(record_id, model, part, blob)| {
+            let vector = floats(&blob).ok_or_else(|| corrupt("embedding vector"))?;
+            Ok(StoredVector {
+                record_id,
+                model,
+                part,
+                vector,
+            })
+        })
+        .collect()
+}
+
+/// Writes imported vectors inside the import's transaction, replacing any stored for the same
+/// record, model and part.
+///
+/// # Errors
+/// Database errors.
+pub async fn restore_vectors(tx: &mut super::Tx, vectors: &[StoredVector]) -> AppResult<()> {
+    for v in vectors {
+        let blob = blob_of(&v.vector);
+        match v.part {
+            None => {
+                sqlx::query(
+                    "INSERT OR REPLACE INTO record_embeddings (record_id, model, vector)
+                     VALUES (?1, ?2, ?3)",
+                )
+                .bind(v.record_id)
+                .bind(&v.model)
+                .bind(blob)
+                .execute(&mut **tx)
+                .await?;
+            }
+            Some(part) => {
+                sqlx::query(
+                    "INSERT OR REPLACE INTO record_part_embeddings (record_id, part, model, vector)
+                     VALUES (?1, ?2, ?3, ?4)",
+                )
+                .bind(v.record_id)
+                .bind(part)
+                .bind(&v.model)
+                .bind(blob)
+                .execute(&mut **tx)
+                .await?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -164,6 +164,18 @@ impl RecallIndex {
         self.entries.values()
     }
 
+    /// Whether any durable, non-retracted record is about `service`.
+    pub fn has_service(&self, service: &str) -> bool {
+        self.keys
+            .get(&("service".to_string(), service.to_string()))
+            .is_some_and(|ids| !ids.is_empty())
+    }
+
+    /// Whether the index holds no record at all.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// Services that `service` depends on and that depend on it (the entity graph, one hop),
     /// sorted.
     pub fn neighbours(&self, service: &str) -> &[String] {

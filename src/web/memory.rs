@@ -426,6 +426,22 @@ struct BrowserPage {
     validations: Vec<&'static str>,
     memory_empty: bool,
     can_load_sample: bool,
+    /// "Embedding: 1,204 of 5,000 records have a vector (all-MiniLM-L6-v2)" while the backfill
+    /// runs; `None` when every durable record has one or embeddings are off.
+    embedding_progress: Option<String>,
+}
+
+/// What the Memory page says about the embedding backfill: `None` when it is done (or there is
+/// no embedder), else how far it got, with the model.
+async fn embedding_progress(memory: &crate::memory::Memory) -> Option<String> {
+    let model = memory.embedder()?.model().to_string();
+    match crate::memory::embeddings::progress(memory).await {
+        Ok((done, total)) if done < total => Some(format!(
+            "Embedding in the background: {done} of {total} records have a vector ({model}); \
+             recall by meaning covers those so far."
+        )),
+        _ => None,
+    }
 }
 
 /// `POST /memories/sample` (admins): replays the embedded sample history through the normal
@@ -504,6 +520,7 @@ async fn browser_page(
         validations: Validation::ALL.iter().map(|v| v.as_str()).collect(),
         memory_empty,
         can_load_sample: user.role.includes(Role::Admin),
+        embedding_progress: embedding_progress(&s.memory).await,
     }
     .into_response())
 }

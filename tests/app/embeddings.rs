@@ -240,3 +240,115 @@ async fn a_record_the_endpoint_refuses_for_good_does_not_stall_the_others() {
         .collect();
     assert_eq!(semantic, vec![cardiac.id], "poison {}", poison.id);
 }
+
+#[tokio::test]
+async fn export_carries_the_vectors_so_an_import_embeds_nothing_again() {
+    let (app, e, stub) = app_with_stub(false).await;
+    for (text, svc) in [
+        ("cardiac monitor went silent on ward four", "ward-telemetry"),
+        (
+            "storage volume filled by rotated audit files",
+            "audit-store",
+        ),
+    ] {
+        msvc::write(&app.pool, symptom(text, svc)).await.unwrap();
+    }
+    assert_eq!(backfill(&app, &e).await, 2);
+    let file = msvc::export(&app.pool).await.unwrap();
+    assert!(
+        file.lines()
+            .all(|l| l.contains("\"vectors\":[{\"model\":\"stub-embed\"")),
+        "every line carries its vector: {file}"
+    );
+
+    // Into a fresh database served by the same model: the backfill finds nothing to embed, the
+    // stub is not called, and recall by meaning works at once.
+    let (other, e2, stub2) = app_with_stub(false).await;
+    let n = msvc::import(&other.pool, "test", &file)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(n, 2);
+    assert_eq!(backfill(&other, &e2).await, 0);
+    assert!(stub2.seen.lock().unwrap().is_empty());
+    let res = recall(
+        &other.memory,
+        &RecallQuery {
+            text: "pulse flatlined".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        res.results[0].memory.text.starts_with("cardiac monitor"),
+        "{:?}",
+        res.results
+            .iter()
+            .map(|r| &r.memory.text)
+            .collect::<Vec<_>>()
+    );
+    // Only the query was embedded by the second app.
+    assert_eq!(stub2.seen.lock().unwrap().len(), 1);
+    // Round trip: the second export equals the first.
+    assert_eq!(msvc::export(&other.pool).await.unwrap(), file);
+    drop(stub);
+}
+
+#[tokio::test]
+async fn an_import_line_with_a_broken_vector_is_reported_and_nothing_is_imported() {
+    let app = crate::helpers::spawn_app().await;
+    let line = json!({
+        "id": 1, "kind": "symptom", "epistemic_type": "observation",
+        "text": "queue depth doubled", "services": [], "failure_modes": [],
+        "vectors": [{"model": "m", "f32le_hex": "abc"}]
+    });
+    // Take the shape of a real exported record and break only its vector.
+    msvc::write(&app.pool, symptom("queue depth doubled", "queue-svc"))
+        .await
+        .unwrap();
+    let exported = msvc::export(&app.pool).await.unwrap();
+    let mut record: Value = serde_json::from_str(exported.lines().next().unwrap()).unwrap();
+    record["vectors"] = line["vectors"].clone();
+    let other = crate::helpers::spawn_app().await;
+    let bad = msvc::import(&other.pool, "test", &record.to_string())
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0].line, 1);
+    assert!(bad[0].message.starts_with("vector:"), "{}", bad[0].message);
+    assert_eq!(other.count("records").await, 0);
+}
+
+#[tokio::test]
+async fn the_memory_page_shows_the_backfill_until_every_record_has_a_vector() {
+    let (app, e, _stub) = app_with_stub(false).await;
+    for text in [
+        "heart monitor quiet",
+        "disk volume exhausted",
+        "pulse silent again",
+    ] {
+        msvc::write(&app.pool, symptom(text, "ward-telemetry"))
+            .await
+            .unwrap();
+    }
+    let page = app
+        .get(&app.responder, "/memories")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("0 of 3 records have a vector (stub-embed)"),
+        "{page}"
+    );
+    assert_eq!(backfill(&app, &e).await, 3);
+    let page = app
+        .get(&app.responder, "/memories")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains("embedding-progress"), "{page}");
+}

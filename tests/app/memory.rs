@@ -139,7 +139,64 @@ async fn nothing_relevant_says_so_instead_of_returning_noise() {
     assert!(res.results.is_empty());
     assert_eq!(
         res.notice.as_deref(),
-        Some("No relevant organizational memory found")
+        Some(
+            "No relevant organizational memory found: organizational memory is empty (nothing learned yet)"
+        )
+    );
+}
+
+#[tokio::test]
+async fn an_empty_or_thin_recall_says_which_kind_of_nothing_it_is() {
+    let app = spawn_app().await;
+    let mut r = NewRecord::new(
+        MemoryKind::Symptom,
+        "Ledger writer stalled on fsync while the journal volume was saturated",
+        "rita",
+    );
+    r.services = vec!["ledger-writer".into()];
+    write(&app.pool, r).await;
+    let ask = |text: &str, service: Option<&str>| RecallQuery {
+        text: text.into(),
+        service: service.map(str::to_string),
+        ..Default::default()
+    };
+    // Another service, nothing in common: nothing stored for it.
+    let res = recall(&app.memory, &ask("marzipan inventory", Some("bakery-api")))
+        .await
+        .unwrap();
+    assert!(res.results.is_empty());
+    assert!(
+        res.notice
+            .as_deref()
+            .unwrap()
+            .ends_with("nothing is stored for bakery-api, and nothing stored elsewhere matched"),
+        "{:?}",
+        res.notice
+    );
+    // No service, nothing in common: nothing matched.
+    let res = recall(&app.memory, &ask("marzipan inventory", None))
+        .await
+        .unwrap();
+    assert!(
+        res.notice.as_deref().unwrap().ends_with(
+            "no stored record shares words, failure modes or action kinds with this text"
+        ),
+        "{:?}",
+        res.notice
+    );
+    // The same service, nothing in common: the record comes only through the service.
+    let res = recall(
+        &app.memory,
+        &ask("marzipan inventory", Some("ledger-writer")),
+    )
+    .await
+    .unwrap();
+    assert_eq!(res.results.len(), 1);
+    assert_eq!(
+        res.notice.as_deref(),
+        Some(
+            "Matches exist only through the service (ledger-writer): no stored record shares words, failure modes or action kinds with this text"
+        )
     );
 }
 

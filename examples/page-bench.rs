@@ -1,0 +1,210 @@
+//! Incident-page load benchmark (issue #14): how the incident page holds at 200 connections
+//! against `/healthz` in the same run, on loopback.
+//!
+//! Usage: `cargo run --release --example page-bench -- [--connections 200] [--seconds 10]
+//! [--embeddings builtin|off]`.
+//!
+//! Builds the real router (`incidentmind::router` over an `AppState` wired as `serve` wires it,
+//! with the built-in embedding model unless `--embeddings off`) on a fresh SQLite file, replays
+//! the sample history, opens an incident with a paste and investigates it, then for each of
+//! `GET /healthz` and `GET /incidents/{id}` (signed in with an API token) runs `--connections`
+//! client tasks for `--seconds`, each sending one request after another on its own
+//! keep-alive connection. Prints requests/s, p50 and p99 (ms) and PASS/FAIL against the
+//! issue's floors: the page's p99 ≤ 20 ms and its rate ≥ 30 % of `/healthz`'s. Client and server
+//! share this process and its cores, as a load balancer and the app would not: the figures are a
+//! lower bound.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use incidentmind::memory::embeddings::BuiltinEmbedder;
+use incidentmind::{AppState, Settings, cli::add_user, router, store};
+
+/// Floor: the incident page's p99 at most this many milliseconds…
+const PAGE_P99_MAX_MS: f64 = 20.0;
+/// …and its rate at least this share of `/healthz`'s.
+const PAGE_RATE_MIN: f64 = 0.30;
+
+/// One route's figures: requests per second, p50 and p99 in ms, non-2xx responses.
+struct Figures {
+    rate: f64,
+    p50: f64,
+    p99: f64,
+    errors: usize,
+}
+
+/// Runs `connections` tasks against `url` for `seconds`; each has its own client (its own
+/// connection) and sends the next request when the last one is answered.
+async fn load(url: &str, token: &str, connections: usize, seconds: u64) -> anyhow::Result<Figures> {
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let mut tasks = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .build()?;
+        let url = url.to_string();
+        let token = token.to_string();
+        tasks.push(tokio::spawn(async move {
+            let mut times = Vec::new();
+            let mut errors = 0usize;
+            while Instant::now() < until {
+                let t = Instant::now();
+                match client.get(&url).bearer_auth(&token).send().await {
+                    Ok(res) if res.status().is_success() => {
+                        let _ = res.bytes().await;
+                    }
+                    _ => errors += 1,
+                }
+                times.push(t.elapsed());
+            }
+            (times, errors)
+        }));
+    }
+    let started = Instant::now();
+    let mut all = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (times, e) = t.await?;
+        all.extend(times);
+        errors += e;
+    }
+    let elapsed = started.elapsed().as_secs_f64().max(seconds as f64);
+    all.sort();
+    let at = |p: f64| {
+        let i = ((p * all.len() as f64).ceil() as usize).clamp(1, all.len().max(1)) - 1;
+        all.get(i).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
+    };
+    Ok(Figures {
+        rate: all.len() as f64 / elapsed,
+        p50: at(0.50),
+        p99: at(0.99),
+        errors,
+    })
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let mut connections = 200usize;
+    let mut seconds = 10u64;
+    let mut with_model = true;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut value = || {
+            args.next()
+                .ok_or_else(|| anyhow::anyhow!("{a} needs a value"))
+        };
+        match a.as_str() {
+            "--connections" => connections = value()?.parse()?,
+            "--seconds" => seconds = value()?.parse()?,
+            "--embeddings" => {
+                with_model = match value()?.as_str() {
+                    "builtin" => true,
+                    "off" => false,
+                    other => anyhow::bail!("--embeddings takes builtin or off, not {other}"),
+                }
+            }
+            other => anyhow::bail!(
+                "unknown argument {other}; usage: page-bench [--connections 200] [--seconds 10] [--embeddings builtin|off]"
+            ),
+        }
+    }
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("page-bench.db");
+    let pool = store::connect(path.to_str().expect("utf-8 temp path")).await?;
+    let token = add_user(&pool, "rita", "responder", None).await?;
+    let embedder: Option<Arc<dyn incidentmind::memory::Embedder>> = if with_model {
+        Some(Arc::new(BuiltinEmbedder::load(
+            &incidentmind::memory::minilm::default_dir(),
+        )?))
+    } else {
+        None
+    };
+    let memory = incidentmind::memory::Memory::new(pool.clone(), embedder);
+    let t = Instant::now();
+    let loaded = incidentmind::sample::load_history(&memory).await?;
+    incidentmind::memory::embeddings::catch_up(&memory).await?;
+    println!(
+        "sample history: {} incidents learned and embedded in {:.1} s",
+        loaded.len(),
+        t.elapsed().as_secs_f64()
+    );
+
+    let new = incidentmind::domain::NewIncident {
+        title: "Checkout API answers 503 after the morning deploy".into(),
+        service: "checkout-api".into(),
+        severity: incidentmind::domain::Severity::Sev2,
+        description: "Error rate on checkout went from 0.1 % to 12 % within minutes.".into(),
+    };
+    let inc = incidentmind::services::workflow::open_incident(&pool, "rita", &new).await?;
+    let paste = (0..40)
+        .map(|n| {
+            format!(
+                "2026-06-02T09:{:02}:{:02}Z ERROR upstream connect error: connection pool \
+                 exhausted (active=50, max=50) request_id=r{n}",
+                n / 60,
+                n % 60
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    incidentmind::services::evidence::add(
+        &pool,
+        "rita",
+        &inc.id,
+        incidentmind::evidence::EvidenceKind::Logs,
+        paste,
+        "bench",
+        None,
+    )
+    .await?;
+    incidentmind::services::investigation::investigate(&memory, None, "rita", &inc.id).await?;
+
+    let state = AppState::new(pool.clone(), Settings::default()).with_memory(memory);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router(state)).await;
+    });
+    let page = format!("{base}/incidents/{}", inc.id);
+    // Warm-up: the page's recall is computed once and cached, as after any change.
+    let warm = reqwest::Client::new();
+    let res = warm.get(&page).bearer_auth(&token).send().await?;
+    anyhow::ensure!(
+        res.status().is_success(),
+        "GET {page} answered {}",
+        res.status()
+    );
+
+    println!("{connections} connections, {seconds} s per route, client and server in one process");
+    let health = load(&format!("{base}/healthz"), &token, connections, seconds).await?;
+    let incident = load(&page, &token, connections, seconds).await?;
+    for (name, f) in [("/healthz", &health), ("/incidents/{id}", &incident)] {
+        println!(
+            "  {name:<16} {:>8.0} req/s  p50 {:>7.2} ms  p99 {:>7.2} ms  errors {}",
+            f.rate, f.p50, f.p99, f.errors
+        );
+    }
+    let share = incident.rate / health.rate.max(1e-9);
+    let p99_ok = incident.p99 <= PAGE_P99_MAX_MS;
+    let share_ok = share >= PAGE_RATE_MIN;
+    println!(
+        "  {} incident page p99 {:.2} ms (floor {PAGE_P99_MAX_MS} ms)",
+        if p99_ok { "PASS" } else { "FAIL" },
+        incident.p99
+    );
+    println!(
+        "  {} incident page rate {:.0} % of /healthz (floor {:.0} %)",
+        if share_ok { "PASS" } else { "FAIL" },
+        share * 100.0,
+        PAGE_RATE_MIN * 100.0
+    );
+    println!(
+        "{}",
+        if p99_ok && share_ok && incident.errors == 0 {
+            "PASS"
+        } else {
+            "FAIL"
+        }
+    );
+    Ok(())
+}
