@@ -623,6 +623,7 @@ mod tests {
             recalled: Vec::new(),
             failure_modes: tags.iter().map(|t| t.to_string()).collect(),
             tried: Vec::new(),
+            similar: Vec::new(),
         }
     }
 

@@ -34,6 +34,9 @@ pub struct InvestigationInput {
     /// tried last time, so the analyst proposes these too and the dead-end check flags the
     /// failures.
     pub tried: Vec<MemoryRecord>,
+    /// Ids of the most similar past incidents whose dead ends count for this one
+    /// ([`crate::services::investigation::similar_incidents`]).
+    pub similar: Vec<String>,
 }
 
 /// A prior incident a hypothesis leans on, and why it is relevant.

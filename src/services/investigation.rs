@@ -50,17 +50,31 @@ pub const GENERIC_TAGS: &[&str] = &[
 /// "similar" for dead-end warnings and lend the actions tried during them to the analyst.
 pub const SIMILAR_INCIDENTS: usize = 2;
 
+/// A runner-up whose incident-level score is at least this share of the top one's is too close
+/// to call: recall cannot tell the two apart, so both lend their dead ends (warn, never hide).
+pub const CLOSE_CALL: f64 = 0.9;
+
 /// The first [`SIMILAR_INCIDENTS`] distinct incident ids among `recalled`, in recall order: the
 /// most similar incident always, the next ones only with a record that shares the service (or a
-/// neighbour) or a specific failure mode (not in [`GENERIC_TAGS`]) with this incident — a
-/// runner-up found by words alone is not similar enough to lend its dead ends.
-pub fn similar_incidents(recalled: &[Recalled]) -> Vec<String> {
-    let related = |r: &Recalled| {
+/// neighbour) or a specific failure mode (not in [`GENERIC_TAGS`]) with this incident, or when
+/// `incidents` (recall's incident-level ranking) scores it within [`CLOSE_CALL`] of the first —
+/// a distant runner-up found by words alone is not similar enough to lend its dead ends.
+pub fn similar_incidents(recalled: &[Recalled], incidents: &[IncidentMatch]) -> Vec<String> {
+    let close_call = |inc: &str| match incidents {
+        [first, second, ..] => {
+            second.incident_id == inc
+                && first.score > 0.0
+                && second.score >= CLOSE_CALL * first.score
+        }
+        _ => false,
+    };
+    let related = |r: &Recalled, inc: &str| {
         !r.why.services.is_empty()
             || r.why
                 .tags
                 .iter()
                 .any(|t| !GENERIC_TAGS.contains(&t.as_str()))
+            || close_call(inc)
     };
     let mut out: Vec<String> = Vec::new();
     for r in recalled {
@@ -70,7 +84,7 @@ pub fn similar_incidents(recalled: &[Recalled]) -> Vec<String> {
         if out.len() >= SIMILAR_INCIDENTS {
             break;
         }
-        if !out.contains(inc) && (out.is_empty() || related(r)) {
+        if !out.contains(inc) && (out.is_empty() || related(r, inc)) {
             out.push(inc.clone());
         }
     }
@@ -417,10 +431,9 @@ pub async fn analyst_input(
     failure_modes: Vec<String>,
 ) -> AppResult<InvestigationInput> {
     let pool = memory.pool();
-    let recalled = recall_for_incident(memory, &incident, &observations, &failure_modes, 12)
-        .await?
-        .results;
-    let similar = similar_incidents(&recalled);
+    let result = recall_for_incident(memory, &incident, &observations, &failure_modes, 12).await?;
+    let similar = similar_incidents(&result.results, &result.incidents);
+    let recalled = result.results;
     let mut tried = mstore::remediations_of_incidents(pool, &similar).await?;
     // Most similar incident first; within one incident, in the order they were recorded.
     tried.sort_by_key(|r| {
@@ -435,6 +448,7 @@ pub async fn analyst_input(
         recalled,
         failure_modes,
         tried,
+        similar,
     })
 }
 
@@ -475,7 +489,7 @@ pub async fn investigate(
         },
         None => (BuiltinAnalyst::analyse(&input), "built-in".into()),
     };
-    let similar = similar_incidents(&input.recalled);
+    let similar = input.similar.clone();
     store_investigation(
         pool,
         actor,
@@ -1167,7 +1181,7 @@ pub async fn propose(
     let rationale = crate::domain::optional_text("rationale", rationale, 2000)?;
     let (observations, tags) = incident_tags(pool, &incident).await?;
     let recalled = recall_for_incident(memory, &incident, &observations, &tags, 12).await?;
-    let similar = similar_incidents(&recalled.results);
+    let similar = similar_incidents(&recalled.results, &recalled.incidents);
     let warning = dead_end_warning(pool, kind, &incident.service, &tags, &similar).await?;
     let now = store::now();
     let mut tx = store::begin_write(pool).await?;
@@ -1312,12 +1326,30 @@ mod tests {
         // The most similar always counts; the runner-up only when it shares a specific tag or
         // the service.
         assert_eq!(
-            similar_incidents(&[most.clone(), words_only.clone()]),
+            similar_incidents(&[most.clone(), words_only.clone()], &[]),
             vec!["INC-2026-0001".to_string()]
         );
         assert_eq!(
-            similar_incidents(&[most, sharing]),
+            similar_incidents(&[most.clone(), sharing], &[]),
             vec!["INC-2026-0001".to_string(), "INC-2026-0003".to_string()]
+        );
+        // A runner-up by words alone counts when recall's incident ranking cannot tell it from
+        // the first; not when it trails clearly.
+        let close = [
+            matched("INC-2026-0001", 0.40),
+            matched("INC-2026-0002", 0.38),
+        ];
+        assert_eq!(
+            similar_incidents(&[most.clone(), words_only.clone()], &close),
+            vec!["INC-2026-0001".to_string(), "INC-2026-0002".to_string()]
+        );
+        let distant = [
+            matched("INC-2026-0001", 0.40),
+            matched("INC-2026-0002", 0.30),
+        ];
+        assert_eq!(
+            similar_incidents(&[most, words_only], &distant),
+            vec!["INC-2026-0001".to_string()]
         );
     }
 }
