@@ -288,6 +288,9 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     add_user(&pool, "victor", "reviewer", Some(PASSWORD))
         .await
         .expect("victor");
+    add_user(&pool, "ada", "admin", Some(PASSWORD))
+        .await
+        .expect("ada");
     incidentmind::sample::load_history(&incidentmind::memory::Memory::new(pool.clone(), None))
         .await
         .expect("history");
@@ -620,5 +623,28 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     wait_for_text(&c, "#error-message", "not found").await;
     wait_for_text(&c, "header.top", "Sign out").await;
     checks.page(&c, "15-not-found", true).await;
+
+    // An admin's pages: Integrations (a table with forms in its rows) and the profile.
+    sign_out(&c).await;
+    sign_in(&c, &base, "ada").await;
+    c.goto(&format!("{base}/integrations"))
+        .await
+        .expect("integrations");
+    submit_form(
+        &c,
+        "form[action='/integrations']",
+        &[
+            ("name", "prod-alertmanager-with-a-rather-long-name"),
+            ("default_service", "payments-api"),
+        ],
+    )
+    .await;
+    c.goto(&format!("{base}/integrations"))
+        .await
+        .expect("integrations");
+    wait_for_text(&c, "main", "prod-alertmanager-with-a-rather-long-name").await;
+    checks.page(&c, "16-integrations", true).await;
+    c.goto(&format!("{base}/profile")).await.expect("profile");
+    checks.page(&c, "17-profile", true).await;
     c.close().await.expect("close");
 }
