@@ -214,6 +214,16 @@ async fn click(c: &Client, css: &str) {
     settle(c).await;
 }
 
+/// Scrolls the first element matching `css` to the top of the viewport (for screenshots).
+async fn scroll_to(c: &Client, css: &str) {
+    let _ = c
+        .execute(
+            "const e = document.querySelector(arguments[0]); if (e) { e.scrollIntoView(); } return true;",
+            vec![serde_json::json!(css)],
+        )
+        .await;
+}
+
 async fn sign_in(c: &Client, base: &str, name: &str) {
     c.goto(&format!("{base}/signin"))
         .await
@@ -403,6 +413,7 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     wait_for_text(&c, "#observations", "connection_pool_exhausted").await;
     wait_for_text(&c, "#observations", "Connection is not available").await;
     wait_for_text(&c, "#next-step", "Investigate").await;
+    scroll_to(&c, "#observations").await;
     checks.page(&c, "04-observations", false).await;
 
     // The raw lines, paged.
@@ -604,6 +615,7 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
         .is_ok(),
         "still approvable"
     );
+    scroll_to(&c, "li.recommendation.flagged").await;
     checks.page(&c, "12-second-incident-warned", true).await;
 
     // The memory browser shows the sample history; the incident list pages and filters.
