@@ -52,7 +52,14 @@
     };
     xhr.onload = function () {
       if (xhr.status >= 200 && xhr.status < 300 && xhr.responseURL) {
-        window.location.assign(xhr.responseURL + "#observations");
+        // The answer redirected to the incident page: show it. When that is this very URL, a
+        // plain assign would only move to the anchor, so reload.
+        if (xhr.responseURL === window.location.href.split("#")[0]) {
+          window.location.hash = "observations";
+          window.location.reload();
+        } else {
+          window.location.assign(xhr.responseURL + "#observations");
+        }
       } else {
         // An error page (409, 413, 422) in place of this one, as a normal submit would show.
         document.open();

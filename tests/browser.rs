@@ -556,12 +556,41 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     )
     .await;
     let b = current_incident(&c).await;
-    submit_form(
+    // A large paste (over 256 KiB) goes through static/app.js: the button is disabled, upload
+    // progress is shown, then the browser follows the server's answer.
+    let big = format!("{LOG_B}\n").repeat(1300);
+    let form = c
+        .form(Locator::Css("form.evidence-form"))
+        .await
+        .expect("evidence form");
+    form.set_by_name("content", &big).await.expect("content");
+    c.find(Locator::Css("#add-evidence"))
+        .await
+        .expect("button")
+        .click()
+        .await
+        .expect("click");
+    let disabled = c
+        .execute(
+            "return document.querySelector('#add-evidence') === null
+                || document.querySelector('#add-evidence').disabled",
+            vec![],
+        )
+        .await
+        .expect("disabled?");
+    assert_eq!(
+        disabled,
+        serde_json::json!(true),
+        "the button is disabled while it works"
+    );
+    wait_for_text(
         &c,
-        "form.evidence-form",
-        &[("kind", "logs"), ("content", LOG_B)],
+        "#observations",
+        "timed out waiting for a database connection",
     )
     .await;
+    wait_for_text(&c, "#next-step", "Investigate").await;
+    assert_eq!(current_incident(&c).await, b, "back on the incident page");
     click(&c, "#investigate").await;
     let banner = wait_for_text(
         &c,
