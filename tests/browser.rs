@@ -1,8 +1,11 @@
 //! The main job in a real browser: headless Chromium driven over WebDriver (fantoccini +
-//! Debian's chromium-driver). Signs in, works an incident from pasted logs to a learned memory
-//! through forms and buttons only, then opens a second incident in other words and checks that it
-//! recalls and cites the first and warns on its dead end. Saves screenshots under
-//! `target/artifacts/`.
+//! Debian's chromium-driver), at desktop width (1366×900) and at phone width (390×844). Signs in,
+//! works an incident from pasted logs to a learned memory through forms and buttons only (with a
+//! multi-lesson post-mortem edit, which the browser sends with CRLF line endings), then opens a
+//! second incident in other words and checks that it recalls and cites the first and warns on its
+//! dead end. On every page: no horizontal scroll; on the main pages: axe-core (vendored under
+//! `tests/vendor/axe-core/`) finds no serious or critical WCAG A/AA violation. Saves screenshots
+//! of each main page at both widths under `target/artifacts/`.
 //!
 //! Skipped with a loud message when no chromedriver is installed, unless
 //! `INCIDENTMIND_REQUIRE_BROWSER=1` (CI sets it, after `.ci/run` installs the browser).
@@ -44,9 +47,106 @@ impl Drop for Driver {
     }
 }
 
-async fn shot(c: &Client, dir: &Path, name: &str) {
-    if let Ok(png) = c.screenshot().await {
-        let _ = std::fs::write(dir.join(format!("{name}.png")), png);
+/// One screen size the walkthrough runs at.
+#[derive(Clone, Copy)]
+struct Viewport {
+    name: &'static str,
+    width: u32,
+    height: u32,
+    /// Phone: emulated with Chromium's device metrics (a real 390 px viewport).
+    mobile: bool,
+}
+
+const DESKTOP: Viewport = Viewport {
+    name: "desktop",
+    width: 1366,
+    height: 900,
+    mobile: false,
+};
+const PHONE: Viewport = Viewport {
+    name: "phone",
+    width: 390,
+    height: 844,
+    mobile: true,
+};
+
+/// What the walkthrough checks on a page.
+struct Checks {
+    dir: PathBuf,
+    vp: Viewport,
+    axe: String,
+}
+
+impl Checks {
+    /// Saves a screenshot as `target/artifacts/{viewport}-{name}.png`.
+    async fn shot(&self, c: &Client, name: &str) {
+        if let Ok(png) = c.screenshot().await {
+            let _ = std::fs::write(self.dir.join(format!("{}-{name}.png", self.vp.name)), png);
+        }
+    }
+
+    /// The page does not scroll sideways: nothing is wider than the viewport.
+    async fn no_horizontal_scroll(&self, c: &Client, page: &str) {
+        let v = c
+            .execute(
+                "return [document.scrollingElement.scrollWidth, window.innerWidth,
+                         Array.from(document.querySelectorAll('body *'))
+                           .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
+                           .slice(0, 5).map(e => e.tagName + '.' + e.className).join(' ')]",
+                vec![],
+            )
+            .await
+            .expect("scroll width");
+        let (scroll, inner) = (v[0].as_f64().unwrap_or(0.0), v[1].as_f64().unwrap_or(0.0));
+        assert!(
+            inner > 0.0 && scroll <= inner,
+            "{} {page}: horizontal scroll ({scroll} > {inner}); too wide: {}",
+            self.vp.name,
+            v[2]
+        );
+    }
+
+    /// axe-core on the current page: no serious or critical violation of WCAG 2.x A/AA
+    /// (2.2 included).
+    async fn accessible(&self, c: &Client, page: &str) {
+        c.execute(&format!("{};return true;", self.axe), vec![])
+            .await
+            .expect("inject axe-core");
+        let out = c
+            .execute_async(
+                "const done = arguments[arguments.length - 1];
+                 axe.run(document, {resultTypes: ['violations'], runOnly: {type: 'tag',
+                   values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa']}})
+                   .then(r => done({passes: r.passes.length, violations: r.violations
+                     .filter(v => v.impact === 'serious' || v.impact === 'critical')
+                     .map(v => v.id + ' (' + v.impact + '): ' + v.help + ' at ' +
+                          v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', '))}))
+                   .catch(e => done({passes: 0, violations: ['axe failed: ' + e]}));",
+                vec![],
+            )
+            .await
+            .expect("axe.run");
+        let found: Vec<String> = serde_json::from_value(out["violations"].clone())
+            .unwrap_or_else(|e| panic!("axe answer on {page}: {e}: {out}"));
+        assert!(
+            out["passes"].as_u64().unwrap_or(0) > 0,
+            "{page}: axe ran no rule: {out}"
+        );
+        assert!(
+            found.is_empty(),
+            "{} {page}: accessibility violations:\n{}",
+            self.vp.name,
+            found.join("\n")
+        );
+    }
+
+    /// Both checks and a screenshot.
+    async fn page(&self, c: &Client, name: &str, axe: bool) {
+        self.no_horizontal_scroll(c, name).await;
+        if axe {
+            self.accessible(c, name).await;
+        }
+        self.shot(c, name).await;
     }
 }
 
@@ -114,6 +214,16 @@ async fn click(c: &Client, css: &str) {
     settle(c).await;
 }
 
+/// Scrolls the first element matching `css` to the top of the viewport (for screenshots).
+async fn scroll_to(c: &Client, css: &str) {
+    let _ = c
+        .execute(
+            "const e = document.querySelector(arguments[0]); if (e) { e.scrollIntoView(); } return true;",
+            vec![serde_json::json!(css)],
+        )
+        .await;
+}
+
 async fn sign_in(c: &Client, base: &str, name: &str) {
     c.goto(&format!("{base}/signin"))
         .await
@@ -160,7 +270,23 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
     };
     let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/artifacts");
     std::fs::create_dir_all(&artifacts).expect("artifacts dir");
+    let axe = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vendor/axe-core/axe.min.js"),
+    )
+    .expect("tests/vendor/axe-core/axe.min.js");
+    for vp in [DESKTOP, PHONE] {
+        let checks = Checks {
+            dir: artifacts.clone(),
+            vp,
+            axe: axe.clone(),
+        };
+        walkthrough(&driver, &chromium, &checks).await;
+    }
+}
 
+/// The whole workflow through the forms at one screen size, on a fresh app.
+async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
+    let vp = checks.vp;
     // The app, with the sample history loaded through the normal workflow.
     let dir = tempfile::tempdir().expect("tempdir");
     let pool = store::connect(dir.path().join("browser.db").to_str().expect("utf-8"))
@@ -172,6 +298,9 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
     add_user(&pool, "victor", "reviewer", Some(PASSWORD))
         .await
         .expect("victor");
+    add_user(&pool, "ada", "admin", Some(PASSWORD))
+        .await
+        .expect("ada");
     incidentmind::sample::load_history(&incidentmind::memory::Memory::new(pool.clone(), None))
         .await
         .expect("history");
@@ -187,7 +316,7 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
     // The browser.
     let port = free_port();
     let _driver = Driver(
-        std::process::Command::new(&driver)
+        std::process::Command::new(driver)
             .arg(format!("--port={port}"))
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -195,16 +324,22 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
             .expect("chromedriver"),
     );
     let profile = tempfile::tempdir().expect("profile");
+    let mut options = serde_json::json!({
+        "binary": chromium,
+        "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage", "--hide-scrollbars",
+                 format!("--window-size={},{}", vp.width, vp.height),
+                 format!("--user-data-dir={}", profile.path().display())]
+    });
+    if vp.mobile {
+        options["mobileEmulation"] = serde_json::json!({
+            "deviceMetrics": {"width": vp.width, "height": vp.height, "pixelRatio": 1.0, "touch": true},
+            "userAgent": "Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120 Mobile Safari/537.36"
+        });
+    }
     let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        serde_json::json!({
-            "binary": chromium,
-            "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                     "--disable-dev-shm-usage", "--window-size=1280,1600", format!("--user-data-dir={}", profile.path().display())]
-        }),
-    );
+    caps.insert("goog:chromeOptions".into(), options);
     let mut client = None;
     for _ in 0..50 {
         match ClientBuilder::rustls()
@@ -222,9 +357,20 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
     }
     let c = client.expect("chromedriver session");
 
+    // 0. The sign-in page.
+    c.goto(&format!("{base}/signin")).await.expect("signin");
+    let width = c
+        .execute("return window.innerWidth", vec![])
+        .await
+        .expect("width");
+    assert_eq!(width.as_u64(), Some(u64::from(vp.width)), "viewport width");
+    checks.page(&c, "00-signin", true).await;
+
     // 1. Sign in and open incident A.
     sign_in(&c, &base, "rita").await;
+    checks.page(&c, "01-incident-list", true).await;
     c.goto(&format!("{base}/incidents/new")).await.expect("new");
+    checks.page(&c, "02-new-incident", true).await;
     submit_form(
         &c,
         "form[action='/incidents']",
@@ -246,9 +392,14 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
             .await
             .contains("Investigate")
     );
-    shot(&c, &artifacts, "01-incident-opened").await;
+    // The next step is adding evidence, and its form is the first thing after the header.
+    wait_for_text(&c, "#next-step", "Add evidence").await;
+    c.find(Locator::Css("#next-step form.evidence-form"))
+        .await
+        .expect("the evidence form is in the next-step card");
+    checks.page(&c, "03-incident-opened", true).await;
 
-    // 2. Paste logs → observations grouped by failure mode.
+    // 2. Paste logs → observations grouped by failure mode; then Investigate is next.
     submit_form(
         &c,
         "form.evidence-form",
@@ -261,12 +412,22 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
     .await;
     wait_for_text(&c, "#observations", "connection_pool_exhausted").await;
     wait_for_text(&c, "#observations", "Connection is not available").await;
-    shot(&c, &artifacts, "02-observations").await;
+    wait_for_text(&c, "#next-step", "Investigate").await;
+    scroll_to(&c, "#observations").await;
+    checks.page(&c, "04-observations", false).await;
+
+    // The raw lines, paged.
+    click(&c, "#observations a.lines").await;
+    wait_for_text(&c, "#evidence-lines", "HikariPool-1").await;
+    checks.page(&c, "05-evidence-lines", true).await;
+    c.back().await.expect("back");
+    settle(&c).await;
 
     // 3. Investigate; approve raising the pool (simulated) → did not resolve; rollback → resolved.
     click(&c, "#investigate").await;
     text_of(&c, "ol.hypotheses").await;
-    shot(&c, &artifacts, "03-investigation").await;
+    wait_for_text(&c, "#next-step", "Act on the recommendations").await;
+    checks.page(&c, "06-investigation", true).await;
     click(
         &c,
         "li.recommendation[data-kind='raise_pool_limit'] button.approve",
@@ -298,10 +459,10 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
     wait_for_text(&c, "ol.recommendations", "Verdict: did_not_resolve").await;
     wait_for_text(&c, "ol.recommendations", "Verdict: resolved").await;
 
-    // 4. Resolve, draft the post-mortem.
+    // 4. Resolve from the next-step card; the post-mortem is then the current step.
     submit_form(
         &c,
-        "form.resolve",
+        "#next-step form.resolve",
         &[
             ("summary", "Rolled back payments-api 2.15.0."),
             ("root_cause", "A connection leak in the new refund path."),
@@ -309,14 +470,42 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
     )
     .await;
     wait_for_text(&c, "#state", "Resolved").await;
+    wait_for_text(&c, ".step.current .step-label", "Post-mortem").await;
+    checks.page(&c, "07-resolved", false).await;
     click(&c, "#step-postmortem").await;
     let pm = wait_for_text(&c, "#postmortem", "What did NOT work").await;
     assert!(pm.contains("raise_pool_limit"), "{pm}");
-    shot(&c, &artifacts, "04-postmortem-draft").await;
+    checks.page(&c, "08-postmortem-draft", true).await;
+
+    // The draft is edited in the browser with two lessons: the textarea is sent with CRLF.
+    let lessons = "ALWAYS: check the pool's active count against the database's session count before raising the pool limit\n\
+                   BECAUSE: the pool filled again within minutes during this incident\n\
+                   SCOPE: payments-api\n\
+                   SEVERITY: high\n\
+                   \n\
+                   ALWAYS: roll back the last deploy first when connections leak after a release\n\
+                   BECAUSE: the rollback of 2.15.0 ended it\n\
+                   SCOPE: all\n\
+                   SEVERITY: medium";
+    submit_form(
+        &c,
+        "form[action$='/postmortem/edit']",
+        &[("lessons", lessons)],
+    )
+    .await;
+    assert!(
+        c.find(Locator::Css(".flash.error")).await.is_err(),
+        "a two-lesson edit from the browser saves"
+    );
+    let pm = wait_for_text(&c, "#postmortem", "database's session count").await;
+    assert!(pm.contains("rollback of 2.15.0 ended it"), "{pm}");
     sign_out(&c).await;
 
-    // 5. A reviewer confirms, previews and learns.
+    // 5. A reviewer finds the draft in the review queue, confirms, previews and learns.
     sign_in(&c, &base, "victor").await;
+    click(&c, "#nav-review").await;
+    wait_for_text(&c, "#review-drafts", &a).await;
+    checks.page(&c, "09-review-queue", true).await;
     c.goto(&format!("{base}/incidents/{a}/postmortem"))
         .await
         .expect("pm page");
@@ -333,7 +522,7 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
         .expect("rows")
         .len();
     assert_eq!(rows, planned, "the preview lists exactly what it counts");
-    shot(&c, &artifacts, "05-learnings-preview").await;
+    checks.page(&c, "10-learnings-preview", true).await;
     click(&c, "#learn").await;
     wait_for_text(
         &c,
@@ -342,7 +531,13 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
     )
     .await;
     wait_for_text(&c, "#state", "Learned").await;
-    shot(&c, &artifacts, "06-learned").await;
+    checks.page(&c, "11-learned", false).await;
+    c.goto(&format!("{base}/incidents/{a}")).await.expect("a");
+    wait_for_text(&c, "#next-step", "Learned").await;
+    assert!(
+        c.find(Locator::Css(".step.current")).await.is_err(),
+        "nothing is current once learned"
+    );
 
     // 6. Incident B in other words on the same service: recall cites A and warns on the dead end.
     c.goto(&format!("{base}/incidents/new")).await.expect("new");
@@ -361,12 +556,41 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
     )
     .await;
     let b = current_incident(&c).await;
-    submit_form(
+    // A large paste (over 256 KiB) goes through static/app.js: the button is disabled, upload
+    // progress is shown, then the browser follows the server's answer.
+    let big = format!("{LOG_B}\n").repeat(1300);
+    let form = c
+        .form(Locator::Css("form.evidence-form"))
+        .await
+        .expect("evidence form");
+    form.set_by_name("content", &big).await.expect("content");
+    c.find(Locator::Css("#add-evidence"))
+        .await
+        .expect("button")
+        .click()
+        .await
+        .expect("click");
+    let disabled = c
+        .execute(
+            "return document.querySelector('#add-evidence') === null
+                || document.querySelector('#add-evidence').disabled",
+            vec![],
+        )
+        .await
+        .expect("disabled?");
+    assert_eq!(
+        disabled,
+        serde_json::json!(true),
+        "the button is disabled while it works"
+    );
+    wait_for_text(
         &c,
-        "form.evidence-form",
-        &[("kind", "logs"), ("content", LOG_B)],
+        "#observations",
+        "timed out waiting for a database connection",
     )
     .await;
+    wait_for_text(&c, "#next-step", "Investigate").await;
+    assert_eq!(current_incident(&c).await, b, "back on the incident page");
     click(&c, "#investigate").await;
     let banner = wait_for_text(
         &c,
@@ -420,13 +644,48 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
         .is_ok(),
         "still approvable"
     );
-    shot(&c, &artifacts, "07-second-incident-warned").await;
+    scroll_to(&c, "li.recommendation.flagged").await;
+    checks.page(&c, "12-second-incident-warned", true).await;
 
-    // The memory browser shows the sample history.
+    // The memory browser shows the sample history; the incident list pages and filters.
     c.goto(&format!("{base}/memories?kind=lesson"))
         .await
         .expect("memories");
     wait_for_text(&c, "#memories", "ALWAYS").await;
-    shot(&c, &artifacts, "08-memory-browser").await;
+    checks.page(&c, "13-memory-browser", true).await;
+    c.goto(&format!("{base}/incidents?state=all"))
+        .await
+        .expect("all incidents");
+    wait_for_text(&c, "#incident-list", &a).await;
+    checks.page(&c, "14-incident-list-all", false).await;
+    c.goto(&format!("{base}/incidents/INC-2020-0001"))
+        .await
+        .expect("404");
+    wait_for_text(&c, "#error-message", "not found").await;
+    wait_for_text(&c, "header.top", "Sign out").await;
+    checks.page(&c, "15-not-found", true).await;
+
+    // An admin's pages: Integrations (a table with forms in its rows) and the profile.
+    sign_out(&c).await;
+    sign_in(&c, &base, "ada").await;
+    c.goto(&format!("{base}/integrations"))
+        .await
+        .expect("integrations");
+    submit_form(
+        &c,
+        "form[action='/integrations']",
+        &[
+            ("name", "prod-alertmanager-with-a-rather-long-name"),
+            ("default_service", "payments-api"),
+        ],
+    )
+    .await;
+    c.goto(&format!("{base}/integrations"))
+        .await
+        .expect("integrations");
+    wait_for_text(&c, "main", "prod-alertmanager-with-a-rather-long-name").await;
+    checks.page(&c, "16-integrations", true).await;
+    c.goto(&format!("{base}/profile")).await.expect("profile");
+    checks.page(&c, "17-profile", true).await;
     c.close().await.expect("close");
 }

@@ -81,7 +81,10 @@ pub async fn add(
     let at = store::now();
     let Some(evidence_id) = estore::insert(&mut tx, &new, at).await? else {
         tx.rollback().await?;
-        let existing = estore::list(pool, id.as_str()).await?.into_iter().last();
+        let existing = match dedup_key {
+            Some(k) => estore::find_by_key(pool, k).await?,
+            None => None,
+        };
         return Ok(EvidenceAdded {
             evidence: existing.ok_or_else(|| AppError::Conflict("duplicate delivery".into()))?,
             observations: Vec::new(),

@@ -59,6 +59,56 @@ pub async fn transition(
     transition: Transition,
     input: TransitionInput,
 ) -> AppResult<Incident> {
+    transition_from(pool, user, id, transition, input, None).await
+}
+
+/// The message of a request based on an incident version that is no longer current: what the
+/// incident is now, and that nothing was changed.
+pub fn stale_message(current: &Incident, based_on: i64) -> String {
+    format!(
+        "{id} changed since this page was loaded: it is now {state} (version {now}, the page showed \
+         version {based_on}). Nothing was changed; check the current state and submit again if it \
+         still applies.",
+        id = current.id,
+        state = current.state.label(),
+        now = current.version,
+    )
+}
+
+/// Checks that `expected_version` (the incident version a page or client based its request on)
+/// is still current; `None` skips the check (older API clients).
+///
+/// Transitions check inside their write transaction ([`transition_from`]); the other writes on an
+/// incident (evidence, investigation, approvals, verdicts, post-mortem steps) call this first, and
+/// their own compare-and-set on the state still decides between concurrent requests.
+///
+/// # Errors
+/// [`AppError::NotFound`]; [`AppError::Conflict`] (409) with [`stale_message`] when stale.
+pub async fn ensure_version(
+    pool: &SqlitePool,
+    id: &IncidentId,
+    expected_version: Option<i64>,
+) -> AppResult<Incident> {
+    let current = incidents::get(pool, id).await?;
+    match expected_version {
+        Some(v) if v != current.version => Err(AppError::Conflict(stale_message(&current, v))),
+        _ => Ok(current),
+    }
+}
+
+/// [`transition`] based on the incident version `expected_version` (what the page or client
+/// saw): a stale version is a 409 that changes nothing, checked inside the write transaction.
+///
+/// # Errors
+/// As [`transition`], plus [`AppError::Conflict`] when `expected_version` is not current.
+pub async fn transition_from(
+    pool: &SqlitePool,
+    user: &User,
+    id: &IncidentId,
+    transition: Transition,
+    input: TransitionInput,
+    expected_version: Option<i64>,
+) -> AppResult<Incident> {
     let needed = required_role(transition);
     if !user.role.includes(needed) {
         return Err(AppError::needs_role(
@@ -75,6 +125,9 @@ pub async fn transition(
     }
     let mut tx = store::begin_write(pool).await?;
     let current = incidents::get_in(&mut tx, id).await?;
+    if let Some(v) = expected_version.filter(|v| *v != current.version) {
+        return Err(AppError::Conflict(stale_message(&current, v)));
+    }
     let to = current.state.apply(transition)?;
     let at = store::now();
     let detail = match transition {

@@ -133,3 +133,17 @@ pub async fn lines(
         .collect();
     Ok((row.meta, out))
 }
+
+/// The evidence stored under `dedup_key` (a repeated delivery or paste), if any.
+///
+/// # Errors
+/// Database errors.
+pub async fn find_by_key(pool: &SqlitePool, dedup_key: &str) -> AppResult<Option<EvidenceMeta>> {
+    Ok(sqlx::query_as(
+        "SELECT id, incident_id, kind, source, bytes, lines, format, author, created_at FROM evidence
+         WHERE dedup_key = ?",
+    )
+    .bind(dedup_key)
+    .fetch_optional(pool)
+    .await?)
+}

@@ -170,34 +170,171 @@ pub async fn get_in(tx: &mut Tx, id: &IncidentId) -> AppResult<Incident> {
         .into_incident()
 }
 
+/// Order of [`list`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum IncidentSort {
+    /// Newest opened first.
+    #[default]
+    Newest,
+    /// Oldest opened first.
+    Oldest,
+    /// Most severe first (SEV1…SEV4), newest first within a severity.
+    Severity,
+}
+
+impl IncidentSort {
+    /// Every order, for the list page.
+    pub const ALL: [IncidentSort; 3] = [Self::Newest, Self::Oldest, Self::Severity];
+
+    /// Query-string name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Newest => "newest",
+            Self::Oldest => "oldest",
+            Self::Severity => "severity",
+        }
+    }
+
+    /// What the list page calls it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Newest => "newest first",
+            Self::Oldest => "oldest first",
+            Self::Severity => "most severe first",
+        }
+    }
+
+    /// Parses a query-string name; empty is [`IncidentSort::Newest`].
+    ///
+    /// # Errors
+    /// A validation error naming `sort` and the accepted values.
+    pub fn parse(s: &str) -> Result<Self, crate::domain::ValidationError> {
+        match s.trim() {
+            "" | "newest" => Ok(Self::Newest),
+            "oldest" => Ok(Self::Oldest),
+            "severity" => Ok(Self::Severity),
+            other => Err(crate::domain::ValidationError::new(
+                "sort",
+                format!("'{other}' is not an order; use newest, oldest or severity"),
+            )),
+        }
+    }
+}
+
+/// Where the next page of [`list`] starts: the sort key of the last incident shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IncidentCursor {
+    severity: String,
+    opened_at: String,
+    id: String,
+}
+
+impl IncidentCursor {
+    /// The cursor after `incident`.
+    pub fn after(incident: &Incident) -> Self {
+        Self {
+            severity: incident.severity.as_str().to_string(),
+            opened_at: db_time(incident.opened_at),
+            id: incident.id.to_string(),
+        }
+    }
+
+    /// Text form for a query string (`SEV2~2026-11-29T14:05:12.000000Z~INC-2026-0001`).
+    pub fn encode(&self) -> String {
+        format!("{}~{}~{}", self.severity, self.opened_at, self.id)
+    }
+
+    /// Parses [`IncidentCursor::encode`]'s form.
+    ///
+    /// # Errors
+    /// A validation error naming `after` when it is not such a cursor.
+    pub fn parse(s: &str) -> Result<Self, crate::domain::ValidationError> {
+        let bad = || {
+            crate::domain::ValidationError::new(
+                "after",
+                "is not a page cursor from this list; go back to the first page",
+            )
+        };
+        let mut parts = s.trim().splitn(3, '~');
+        let (Some(sev), Some(at), Some(id)) = (parts.next(), parts.next(), parts.next()) else {
+            return Err(bad());
+        };
+        let severity = Severity::parse(sev).map_err(|_| bad())?;
+        parse_db_time(at).map_err(|_| bad())?;
+        let id = IncidentId::parse(id).map_err(|_| bad())?;
+        Ok(Self {
+            severity: severity.as_str().to_string(),
+            opened_at: at.to_string(),
+            id: id.to_string(),
+        })
+    }
+}
+
 /// Filters for [`list`]; `None` means any.
 #[derive(Debug, Clone, Default)]
 pub struct IncidentFilter {
     /// Only incidents in this state.
     pub state: Option<IncidentState>,
+    /// Only incidents not yet learned (ignored when `state` is set).
+    pub active_only: bool,
     /// Only this service (exact, lower-case).
     pub service: Option<String>,
     /// Only this severity.
     pub severity: Option<Severity>,
-    /// At most this many, newest first (default 200).
+    /// Only incidents whose id, title or description contains this text (case-insensitive).
+    pub text: Option<String>,
+    /// Order.
+    pub sort: IncidentSort,
+    /// Keyset pagination: only incidents after this one in `sort` order.
+    pub after: Option<IncidentCursor>,
+    /// At most this many (default 200).
     pub limit: Option<i64>,
 }
 
-/// Lists incidents, newest first.
+/// Lists incidents in `f.sort` order (newest first by default), after `f.after`.
 ///
 /// # Errors
 /// Database errors.
 pub async fn list(pool: &SqlitePool, f: &IncidentFilter) -> AppResult<Vec<Incident>> {
+    let (keyset, order) = match f.sort {
+        IncidentSort::Newest => (
+            "(?7 IS NULL OR (opened_at, id) < (?7, ?8))",
+            "opened_at DESC, id DESC",
+        ),
+        IncidentSort::Oldest => (
+            "(?7 IS NULL OR (opened_at, id) > (?7, ?8))",
+            "opened_at ASC, id ASC",
+        ),
+        IncidentSort::Severity => (
+            "(?7 IS NULL OR severity > ?9 OR (severity = ?9 AND (opened_at, id) < (?7, ?8)))",
+            "severity ASC, opened_at DESC, id DESC",
+        ),
+    };
     let sql = format!(
         "SELECT {COLUMNS} FROM incidents
          WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR service = ?2) AND (?3 IS NULL OR severity = ?3)
-         ORDER BY opened_at DESC, id DESC LIMIT ?4"
+           AND (?5 = 0 OR state != 'learned')
+           AND (?6 IS NULL OR id LIKE ?6 ESCAPE '\\' OR title LIKE ?6 ESCAPE '\\' OR description LIKE ?6 ESCAPE '\\')
+           AND {keyset}
+         ORDER BY {order} LIMIT ?4"
     );
+    let pattern = f.text.as_deref().map(|t| {
+        let escaped = t
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        format!("%{escaped}%")
+    });
     let rows: Vec<IncidentRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(f.state.map(IncidentState::as_str))
         .bind(f.service.as_deref())
         .bind(f.severity.map(Severity::as_str))
         .bind(f.limit.unwrap_or(200).clamp(1, 1000))
+        .bind(f.active_only && f.state.is_none())
+        .bind(pattern)
+        .bind(f.after.as_ref().map(|c| c.opened_at.as_str()))
+        .bind(f.after.as_ref().map(|c| c.id.as_str()))
+        .bind(f.after.as_ref().map(|c| c.severity.as_str()))
         .fetch_all(pool)
         .await?;
     rows.into_iter().map(IncidentRow::into_incident).collect()

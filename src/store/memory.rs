@@ -436,6 +436,10 @@ pub struct MemoryFilter {
     pub include_working: bool,
     /// At most this many (default 200, max 1000).
     pub limit: Option<i64>,
+    /// Oldest first instead of newest first (ignored with `q`, which orders by relevance).
+    pub oldest_first: bool,
+    /// Keyset pagination without `q`: only records after this id in the list's order.
+    pub after_id: Option<i64>,
 }
 
 /// Durable kinds as a JSON array, for `IN (SELECT value FROM json_each(?))`.
@@ -462,11 +466,17 @@ pub async fn list(pool: &SqlitePool, f: &MemoryFilter) -> AppResult<Vec<MemoryRe
            AND (?5 IS NULL OR r.validation = ?5)
            AND (?6 OR r.kind IN (SELECT value FROM json_each(?7)))
            {fts_where}
+           AND (?10 IS NULL OR (CASE WHEN ?11 THEN r.id > ?10 ELSE r.id < ?10 END))
          ORDER BY {order} LIMIT ?9",
         join = if fts.is_some() { "JOIN records_fts ON records_fts.rowid = r.id" } else { "" },
         fts_where = if fts.is_some() { "AND records_fts MATCH ?8" } else { "AND ?8 IS NULL" },
-        order = if fts.is_some() { "bm25(records_fts, 1.0, 0.5)" } else { "r.id DESC" },
+        order = match (fts.is_some(), f.oldest_first) {
+            (true, _) => "bm25(records_fts, 1.0, 0.5)",
+            (false, true) => "r.id ASC",
+            (false, false) => "r.id DESC",
+        },
     );
+    let after_id = if fts.is_some() { None } else { f.after_id };
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(f.kind.map(MemoryKind::as_str))
         .bind(f.service.as_deref())
@@ -477,6 +487,8 @@ pub async fn list(pool: &SqlitePool, f: &MemoryFilter) -> AppResult<Vec<MemoryRe
         .bind(durable_kinds_json())
         .bind(fts)
         .bind(f.limit.unwrap_or(200).clamp(1, 1000))
+        .bind(after_id)
+        .bind(f.oldest_first)
         .fetch_all(pool)
         .await?;
     rows.into_iter().map(Row::into_record).collect()

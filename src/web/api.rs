@@ -30,6 +30,42 @@ pub fn router() -> Router<AppState> {
 
 type ApiResult<T> = Result<T, ApiError>;
 
+/// The incident version an API request is based on: `If-Match: "3"` (or `3`) or `?version=3`.
+/// Absent means "no check". A stale version makes the request a 409 that changes nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BaseVersion(pub Option<i64>);
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for BaseVersion {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<Self, Self::Rejection> {
+        let bad = |v: &str| {
+            ApiError(crate::AppError::BadRequest(format!(
+                "version: '{v}' is not an incident version (a whole number, as in the incident's `version`)"
+            )))
+        };
+        if let Some(v) = parts.headers.get(axum::http::header::IF_MATCH) {
+            let raw = v.to_str().unwrap_or("").trim();
+            let n = raw.trim_start_matches("W/").trim_matches('"');
+            return n.parse().map(|n| Self(Some(n))).map_err(|_| bad(raw));
+        }
+        let query = parts.uri.query().unwrap_or("");
+        for (k, v) in form_urlencoded_pairs(query) {
+            if k == "version" {
+                return v.trim().parse().map(|n| Self(Some(n))).map_err(|_| bad(&v));
+            }
+        }
+        Ok(Self(None))
+    }
+}
+
+fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
+    serde_urlencoded::from_str::<Vec<(String, String)>>(q).unwrap_or_default()
+}
+
 async fn me(CurrentUser(user): CurrentUser) -> Json<crate::store::users::User> {
     Json(user)
 }
@@ -66,7 +102,7 @@ async fn create(
 /// Query of `GET /api/v1/incidents` (and the list page): empty values mean "any".
 #[derive(Debug, Default, Deserialize)]
 pub struct ListQuery {
-    /// State name.
+    /// State name, `active` (not learned) or `all`.
     #[serde(default)]
     pub state: String,
     /// Service name.
@@ -75,7 +111,22 @@ pub struct ListQuery {
     /// `SEV1`…`SEV4`.
     #[serde(default)]
     pub severity: String,
+    /// Text in the id, title or description.
+    #[serde(default)]
+    pub q: String,
+    /// `newest` (default), `oldest` or `severity`.
+    #[serde(default)]
+    pub sort: String,
+    /// Page cursor (`next` of the previous page).
+    #[serde(default)]
+    pub after: String,
+    /// Page size (1–1000; default 200 on the API).
+    #[serde(default)]
+    pub limit: Option<i64>,
 }
+
+/// Longest accepted search text, characters.
+pub const SEARCH_MAX: usize = 200;
 
 impl ListQuery {
     /// Validates into a store filter.
@@ -84,22 +135,56 @@ impl ListQuery {
     /// A validation error naming the bad parameter.
     pub fn to_filter(&self) -> Result<IncidentFilter, crate::domain::ValidationError> {
         let nonempty = |s: &str| Some(s.trim()).filter(|s| !s.is_empty()).map(str::to_string);
+        let state = nonempty(&self.state);
+        let active_only = state.as_deref() == Some("active");
+        let state = state.filter(|s| s != "active" && s != "all");
+        let text = crate::domain::optional_text("q", &self.q, SEARCH_MAX)?;
         Ok(IncidentFilter {
-            state: nonempty(&self.state)
-                .map(|s| IncidentState::parse(&s))
-                .transpose()?,
+            state: state.map(|s| IncidentState::parse(&s)).transpose()?,
+            active_only,
             service: nonempty(&self.service).map(|s| s.to_lowercase()),
             severity: nonempty(&self.severity)
                 .map(|s| Severity::parse(&s))
                 .transpose()?,
-            limit: None,
+            text: Some(text).filter(|t| !t.is_empty()),
+            sort: incidents::IncidentSort::parse(&self.sort)?,
+            after: nonempty(&self.after)
+                .map(|a| incidents::IncidentCursor::parse(&a))
+                .transpose()?,
+            limit: self.limit,
         })
     }
+}
+
+/// Fetches one page of `filter` with `size` rows: the rows and the cursor of the next page
+/// (`None` on the last page).
+///
+/// # Errors
+/// Database errors.
+pub async fn page_of(
+    pool: &sqlx::SqlitePool,
+    mut filter: IncidentFilter,
+    size: i64,
+) -> Result<(Vec<Incident>, Option<String>), crate::AppError> {
+    let size = size.clamp(1, 1000);
+    filter.limit = Some(size + 1);
+    let mut rows = incidents::list(pool, &filter).await?;
+    let next = if rows.len() as i64 > size {
+        rows.truncate(size as usize);
+        rows.last()
+            .map(|i| incidents::IncidentCursor::after(i).encode())
+    } else {
+        None
+    };
+    Ok((rows, next))
 }
 
 #[derive(Serialize)]
 struct IncidentList {
     incidents: Vec<Incident>,
+    /// Cursor of the next page (`?after=`), absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next: Option<String>,
 }
 
 async fn list(
@@ -107,8 +192,10 @@ async fn list(
     _user: CurrentUser,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<IncidentList>> {
-    let incidents = incidents::list(&state.pool, &q.to_filter()?).await?;
-    Ok(Json(IncidentList { incidents }))
+    let filter = q.to_filter()?;
+    let size = filter.limit.unwrap_or(200);
+    let (incidents, next) = page_of(&state.pool, filter, size).await?;
+    Ok(Json(IncidentList { incidents, next }))
 }
 
 #[derive(Serialize)]
@@ -140,12 +227,16 @@ pub struct ResolveBody {
     pub summary: String,
     /// The root cause as understood now.
     pub root_cause: String,
+    /// The incident version the request is based on (409 when stale); optional.
+    #[serde(default)]
+    pub version: Option<i64>,
 }
 
 async fn resolve(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     Path(id): Path<String>,
+    BaseVersion(version): BaseVersion,
     ApiJson(body): ApiJson<ResolveBody>,
 ) -> ApiResult<Json<Incident>> {
     let id = parse_id(&id)?;
@@ -153,27 +244,53 @@ async fn resolve(
     let input = TransitionInput {
         resolution: Some(resolution),
     };
+    let version = version.or(body.version);
     Ok(Json(
-        workflow::transition(&state.pool, &user, &id, Transition::Resolve, input).await?,
+        workflow::transition_from(&state.pool, &user, &id, Transition::Resolve, input, version)
+            .await?,
     ))
 }
 
-async fn simple(
-    state: &AppState,
-    user: &CurrentUser,
-    id: &str,
-    t: Transition,
-) -> ApiResult<Json<Incident>> {
-    let id = parse_id(id)?;
-    Ok(Json(
-        workflow::transition(&state.pool, &user.0, &id, t, TransitionInput::default()).await?,
-    ))
+/// Optional JSON body of body-less actions (reopen, draft, confirm, learn…): `{"version": 3}`.
+#[derive(Debug, Default, Deserialize)]
+pub struct VersionBody {
+    /// The incident version the request is based on.
+    #[serde(default)]
+    pub version: Option<i64>,
+}
+
+impl VersionBody {
+    /// Reads an optional body: empty is no version; otherwise JSON `{"version": n}`.
+    ///
+    /// # Errors
+    /// 400 naming the problem when the body is not such JSON.
+    pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self::default());
+        }
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError(crate::AppError::BadRequest(format!("body: {e}"))))
+    }
 }
 
 async fn reopen(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    BaseVersion(version): BaseVersion,
+    body: axum::body::Bytes,
 ) -> ApiResult<Json<Incident>> {
-    simple(&state, &user, &id, Transition::Reopen).await
+    let id = parse_id(&id)?;
+    let version = version.or(VersionBody::parse(&body)?.version);
+    Ok(Json(
+        workflow::transition_from(
+            &state.pool,
+            &user.0,
+            &id,
+            Transition::Reopen,
+            TransitionInput::default(),
+            version,
+        )
+        .await?,
+    ))
 }

@@ -49,6 +49,58 @@ struct ErrorPage {
     status: u16,
     reason: String,
     message: String,
+    hint: &'static str,
+}
+
+/// What an error page said, kept on the response so [`error_page_layout`] can render it again
+/// with the signed-in user's navigation.
+#[derive(Debug, Clone)]
+pub struct ErrorPageInfo {
+    status: StatusCode,
+    message: String,
+}
+
+impl ErrorPageInfo {
+    fn page(&self, user: Option<&crate::store::users::User>) -> Response {
+        let reason = self
+            .status
+            .canonical_reason()
+            .unwrap_or("Error")
+            .to_string();
+        let mut res = (
+            self.status,
+            ErrorPage {
+                layout: super::pages::Layout::new(
+                    user,
+                    format!("{} {reason}", self.status.as_u16()),
+                ),
+                status: self.status.as_u16(),
+                reason,
+                message: self.message.clone(),
+                hint: hint(self.status),
+            },
+        )
+            .into_response();
+        res.extensions_mut().insert(self.clone());
+        res
+    }
+}
+
+/// What to do next on an error page.
+fn hint(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        413 => {
+            "Nothing was saved. Go back with your browser: it keeps what you typed. Shorten the text, \
+             or add large logs as evidence (file upload) instead."
+        }
+        409 => "Nothing was changed. Reload the page to see the current state.",
+        422 | 400 => {
+            "Nothing was saved. Go back with your browser and correct the field named above."
+        }
+        403 => "Ask an admin for the role, or go back.",
+        404 => "Check the address, or find it in the incident list.",
+        _ => "",
+    }
 }
 
 impl IntoResponse for PageError {
@@ -57,13 +109,44 @@ impl IntoResponse for PageError {
         if matches!(self.0, AppError::Unauthenticated) {
             return axum::response::Redirect::to("/signin").into_response();
         }
-        let page = ErrorPage {
-            layout: super::pages::Layout::new(None, "Error"),
-            status: status.as_u16(),
-            reason: status.canonical_reason().unwrap_or("Error").to_string(),
+        ErrorPageInfo {
+            status,
             message: self.0.public_message(),
-        };
-        (status, page).into_response()
+        }
+        .page(None)
+    }
+}
+
+/// Middleware: an HTML error page (any [`PageError`], the CSRF refusal, 404s) is rendered again
+/// with the signed-in user's layout and navigation, so an error never strands the user. Only
+/// error responses pay for the user lookup.
+pub async fn error_page_layout(
+    axum::extract::State(state): axum::extract::State<super::AppState>,
+    req: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut probe = axum::http::Request::new(());
+    *probe.uri_mut() = req.uri().clone();
+    for h in [
+        axum::http::header::COOKIE,
+        axum::http::header::AUTHORIZATION,
+    ] {
+        for v in req.headers().get_all(&h) {
+            probe.headers_mut().append(h.clone(), v.clone());
+        }
+    }
+    if let Some(session) = req.extensions().get::<tower_sessions::Session>() {
+        probe.extensions_mut().insert(session.clone());
+    }
+    let res = next.run(req).await;
+    let Some(info) = res.extensions().get::<ErrorPageInfo>().cloned() else {
+        return res;
+    };
+    let (mut parts, ()) = probe.into_parts();
+    use axum::extract::FromRequestParts;
+    match super::auth::CurrentUser::from_request_parts(&mut parts, &state).await {
+        Ok(user) => info.page(Some(&user.0)),
+        Err(_) => res,
     }
 }
 
@@ -131,19 +214,26 @@ pub async fn not_found(uri: axum::http::Uri) -> Response {
     }
 }
 
-/// Gives the CSRF layer's bare 403 a message a person can act on.
-pub async fn csrf_rejection_message(res: Response) -> Response {
+/// Gives the CSRF layer's bare 403 a message a person can act on: JSON under `/api/`, the error
+/// page elsewhere.
+pub async fn csrf_rejection_message(req: Request, next: axum::middleware::Next) -> Response {
+    let api = req.uri().path().starts_with("/api/");
+    let res = next.run(req).await;
     if res.status() == StatusCode::FORBIDDEN
         && res
             .extensions()
             .get::<tower_http::csrf::ProtectionError>()
             .is_some()
     {
-        return ApiError(AppError::Forbidden(
+        let e = AppError::Forbidden(
             "cross-origin request refused (CSRF protection): submit the form from IncidentMind's own pages"
                 .into(),
-        ))
-        .into_response();
+        );
+        return if api {
+            ApiError(e).into_response()
+        } else {
+            PageError(e).into_response()
+        };
     }
     res
 }

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::{ApiError, PageError};
-use super::pages::Layout;
+use super::pages::{KeptInput, Layout, incident_error};
 use crate::domain::{IncidentId, ValidationError};
 use crate::error::AppError;
 use crate::evidence::EvidenceKind;
@@ -42,6 +42,55 @@ struct Submission {
     content: String,
     #[serde(default)]
     source: String,
+    /// The incident version the page showed (empty: no check).
+    #[serde(default)]
+    version: String,
+}
+
+/// A submission as read from any encoding.
+struct Read {
+    kind: EvidenceKind,
+    content: String,
+    source: String,
+    /// Incident version the form or client based it on.
+    version: Option<i64>,
+}
+
+fn parse_version(v: &str) -> Result<Option<i64>, AppError> {
+    let v = v.trim();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    v.parse()
+        .map(Some)
+        .map_err(|_| AppError::BadRequest(format!("version: '{v}' is not an incident version")))
+}
+
+impl Submission {
+    fn into_read(self) -> Result<Read, AppError> {
+        Ok(Read {
+            kind: parse_kind(&self.kind)?,
+            version: parse_version(&self.version)?,
+            content: self.content,
+            source: self.source,
+        })
+    }
+}
+
+/// Key under which a paste is stored once per incident: its kind and the SHA-256 of its
+/// content, so the same paste twice says so instead of doubling the observations.
+fn paste_key(id: &IncidentId, kind: EvidenceKind, content: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = hex::encode(Sha256::digest(content.as_bytes()));
+    format!("paste:{id}:{}:{digest}", kind.as_str())
+}
+
+/// What the page and the API say about a paste that was already there.
+fn duplicate_notice(e: &estore::EvidenceMeta) -> String {
+    format!(
+        "the same content is already evidence #{} (added by {}); nothing was added",
+        e.id, e.author
+    )
 }
 
 fn parse_kind(s: &str) -> Result<EvidenceKind, AppError> {
@@ -60,10 +109,7 @@ fn too_large(limit: usize) -> AppError {
 
 /// Reads a submission in any of the three encodings. Invalid UTF-8 in raw and uploaded text is
 /// replaced (U+FFFD), not rejected.
-async fn read_submission(
-    req: Request,
-    state: &AppState,
-) -> Result<(EvidenceKind, String, String), AppError> {
+async fn read_submission(req: Request, state: &AppState) -> Result<Read, AppError> {
     let limit = state.settings.max_evidence_bytes;
     let ct = req
         .headers()
@@ -101,6 +147,7 @@ async fn read_submission(
                 "kind" => s.kind = String::from_utf8_lossy(&data).into_owned(),
                 "source" => s.source = String::from_utf8_lossy(&data).into_owned(),
                 "content" => s.content = String::from_utf8_lossy(&data).into_owned(),
+                "version" => s.version = String::from_utf8_lossy(&data).into_owned(),
                 "file" if !data.is_empty() => file = Some((file_name.unwrap_or_default(), data)),
                 _ => {}
             }
@@ -116,7 +163,7 @@ async fn read_submission(
                 s.source = name;
             }
         }
-        return Ok((parse_kind(&s.kind)?, s.content, s.source));
+        return s.into_read();
     }
     if ct.starts_with("application/json") {
         let axum::Json(s) = axum::Json::<Submission>::from_request(req, state)
@@ -128,7 +175,7 @@ async fn read_submission(
                     AppError::BadRequest(e.body_text())
                 }
             })?;
-        return Ok((parse_kind(&s.kind)?, s.content, s.source));
+        return s.into_read();
     }
     if ct.starts_with("application/x-www-form-urlencoded") {
         let axum::Form(s) = axum::Form::<Submission>::from_request(req, state)
@@ -140,7 +187,7 @@ async fn read_submission(
                     AppError::BadRequest(e.body_text())
                 }
             })?;
-        return Ok((parse_kind(&s.kind)?, s.content, s.source));
+        return s.into_read();
     }
     // Raw text: kind and source in the query string.
     let q: Submission =
@@ -148,11 +195,12 @@ async fn read_submission(
     let bytes = axum::body::to_bytes(req.into_body(), limit)
         .await
         .map_err(|_| too_large(limit))?;
-    Ok((
-        parse_kind(if q.kind.is_empty() { "logs" } else { &q.kind })?,
-        String::from_utf8_lossy(&bytes).into_owned(),
-        q.source,
-    ))
+    Ok(Read {
+        kind: parse_kind(if q.kind.is_empty() { "logs" } else { &q.kind })?,
+        content: String::from_utf8_lossy(&bytes).into_owned(),
+        source: q.source,
+        version: parse_version(&q.version)?,
+    })
 }
 
 fn incident_id(id: &str) -> Result<IncidentId, AppError> {
@@ -166,8 +214,38 @@ async fn api_add(
     req: Request,
 ) -> Result<Response, ApiError> {
     let id = incident_id(&id)?;
-    let (kind, content, source) = read_submission(req, &s).await?;
-    let added = esvc::add(&s.pool, &user.name, &id, kind, content, &source, None).await?;
+    let if_match = req
+        .headers()
+        .get(header::IF_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| {
+            v.trim()
+                .trim_start_matches("W/")
+                .trim_matches('"')
+                .to_string()
+        });
+    let r = read_submission(req, &s).await?;
+    let version = match if_match {
+        Some(v) => parse_version(&v)?,
+        None => r.version,
+    };
+    crate::services::workflow::ensure_version(&s.pool, &id, version).await?;
+    let key = paste_key(&id, r.kind, &r.content);
+    let added = esvc::add(
+        &s.pool,
+        &user.name,
+        &id,
+        r.kind,
+        r.content,
+        &r.source,
+        Some(&key),
+    )
+    .await?;
+    if !added.created {
+        let mut body = serde_json::to_value(&added).map_err(|e| AppError::Internal(e.into()))?;
+        body["notice"] = duplicate_notice(&added.evidence).into();
+        return Ok((StatusCode::OK, Json(body)).into_response());
+    }
     Ok((StatusCode::CREATED, Json(added)).into_response())
 }
 
@@ -200,13 +278,41 @@ async fn api_list(
 async fn page_add(
     State(s): State<AppState>,
     CurrentUser(user): CurrentUser,
+    headers: axum::http::HeaderMap,
     Path(id): Path<String>,
     req: Request,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
-    let (kind, content, source) = read_submission(req, &s).await?;
-    esvc::add(&s.pool, &user.name, &id, kind, content, &source, None).await?;
-    Ok(Redirect::to(&format!("/incidents/{id}#observations")).into_response())
+    let r = read_submission(req, &s).await?;
+    let mut kept = KeptInput {
+        evidence: (r.kind.as_str().to_string(), r.source.clone(), String::new()),
+        ..Default::default()
+    };
+    if let Err(e) = crate::services::workflow::ensure_version(&s.pool, &id, r.version).await {
+        // Stale page: give the paste back as typed.
+        kept.evidence.2 = r.content;
+        return incident_error(&s, &user, &headers, &id, e, kept).await;
+    }
+    let key = paste_key(&id, r.kind, &r.content);
+    let result = esvc::add(
+        &s.pool,
+        &user.name,
+        &id,
+        r.kind,
+        r.content,
+        &r.source,
+        Some(&key),
+    )
+    .await;
+    match result {
+        Ok(added) if !added.created => Ok(Redirect::to(&format!(
+            "/incidents/{id}?duplicate={}#observations",
+            added.evidence.id
+        ))
+        .into_response()),
+        Ok(_) => Ok(Redirect::to(&format!("/incidents/{id}#observations")).into_response()),
+        Err(e) => incident_error(&s, &user, &headers, &id, e, kept).await,
+    }
 }
 
 #[derive(Deserialize)]
@@ -226,6 +332,9 @@ struct LinesPage {
     lines: Vec<(u64, String)>,
     from: u64,
     to: u64,
+    /// `(from, to)` of the previous and next pages of the same size, when there are lines there.
+    prev: Option<LineRange>,
+    next: Option<LineRange>,
 }
 
 /// At most this many lines are shown at once.
@@ -241,13 +350,48 @@ async fn lines_page(
     let from = q.from.unwrap_or(1);
     let to = q.to.unwrap_or(from + 99);
     let (meta, lines) = estore::lines(&s.pool, id.as_str(), eid, from, to, MAX_LINES_SHOWN).await?;
+    let (from, to) = (
+        from.max(1),
+        to.max(from).min(from.max(1) + MAX_LINES_SHOWN - 1),
+    );
+    let (prev, next) = pages_around(from, to, meta.lines.max(0) as u64);
     Ok(LinesPage {
         layout: Layout::new(Some(&user), format!("{id} evidence {eid}")),
         incident_id: id.to_string(),
         meta,
         from,
-        to: to.min(from + MAX_LINES_SHOWN - 1),
+        to,
         lines,
+        prev,
+        next,
     }
     .into_response())
+}
+
+/// A range of lines, `(from, to)`, both included.
+type LineRange = (u64, u64);
+
+/// The pages before and after lines `from..=to` of a text of `total` lines, of the same size.
+fn pages_around(from: u64, to: u64, total: u64) -> (Option<LineRange>, Option<LineRange>) {
+    let size = to - from + 1;
+    let prev = (from > 1).then(|| (from.saturating_sub(size).max(1), from - 1));
+    let next = (to < total).then(|| (to + 1, (to + size).min(total)));
+    (prev, next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pages_around;
+
+    #[test]
+    fn the_raw_viewer_pages_by_the_same_number_of_lines() {
+        assert_eq!(pages_around(1, 100, 250), (None, Some((101, 200))));
+        assert_eq!(
+            pages_around(101, 200, 250),
+            (Some((1, 100)), Some((201, 250)))
+        );
+        assert_eq!(pages_around(201, 300, 250), (Some((101, 200)), None));
+        assert_eq!(pages_around(40, 49, 49), (Some((30, 39)), None));
+        assert_eq!(pages_around(5, 14, 100), (Some((1, 4)), Some((15, 24))));
+    }
 }

@@ -201,7 +201,7 @@ async fn render_list(
         .map(Row::from)
         .collect();
     Ok(ListPage {
-        layout: Layout::new(Some(&user.0), "Integrations"),
+        layout: Layout::new(Some(&user.0), "Integrations").with_current("integrations"),
         rows,
         sources: Source::ALL.iter().map(|s| s.as_str()).collect(),
         severities: Severity::ALL.iter().map(|s| s.as_str()).collect(),

@@ -2,18 +2,21 @@
 //! `/api/v1/incidents/{id}/…` and form posts from the incident page. Only responders and above.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::AppState;
+use super::api::{BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::pages::{KeptInput, VersionForm, incident_error};
 use crate::domain::{IncidentId, Role};
 use crate::error::AppError;
 use crate::services::investigation as inv;
+use crate::services::workflow;
 
 /// Routes.
 pub fn router() -> Router<AppState> {
@@ -57,9 +60,13 @@ async fn api_investigate(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    BaseVersion(version): BaseVersion,
+    body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     user.require(Role::Responder, "investigating")?;
     let id = incident_id(&id)?;
+    let version = version.or(VersionBody::parse(&body)?.version);
+    workflow::ensure_version(&s.pool, &id, version).await?;
     let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &id).await?;
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
@@ -83,6 +90,9 @@ async fn api_latest(
 /// Body of `POST …/recommendations`: an action a person proposes.
 #[derive(Debug, Deserialize, Default)]
 pub struct ProposeBody {
+    /// The incident version the request is based on (409 when stale); optional.
+    #[serde(default)]
+    pub version: Option<i64>,
     /// ActionKind name (aliases accepted).
     #[serde(default)]
     pub kind: String,
@@ -98,13 +108,16 @@ async fn api_propose(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    BaseVersion(version): BaseVersion,
     ApiJson(b): ApiJson<ProposeBody>,
 ) -> Result<Response, ApiError> {
     user.require(Role::Responder, "proposing an action")?;
+    let id = incident_id(&id)?;
+    workflow::ensure_version(&s.pool, &id, version.or(b.version)).await?;
     let view = inv::propose(
         &s.memory,
         &user.0.name,
-        &incident_id(&id)?,
+        &id,
         &b.kind,
         &b.target,
         &b.rationale,
@@ -116,25 +129,38 @@ async fn api_propose(
 async fn page_propose(
     State(s): State<AppState>,
     user: CurrentUser,
+    headers: HeaderMap,
     Path(id): Path<String>,
-    PageForm(b): PageForm<ProposeBody>,
+    PageForm(f): PageForm<ProposeBody>,
 ) -> Result<Response, PageError> {
-    let id = incident_id(&id)?;
-    inv::propose(
+    let iid = incident_id(&id)?;
+    let b = &f;
+    let write = inv::propose(
         &s.memory,
         &user.0.name,
-        &id,
+        &iid,
         &b.kind,
         &b.target,
         &b.rationale,
+    );
+    page_write(
+        &s,
+        &user,
+        &headers,
+        &id,
+        f.version,
+        KeptInput::default(),
+        write,
     )
-    .await?;
-    Ok(back(&id))
+    .await
 }
 
 /// Body of reject.
 #[derive(Debug, Deserialize, Default)]
 pub struct RejectBody {
+    /// The incident version the request is based on (409 when stale); optional.
+    #[serde(default)]
+    pub version: Option<i64>,
     /// Why (required).
     #[serde(default)]
     pub reason: String,
@@ -143,6 +169,9 @@ pub struct RejectBody {
 /// Body of verdict.
 #[derive(Debug, Deserialize, Default)]
 pub struct VerdictBody {
+    /// The incident version the request is based on (409 when stale); optional.
+    #[serde(default)]
+    pub version: Option<i64>,
     /// resolved / partially_resolved / did_not_resolve / made_worse.
     #[serde(default)]
     pub verdict: String,
@@ -155,22 +184,28 @@ async fn api_approve(
     State(s): State<AppState>,
     user: CurrentUser,
     Path((id, rid)): Path<(String, i64)>,
+    BaseVersion(version): BaseVersion,
+    body: axum::body::Bytes,
 ) -> Result<Json<inv::RecommendationView>, ApiError> {
     user.require(Role::Responder, "approving an action")?;
-    Ok(Json(
-        inv::approve(&s.pool, &user.0.name, &incident_id(&id)?, rid).await?,
-    ))
+    let id = incident_id(&id)?;
+    let version = version.or(VersionBody::parse(&body)?.version);
+    workflow::ensure_version(&s.pool, &id, version).await?;
+    Ok(Json(inv::approve(&s.pool, &user.0.name, &id, rid).await?))
 }
 
 async fn api_reject(
     State(s): State<AppState>,
     user: CurrentUser,
     Path((id, rid)): Path<(String, i64)>,
+    BaseVersion(version): BaseVersion,
     ApiJson(b): ApiJson<RejectBody>,
 ) -> Result<Json<inv::RecommendationView>, ApiError> {
     user.require(Role::Responder, "rejecting an action")?;
+    let id = incident_id(&id)?;
+    workflow::ensure_version(&s.pool, &id, version.or(b.version)).await?;
     Ok(Json(
-        inv::reject(&s.pool, &user.0.name, &incident_id(&id)?, rid, &b.reason).await?,
+        inv::reject(&s.pool, &user.0.name, &id, rid, &b.reason).await?,
     ))
 }
 
@@ -178,19 +213,14 @@ async fn api_verdict(
     State(s): State<AppState>,
     user: CurrentUser,
     Path((id, rid)): Path<(String, i64)>,
+    BaseVersion(version): BaseVersion,
     ApiJson(b): ApiJson<VerdictBody>,
 ) -> Result<Json<inv::RecommendationView>, ApiError> {
     user.require(Role::Responder, "recording a verdict")?;
+    let id = incident_id(&id)?;
+    workflow::ensure_version(&s.pool, &id, version.or(b.version)).await?;
     Ok(Json(
-        inv::verdict(
-            &s.pool,
-            &user.0.name,
-            &incident_id(&id)?,
-            rid,
-            &b.verdict,
-            &b.note,
-        )
-        .await?,
+        inv::verdict(&s.pool, &user.0.name, &id, rid, &b.verdict, &b.note).await?,
     ))
 }
 
@@ -198,44 +228,101 @@ fn back(id: &IncidentId) -> Response {
     Redirect::to(&format!("/incidents/{id}#copilot")).into_response()
 }
 
+/// Runs `write` after checking the page's incident version; on a 4xx re-renders the incident
+/// page with the message and `kept` (what the user typed).
+async fn page_write<F, T>(
+    s: &AppState,
+    user: &CurrentUser,
+    headers: &HeaderMap,
+    id: &str,
+    version: Option<i64>,
+    kept: KeptInput,
+    write: F,
+) -> Result<Response, PageError>
+where
+    F: std::future::Future<Output = Result<T, AppError>>,
+{
+    let id = incident_id(id)?;
+    let result = match workflow::ensure_version(&s.pool, &id, version).await {
+        Ok(_) => write.await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => Ok(back(&id)),
+        Err(e) => incident_error(s, &user.0, headers, &id, e, kept).await,
+    }
+}
+
 async fn page_investigate(
     State(s): State<AppState>,
     user: CurrentUser,
+    headers: HeaderMap,
     Path(id): Path<String>,
+    f: VersionForm,
 ) -> Result<Response, PageError> {
-    let id = incident_id(&id)?;
-    inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &id).await?;
-    Ok(back(&id))
+    let iid = incident_id(&id)?;
+    let write = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &iid);
+    page_write(
+        &s,
+        &user,
+        &headers,
+        &id,
+        f.version,
+        KeptInput::default(),
+        write,
+    )
+    .await
 }
 
 async fn page_approve(
     State(s): State<AppState>,
     user: CurrentUser,
+    headers: HeaderMap,
     Path((id, rid)): Path<(String, i64)>,
+    f: VersionForm,
 ) -> Result<Response, PageError> {
-    let id = incident_id(&id)?;
-    inv::approve(&s.pool, &user.0.name, &id, rid).await?;
-    Ok(back(&id))
+    let iid = incident_id(&id)?;
+    let write = inv::approve(&s.pool, &user.0.name, &iid, rid);
+    page_write(
+        &s,
+        &user,
+        &headers,
+        &id,
+        f.version,
+        KeptInput::default(),
+        write,
+    )
+    .await
 }
 
 async fn page_reject(
     State(s): State<AppState>,
     user: CurrentUser,
+    headers: HeaderMap,
     Path((id, rid)): Path<(String, i64)>,
-    PageForm(b): PageForm<RejectBody>,
+    PageForm(f): PageForm<RejectBody>,
 ) -> Result<Response, PageError> {
-    let id = incident_id(&id)?;
-    inv::reject(&s.pool, &user.0.name, &id, rid, &b.reason).await?;
-    Ok(back(&id))
+    let iid = incident_id(&id)?;
+    let kept = KeptInput {
+        reject: Some((rid, f.reason.clone())),
+        ..Default::default()
+    };
+    let write = inv::reject(&s.pool, &user.0.name, &iid, rid, &f.reason);
+    page_write(&s, &user, &headers, &id, f.version, kept, write).await
 }
 
 async fn page_verdict(
     State(s): State<AppState>,
     user: CurrentUser,
+    headers: HeaderMap,
     Path((id, rid)): Path<(String, i64)>,
-    PageForm(b): PageForm<VerdictBody>,
+    PageForm(f): PageForm<VerdictBody>,
 ) -> Result<Response, PageError> {
-    let id = incident_id(&id)?;
-    inv::verdict(&s.pool, &user.0.name, &id, rid, &b.verdict, &b.note).await?;
-    Ok(back(&id))
+    let iid = incident_id(&id)?;
+    let kept = KeptInput {
+        verdict: Some((rid, f.verdict.clone(), f.note.clone())),
+        ..Default::default()
+    };
+    let write = inv::verdict(&s.pool, &user.0.name, &iid, rid, &f.verdict, &f.note);
+    page_write(&s, &user, &headers, &id, f.version, kept, write).await
 }

@@ -59,7 +59,16 @@ pub struct MemoryQuery {
     /// Validation state.
     #[serde(default)]
     pub validation: String,
+    /// `newest` (default) or `oldest`; a search (`q`) orders by relevance.
+    #[serde(default)]
+    pub sort: String,
+    /// Keyset pagination: the last record id of the previous page (`MEM-` prefix allowed).
+    #[serde(default)]
+    pub after: String,
 }
+
+/// Records per page in the memory browser.
+const PAGE_SIZE: i64 = 50;
 
 fn nonempty(s: &str) -> Option<String> {
     Some(s.trim()).filter(|s| !s.is_empty()).map(str::to_string)
@@ -80,7 +89,43 @@ impl MemoryQuery {
                 .transpose()?,
             include_working: false,
             limit: None,
+            oldest_first: match self.sort.trim() {
+                "" | "newest" => false,
+                "oldest" => true,
+                other => {
+                    return Err(ValidationError::new(
+                        "sort",
+                        format!("'{other}' is not an order; use newest or oldest"),
+                    ));
+                }
+            },
+            after_id: nonempty(&self.after)
+                .map(|a| {
+                    a.trim_start_matches("MEM-").parse::<i64>().map_err(|_| {
+                        ValidationError::new("after", "is not a record id from this list")
+                    })
+                })
+                .transpose()?,
         })
+    }
+
+    /// Query string of the same filters (for page links), with `after` when given.
+    fn query_string(&self, after: Option<i64>) -> String {
+        let after = after.map(|a| a.to_string());
+        let mut pairs: Vec<(&str, &str)> = vec![
+            ("q", self.q.as_str()),
+            ("kind", self.kind.as_str()),
+            ("service", self.service.as_str()),
+            ("failure_mode", self.failure_mode.as_str()),
+            ("incident", self.incident.as_str()),
+            ("validation", self.validation.as_str()),
+            ("sort", self.sort.as_str()),
+        ];
+        if let Some(a) = &after {
+            pairs.push(("after", a));
+        }
+        pairs.retain(|(_, v)| !v.is_empty());
+        serde_urlencoded::to_string(pairs).unwrap_or_default()
     }
 }
 
@@ -429,6 +474,14 @@ struct BrowserPage {
     /// "Embedding: 1,204 of 5,000 records have a vector (all-MiniLM-L6-v2)" while the backfill
     /// runs; `None` when every durable record has one or embeddings are off.
     embedding_progress: Option<String>,
+    /// Query string of the next page.
+    next: Option<String>,
+    /// Whether this is a later page.
+    later_page: bool,
+    /// Query string of the first page.
+    first: String,
+    /// A search hit the page size: more matches may exist.
+    more_matches: bool,
 }
 
 /// What the Memory page says about the embedding backfill: `None` when it is done (or there is
@@ -468,11 +521,23 @@ async fn browser_page(
     Query(bq): Query<BrowserQuery>,
 ) -> Result<Response, PageError> {
     let clock = Clock::for_viewer(Some(&user), &headers);
-    let items: Vec<Item> = mstore::list(&s.pool, &bq.filter.to_filter()?)
-        .await?
-        .into_iter()
-        .map(|m| item(m, &clock))
-        .collect();
+    let mut filter = bq.filter.to_filter()?;
+    filter.limit = Some(PAGE_SIZE + 1);
+    let mut records = mstore::list(&s.pool, &filter).await?;
+    // A search is ranked by relevance: its first page only (refine the words for more).
+    let next = if records.len() as i64 > PAGE_SIZE {
+        records.truncate(PAGE_SIZE as usize);
+        records
+            .last()
+            .filter(|_| filter.q.is_none())
+            .map(|m| bq.filter.query_string(Some(m.id)))
+    } else {
+        None
+    };
+    let more_matches = filter.q.is_some() && next.is_none() && records.len() as i64 == PAGE_SIZE;
+    let later_page = filter.after_id.is_some();
+    let first = bq.filter.query_string(None);
+    let items: Vec<Item> = records.into_iter().map(|m| item(m, &clock)).collect();
     let memory_empty = mstore::list(
         &s.pool,
         &MemoryFilter {
@@ -506,7 +571,7 @@ async fn browser_page(
         (Some(list), res.notice)
     };
     Ok(BrowserPage {
-        layout: Layout::new(Some(&user), "Memory"),
+        layout: Layout::new(Some(&user), "Memory").with_current("memories"),
         recall_q: bq.recall,
         q: bq.filter,
         items,
@@ -521,6 +586,10 @@ async fn browser_page(
         memory_empty,
         can_load_sample: user.role.includes(Role::Admin),
         embedding_progress: embedding_progress(&s.memory).await,
+        next,
+        later_page,
+        first,
+        more_matches,
     }
     .into_response())
 }
@@ -591,7 +660,7 @@ async fn render_show(
     Ok((
         status,
         ShowPage {
-            layout: Layout::new(Some(user), format!("MEM-{id}")),
+            layout: Layout::new(Some(user), format!("MEM-{id}")).with_current("memories"),
             created: clock.fmt(&d.memory.created_at),
             d,
             can_curate: user.role.includes(Role::Reviewer),

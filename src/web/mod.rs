@@ -148,22 +148,24 @@ pub fn router(state: AppState) -> Router {
             header::REFERRER_POLICY,
             HeaderValue::from_static("same-origin"),
         ))
-        .layer(axum::middleware::map_response(
-            errors::csrf_rejection_message,
-        ))
-        .layer(CsrfLayer::new())
         .layer(sessions)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            errors::error_page_layout,
+        ))
+        .layer(axum::middleware::from_fn(errors::csrf_rejection_message))
+        .layer(CsrfLayer::new())
         .layer(DefaultBodyLimit::max(state.settings.max_body_bytes))
         .layer(tower_http::timeout::TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ));
     Router::new()
-        .merge(pages::router())
+        .merge(pages::router(state.settings.max_evidence_bytes))
         .merge(api::router())
         .merge(memory::router())
         .merge(investigation::router())
-        .merge(postmortem::router())
+        .merge(postmortem::router(state.settings.max_evidence_bytes))
         .merge(evidence::router(state.settings.max_evidence_bytes))
         .merge(webhooks::router())
         .merge(assets::router())

@@ -15,7 +15,7 @@ use super::AppState;
 use super::api::ListQuery;
 use super::auth::{self, CurrentUser};
 use super::errors::{PageError, PageForm};
-use super::view::{Clock, Step, stepper};
+use super::view::{Clock, NextStep, Step, next_step, stepper};
 use crate::domain::{
     Incident, IncidentId, IncidentState, NewIncident, Resolution, Severity, TimelineEvent,
     Transition,
@@ -25,17 +25,26 @@ use crate::services::workflow::{self, TransitionInput};
 use crate::store::incidents;
 use crate::store::users::{self, User};
 
-/// Page routes.
-pub fn router() -> Router<AppState> {
+/// Page routes. The forms that take long text accept bodies up to `form_limit` bytes (the
+/// evidence limit), so an over-long field comes back as a 422 naming it, with the input kept,
+/// rather than a 413 that loses it.
+pub fn router(form_limit: usize) -> Router<AppState> {
+    let long = || axum::extract::DefaultBodyLimit::max(form_limit);
     Router::new()
         .route("/", get(|| async { Redirect::to("/incidents") }))
         .route("/signin", get(signin_page).post(signin_submit))
         .route("/signout", post(signout))
         .route("/profile", get(profile_page).post(profile_submit))
-        .route("/incidents", get(list_page).post(create_submit))
+        .route(
+            "/incidents",
+            get(list_page).merge(post(create_submit).layer(long())),
+        )
         .route("/incidents/new", get(new_page))
         .route("/incidents/{id}", get(show_page))
-        .route("/incidents/{id}/resolve", post(resolve_submit))
+        .route(
+            "/incidents/{id}/resolve",
+            post(resolve_submit).layer(long()),
+        )
         .route("/incidents/{id}/reopen", post(reopen_submit))
 }
 
@@ -47,10 +56,15 @@ pub struct Layout {
     pub user: Option<(String, String)>,
     /// Cache-busting versions of the stylesheet and script.
     pub css_v: String,
-    /// See `css_v`.
+    /// See `css_v` (`tz.js`).
     pub js_v: String,
+    /// See `css_v` (`app.js`: busy buttons and upload progress).
+    pub app_js_v: String,
     /// Page title.
     pub title: String,
+    /// Which nav entry is the current page (`incidents`, `new`, `memories`, `review`,
+    /// `integrations`, `profile`; empty for none), marked `aria-current="page"`.
+    pub current: &'static str,
 }
 
 impl Layout {
@@ -60,8 +74,30 @@ impl Layout {
             user: user.map(|u| (u.name.clone(), u.role.to_string())),
             css_v: super::assets::version("app.css"),
             js_v: super::assets::version("tz.js"),
+            app_js_v: super::assets::version("app.js"),
             title: title.into(),
+            current: "",
         }
+    }
+
+    /// Marks nav entry `current` as the current page.
+    pub fn with_current(mut self, current: &'static str) -> Self {
+        self.current = current;
+        self
+    }
+
+    /// `aria-current="page"` when `entry` is the current page (for the nav links).
+    pub fn aria(&self, entry: &str) -> &'static str {
+        if self.current == entry {
+            "page"
+        } else {
+            "false"
+        }
+    }
+
+    /// Whether the signed-in user may confirm post-mortems (shows the review queue in the nav).
+    pub fn is_reviewer(&self) -> bool {
+        matches!(&self.user, Some((_, role)) if role == "reviewer" || role == "admin")
     }
 }
 
@@ -151,7 +187,7 @@ struct ProfilePage {
 async fn profile_page(CurrentUser(user): CurrentUser, headers: HeaderMap) -> PageResult {
     let browser = Clock::for_viewer(None, &headers).zone_name;
     Ok(ProfilePage {
-        layout: Layout::new(Some(&user), "Profile"),
+        layout: Layout::new(Some(&user), "Profile").with_current("profile"),
         time_zone: user.time_zone.clone().unwrap_or_default(),
         browser_zone: browser,
         error: None,
@@ -174,7 +210,7 @@ async fn profile_submit(
     let zone = form.time_zone.trim();
     if !zone.is_empty() && !super::view::is_known_zone(zone) {
         let page = ProfilePage {
-            layout: Layout::new(Some(&user), "Profile"),
+            layout: Layout::new(Some(&user), "Profile").with_current("profile"),
             time_zone: zone.to_string(),
             browser_zone: Clock::for_viewer(None, &headers).zone_name,
             error: Some(format!(
@@ -200,35 +236,69 @@ struct ListPage {
     services: Vec<String>,
     states: Vec<(&'static str, &'static str)>,
     severities: Vec<&'static str>,
+    sorts: Vec<(&'static str, &'static str)>,
     q: ListQuery,
     zone: String,
+    /// Query string of the next page, if there is one.
+    next: Option<String>,
+    /// Whether this is a later page (shows "first page").
+    later_page: bool,
+    /// Query string of the first page with the same filters.
+    first: String,
 }
+
+/// Incidents per page on the list page.
+const PAGE_SIZE: i64 = 25;
 
 async fn list_page(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     headers: HeaderMap,
-    Query(q): Query<ListQuery>,
+    Query(mut q): Query<ListQuery>,
 ) -> PageResult {
+    if q.state.trim().is_empty() {
+        // The list opens on the incidents still being worked on; the filter says so.
+        q.state = "active".into();
+    }
     let filter = q.to_filter()?;
     let clock = Clock::for_viewer(Some(&user), &headers);
-    let rows = incidents::list(&state.pool, &filter)
-        .await?
+    let (incidents, next) = super::api::page_of(&state.pool, filter, PAGE_SIZE).await?;
+    let rows = incidents
         .into_iter()
         .map(|i| Row {
             opened: clock.fmt(&i.opened_at),
             incident: i,
         })
         .collect();
+    let keep = |after: Option<&str>| {
+        let mut pairs: Vec<(&str, &str)> = vec![
+            ("state", q.state.as_str()),
+            ("service", q.service.as_str()),
+            ("severity", q.severity.as_str()),
+            ("q", q.q.as_str()),
+            ("sort", q.sort.as_str()),
+        ];
+        pairs.retain(|(_, v)| !v.is_empty());
+        if let Some(a) = after {
+            pairs.push(("after", a));
+        }
+        serde_urlencoded::to_string(pairs).unwrap_or_default()
+    };
+    let mut states = vec![("active", "active (not learned)"), ("all", "any state")];
+    states.extend(IncidentState::ALL.iter().map(|s| (s.as_str(), s.label())));
     Ok(ListPage {
-        layout: Layout::new(Some(&user), "Incidents"),
+        layout: Layout::new(Some(&user), "Incidents").with_current("incidents"),
         rows,
         services: incidents::services(&state.pool).await?,
-        states: IncidentState::ALL
+        states,
+        severities: Severity::ALL.iter().map(|s| s.as_str()).collect(),
+        sorts: incidents::IncidentSort::ALL
             .iter()
             .map(|s| (s.as_str(), s.label()))
             .collect(),
-        severities: Severity::ALL.iter().map(|s| s.as_str()).collect(),
+        next: next.as_deref().map(|n| keep(Some(n))),
+        later_page: !q.after.is_empty(),
+        first: keep(None),
         q,
         zone: clock.zone_name,
     }
@@ -258,7 +328,7 @@ struct NewForm {
 
 async fn new_page(CurrentUser(user): CurrentUser) -> PageResult {
     Ok(NewPage {
-        layout: Layout::new(Some(&user), "Open an incident"),
+        layout: Layout::new(Some(&user), "Open an incident").with_current("new"),
         form: NewForm {
             severity: "SEV3".into(),
             ..Default::default()
@@ -287,7 +357,7 @@ async fn create_submit(
         Err(e) => Ok((
             StatusCode::UNPROCESSABLE_ENTITY,
             NewPage {
-                layout: Layout::new(Some(&user), "Open an incident"),
+                layout: Layout::new(Some(&user), "Open an incident").with_current("new"),
                 form,
                 severities: Severity::ALL.iter().map(|s| s.as_str()).collect(),
                 error: Some(e.to_string()),
@@ -309,11 +379,15 @@ struct ShowPage {
     incident: Incident,
     opened: String,
     resolved: String,
+    age: String,
+    participants: Vec<String>,
     steps: Vec<Step>,
+    next: NextStep,
     timeline: Vec<Event>,
     zone: String,
-    resolve_form: ResolveForm,
+    kept: KeptInput,
     error: Option<String>,
+    notice: Option<String>,
     observation_groups: Vec<ObservationGroup>,
     evidence: Vec<crate::store::evidence::EvidenceMeta>,
     investigation: Option<crate::services::investigation::InvestigationView>,
@@ -418,30 +492,176 @@ pub fn group_observations(
     groups
 }
 
-#[derive(Deserialize, Default)]
-struct ResolveForm {
+/// The resolve form; `version` is the incident version the page showed.
+#[derive(Deserialize, Default, Debug, Clone)]
+pub struct ResolveForm {
+    /// Summary.
     #[serde(default)]
-    summary: String,
+    pub summary: String,
+    /// Root cause.
     #[serde(default)]
-    root_cause: String,
+    pub root_cause: String,
+    /// Incident version the page was based on.
+    #[serde(default)]
+    pub version: Option<i64>,
+}
+
+/// A form that carries nothing but the incident version its page showed (reopen, investigate,
+/// approve, draft, confirm, learn). As an extractor it reads an urlencoded body when there is one;
+/// a post without a body (a script, an older page) carries no version and is not checked.
+#[derive(Deserialize, Default, Debug, Clone, Copy)]
+pub struct VersionForm {
+    /// Incident version the page was based on.
+    #[serde(default)]
+    pub version: Option<i64>,
+}
+
+impl axum::extract::FromRequest<AppState> for VersionForm {
+    type Rejection = PageError;
+
+    async fn from_request(
+        req: axum::extract::Request,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let is_form = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+        if !is_form {
+            return Ok(Self::default());
+        }
+        let PageForm(f) = PageForm::<Self>::from_request(req, state).await?;
+        Ok(f)
+    }
+}
+
+/// What the user typed into the incident page's forms, given back when a submit fails (409 on a
+/// stale page, 422 on bad input), so nothing typed is lost.
+#[derive(Debug, Default, Clone)]
+pub struct KeptInput {
+    /// The resolve form.
+    pub resolve: ResolveForm,
+    /// Evidence kind, source and pasted content.
+    pub evidence: (String, String, String),
+    /// Reject reason typed for one recommendation.
+    pub reject: Option<(i64, String)>,
+    /// Verdict and note chosen for one recommendation.
+    pub verdict: Option<(i64, String, String)>,
+}
+
+impl KeptInput {
+    /// The reject reason kept for recommendation `rid` (empty if none).
+    pub fn reject_reason(&self, rid: impl std::borrow::Borrow<i64>) -> &str {
+        match &self.reject {
+            Some((r, reason)) if r == rid.borrow() => reason,
+            _ => "",
+        }
+    }
+
+    /// The verdict note kept for recommendation `rid` (empty if none).
+    pub fn verdict_note(&self, rid: impl std::borrow::Borrow<i64>) -> &str {
+        match &self.verdict {
+            Some((r, _, note)) if r == rid.borrow() => note,
+            _ => "",
+        }
+    }
+
+    /// Whether `value` was the verdict chosen for recommendation `rid`.
+    pub fn verdict_is(&self, rid: impl std::borrow::Borrow<i64>, value: &str) -> bool {
+        matches!(&self.verdict, Some((r, v, _)) if r == rid.borrow() && v == value)
+    }
+
+    /// Whether `kind` was the evidence kind chosen.
+    pub fn evidence_kind_is(&self, kind: &str) -> bool {
+        self.evidence.0 == kind
+    }
+
+    /// The evidence source typed.
+    pub fn evidence_source(&self) -> &str {
+        &self.evidence.1
+    }
+
+    /// The evidence pasted.
+    pub fn evidence_content(&self) -> &str {
+        &self.evidence.2
+    }
+
+    /// Whether anything was typed into the resolve form.
+    pub fn has_resolve(&self) -> bool {
+        !self.resolve.summary.is_empty() || !self.resolve.root_cause.is_empty()
+    }
 }
 
 fn page_id(id: &str) -> Result<IncidentId, PageError> {
     IncidentId::parse(id).map_err(|_| PageError(AppError::NotFound(format!("incident {id}"))))
 }
 
-async fn render_incident(
+/// Renders the incident page after a failed submit: a 4xx comes back as the page with the
+/// message and the user's input (`kept`), with the error's status; a 5xx is the error page.
+///
+/// # Errors
+/// Internal errors, and errors loading the page itself.
+pub async fn incident_error(
     state: &AppState,
     user: &User,
     headers: &HeaderMap,
     id: &IncidentId,
-    resolve_form: ResolveForm,
+    error: AppError,
+    kept: KeptInput,
+) -> PageResult {
+    match error {
+        AppError::Internal(e) => Err(AppError::Internal(e).into()),
+        e => {
+            let status = e.status();
+            render_incident(
+                state,
+                user,
+                headers,
+                id,
+                kept,
+                Some((status, e.to_string())),
+            )
+            .await
+        }
+    }
+}
+
+/// Renders the incident page (the command center) for `user`, with `kept` input in its forms
+/// and an optional error status and message.
+///
+/// # Errors
+/// [`AppError::NotFound`] for an unknown incident; database errors.
+pub async fn render_incident(
+    state: &AppState,
+    user: &User,
+    headers: &HeaderMap,
+    id: &IncidentId,
+    kept: KeptInput,
     error: Option<(StatusCode, String)>,
+) -> PageResult {
+    render_page(state, user, headers, id, kept, error, None).await
+}
+
+async fn render_page(
+    state: &AppState,
+    user: &User,
+    headers: &HeaderMap,
+    id: &IncidentId,
+    kept: KeptInput,
+    error: Option<(StatusCode, String)>,
+    notice: Option<String>,
 ) -> PageResult {
     let incident = incidents::get(&state.pool, id).await?;
     let clock = Clock::for_viewer(Some(user), headers);
-    let timeline = incidents::timeline(&state.pool, id)
-        .await?
+    let events = incidents::timeline(&state.pool, id).await?;
+    let mut participants: Vec<String> = Vec::new();
+    for e in &events {
+        if !participants.contains(&e.actor) {
+            participants.push(e.actor.clone());
+        }
+    }
+    let timeline = events
         .into_iter()
         .map(|e| Event {
             at: clock.fmt(&e.at),
@@ -511,27 +731,49 @@ async fn render_incident(
     rules.truncate(6);
     let memory_notice = recalled.notice.clone();
     let mut steps = stepper(incident.state, user.role);
+    let mut may_confirm = user.role.includes(crate::domain::Role::Reviewer);
     if incident.state == IncidentState::PostmortemDraft
         && !state.settings.allow_self_confirm
         && let Ok(pm) = crate::store::postmortems::get(&state.pool, id.as_str()).await
         && pm.edited_by == user.name
-        && let Some(step) = steps
+    {
+        may_confirm = false;
+        if let Some(step) = steps
             .iter_mut()
             .find(|s| s.action == Some(Transition::Confirm) && s.disabled_reason.is_none())
-    {
-        step.disabled_reason =
-            Some("You edited the draft last: another reviewer must confirm it".into());
+        {
+            step.disabled_reason =
+                Some("You edited the draft last: another reviewer must confirm it".into());
+        }
     }
+    let open_recommendations = investigation.as_ref().map_or(0, |i| {
+        i.recommendations
+            .iter()
+            .filter(|r| r.status == "proposed" || (r.status == "approved" && r.verdict.is_none()))
+            .count()
+    });
+    let next = next_step(
+        incident.state,
+        !evidence.is_empty(),
+        investigation.is_some(),
+        open_recommendations,
+        may_confirm,
+    );
     let page = ShowPage {
-        layout: Layout::new(Some(user), format!("{} · {}", incident.id, incident.title)),
+        layout: Layout::new(Some(user), format!("{} · {}", incident.id, incident.title))
+            .with_current("incidents"),
         opened: clock.fmt(&incident.opened_at),
         resolved: clock.fmt_opt(&incident.resolved_at),
+        age: super::view::age(&incident.opened_at, &jiff::Timestamp::now()),
+        participants,
         steps,
+        next,
         incident,
         timeline,
         zone: clock.zone_name,
-        resolve_form,
+        kept,
         error,
+        notice,
         observation_groups,
         evidence,
         investigation,
@@ -543,17 +785,38 @@ async fn render_incident(
     Ok((status, page).into_response())
 }
 
+#[derive(Deserialize, Default)]
+struct ShowQuery {
+    /// Set after a paste that was already there: the evidence that holds it.
+    #[serde(default)]
+    duplicate: Option<i64>,
+}
+
 async fn show_page(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     headers: HeaderMap,
     Path(id): Path<String>,
+    Query(q): Query<ShowQuery>,
 ) -> PageResult {
     let id = page_id(&id)?;
-    render_incident(&state, &user, &headers, &id, ResolveForm::default(), None).await
+    let notice = q.duplicate.map(|e| {
+        format!("That content is already evidence #{e} on this incident (same SHA-256): nothing was added.")
+    });
+    render_page(
+        &state,
+        &user,
+        &headers,
+        &id,
+        KeptInput::default(),
+        None,
+        notice,
+    )
+    .await
 }
 
-/// Runs a transition from a form; a 4xx outcome re-renders the incident page with the message.
+/// Runs a transition from a form based on the incident version the page showed; a 4xx outcome
+/// (409 on a stale page) re-renders the incident page with the message and the input.
 async fn transition_from_form(
     state: &AppState,
     user: &User,
@@ -564,20 +827,15 @@ async fn transition_from_form(
     form: ResolveForm,
 ) -> PageResult {
     let id = page_id(id)?;
-    match workflow::transition(&state.pool, user, &id, t, input).await {
+    let version = form.version;
+    match workflow::transition_from(&state.pool, user, &id, t, input, version).await {
         Ok(_) => Ok(Redirect::to(&format!("/incidents/{id}")).into_response()),
-        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
         Err(e) => {
-            let status = e.status();
-            render_incident(
-                state,
-                user,
-                headers,
-                &id,
-                form,
-                Some((status, e.to_string())),
-            )
-            .await
+            let kept = KeptInput {
+                resolve: form,
+                ..Default::default()
+            };
+            incident_error(state, user, headers, &id, e, kept).await
         }
     }
 }
@@ -607,39 +865,33 @@ async fn resolve_submit(
         }
         Err(e) => {
             let id = page_id(&id)?;
-            render_incident(
-                &state,
-                &user,
-                &headers,
-                &id,
-                form,
-                Some((StatusCode::UNPROCESSABLE_ENTITY, e.to_string())),
-            )
-            .await
+            let kept = KeptInput {
+                resolve: form,
+                ..Default::default()
+            };
+            incident_error(&state, &user, &headers, &id, e.into(), kept).await
         }
     }
 }
 
-macro_rules! simple_transition {
-    ($name:ident, $t:expr) => {
-        async fn $name(
-            State(state): State<AppState>,
-            CurrentUser(user): CurrentUser,
-            headers: HeaderMap,
-            Path(id): Path<String>,
-        ) -> PageResult {
-            transition_from_form(
-                &state,
-                &user,
-                &headers,
-                &id,
-                $t,
-                TransitionInput::default(),
-                ResolveForm::default(),
-            )
-            .await
-        }
-    };
+async fn reopen_submit(
+    State(state): State<AppState>,
+    CurrentUser(user): CurrentUser,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    form: VersionForm,
+) -> PageResult {
+    transition_from_form(
+        &state,
+        &user,
+        &headers,
+        &id,
+        Transition::Reopen,
+        TransitionInput::default(),
+        ResolveForm {
+            version: form.version,
+            ..Default::default()
+        },
+    )
+    .await
 }
-
-simple_transition!(reopen_submit, Transition::Reopen);

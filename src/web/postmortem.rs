@@ -11,19 +11,22 @@ use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::AppState;
+use super::api::{BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
-use super::pages::Layout;
+use super::pages::{KeptInput, Layout, VersionForm, incident_error};
 use super::view::{SafeHtml, render_markdown};
 use crate::domain::memory::{Rule, RuleSeverity};
 use crate::domain::postmortem::Postmortem;
 use crate::domain::{IncidentId, IncidentState, Role, ValidationError};
 use crate::error::AppError;
 use crate::services::postmortem::{self as pm, ConfirmPolicy};
+use crate::services::workflow;
 use crate::store::{incidents, postmortems as pstore};
 
-/// Routes.
-pub fn router() -> Router<AppState> {
+/// Routes; the edit form accepts bodies up to `form_limit` bytes (an over-long field is a 422
+/// with the input kept).
+pub fn router(form_limit: usize) -> Router<AppState> {
     Router::new()
         .route(
             "/api/v1/incidents/{id}/postmortem",
@@ -41,7 +44,10 @@ pub fn router() -> Router<AppState> {
             "/incidents/{id}/postmortem",
             post(page_draft).get(page_show),
         )
-        .route("/incidents/{id}/postmortem/edit", post(page_edit))
+        .route(
+            "/incidents/{id}/postmortem/edit",
+            post(page_edit).layer(axum::extract::DefaultBodyLimit::max(form_limit)),
+        )
         .route("/incidents/{id}/postmortem/confirm", post(page_confirm))
         .route("/incidents/{id}/learnings", get(page_preview))
         .route("/incidents/{id}/learn", post(page_learn))
@@ -58,14 +64,30 @@ fn policy(s: &AppState) -> ConfirmPolicy {
     }
 }
 
+/// Checks the incident version an API request is based on (`If-Match`, `?version=` or a JSON
+/// body `{"version": n}`).
+async fn api_version(
+    s: &AppState,
+    id: &IncidentId,
+    header: BaseVersion,
+    body: &[u8],
+) -> Result<(), ApiError> {
+    let version = header.0.or(VersionBody::parse(body)?.version);
+    workflow::ensure_version(&s.pool, id, version).await?;
+    Ok(())
+}
+
 async fn api_draft(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    version: BaseVersion,
+    body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     user.require(Role::Responder, "drafting a post-mortem")?;
-    let stored =
-        pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &incident_id(&id)?).await?;
+    let id = incident_id(&id)?;
+    api_version(&s, &id, version, &body).await?;
+    let stored = pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &id).await?;
     Ok((StatusCode::CREATED, Json(stored)).into_response())
 }
 
@@ -113,10 +135,12 @@ async fn api_confirm(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    version: BaseVersion,
+    body: axum::body::Bytes,
 ) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
-    Ok(Json(
-        pm::confirm(&s.pool, &user.0, &incident_id(&id)?, policy(&s)).await?,
-    ))
+    let id = incident_id(&id)?;
+    api_version(&s, &id, version, &body).await?;
+    Ok(Json(pm::confirm(&s.pool, &user.0, &id, policy(&s)).await?))
 }
 
 async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> {
@@ -160,13 +184,18 @@ async fn api_learn(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    version: BaseVersion,
+    body: axum::body::Bytes,
 ) -> Result<Json<pm::LearnResult>, ApiError> {
     user.require(Role::Responder, "learning")?;
-    Ok(Json(pm::learn(&s.pool, &user.0, &incident_id(&id)?).await?))
+    let id = incident_id(&id)?;
+    api_version(&s, &id, version, &body).await?;
+    Ok(Json(pm::learn(&s.pool, &user.0, &id).await?))
 }
 
 #[derive(serde::Serialize)]
 struct ReviewQueue {
+    drafts_waiting_for_confirmation: Vec<ReviewItem>,
     rules_without_grounding: Vec<ReviewItem>,
     learned_incidents_without_rules: Vec<ReviewItem>,
 }
@@ -181,7 +210,26 @@ struct ReviewItem {
 
 async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
     let (ungrounded, ruleless) = pstore::review_queue(&s.pool).await?;
+    let drafts = incidents::list(
+        &s.pool,
+        &incidents::IncidentFilter {
+            state: Some(IncidentState::PostmortemDraft),
+            sort: incidents::IncidentSort::Oldest,
+            limit: Some(200),
+            ..Default::default()
+        },
+    )
+    .await?;
     Ok(ReviewQueue {
+        drafts_waiting_for_confirmation: drafts
+            .into_iter()
+            .map(|i| ReviewItem {
+                href: format!("/incidents/{}/postmortem", i.id),
+                id: i.id.to_string(),
+                text: format!("{} ({}, {})", i.title, i.severity, i.service),
+                fix: "Read the draft and confirm it (a reviewer who did not edit it last)".into(),
+            })
+            .collect(),
         rules_without_grounding: ungrounded
             .into_iter()
             .map(|(id, text)| ReviewItem {
@@ -221,11 +269,21 @@ fn back(id: &IncidentId, path: &str) -> Response {
 async fn page_draft(
     State(s): State<AppState>,
     user: CurrentUser,
+    headers: axum::http::HeaderMap,
     Path(id): Path<String>,
+    f: VersionForm,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
-    pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &id).await?;
-    Ok(back(&id, "/postmortem"))
+    let result = match workflow::ensure_version(&s.pool, &id, f.version).await {
+        Ok(_) => pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &id)
+            .await
+            .map(|_| ()),
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(()) => Ok(back(&id, "/postmortem")),
+        Err(e) => incident_error(&s, &user.0, &headers, &id, e, KeptInput::default()).await,
+    }
 }
 
 #[derive(Template, WebTemplate)]
@@ -437,9 +495,14 @@ async fn page_confirm(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    f: VersionForm,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
-    match pm::confirm(&s.pool, &user.0, &id, policy(&s)).await {
+    let result = match workflow::ensure_version(&s.pool, &id, f.version).await {
+        Ok(_) => pm::confirm(&s.pool, &user.0, &id, policy(&s)).await,
+        Err(e) => Err(e),
+    };
+    match result {
         Ok(_) => Ok(back(&id, "/learnings")),
         Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
         Err(e) => render(&s, &user.0, &id, None, Some((e.status(), e.to_string()))).await,
@@ -484,8 +547,10 @@ async fn page_learn(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    f: VersionForm,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
+    workflow::ensure_version(&s.pool, &id, f.version).await?;
     pm::learn(&s.pool, &user.0, &id).await?;
     Ok(back(&id, "/learnings"))
 }
@@ -499,7 +564,7 @@ struct ReviewPage {
 
 async fn page_review(State(s): State<AppState>, user: CurrentUser) -> Result<Response, PageError> {
     Ok(ReviewPage {
-        layout: Layout::new(Some(&user.0), "Review queue"),
+        layout: Layout::new(Some(&user.0), "Review queue").with_current("review"),
         q: review(&s).await?,
     }
     .into_response())

@@ -117,7 +117,9 @@ pub fn stepper(state: IncidentState, role: Role) -> Vec<Step> {
     steps
         .into_iter()
         .map(|(label, action, reaches)| {
-            let status = if state == reaches {
+            // The current step is the one whose work is to be done now: the step that leaves the
+            // state (after resolving, the post-mortem; once learned, none).
+            let status = if current_step(state) == Some(label) {
                 "current"
             } else if reached(reaches) {
                 "done"
@@ -143,6 +145,166 @@ pub fn stepper(state: IncidentState, role: Role) -> Vec<Step> {
             }
         })
         .collect()
+}
+
+/// Label of the step that holds the work of `state`: Investigate while investigating, then
+/// Post-mortem, Confirm, Learn; `None` once learned.
+pub fn current_step(state: IncidentState) -> Option<&'static str> {
+    use IncidentState::*;
+    match state {
+        Investigating => Some("Investigate"),
+        Resolved => Some("Post-mortem"),
+        PostmortemDraft => Some("Confirm"),
+        Confirmed => Some("Learn"),
+        Learned => None,
+    }
+}
+
+/// What the "next step" card on the incident page asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextKind {
+    /// No evidence yet: paste or upload some.
+    AddEvidence,
+    /// Evidence but no investigation: run the copilot.
+    Investigate,
+    /// Investigated: approve or reject recommendations, record verdicts, then resolve.
+    Act,
+    /// Resolved: draft the post-mortem.
+    DraftPostmortem,
+    /// Draft, and this viewer may confirm it.
+    Confirm,
+    /// Draft, and this viewer may not confirm it: edit it and ask a reviewer.
+    EditPostmortem,
+    /// Confirmed: preview what Learn writes and learn it.
+    Learn,
+    /// Learned: nothing left; the learnings are in memory.
+    Done,
+}
+
+/// The "next step" card: what to do now, and which form the card carries.
+#[derive(Debug, Clone)]
+pub struct NextStep {
+    /// Which form the card shows.
+    pub kind: NextKind,
+    /// Short imperative heading.
+    pub title: &'static str,
+    /// One or two sentences on what to do and why.
+    pub text: String,
+}
+
+impl NextStep {
+    /// CSS class / test hook of the card (`next-evidence`, `next-act`, …).
+    pub fn class(&self) -> &'static str {
+        match self.kind {
+            NextKind::AddEvidence => "next-evidence",
+            NextKind::Investigate => "next-investigate",
+            NextKind::Act => "next-act",
+            NextKind::DraftPostmortem => "next-postmortem",
+            NextKind::Confirm => "next-confirm",
+            NextKind::EditPostmortem => "next-edit",
+            NextKind::Learn => "next-learn",
+            NextKind::Done => "next-done",
+        }
+    }
+
+    /// Whether the card is of kind `k` (for templates).
+    pub fn is(&self, k: &str) -> bool {
+        self.class().strip_prefix("next-") == Some(k)
+    }
+}
+
+/// Decides the next step of an incident for one viewer.
+///
+/// `may_confirm` is whether this viewer may confirm the draft now (reviewer role, and not its last
+/// editor unless self-confirmation is allowed).
+pub fn next_step(
+    state: IncidentState,
+    has_evidence: bool,
+    investigated: bool,
+    open_recommendations: usize,
+    may_confirm: bool,
+) -> NextStep {
+    use IncidentState::*;
+    let (kind, title, text) = match state {
+        Investigating if !has_evidence => (
+            NextKind::AddEvidence,
+            "Add evidence",
+            "Paste log lines, metrics, an alert body or a note, or upload a file. The copilot groups \
+             them into observations; then investigate."
+                .to_string(),
+        ),
+        Investigating if !investigated => (
+            NextKind::Investigate,
+            "Investigate",
+            "The copilot proposes hypotheses that cite the evidence and past incidents, and actions \
+             from a closed list (approving only simulates)."
+                .to_string(),
+        ),
+        Investigating => (
+            NextKind::Act,
+            "Act on the recommendations, then resolve",
+            if open_recommendations > 0 {
+                format!(
+                    "{open_recommendations} recommendation{} waiting: approve (simulated) or reject \
+                     each, record a verdict on what you approved, then resolve with a summary and \
+                     the root cause.",
+                    if open_recommendations == 1 { " is" } else { "s are" }
+                )
+            } else {
+                "Record a verdict on what you approved, then resolve with a summary and the root \
+                 cause."
+                    .to_string()
+            },
+        ),
+        Resolved => (
+            NextKind::DraftPostmortem,
+            "Write the post-mortem",
+            "The draft is written from what happened: what worked, what did not, and lessons as \
+             ALWAYS / BECAUSE / SCOPE / SEVERITY rules. Edit it, then a reviewer confirms it."
+                .to_string(),
+        ),
+        PostmortemDraft if may_confirm => (
+            NextKind::Confirm,
+            "Review and confirm the post-mortem",
+            "Read the draft; confirm it when it is right. Only confirmed knowledge can be learned."
+                .to_string(),
+        ),
+        PostmortemDraft => (
+            NextKind::EditPostmortem,
+            "Edit the post-mortem draft",
+            "Correct the draft, then ask a reviewer (someone who did not edit it last) to confirm it."
+                .to_string(),
+        ),
+        Confirmed => (
+            NextKind::Learn,
+            "Preview and learn",
+            "See exactly which records Learn writes to organizational memory, then learn them."
+                .to_string(),
+        ),
+        Learned => (
+            NextKind::Done,
+            "Learned",
+            "This incident is closed and in organizational memory. Open a new incident for new \
+             evidence."
+                .to_string(),
+        ),
+    };
+    NextStep { kind, title, text }
+}
+
+/// How long ago `then` was, in the largest whole unit (`45 s`, `12 min`, `3 h 5 min`, `2 d 4 h`).
+pub fn age(then: &jiff::Timestamp, now: &jiff::Timestamp) -> String {
+    let secs = now.as_second().saturating_sub(then.as_second()).max(0);
+    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3600, secs % 3600 / 60);
+    if d > 0 {
+        format!("{d} d {h} h")
+    } else if h > 0 {
+        format!("{h} h {m} min")
+    } else if m > 0 {
+        format!("{m} min")
+    } else {
+        format!("{secs} s")
+    }
 }
 
 fn capitalise(s: &str) -> String {
@@ -175,9 +337,81 @@ mod tests {
             Some("Needs the reviewer role")
         );
         assert_eq!(s[1].status, "done");
-        assert_eq!(s[2].status, "current");
+        assert_eq!(s[2].status, "done");
+        assert_eq!(s[3].status, "current");
         let s = stepper(IncidentState::PostmortemDraft, Role::Reviewer);
         assert!(s[3].disabled_reason.is_none());
+    }
+
+    #[test]
+    fn the_current_step_is_the_work_still_to_do_after_each_transition() {
+        let current = |st| {
+            stepper(st, Role::Admin)
+                .into_iter()
+                .filter(|s| s.status == "current")
+                .map(|s| s.label)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(current(IncidentState::Investigating), ["Investigate"]);
+        assert_eq!(current(IncidentState::Resolved), ["Post-mortem"]);
+        assert_eq!(current(IncidentState::PostmortemDraft), ["Confirm"]);
+        assert_eq!(current(IncidentState::Confirmed), ["Learn"]);
+        assert!(current(IncidentState::Learned).is_empty());
+        let s = stepper(IncidentState::Resolved, Role::Admin);
+        assert_eq!(s[1].status, "done", "Resolve is done once resolved");
+        let s = stepper(IncidentState::Learned, Role::Admin);
+        assert!(s.iter().all(|s| s.status == "done"));
+    }
+
+    #[test]
+    fn the_next_step_follows_the_work_of_each_state() {
+        use IncidentState::*;
+        assert_eq!(
+            next_step(Investigating, false, false, 0, false).kind,
+            NextKind::AddEvidence
+        );
+        assert_eq!(
+            next_step(Investigating, true, false, 0, false).kind,
+            NextKind::Investigate
+        );
+        let act = next_step(Investigating, true, true, 2, false);
+        assert_eq!(act.kind, NextKind::Act);
+        assert!(
+            act.text.starts_with("2 recommendations are waiting"),
+            "{}",
+            act.text
+        );
+        assert_eq!(
+            next_step(Resolved, true, true, 0, false).kind,
+            NextKind::DraftPostmortem
+        );
+        assert_eq!(
+            next_step(PostmortemDraft, true, true, 0, true).kind,
+            NextKind::Confirm
+        );
+        assert_eq!(
+            next_step(PostmortemDraft, true, true, 0, false).kind,
+            NextKind::EditPostmortem
+        );
+        assert_eq!(
+            next_step(Confirmed, true, true, 0, false).kind,
+            NextKind::Learn
+        );
+        assert_eq!(
+            next_step(Learned, true, true, 0, false).kind,
+            NextKind::Done
+        );
+        assert!(next_step(Learned, true, true, 0, false).is("done"));
+    }
+
+    #[test]
+    fn age_uses_the_largest_units() {
+        let t: jiff::Timestamp = "2026-07-01T12:00:00Z".parse().unwrap();
+        let at = |s: &str| s.parse::<jiff::Timestamp>().unwrap();
+        assert_eq!(age(&t, &at("2026-07-01T12:00:45Z")), "45 s");
+        assert_eq!(age(&t, &at("2026-07-01T12:12:10Z")), "12 min");
+        assert_eq!(age(&t, &at("2026-07-01T15:05:00Z")), "3 h 5 min");
+        assert_eq!(age(&t, &at("2026-07-03T16:00:00Z")), "2 d 4 h");
     }
 
     #[test]
