@@ -411,10 +411,10 @@ fn the_cli_creates_a_user_and_prints_a_token_as_the_last_line() {
     let db = dir.path().join("cli.db");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_incidentmind"))
         .args([
-            "--database-url",
-            db.to_str().unwrap(),
             "user",
             "add",
+            "--database-url",
+            db.to_str().unwrap(),
             "alice",
             "--role",
             "reviewer",
@@ -438,10 +438,10 @@ fn the_cli_creates_a_user_and_prints_a_token_as_the_last_line() {
     // A second user with the same name is refused with a clear message.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_incidentmind"))
         .args([
-            "--database-url",
-            db.to_str().unwrap(),
             "user",
             "add",
+            "--database-url",
+            db.to_str().unwrap(),
             "alice",
         ])
         .output()
@@ -449,7 +449,7 @@ fn the_cli_creates_a_user_and_prints_a_token_as_the_last_line() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_incidentmind"))
-        .args(["--database-url", db.to_str().unwrap(), "audit", "verify"])
+        .args(["audit", "verify", "--database-url", db.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -457,13 +457,8 @@ fn the_cli_creates_a_user_and_prints_a_token_as_the_last_line() {
 
 #[test]
 fn the_demo_command_tells_the_whole_story_and_exits_0() {
-    let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_incidentmind"))
-        .args([
-            "--database-url",
-            dir.path().join("unused.db").to_str().unwrap(),
-            "demo",
-        ])
+        .arg("demo")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -553,11 +548,10 @@ async fn the_shipped_history_jsonl_imports_into_an_empty_database() {
         "/examples/history.jsonl"
     ))
     .unwrap();
-    let n = incidentmind::services::memory::import(&app.pool, "test", &text)
+    let done = incidentmind::services::memory::import(&app.pool, "test", &text, false)
         .await
-        .unwrap()
         .unwrap();
-    assert_eq!(n, text.lines().count());
+    assert_eq!(done.imported, text.lines().count());
     let res = incidentmind::memory::recall::recall(
         &app.memory,
         &incidentmind::memory::recall::RecallQuery {
