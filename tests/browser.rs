@@ -295,7 +295,7 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
         ],
     )
     .await;
-    wait_for_text(&c, "ol.recommendations", "Verdict: did_not_resolve").await;
+    wait_for_text(&c, "ol.recommendations", "Verdict: did not resolve").await;
     wait_for_text(&c, "ol.recommendations", "Verdict: resolved").await;
 
     // 4. Resolve, draft the post-mortem.
