@@ -530,6 +530,25 @@ async fn an_admin_loads_the_sample_history_from_the_empty_memory_page() {
             .iter()
             .all(|l| l["rule"]["always"].is_string() && l["incident_id"].is_string())
     );
+    // The replay's clock is not the incident's: no detection gap measured between the two.
+    let gaps: serde_json::Value = app
+        .get(&app.admin, "/api/v1/memories?kind=detection_gap")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(gaps["memories"], serde_json::json!([]), "{gaps}");
+    let first = learned["incidents"][0]["id"].as_str().unwrap().to_string();
+    let md = app
+        .get(
+            &app.admin,
+            &format!("/api/v1/incidents/{first}/postmortem.md"),
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!md.contains("after impact began"), "{md}");
     let res = app
         .client
         .post(app.url("/memories/sample"))
@@ -572,4 +591,66 @@ async fn the_shipped_history_jsonl_imports_into_an_empty_database() {
             .map(|r| &r.memory.text)
             .collect::<Vec<_>>()
     );
+}
+
+/// Whether `html` holds an instant as raw stored text (`2026-12-01T12:00:00.000000Z`).
+fn has_raw_iso_instant(html: &str) -> bool {
+    regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+        .unwrap()
+        .is_match(html)
+}
+
+#[tokio::test]
+async fn memory_history_and_integration_dates_use_the_viewer_zone_with_its_offset() {
+    let app = spawn_app().await;
+    let res = app
+        .post_json(
+            &app.admin,
+            "/api/v1/integrations",
+            serde_json::json!({"name": "prod-am", "source": "alertmanager"}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let v1: serde_json::Value = app
+        .post_json(
+            &app.responder,
+            "/api/v1/memories",
+            serde_json::json!({"kind": "runbook", "service": "orders-api", "title": "Queue backlog",
+                "steps": "Check consumer lag\nScale the consumers"}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let res = app
+        .post_json(
+            &app.responder,
+            "/api/v1/memories",
+            serde_json::json!({"kind": "runbook", "service": "orders-api", "title": "Queue backlog",
+                "steps": "Check consumer lag first\nThen scale the consumers", "replaces": v1["id"]}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let page = |path: String| {
+        let app = &app;
+        async move {
+            app.client
+                .get(app.url(&path))
+                .bearer_auth(&app.admin)
+                .header("cookie", "tz=Asia/Kolkata")
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    let html = page("/integrations".into()).await;
+    assert!(html.contains("+05:30 by ada"), "{html}");
+    assert!(!has_raw_iso_instant(&html), "{html}");
+    let html = page(format!("/memories/{}", v1["id"])).await;
+    assert!(html.contains("superseded"), "the history is shown: {html}");
+    assert!(!has_raw_iso_instant(&html), "{html}");
+    assert!(html.matches("+05:30").count() >= 2, "{html}");
 }
