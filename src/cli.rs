@@ -13,18 +13,12 @@ use crate::store::{self, audit, users};
 use crate::web::{self, AppState, Settings};
 
 /// IncidentMind: work production incidents with an organizational memory.
+///
+/// Without a command it runs the web app (`serve`) with the options below.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version, about, args_conflicts_with_subcommands = true)]
 pub struct Cli {
-    /// SQLite database file (or `sqlite://…` URL); created if missing.
-    #[arg(
-        long,
-        env = "INCIDENTMIND_DATABASE_URL",
-        default_value = "incidentmind.db",
-        global = true
-    )]
-    pub database_url: String,
-    /// Options of the web server (used by `serve`, the default command).
+    /// Options of the web server, for `incidentmind` without a command.
     #[command(flatten)]
     pub serve: ServeArgs,
     /// What to do; `serve` when omitted.
@@ -32,70 +26,32 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// Web server options. `Debug` never prints the model API key.
+/// Where the database is: every command that reads or writes it takes this option.
+#[derive(Debug, Clone, Args)]
+pub struct DbArgs {
+    /// SQLite database file (or `sqlite://…` URL). `serve`, `user add`, `import` and
+    /// `history load` create it when missing; `audit verify`, `export` and `user token` refuse to.
+    #[arg(
+        long,
+        env = "INCIDENTMIND_DATABASE_URL",
+        default_value = "incidentmind.db"
+    )]
+    pub database_url: String,
+}
+
+/// Which embeddings recall compares (`serve`, `import`, `history load`, `eval recall`). `Debug`
+/// never prints the API key.
 #[derive(Clone, Args)]
-pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(
-        long,
-        env = "INCIDENTMIND_BIND",
-        default_value = "127.0.0.1:3000",
-        global = true
-    )]
-    pub bind: String,
-    /// Largest accepted request body for ordinary requests, in bytes.
-    #[arg(long, env = "INCIDENTMIND_MAX_BODY_BYTES", default_value_t = 1024 * 1024, global = true)]
-    pub max_body_bytes: usize,
-    /// Largest accepted evidence upload (logs, metrics, alerts), in bytes.
-    #[arg(long, env = "INCIDENTMIND_MAX_EVIDENCE_BYTES", default_value_t = 50 * 1024 * 1024, global = true)]
-    pub max_evidence_bytes: usize,
-    /// Base URL of an OpenAI-compatible server (`…/v1`); unset = built-in analyst only.
-    #[arg(long, env = "INCIDENTMIND_LLM_BASE_URL", global = true)]
-    pub llm_base_url: Option<String>,
-    /// Model name for the LLM analyst.
-    #[arg(
-        long,
-        env = "INCIDENTMIND_LLM_MODEL",
-        default_value = "gpt-4o-mini",
-        global = true
-    )]
-    pub llm_model: String,
-    /// API key for the model server (empty for local servers).
-    #[arg(
-        long,
-        env = "INCIDENTMIND_LLM_API_KEY",
-        default_value = "",
-        hide_env_values = true,
-        hide_default_value = true,
-        global = true
-    )]
-    pub llm_api_key: String,
-    /// Whole-call timeout for the model, in seconds.
-    #[arg(
-        long,
-        env = "INCIDENTMIND_LLM_TIMEOUT_SECS",
-        default_value_t = 30,
-        global = true
-    )]
-    pub llm_timeout_secs: u64,
-    /// Prompt budget for the model, in tokens.
-    #[arg(
-        long,
-        env = "INCIDENTMIND_LLM_TOKEN_BUDGET",
-        default_value_t = 6000,
-        global = true
-    )]
-    pub llm_token_budget: usize,
-    /// Base URL of an OpenAI-compatible embeddings endpoint (`…/v1`); unset = recall without
-    /// embeddings (they are optional: one more list in the fusion).
-    #[arg(long, env = "INCIDENTMIND_EMBEDDINGS_BASE_URL", global = true)]
+pub struct EmbeddingArgs {
+    /// Base URL of an OpenAI-compatible embeddings endpoint (`…/v1`); unset = the built-in model
+    /// (or none with `--embeddings off`).
+    #[arg(long, env = "INCIDENTMIND_EMBEDDINGS_BASE_URL")]
     pub embeddings_base_url: Option<String>,
     /// Embedding model name.
     #[arg(
         long,
         env = "INCIDENTMIND_EMBEDDINGS_MODEL",
-        default_value = "text-embedding-3-small",
-        global = true
+        default_value = "text-embedding-3-small"
     )]
     pub embeddings_model: String,
     /// API key for the embeddings endpoint (empty: the model key `INCIDENTMIND_LLM_API_KEY` when
@@ -105,8 +61,7 @@ pub struct ServeArgs {
         env = "INCIDENTMIND_EMBEDDINGS_API_KEY",
         default_value = "",
         hide_env_values = true,
-        hide_default_value = true,
-        global = true
+        hide_default_value = true
     )]
     pub embeddings_api_key: String,
     /// Which embeddings recall compares: `auto` (the endpoint when
@@ -116,35 +71,82 @@ pub struct ServeArgs {
         long,
         env = "INCIDENTMIND_EMBEDDINGS",
         default_value = "auto",
-        value_parser = ["auto", "builtin", "endpoint", "off"],
-        global = true
+        value_parser = ["auto", "builtin", "endpoint", "off"]
     )]
     pub embeddings: String,
     /// Folder of the built-in embedding model (`config.json`, `tokenizer.json`,
     /// `model.safetensors`); default `models/all-MiniLM-L6-v2`.
-    #[arg(long, env = "INCIDENTMIND_EMBEDDINGS_MODEL_DIR", global = true)]
+    #[arg(long, env = "INCIDENTMIND_EMBEDDINGS_MODEL_DIR")]
     pub embeddings_model_dir: Option<std::path::PathBuf>,
-    /// Let the last editor of a post-mortem draft confirm it (small teams).
+}
+
+impl std::fmt::Debug for EmbeddingArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddingArgs")
+            .field("embeddings_base_url", &self.embeddings_base_url)
+            .field("embeddings_model", &self.embeddings_model)
+            .field("embeddings", &self.embeddings)
+            .field("embeddings_model_dir", &self.embeddings_model_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Web server options (`serve`, the default command). `Debug` never prints the model API key.
+#[derive(Clone, Args)]
+pub struct ServeArgs {
+    /// The database.
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Address to listen on.
+    #[arg(long, env = "INCIDENTMIND_BIND", default_value = "127.0.0.1:3000")]
+    pub bind: String,
+    /// Largest accepted request body for ordinary requests, in bytes.
+    #[arg(long, env = "INCIDENTMIND_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Largest accepted evidence upload (logs, metrics, alerts), in bytes.
+    #[arg(long, env = "INCIDENTMIND_MAX_EVIDENCE_BYTES", default_value_t = 50 * 1024 * 1024)]
+    pub max_evidence_bytes: usize,
+    /// Base URL of an OpenAI-compatible server (`…/v1`); unset = built-in analyst only.
+    #[arg(long, env = LLM_BASE_URL_ENV)]
+    pub llm_base_url: Option<String>,
+    /// Model name for the LLM analyst.
+    #[arg(long, env = "INCIDENTMIND_LLM_MODEL", default_value = "gpt-4o-mini")]
+    pub llm_model: String,
+    /// API key for the model server (empty for local servers).
     #[arg(
         long,
-        env = "INCIDENTMIND_ALLOW_SELF_CONFIRM",
-        default_value_t = false,
-        global = true
+        env = LLM_API_KEY_ENV,
+        default_value = "",
+        hide_env_values = true,
+        hide_default_value = true
     )]
+    pub llm_api_key: String,
+    /// Whole-call timeout for the model, in seconds.
+    #[arg(long, env = "INCIDENTMIND_LLM_TIMEOUT_SECS", default_value_t = 30)]
+    pub llm_timeout_secs: u64,
+    /// Prompt budget for the model, in tokens.
+    #[arg(long, env = "INCIDENTMIND_LLM_TOKEN_BUDGET", default_value_t = 6000)]
+    pub llm_token_budget: usize,
+    /// Embeddings.
+    #[command(flatten)]
+    pub embeddings: EmbeddingArgs,
+    /// Let the last editor of a post-mortem draft confirm it (small teams).
+    #[arg(long, env = "INCIDENTMIND_ALLOW_SELF_CONFIRM", default_value_t = false)]
     pub allow_self_confirm: bool,
     /// Mark the session cookie `Secure` (set when served over HTTPS).
-    #[arg(
-        long,
-        env = "INCIDENTMIND_SECURE_COOKIES",
-        default_value_t = false,
-        global = true
-    )]
+    #[arg(long, env = "INCIDENTMIND_SECURE_COOKIES", default_value_t = false)]
     pub secure_cookies: bool,
 }
+
+/// The environment variable of the model server's base URL.
+const LLM_BASE_URL_ENV: &str = "INCIDENTMIND_LLM_BASE_URL";
+/// The environment variable of the model server's API key.
+const LLM_API_KEY_ENV: &str = "INCIDENTMIND_LLM_API_KEY";
 
 impl std::fmt::Debug for ServeArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ServeArgs")
+            .field("db", &self.db)
             .field("bind", &self.bind)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_evidence_bytes", &self.max_evidence_bytes)
@@ -159,10 +161,7 @@ impl std::fmt::Debug for ServeArgs {
                 },
             )
             .field("llm_timeout_secs", &self.llm_timeout_secs)
-            .field("embeddings_base_url", &self.embeddings_base_url)
-            .field("embeddings_model", &self.embeddings_model)
             .field("embeddings", &self.embeddings)
-            .field("embeddings_model_dir", &self.embeddings_model_dir)
             .finish_non_exhaustive()
     }
 }
@@ -171,7 +170,7 @@ impl std::fmt::Debug for ServeArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the web app (default).
-    Serve,
+    Serve(ServeArgs),
     /// Manage users.
     #[command(subcommand)]
     User(UserCommand),
@@ -179,7 +178,11 @@ pub enum Command {
     #[command(subcommand)]
     Audit(AuditCommand),
     /// Write every memory record to stdout as JSON lines.
-    Export,
+    Export {
+        /// The database (must exist).
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Run the whole story against a temporary database through the HTTP API and print it.
     Demo,
     /// The sample organizational history.
@@ -189,6 +192,16 @@ pub enum Command {
     Import {
         /// Path of the .jsonl file.
         file: std::path::PathBuf,
+        /// Leave records whose id is already in the database as they are and import the rest
+        /// (without it, any existing id stops the import before anything is written).
+        #[arg(long)]
+        skip_existing: bool,
+        /// The database.
+        #[command(flatten)]
+        db: DbArgs,
+        /// Embeddings of the imported records.
+        #[command(flatten)]
+        embeddings: EmbeddingArgs,
     },
     /// Measure quality on a labelled set (runs on its own temporary database).
     #[command(subcommand)]
@@ -215,6 +228,9 @@ pub enum EvalCommand {
         /// the next runs (for trying recall settings; delete it when the replay changes).
         #[arg(long)]
         replayed: Option<std::path::PathBuf>,
+        /// Embeddings recall compares.
+        #[command(flatten)]
+        embeddings: EmbeddingArgs,
     },
 }
 
@@ -231,11 +247,17 @@ pub enum UserCommand {
         /// Read a password from the first line of stdin (needed to sign in in a browser).
         #[arg(long)]
         password_stdin: bool,
+        /// The database (created when missing).
+        #[command(flatten)]
+        db: DbArgs,
     },
     /// Print a new API token for an existing user (last line of stdout).
     Token {
         /// The user's name.
         name: String,
+        /// The database (must exist).
+        #[command(flatten)]
+        db: DbArgs,
     },
 }
 
@@ -243,14 +265,25 @@ pub enum UserCommand {
 #[derive(Debug, Subcommand)]
 pub enum HistoryCommand {
     /// Replay the embedded sample history (examples/history.json) through the normal workflow.
-    Load,
+    Load {
+        /// The database (created when missing).
+        #[command(flatten)]
+        db: DbArgs,
+        /// Embeddings of the loaded records.
+        #[command(flatten)]
+        embeddings: EmbeddingArgs,
+    },
 }
 
 /// `audit …`
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
     /// Recompute the hash chain; exits 1 at the first broken entry.
-    Verify,
+    Verify {
+        /// The database (must exist).
+        #[command(flatten)]
+        db: DbArgs,
+    },
 }
 
 /// Parses the command line and runs it.
@@ -264,40 +297,49 @@ pub async fn main() -> anyhow::Result<()> {
 }
 
 fn init_tracing() {
+    use std::io::IsTerminal as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "incidentmind=info,tower_http=info".into());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never into a log file or a pipe.
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
 
+async fn open(db: &DbArgs, mode: store::OpenMode) -> anyhow::Result<SqlitePool> {
+    Ok(store::open(&db.database_url, mode).await?)
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Some(Command::Eval(EvalCommand::Recall {
-        file,
-        verbose,
-        ablate,
-        replayed,
-    })) = &cli.command
-    {
-        let tuning = crate::memory::RecallTuning::parse_off(ablate).map_err(anyhow::Error::msg)?;
-        let embedder = embedder(&cli.serve)?;
-        let report =
-            crate::eval::recall_eval_with(file, embedder, tuning, replayed.as_deref()).await?;
-        if *verbose {
-            println!("{report:#}");
-        } else {
-            println!("{report}");
+    use store::OpenMode::{CreateIfMissing, MustExist};
+    match cli.command.unwrap_or(Command::Serve(cli.serve)) {
+        Command::Serve(args) => serve(open(&args.db, CreateIfMissing).await?, &args).await,
+        Command::Eval(EvalCommand::Recall {
+            file,
+            verbose,
+            ablate,
+            replayed,
+            embeddings,
+        }) => {
+            let tuning =
+                crate::memory::RecallTuning::parse_off(&ablate).map_err(anyhow::Error::msg)?;
+            let embedder = embedder(&embeddings, None)?;
+            let report =
+                crate::eval::recall_eval_with(&file, embedder, tuning, replayed.as_deref()).await?;
+            if verbose {
+                println!("{report:#}");
+            } else {
+                println!("{report}");
+            }
+            Ok(())
         }
-        return Ok(());
-    }
-    let pool = store::connect(&cli.database_url).await?;
-    match cli.command.unwrap_or(Command::Serve) {
-        Command::Serve => serve(pool, &cli.serve).await,
         Command::User(UserCommand::Add {
             name,
             role,
             password_stdin,
+            db,
         }) => {
             let password = if password_stdin {
                 let mut line = String::new();
@@ -311,24 +353,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             } else {
                 None
             };
+            let pool = open(&db, CreateIfMissing).await?;
             let token = add_user(&pool, &name, &role, password.as_deref()).await?;
             let mut out = std::io::stdout().lock();
             writeln!(out, "created user {name} ({role})")?;
             writeln!(out, "{token}")?;
             Ok(())
         }
-        Command::User(UserCommand::Token { name }) => {
+        Command::User(UserCommand::Token { name, db }) => {
+            let pool = open(&db, MustExist).await?;
             let (user, _) = users::find_with_password(&pool, &name)
                 .await?
-                .ok_or_else(|| anyhow::anyhow!("no user named {name}"))?;
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "no user named {name} in {}; create one with `incidentmind user add {name}`",
+                        db.database_url
+                    )
+                })?;
             let token = web::auth::issue_token(&pool, user.id).await?;
             println!("{token}");
             Ok(())
         }
         Command::Demo => crate::demo::run().await,
-        Command::Eval(_) => Ok(()),
-        Command::History(HistoryCommand::Load) => {
-            let memory = crate::memory::Memory::new(pool.clone(), embedder(&cli.serve)?);
+        Command::History(HistoryCommand::Load { db, embeddings }) => {
+            let pool = open(&db, CreateIfMissing).await?;
+            let memory = crate::memory::Memory::new(pool.clone(), embedder(&embeddings, None)?);
             let loaded = crate::sample::load_history(&memory).await?;
             let (docs, vectors) = crate::memory::embeddings::catch_up(&memory).await?;
             println!("indexed {docs} incident documents, embedded {vectors} texts");
@@ -338,44 +387,104 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("loaded {} past incidents", loaded.len());
             Ok(())
         }
-        Command::Export => {
+        Command::Export { db } => {
+            let pool = open(&db, MustExist).await?;
             let out = crate::services::memory::export(&pool).await?;
             std::io::stdout().lock().write_all(out.as_bytes())?;
             Ok(())
         }
-        Command::Import { file } => {
-            let text = std::fs::read(&file)?;
-            let text = String::from_utf8_lossy(&text);
-            match crate::services::memory::import(&pool, "import", &text).await? {
-                Ok(n) => {
-                    println!("imported {n} records from {}", file.display());
-                    let memory = crate::memory::Memory::new(pool.clone(), embedder(&cli.serve)?);
-                    let (docs, vectors) = crate::memory::embeddings::catch_up(&memory).await?;
-                    println!("indexed {docs} incident documents, embedded {vectors} texts");
+        Command::Import {
+            file,
+            skip_existing,
+            db,
+            embeddings,
+        } => import(&file, skip_existing, &db, &embeddings).await,
+        Command::Audit(AuditCommand::Verify { db }) => {
+            let pool = open(&db, MustExist).await?;
+            match audit::verify(&pool).await? {
+                audit::Verification::Intact { entries } => {
+                    println!("audit log intact: {entries} entries");
                     Ok(())
                 }
-                Err(bad) => {
-                    for b in &bad {
-                        eprintln!("line {}: {}", b.line, b.message);
-                    }
-                    anyhow::bail!(
-                        "{} bad line(s) in {}; nothing was imported",
-                        bad.len(),
-                        file.display()
-                    )
+                audit::Verification::Broken { seq, reason } => {
+                    anyhow::bail!("audit log BROKEN at entry {seq}: {reason}")
                 }
             }
         }
-        Command::Audit(AuditCommand::Verify) => match audit::verify(&pool).await? {
-            audit::Verification::Intact { entries } => {
-                println!("audit log intact: {entries} entries");
-                Ok(())
-            }
-            audit::Verification::Broken { seq, reason } => {
-                anyhow::bail!("audit log BROKEN at entry {seq}: {reason}")
-            }
-        },
     }
+}
+
+/// `import FILE`: reads the file before the database is opened (a missing file creates nothing).
+async fn import(
+    file: &std::path::Path,
+    skip_existing: bool,
+    db: &DbArgs,
+    embeddings: &EmbeddingArgs,
+) -> anyhow::Result<()> {
+    use crate::services::memory::ImportError;
+    let bytes = std::fs::read(file).map_err(|e| {
+        anyhow::anyhow!(
+            "cannot read the import file {}: {e}; give the path of a .jsonl file written by \
+             `incidentmind export`",
+            file.display()
+        )
+    })?;
+    let text = String::from_utf8_lossy(&bytes);
+    let pool = open(db, store::OpenMode::CreateIfMissing).await?;
+    match crate::services::memory::import(&pool, "import", &text, skip_existing).await {
+        Ok(done) => {
+            println!(
+                "imported {} records from {}{}",
+                done.imported,
+                file.display(),
+                if done.skipped > 0 {
+                    format!(
+                        "; skipped {} whose id was already in the database",
+                        done.skipped
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            let memory = crate::memory::Memory::new(pool.clone(), embedder(embeddings, None)?);
+            let (docs, vectors) = crate::memory::embeddings::catch_up(&memory).await?;
+            println!("indexed {docs} incident documents, embedded {vectors} texts");
+            Ok(())
+        }
+        Err(ImportError::BadLines(bad)) => {
+            for b in &bad {
+                eprintln!("{}: line {}: {}", file.display(), b.line, b.message);
+            }
+            anyhow::bail!(
+                "{} bad line(s) in {}; nothing was imported",
+                bad.len(),
+                file.display()
+            )
+        }
+        Err(ImportError::Existing(ids)) => anyhow::bail!(
+            "{} record(s) of {} are already in {} (ids {}); nothing was imported. Pass \
+             --skip-existing to import only the others",
+            ids.len(),
+            file.display(),
+            db.database_url,
+            id_list(&ids)
+        ),
+        Err(ImportError::App(e)) => Err(e.into()),
+    }
+}
+
+/// Up to ten ids, then "…".
+fn id_list(ids: &[i64]) -> String {
+    let mut s = ids
+        .iter()
+        .take(10)
+        .map(i64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if ids.len() > 10 {
+        s.push_str(", …");
+    }
+    s
 }
 
 /// Creates a user (password hashed with Argon2id via `password-auth`) and returns a new API token.
@@ -395,30 +504,57 @@ pub async fn add_user(
     Ok(web::auth::issue_token(pool, user.id).await?)
 }
 
+/// The model server whose key the embeddings endpoint may share: its base URL and API key.
+#[derive(Debug, Clone, Default)]
+pub struct ModelServer {
+    /// `INCIDENTMIND_LLM_BASE_URL`.
+    pub base_url: Option<String>,
+    /// `INCIDENTMIND_LLM_API_KEY`.
+    pub api_key: String,
+}
+
+impl ModelServer {
+    /// The server `serve`'s options name.
+    fn of(args: &ServeArgs) -> Self {
+        Self {
+            base_url: args.llm_base_url.clone(),
+            api_key: args.llm_api_key.clone(),
+        }
+    }
+
+    /// For commands without model options (`import`, `history load`, `eval`): the same
+    /// environment variables `serve` reads, so the embeddings key falls back the same way.
+    fn from_env() -> Self {
+        Self {
+            base_url: std::env::var(LLM_BASE_URL_ENV).ok(),
+            api_key: std::env::var(LLM_API_KEY_ENV).unwrap_or_default(),
+        }
+    }
+}
+
 /// The key sent to the embeddings endpoint at `base`: its own key when set, else the model key
 /// when the embeddings endpoint is the model's own server (same base URL), else none — the model
 /// key never goes to another host.
-fn embeddings_api_key(args: &ServeArgs, base: &str) -> String {
-    let same_server = args
-        .llm_base_url
-        .as_deref()
-        .map(|b| b.trim_end_matches('/'))
+fn embeddings_api_key(args: &EmbeddingArgs, model: &ModelServer, base: &str) -> String {
+    let same_server = model.base_url.as_deref().map(|b| b.trim_end_matches('/'))
         == Some(base.trim_end_matches('/'));
     if args.embeddings_api_key.is_empty() && same_server {
-        args.llm_api_key.clone()
+        model.api_key.clone()
     } else {
         args.embeddings_api_key.clone()
     }
 }
 
-/// The embedder `args` choose (see [`ServeArgs::embeddings`]): the built-in model (loaded here,
-/// ≈ 170 ms), an OpenAI-compatible endpoint, or none.
+/// The embedder `args` choose (see [`EmbeddingArgs::embeddings`]): the built-in model (loaded
+/// here, ≈ 170 ms), an OpenAI-compatible endpoint, or none. `model` is the model server whose
+/// key an endpoint on the same server shares (`None`: read from the environment).
 ///
 /// # Errors
 /// `builtin` (or `auto` without an endpoint) when the model files cannot be loaded — the message
 /// names the folder and how to turn embeddings off; `endpoint` without a base URL.
 pub fn embedder(
-    args: &ServeArgs,
+    args: &EmbeddingArgs,
+    model: Option<&ModelServer>,
 ) -> anyhow::Result<Option<std::sync::Arc<dyn crate::memory::Embedder>>> {
     use crate::memory::embeddings::{BuiltinEmbedder, EmbeddingConfig, OpenAiEmbedder};
     let base = args
@@ -439,7 +575,10 @@ pub fn embedder(
             let base = base.ok_or_else(|| {
                 anyhow::anyhow!("--embeddings endpoint needs INCIDENTMIND_EMBEDDINGS_BASE_URL")
             })?;
-            let api_key = embeddings_api_key(args, base);
+            let api_key = match model {
+                Some(m) => embeddings_api_key(args, m, base),
+                None => embeddings_api_key(args, &ModelServer::from_env(), base),
+            };
             let embedder = OpenAiEmbedder::new(EmbeddingConfig {
                 base_url: base.to_string(),
                 model: args.embeddings_model.clone(),
@@ -480,7 +619,10 @@ async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
         max_evidence_bytes: args.max_evidence_bytes,
         allow_self_confirm: args.allow_self_confirm,
     };
-    let memory = crate::memory::Memory::new(pool.clone(), embedder(args)?);
+    let memory = crate::memory::Memory::new(
+        pool.clone(),
+        embedder(&args.embeddings, Some(&ModelServer::of(args)))?,
+    );
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = tokio::spawn(crate::memory::embeddings::run_worker(
         memory.clone(),
@@ -558,20 +700,29 @@ mod tests {
             "--llm-api-key",
             "sk-model",
         ]);
-        assert_eq!(embeddings_api_key(&same, base), "sk-model");
+        assert_eq!(
+            embeddings_api_key(&same.embeddings, &ModelServer::of(&same), base),
+            "sk-model"
+        );
         let other = args(&[
             "--llm-base-url",
             "https://llm.example/v1",
             "--llm-api-key",
             "sk-model",
         ]);
-        assert_eq!(embeddings_api_key(&other, base), "");
+        assert_eq!(
+            embeddings_api_key(&other.embeddings, &ModelServer::of(&other), base),
+            ""
+        );
         let own = args(&[
             "--llm-api-key",
             "sk-model",
             "--embeddings-api-key",
             "sk-embed",
         ]);
-        assert_eq!(embeddings_api_key(&own, base), "sk-embed");
+        assert_eq!(
+            embeddings_api_key(&own.embeddings, &ModelServer::of(&own), base),
+            "sk-embed"
+        );
     }
 }

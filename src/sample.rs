@@ -181,6 +181,14 @@ pub async fn replay(
     .await?;
     let drafted = postmortem::draft_postmortem(pool, None, responder, &id).await?;
     let mut pm = drafted.postmortem;
+    // The evidence carries the past incident's own times; opening, mitigation and resolution
+    // happened just now, during the replay. Measured against each other they would say the
+    // incident was detected months after it began: keep only the instants that are the
+    // incident's own, and no detection gap computed from the replay's clock.
+    pm.impact.detected_at = None;
+    pm.impact.mitigated_at = None;
+    pm.impact.resolved_at = None;
+    pm.detection_gaps.clear();
     if let Some(t) = &p.trigger {
         pm.trigger = t.clone();
     }

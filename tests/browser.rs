@@ -456,7 +456,7 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
         ],
     )
     .await;
-    wait_for_text(&c, "ol.recommendations", "Verdict: did_not_resolve").await;
+    wait_for_text(&c, "ol.recommendations", "Verdict: did not resolve").await;
     wait_for_text(&c, "ol.recommendations", "Verdict: resolved").await;
 
     // 4. Resolve from the next-step card; the post-mortem is then the current step.

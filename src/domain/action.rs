@@ -14,7 +14,19 @@ macro_rules! action_kinds {
         #[serde(rename_all = "snake_case")]
         pub enum ActionKind { $($(#[$vm])* $v),+ }
 
-        impl ActionKind {
+        /// A verdict code (`did_not_resolve`, …, or `rejected`) in words for people ("did not
+/// resolve"); an unknown code is returned with its underscores as spaces.
+pub fn verdict_label(code: &str) -> String {
+    match code {
+        "resolved" => "resolved".into(),
+        "partially_resolved" => "partially resolved".into(),
+        "did_not_resolve" => "did not resolve".into(),
+        "made_worse" => "made it worse".into(),
+        other => other.replace('_', " "),
+    }
+}
+
+impl ActionKind {
             /// Every action kind.
             pub const ALL: &'static [ActionKind] = &[$(ActionKind::$v),+];
 

@@ -164,18 +164,27 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
     let rejected = outcome("rejected");
     let severity = rule_severity(i.severity);
     let mut lessons = Vec::new();
+    // The root cause goes into rules and action items whole: every sentence (up to a length),
+    // quoted after a colon, never spliced into a template phrase where a negation or a second
+    // clause would turn it into another statement.
+    let cause = whole_sentences(&root_cause, 300);
     for a in &what_did_not_work {
         lessons.push(Rule {
-            always: format!(
-                "Before you {} on {}, confirm the cause is not {}",
-                a.kind.label().to_lowercase(),
-                i.service,
-                if root_cause.is_empty() {
-                    "the one found in this incident".to_string()
-                } else {
-                    first_sentence(&root_cause)
-                }
-            ),
+            always: if cause.is_empty() {
+                format!(
+                    "Before you {} on {}, rule out the root cause found in {}",
+                    a.kind.label().to_lowercase(),
+                    i.service,
+                    i.id
+                )
+            } else {
+                format!(
+                    "Before you {} on {}, rule out the root cause found in {}: {cause}",
+                    a.kind.label().to_lowercase(),
+                    i.service,
+                    i.id
+                )
+            },
             because: format!(
                 "During {} {} {} ({}){}",
                 i.id,
@@ -189,26 +198,26 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
                 if a.note.is_empty() {
                     String::new()
                 } else {
-                    format!(": {}", a.note)
+                    format!(": {}", one_line(&a.note))
                 }
             ),
             scope: scope.clone(),
             severity,
         });
     }
-    if !root_cause.is_empty() {
+    if !cause.is_empty() {
         lessons.push(Rule {
             always: format!(
-                "When {} shows {}, check for {} first",
+                "When {} shows {}, first check whether the root cause of {} is back: {cause}",
                 i.service,
                 if f.failure_modes.is_empty() {
                     "these symptoms".to_string()
                 } else {
                     f.failure_modes.join(" / ").replace('_', " ")
                 },
-                first_sentence(&root_cause)
+                i.id
             ),
-            because: format!("{} was caused by {}", i.id, first_sentence(&root_cause)),
+            because: format!("The confirmed root cause of {}: {cause}", i.id),
             scope: scope.clone(),
             severity,
         });
@@ -223,16 +232,21 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
     let mut detection_gaps = Vec::new();
     if impact.time_to_detect_secs > 600 {
         detection_gaps.push(format!(
-            "Detected {} minutes after impact began: alert earlier on the first symptom",
-            impact.time_to_detect_secs / 60
+            "Detected {} after impact began: alert earlier on the first symptom",
+            duration(impact.time_to_detect_secs)
         ));
     }
-    let cause = if root_cause.is_empty() {
-        "the root cause".to_string()
+    let mut action_items = vec![if cause.is_empty() {
+        format!(
+            "Add a regression test or an alert for the root cause of {}",
+            i.id
+        )
     } else {
-        first_sentence(&root_cause)
-    };
-    let mut action_items = vec![format!("Add a regression test or alert for: {cause}")];
+        format!(
+            "Add a regression test or an alert for the root cause of {}: {cause}",
+            i.id
+        )
+    }];
     for a in &what_did_not_work {
         action_items.push(format!(
             "Update the {} runbook: {} does not fix this failure mode",
@@ -240,6 +254,12 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
             a.kind.label().to_lowercase()
         ));
     }
+    let misleading_hypotheses = f
+        .misleading
+        .iter()
+        .filter(|h| !names_root_cause(h, &root_cause))
+        .cloned()
+        .collect();
     Postmortem {
         summary: i.summary.clone().unwrap_or_else(|| i.title.clone()),
         impact,
@@ -250,7 +270,7 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
         what_worked,
         what_did_not_work,
         rejected,
-        misleading_hypotheses: f.misleading.clone(),
+        misleading_hypotheses,
         lessons,
         action_items,
         detection_gaps,
@@ -273,24 +293,96 @@ fn sentence_end(t: &str) -> usize {
     t.len()
 }
 
-fn first_sentence(s: &str) -> String {
-    let t = s.trim();
-    let end = sentence_end(t);
-    let mut out = t[..end].trim().to_string();
-    // Lower-case a leading ordinary word ("A leak" → "a leak"), never an acronym ("TLS").
-    let first_word = out.split_whitespace().next().unwrap_or("");
-    if first_word.chars().skip(1).all(|c| !c.is_uppercase())
-        && let Some(c) = out.chars().next()
-    {
-        let lower: String = c.to_lowercase().collect();
-        out.replace_range(..c.len_utf8(), &lower);
+/// The whole sentences of `s` that fit in `max` characters (at least the first, whole), on one
+/// line, without the final full stop. Sentence ends as in [`sentence_end`], so version numbers
+/// and host names stay whole; negations and second clauses stay in.
+fn whole_sentences(s: &str, max: usize) -> String {
+    let mut rest = one_line(s);
+    let mut out = String::new();
+    while !rest.is_empty() {
+        let end = sentence_end(&rest);
+        let stop = rest[end..].chars().next().map_or(0, char::len_utf8);
+        let sentence = rest[..end + stop].trim().to_string();
+        if !out.is_empty() && out.chars().count() + 1 + sentence.chars().count() > max {
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(&sentence);
+        rest = rest[end + stop..].trim_start().to_string();
     }
-    out
+    out.trim_end_matches('.').trim_end().to_string()
+}
+
+/// `s` on one line: line breaks (any style) become spaces, runs of white space one space.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Lower-case word stems (first four letters) of the content words of `s`: enough to see that
+/// "pool exhausted" and "exhausting the pool" speak of the same thing. Numbers are not words.
+fn stems(s: &str) -> std::collections::BTreeSet<String> {
+    const STOP: &[&str] = &[
+        "the", "and", "for", "was", "were", "are", "not", "but", "with", "from", "that", "this",
+        "into", "than", "then", "its", "too", "one", "all", "any", "out", "per", "same", "cause",
+        "caused", "because", "while", "when", "which", "there", "their", "they", "has", "had",
+        "have", "been", "being", "does", "did", "can", "could", "would", "should", "our",
+    ];
+    s.split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= 3 && !STOP.contains(&w.as_str()))
+        .filter(|w| !w.chars().all(|c| c.is_ascii_digit()))
+        .map(|w| w.chars().take(4).collect())
+        .collect()
+}
+
+/// The clauses of `s` (split at `.`, `;`, `,`, `:` and line breaks) that deny nothing: "the
+/// pool size was NOT the cause; a leak was" keeps only "a leak was".
+fn affirmed_clauses(s: &str) -> String {
+    const NEGATIONS: &[&str] = &["not", "no", "never", "neither", "nor", "without", "ruled"];
+    s.split(['.', ';', ',', ':', '\n'])
+        .filter(|clause| {
+            !clause
+                .split(|c: char| !c.is_alphanumeric() && c != '\'')
+                .any(|w| {
+                    let w = w.to_lowercase();
+                    NEGATIONS.contains(&w.as_str()) || w.ends_with("n't")
+                })
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Whether the hypothesis `h` names the confirmed root cause: the content words (by stem) they
+/// share are at least half of the shorter one's, or at least four. Clauses of the root cause
+/// that deny something ("X was not the cause") do not count. Such a hypothesis was right even
+/// if an action taken on it failed, so it is not "misleading".
+pub fn names_root_cause(h: &str, root_cause: &str) -> bool {
+    let (h, rc) = (stems(h), stems(&affirmed_clauses(root_cause)));
+    if h.is_empty() || rc.is_empty() {
+        return false;
+    }
+    let shared = h.intersection(&rc).count();
+    shared >= 4 || shared * 2 >= h.len().min(rc.len())
+}
+
+/// Line endings as `\n`: browsers send textareas with CRLF (HTML's form submission normalises
+/// newlines to CRLF), some tools send a lone `\r`.
+pub fn unix_newlines(s: &str) -> String {
+    s.replace("\r\n", "\n").replace('\r', "\n")
 }
 
 fn duration(secs: i64) -> String {
-    let (h, m, s) = (secs / 3600, (secs % 3600) / 60, secs % 60);
-    if h > 0 {
+    let (d, h, m, s) = (
+        secs / 86_400,
+        (secs % 86_400) / 3600,
+        (secs % 3600) / 60,
+        secs % 60,
+    );
+    if d > 0 {
+        format!("{d} d {h} h")
+    } else if h > 0 {
         format!("{h} h {m} min")
     } else if m > 0 {
         format!("{m} min {s} s")
@@ -299,12 +391,18 @@ fn duration(secs: i64) -> String {
     }
 }
 
+/// Free text as Markdown that shows it as written: the `<*>` placeholders of log templates
+/// keep their `*` (unescaped, two of them on a line would read as emphasis).
+fn md(s: &str) -> String {
+    s.replace("<*>", "<\\*>")
+}
+
 fn list(out: &mut String, items: &[String]) {
     if items.is_empty() {
         out.push_str("_None recorded._\n");
     }
     for i in items {
-        out.push_str(&format!("- {}\n", i.replace('\n', " ")));
+        out.push_str(&format!("- {}\n", md(&i.replace('\n', " "))));
     }
 }
 
@@ -321,21 +419,59 @@ fn outcomes(out: &mut String, items: &[ActionOutcome]) {
             if a.note.is_empty() {
                 String::new()
             } else {
-                format!(": {}", a.note.replace('\n', " "))
+                format!(": {}", md(&a.note.replace('\n', " ")))
             }
         ));
     }
 }
 
 impl Postmortem {
-    /// The post-mortem as Markdown (the export format and the source of the rendered page).
+    /// The same document with every text field's line endings as `\n` ([`unix_newlines`]):
+    /// what a browser or an API client sent with CRLF is stored like what was typed with LF.
+    pub fn with_unix_newlines(mut self) -> Self {
+        let fix = |s: &mut String| *s = unix_newlines(s);
+        let fix_all = |v: &mut Vec<String>| v.iter_mut().for_each(|s| *s = unix_newlines(s));
+        fix(&mut self.summary);
+        fix(&mut self.impact.description);
+        fix_all(&mut self.symptoms);
+        fix(&mut self.root_cause);
+        fix(&mut self.trigger);
+        fix_all(&mut self.contributing_factors);
+        for a in self
+            .what_worked
+            .iter_mut()
+            .chain(&mut self.what_did_not_work)
+            .chain(&mut self.rejected)
+        {
+            fix(&mut a.target);
+            fix(&mut a.note);
+        }
+        fix_all(&mut self.misleading_hypotheses);
+        for l in &mut self.lessons {
+            fix(&mut l.always);
+            fix(&mut l.because);
+            fix(&mut l.scope);
+        }
+        fix_all(&mut self.action_items);
+        fix_all(&mut self.detection_gaps);
+        self
+    }
+
+    /// The post-mortem as Markdown, instants in UTC (the export format).
     pub fn to_markdown(&self, incident: &Incident) -> String {
-        let t = |ts: &Option<jiff::Timestamp>| {
-            ts.map_or_else(
-                || "—".to_string(),
-                |t| t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string(),
-            )
-        };
+        self.to_markdown_with(incident, |t| {
+            t.strftime("%Y-%m-%d %H:%M:%S UTC").to_string()
+        })
+    }
+
+    /// The post-mortem as Markdown with instants written by `when` (the page writes them in
+    /// the viewer's zone, with the offset, like every other time on the site).
+    pub fn to_markdown_with(
+        &self,
+        incident: &Incident,
+        when: impl Fn(&jiff::Timestamp) -> String,
+    ) -> String {
+        let t = |ts: &Option<jiff::Timestamp>| ts.as_ref().map_or_else(|| "—".to_string(), &when);
         let mut o = format!(
             "# Post-mortem {} — {}\n\n",
             incident.id,
@@ -343,11 +479,13 @@ impl Postmortem {
         );
         o.push_str(&format!(
             "Service: {} · Severity: {}\n\n## Summary\n\n{}\n\n",
-            incident.service, incident.severity, self.summary
+            incident.service,
+            incident.severity,
+            md(&self.summary)
         ));
         o.push_str(&format!(
             "## Impact\n\n{}\n\n| | instant |\n| --- | --- |\n| started | {} |\n| detected | {} |\n| mitigated | {} |\n| resolved | {} |\n\nTime to detect: {} · time to resolve: {}\n\n",
-            self.impact.description,
+            md(&self.impact.description),
             t(&self.impact.started_at),
             t(&self.impact.detected_at),
             t(&self.impact.mitigated_at),
@@ -359,7 +497,8 @@ impl Postmortem {
         list(&mut o, &self.symptoms);
         o.push_str(&format!(
             "\n## Root cause\n\n{}\n\n## Trigger\n\n{}\n\n## Contributing factors\n\n",
-            self.root_cause, self.trigger
+            md(&self.root_cause),
+            md(&self.trigger)
         ));
         list(&mut o, &self.contributing_factors);
         o.push_str("\n## What worked\n\n");
@@ -377,7 +516,10 @@ impl Postmortem {
         for l in &self.lessons {
             o.push_str(&format!(
                 "- **ALWAYS:** {}\n  **BECAUSE:** {}\n  **SCOPE:** {}\n  **SEVERITY:** {}\n",
-                l.always, l.because, l.scope, l.severity
+                md(&l.always),
+                md(&l.because),
+                md(&l.scope),
+                l.severity
             ));
         }
         o.push_str("\n## Action items\n\n");
@@ -452,7 +594,8 @@ mod tests {
         assert_eq!(pm.impact.time_to_detect_secs, 1200);
         assert_eq!(
             pm.lessons[0].always,
-            "Before you raise the connection-pool limit on payments-api, confirm the cause is not a connection leak in the retry path"
+            "Before you raise the connection-pool limit on payments-api, rule out the root cause \
+             found in INC-2026-0007: A connection leak in the retry path. More text"
         );
         assert!(
             pm.lessons[0].because.contains("INC-2026-0007")
@@ -481,15 +624,157 @@ mod tests {
     }
 
     #[test]
-    fn a_first_sentence_keeps_version_numbers_and_host_names_whole() {
+    fn log_template_placeholders_keep_their_stars_in_the_markdown() {
+        let facts = facts_with_root_cause("Pool <*> was full");
+        let mut pm = draft(&facts);
+        pm.symptoms = vec!["lease <*> expired after <*> ms".into()];
+        let md = pm.to_markdown(&facts.incident);
+        assert!(md.contains("- lease <\\*> expired after <\\*> ms"), "{md}");
+        assert!(md.contains("Pool <\\*> was full"), "{md}");
+    }
+
+    #[test]
+    fn whole_sentences_keep_version_numbers_and_host_names_whole() {
         assert_eq!(
-            first_sentence("Release 4.7.2 dropped the retry budget on db.internal. Then more."),
-            "release 4.7.2 dropped the retry budget on db.internal"
+            whole_sentences(
+                "Build 7.3.12 shipped a bad route table to edge.lb-2. It was reverted.",
+                300
+            ),
+            "Build 7.3.12 shipped a bad route table to edge.lb-2. It was reverted"
         );
         assert_eq!(
-            first_sentence("TLS cert expired\nsecond line"),
-            "TLS cert expired"
+            whole_sentences(
+                "Disk quota hit on the\r\nqueue host! Nothing else here.",
+                30
+            ),
+            "Disk quota hit on the queue host!"
         );
-        assert_eq!(first_sentence("Quota hit! Nothing else"), "quota hit");
+    }
+
+    fn facts_with_root_cause(root_cause: &str) -> DraftFacts {
+        let now: jiff::Timestamp = "2026-10-02T08:00:00Z".parse().unwrap();
+        DraftFacts {
+            incident: Incident {
+                id: IncidentId::new(2026, 31),
+                title: "Search results time out".into(),
+                service: "search-api".into(),
+                severity: Severity::Sev3,
+                description: String::new(),
+                state: IncidentState::Resolved,
+                opened_by: "rita".into(),
+                opened_at: now,
+                updated_at: now,
+                resolved_at: Some(now),
+                summary: Some("Reverted the index build".into()),
+                root_cause: Some(root_cause.into()),
+                version: 2,
+            },
+            failure_modes: vec!["slow_query".into()],
+            observations: Vec::new(),
+            earliest_evidence: None,
+            actions: vec![(
+                ActionOutcome {
+                    kind: ActionKind::ScaleOut,
+                    target: "search-api".into(),
+                    outcome: "did_not_resolve".into(),
+                    note: "latency\r\nunchanged".into(),
+                },
+                None,
+            )],
+            misleading: vec![
+                "Search nodes are overloaded by a traffic spike".into(),
+                "Index build 5.0.3 dropped the composite index on tenant_id".into(),
+            ],
+        }
+    }
+
+    #[test]
+    fn lessons_and_action_items_keep_negations_clauses_and_version_strings_whole() {
+        let pm = draft(&facts_with_root_cause(
+            "A traffic spike was NOT the cause; index build 5.0.3 dropped the composite index \
+             on tenant_id, so every query scanned the table.",
+        ));
+        let whole = "A traffic spike was NOT the cause; index build 5.0.3 dropped the composite \
+                     index on tenant_id, so every query scanned the table";
+        let texts: Vec<&str> = pm
+            .lessons
+            .iter()
+            .flat_map(|l| [l.always.as_str(), l.because.as_str()])
+            .chain(pm.action_items.iter().map(String::as_str))
+            .collect();
+        for t in &texts {
+            assert!(!t.contains(" 5\n") && !t.ends_with(" 5"), "{t}");
+        }
+        assert!(
+            pm.lessons[0].always.ends_with(whole),
+            "{}",
+            pm.lessons[0].always
+        );
+        assert!(
+            pm.lessons[1].always.ends_with(whole),
+            "{}",
+            pm.lessons[1].always
+        );
+        assert!(
+            pm.lessons[1].because.ends_with(whole),
+            "{}",
+            pm.lessons[1].because
+        );
+        assert!(
+            pm.action_items[0].ends_with(whole),
+            "{}",
+            pm.action_items[0]
+        );
+        // The garbled forms of the old templates never come back.
+        for t in &texts {
+            assert!(!t.contains("check for a traffic spike"), "{t}");
+            assert!(!t.contains("cause is not a traffic spike was"), "{t}");
+        }
+        assert!(
+            pm.lessons[0].because.ends_with(": latency unchanged"),
+            "{}",
+            pm.lessons[0].because
+        );
+    }
+
+    #[test]
+    fn a_hypothesis_that_names_the_confirmed_root_cause_is_not_misleading() {
+        let pm = draft(&facts_with_root_cause(
+            "A traffic spike was NOT the cause; index build 5.0.3 dropped the composite index \
+             on tenant_id.",
+        ));
+        assert_eq!(
+            pm.misleading_hypotheses,
+            vec!["Search nodes are overloaded by a traffic spike".to_string()],
+            "the denied clause does not make the spike hypothesis right"
+        );
+        assert!(names_root_cause(
+            "Connection pool exhausted: callers wait for database connections (pool too small, \
+             a leak, or slow queries holding connections)",
+            "Release 2.14.1 leaked a DB connection per retry, exhausting the pool"
+        ));
+        assert!(!names_root_cause(
+            "Load-driven pool exhaustion: the pool is too small for the current request rate",
+            "Release 2.14.1 leaked a DB connection per retry, exhausting the pool"
+        ));
+        assert!(!names_root_cause(
+            "Pool too small",
+            "The pool size was not the cause"
+        ));
+    }
+
+    #[test]
+    fn every_text_field_of_a_post_mortem_gets_unix_line_endings() {
+        let mut pm = draft(&facts_with_root_cause("Index dropped.\r\nSecond line."));
+        pm.summary = "one\r\ntwo\rthree".into();
+        pm.trigger = "a\r\nb".into();
+        pm.impact.description = "x\r\ny".into();
+        pm.symptoms = vec!["s\r\nt".into()];
+        pm.lessons[0].scope = "search-api\r\n".into();
+        let pm = pm.with_unix_newlines();
+        let json = serde_json::to_string(&pm).unwrap();
+        assert!(!json.contains("\\r"), "{json}");
+        assert_eq!(pm.summary, "one\ntwo\nthree");
+        assert_eq!(pm.root_cause, "Index dropped.\nSecond line.");
     }
 }

@@ -119,6 +119,16 @@ const STOPWORDS: &[&str] = &[
     "being", "seeing", "seen", "see", "because", "always", "check", "first",
 ];
 
+/// Whether a matched query word is worth showing in "why recalled": numbers, years and the
+/// pieces of timestamps or durations (`2026`, `29t14`, `12z`, `30000ms`) are not words; a token
+/// with at least as many letters as digits (`5xx`, `http2`, `sha256`) is. Display only: ranking
+/// never looks at this.
+pub fn is_displayable_word(w: &str) -> bool {
+    let letters = w.chars().filter(|c| c.is_alphabetic()).count();
+    let digits = w.chars().filter(char::is_ascii_digit).count();
+    letters > 0 && letters >= digits
+}
+
 /// Lower-case content words of `text` (≥ 2 chars, no stopwords), deduplicated, in order.
 pub fn content_words(text: &str) -> Vec<String> {
     let mut seen = BTreeSet::new();
@@ -835,7 +845,7 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         .collect();
     let query_stems: Vec<(String, String)> = words
         .iter()
-        .filter(|w| w.chars().any(char::is_alphabetic))
+        .filter(|w| is_displayable_word(w))
         .map(|w| (stem(w), w.clone()))
         .collect();
     let mut results: Vec<Recalled> = ranked
@@ -999,6 +1009,16 @@ fn mark_contradictions(results: &mut [Recalled]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn years_numbers_and_timestamp_pieces_are_not_shown_as_matched_words() {
+        let shown: Vec<String> =
+            content_words("INC-2026-0042 at 2026-11-29T14:05:12Z: 5xx from http2 after 30000ms")
+                .into_iter()
+                .filter(|w| is_displayable_word(w))
+                .collect();
+        assert_eq!(shown, ["inc", "5xx", "http2"]);
+    }
 
     #[test]
     fn negated_findings_are_dropped_to_the_end_of_their_clause() {

@@ -190,6 +190,102 @@ pub async fn dead_end_warning(
     }))
 }
 
+/// What the team decided about an action before, for its place in the list: an action that
+/// resolved a similar past incident comes first, one the team rejected (earlier in this
+/// incident, or during a similar past incident) after the others, a known dead end last
+/// ([`dead_end_warning`]). The reason is shown in front of the rationale.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Precedent {
+    /// It resolved (or partly resolved) `incident`, a similar past incident; `text` says how.
+    Resolved {
+        /// The past incident.
+        incident: String,
+        /// The remediation-success record's text.
+        text: String,
+    },
+    /// Nothing recorded.
+    Unknown,
+    /// The team rejected it: `during` this incident or a similar past one, for `reason`.
+    Rejected {
+        /// Where: "earlier in this incident" or "during the similar past incident INC-…".
+        during: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+}
+
+impl Precedent {
+    /// Sort key: resolved before → 0, nothing → 1, rejected before → 2.
+    pub fn rank(&self) -> u8 {
+        match self {
+            Self::Resolved { .. } => 0,
+            Self::Unknown => 1,
+            Self::Rejected { .. } => 2,
+        }
+    }
+
+    /// The rationale with the precedent in front of it (unless it already names it).
+    pub fn explain(&self, rationale: &str) -> String {
+        match self {
+            Self::Unknown => rationale.to_string(),
+            Self::Resolved { incident, .. } if rationale.contains(incident.as_str()) => {
+                rationale.to_string()
+            }
+            Self::Resolved { incident, text } => format!(
+                "Resolved the similar past incident {incident} ({}). {rationale}",
+                crate::evidence::truncate_chars(text, 200).trim_end_matches('.')
+            ),
+            Self::Rejected { during, reason } => format!(
+                "Rejected {during}: {}. {rationale}",
+                crate::evidence::truncate_chars(reason, 300).trim_end_matches('.')
+            ),
+        }
+    }
+}
+
+/// The [`Precedent`] of `action`: rejected in this incident (`rejected_here`: kinds with the
+/// reason) first, then resolved during a similar past incident (`past`: remediation records of
+/// the similar incidents, most similar first), then rejected during one (`past_rejections`).
+pub fn precedent(
+    action: ActionKind,
+    rejected_here: &[(String, String)],
+    past: &[MemoryRecord],
+    past_rejections: &[MemoryRecord],
+) -> Precedent {
+    if let Some((_, reason)) = rejected_here.iter().find(|(k, _)| k == action.as_str()) {
+        return Precedent::Rejected {
+            during: "earlier in this incident".into(),
+            reason: reason.clone(),
+        };
+    }
+    if let Some(r) = past.iter().find(|r| {
+        r.kind == MemoryKind::RemediationSuccess
+            && r.action_kind == Some(action)
+            && r.incident_id.is_some()
+    }) {
+        return Precedent::Resolved {
+            incident: r.incident_id.clone().unwrap_or_default(),
+            text: r.text.clone(),
+        };
+    }
+    if let Some(r) = past_rejections
+        .iter()
+        .find(|r| r.action_kind == Some(action))
+    {
+        let inc = r.incident_id.clone().unwrap_or_default();
+        // Learn writes "… was rejected during INC-…: <reason>".
+        let reason = r
+            .text
+            .split_once(&format!("during {inc}: "))
+            .map_or(r.text.as_str(), |(_, why)| why);
+        return Precedent::Rejected {
+            during: format!("during the similar past incident {inc}"),
+            reason: reason.to_string(),
+        };
+    }
+    Precedent::Unknown
+}
+
 /// A hypothesis as returned by the API.
 #[derive(Debug, Clone, Serialize)]
 pub struct HypothesisView {
@@ -591,6 +687,25 @@ async fn store_investigation(
         }
         hyps.push((i, h.statement.clone(), confidence, cites, prior));
     }
+    // What the team decided before: rejections earlier in this incident, what worked or was
+    // rejected during the similar past incidents (most similar first).
+    let rejected_here: Vec<(String, String)> = rstore::of_incident(pool, incident.id.as_str())
+        .await?
+        .into_iter()
+        .rev()
+        .filter(|r| r.status == "rejected")
+        .map(|r| (r.action_kind, r.reject_reason.unwrap_or_default()))
+        .collect();
+    let by_similarity = |r: &MemoryRecord| {
+        similar
+            .iter()
+            .position(|s| r.incident_id.as_ref() == Some(s))
+            .unwrap_or(usize::MAX)
+    };
+    let mut past = mstore::remediations_of_incidents(pool, similar).await?;
+    past.sort_by_key(by_similarity);
+    let mut past_rejections = mstore::rejections_of_incidents(pool, similar).await?;
+    past_rejections.sort_by_key(by_similarity);
     // Actions: coerce into the closed vocabulary, drop the rest, one per kind.
     let mut actions = Vec::new();
     let mut seen = HashSet::new();
@@ -603,7 +718,16 @@ async fn store_investigation(
                     crate::evidence::truncate_chars(a.target.trim(), 200).to_string()
                 };
                 let warning = dead_end_warning(pool, k, &incident.service, tags, similar).await?;
-                actions.push((k, target, a.rationale.clone(), a.hypothesis, warning));
+                let before = precedent(k, &rejected_here, &past, &past_rejections);
+                let rank = before.rank();
+                actions.push((
+                    k,
+                    target,
+                    before.explain(&a.rationale),
+                    a.hypothesis,
+                    warning,
+                    rank,
+                ));
             }
             Some(_) => {}
             None => dropped.push(format!(
@@ -612,8 +736,9 @@ async fn store_investigation(
             )),
         }
     }
-    // Unflagged first, flagged last; never hidden.
-    actions.sort_by_key(|a| a.4.is_some());
+    // Resolved before first, rejected before after the others, known dead ends last; never
+    // hidden. Stable: the analyst's order within each group.
+    actions.sort_by_key(|a| (a.4.is_some(), a.5));
     if !dropped.is_empty() {
         tracing::info!(incident.id = %incident.id, dropped = dropped.len(), "analyst output items dropped");
     }
@@ -666,7 +791,7 @@ async fn store_investigation(
         let (hid, _) = crate::services::memory::write_in(&mut tx, r).await?;
         hyp_ids.push((*i, hid));
     }
-    for (pos, (kind, target, rationale, hyp, warning)) in actions.iter().enumerate() {
+    for (pos, (kind, target, rationale, hyp, warning, _)) in actions.iter().enumerate() {
         let hypothesis_id =
             hyp.and_then(|h| hyp_ids.iter().find(|(i, _)| *i == h).map(|(_, id)| *id));
         let mut r = NewRecord::new(
@@ -831,69 +956,56 @@ pub async fn view_investigation(pool: &SqlitePool, inv_id: i64) -> AppResult<Inv
 
 /// Deterministic simulated transcript of an action (no command is ever run).
 pub fn simulate(kind: ActionKind, target: &str, incident: &str) -> String {
-    let h = target
-        .bytes()
-        .fold(17u32, |a, b| a.wrapping_mul(31).wrapping_add(u32::from(b)));
-    let n = 2 + h % 7;
-    let secs = 20 + h % 90;
+    // No counts, sizes, durations or limits: nothing ran, so any number here would be invented
+    // (and read as a fact next to the evidence). What the action would change is named in words.
     let body = match kind {
         ActionKind::RestartService => format!(
-            "rolling restart of {target}: {n}/{n} instances restarted, health checks passing after {secs} s"
+            "rolling restart of {target}: every instance restarted one at a time, each back \
+             behind the load balancer once its health check passed"
         ),
-        ActionKind::RollbackDeploy => format!(
-            "rolled back {target} to the previous release; {n}/{n} instances on the old version after {secs} s"
-        ),
-        ActionKind::ScaleOut => format!(
-            "scaled {target} from {n} to {} instances; new instances ready after {secs} s",
-            n * 2
-        ),
-        ActionKind::ScaleIn => format!("scaled {target} from {} to {n} instances", n * 2),
+        ActionKind::RollbackDeploy => {
+            format!("rolled back {target} to the previous release on every instance")
+        }
+        ActionKind::ScaleOut => {
+            format!("added instances of {target}; new instances join the load balancer once ready")
+        }
+        ActionKind::ScaleIn => format!("removed instances of {target} after draining them"),
         ActionKind::RaisePoolLimit => format!(
-            "raised the connection-pool limit of {target} from {} to {}; config reloaded on {n} instances",
-            10 + n * 5,
-            20 + n * 10
+            "raised the connection-pool limit of {target}; config reloaded on every instance \
+             (check the database's connection limit has room for it)"
         ),
         ActionKind::LowerPoolLimit => format!(
-            "lowered the connection-pool limit of {target} from {} to {}; config reloaded on {n} instances",
-            20 + n * 10,
-            10 + n * 5
+            "lowered the connection-pool limit of {target}; config reloaded on every instance"
         ),
         ActionKind::FailoverDatabase => {
-            format!("promoted the replica of {target}; writes resumed after {secs} s")
+            format!("promoted the replica of {target}; writes go to the new primary")
         }
-        ActionKind::FlushCache => format!(
-            "flushed the cache of {target}: {} keys evicted",
-            1000 + h % 50_000
-        ),
+        ActionKind::FlushCache => {
+            format!("flushed the cache of {target}: entries are rebuilt on the next reads")
+        }
         ActionKind::DisableFeatureFlag => {
-            format!("disabled the newest feature flag on {target} for 100% of traffic")
+            format!("disabled the newest feature flag on {target} for all traffic")
         }
         ActionKind::DrainNode => {
-            format!("cordoned and drained the node running {target}; {n} pods rescheduled")
+            format!("cordoned and drained the node running {target}; its pods were rescheduled")
         }
         ActionKind::RotateCredentials => {
-            format!("issued new credentials / certificate for {target} and reloaded {n} instances")
+            format!("issued new credentials / certificate for {target} and reloaded its instances")
         }
         ActionKind::BlockTrafficSource => {
             format!("added a deny rule for the offending source in front of {target}")
         }
-        ActionKind::IncreaseTimeout => {
-            format!("raised the request timeout of {target} from 5 s to 15 s")
+        ActionKind::IncreaseTimeout => format!("raised the request timeout of {target}"),
+        ActionKind::RollForwardFix => {
+            format!("deployed a fix to {target} on every instance")
         }
-        ActionKind::RollForwardFix => format!(
-            "deployed a fix to {target}; {n}/{n} instances on the new version after {secs} s"
-        ),
-        ActionKind::PageOwnerTeam => format!(
-            "paged the team owning {target}; acknowledged after {} min",
-            1 + h % 9
-        ),
+        ActionKind::PageOwnerTeam => format!("paged the team owning {target}"),
         ActionKind::GatherMoreEvidence => format!(
             "collected logs, metrics and recent changes for {target}; attach them as evidence"
         ),
-        ActionKind::FreeDiskSpace => format!(
-            "removed rotated logs and temporary files on {target}: {} GB freed",
-            5 + h % 60
-        ),
+        ActionKind::FreeDiskSpace => {
+            format!("removed rotated logs and temporary files on {target}")
+        }
         ActionKind::ThrottleClients => {
             format!("applied a rate limit to the heaviest clients of {target}")
         }
@@ -1118,9 +1230,10 @@ pub async fn verdict(
         actor,
         "verdict",
         &format!(
-            "{} on {}: {verdict}{}",
-            kind.as_str(),
+            "{} on {}: {}{}",
+            kind.label(),
             rec.target,
+            crate::domain::action::verdict_label(verdict),
             if note_r.is_empty() {
                 String::new()
             } else {
@@ -1244,6 +1357,19 @@ pub async fn propose(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn simulated_transcripts_invent_no_numbers() {
+        for kind in ActionKind::ALL {
+            let t = simulate(*kind, "orders-api", "INC-2026-0001");
+            let body: String = t.lines().skip(1).collect::<Vec<_>>().join("\n");
+            assert!(
+                !body.chars().any(|c| c.is_ascii_digit()),
+                "{kind:?} invents a number: {body}"
+            );
+            assert!(t.starts_with("[SIMULATED"), "{t}");
+        }
+    }
     use crate::domain::{EpistemicType, MemoryKind, Validation};
     use crate::memory::recall::Why;
 

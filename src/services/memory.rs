@@ -279,18 +279,49 @@ pub struct BadLine {
     pub message: String,
 }
 
+/// Why an import wrote nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportError {
+    /// Lines that could not be read, by number.
+    #[error("{} bad line(s)", .0.len())]
+    BadLines(Vec<BadLine>),
+    /// Records whose id is already in the database (without `skip_existing`), ascending.
+    #[error("{} record(s) already exist", .0.len())]
+    Existing(Vec<i64>),
+    /// The database failed.
+    #[error(transparent)]
+    App(#[from] AppError),
+}
+
+impl From<sqlx::Error> for ImportError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::App(e.into())
+    }
+}
+
+/// What an import wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Imported {
+    /// Records written.
+    pub imported: usize,
+    /// Records left out because their id was already in the database (`skip_existing`).
+    pub skipped: usize,
+}
+
 /// Imports JSON lines written by [`export`]. Every line is validated first; if any is bad,
-/// nothing is imported and the bad lines are returned by number. Otherwise all records are
-/// written in one transaction with their ids, links, instants and vectors (records without
-/// vectors are embedded later by the backfill); returns how many.
+/// nothing is imported and the bad lines are returned by number. Records whose id already
+/// exists stop the import (nothing written) unless `skip_existing`, which leaves those as they
+/// are. The others are written in one transaction with their ids, links, instants and vectors
+/// (records without vectors are embedded later by the backfill).
 ///
 /// # Errors
-/// `Ok(Err(bad_lines))` for invalid input; `Err` for database errors or an id that exists.
+/// [`ImportError::BadLines`], [`ImportError::Existing`], or database errors.
 pub async fn import(
     pool: &SqlitePool,
     actor: &str,
     jsonl: &str,
-) -> AppResult<Result<usize, Vec<BadLine>>> {
+    skip_existing: bool,
+) -> Result<Imported, ImportError> {
     let mut records = Vec::new();
     let mut vectors = Vec::new();
     let mut bad = Vec::new();
@@ -334,9 +365,16 @@ pub async fn import(
         });
     }
     if !bad.is_empty() {
-        return Ok(Err(bad));
+        return Err(ImportError::BadLines(bad));
     }
     let mut tx = store::begin_write(pool).await?;
+    let existing =
+        memory::existing_ids(&mut tx, &records.iter().map(|r| r.id).collect::<Vec<_>>()).await?;
+    if !existing.is_empty() && !skip_existing {
+        return Err(ImportError::Existing(existing.into_iter().collect()));
+    }
+    let skipped = existing.len();
+    records.retain(|r| !existing.contains(&r.id));
     for r in &records {
         memory::restore(&mut tx, r).await?;
     }
@@ -344,7 +382,9 @@ pub async fn import(
         memory::restore_links(&mut tx, r.id, &r.sources).await?;
     }
     crate::store::embeddings::restore_vectors(&mut tx, &vectors).await?;
-    let detail = serde_json::json!({"records": records.len(), "vectors": vectors.len()});
+    let detail = serde_json::json!({
+        "records": records.len(), "skipped": skipped, "vectors": vectors.len(),
+    });
     audit::append(
         &mut tx,
         actor,
@@ -354,7 +394,10 @@ pub async fn import(
     )
     .await?;
     tx.commit().await?;
-    Ok(Ok(records.len()))
+    Ok(Imported {
+        imported: records.len(),
+        skipped,
+    })
 }
 
 /// Writes a note or runbook written by a person (confirmed at once: notes are human knowledge)

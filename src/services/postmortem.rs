@@ -39,6 +39,7 @@ async fn facts(pool: &SqlitePool, incident: &crate::domain::Incident) -> AppResu
     let recs = rstore::of_incident(pool, incident.id.as_str()).await?;
     let mut actions = Vec::new();
     let mut failed_hypotheses = BTreeSet::new();
+    let mut helpful_hypotheses = BTreeSet::new();
     for r in &recs {
         let Ok(kind) = ActionKind::parse(&r.action_kind) else {
             continue;
@@ -61,6 +62,11 @@ async fn facts(pool: &SqlitePool, incident: &crate::domain::Incident) -> AppResu
         {
             failed_hypotheses.insert(h);
         }
+        if (outcome == "resolved" || outcome == "partially_resolved")
+            && let Some(h) = r.hypothesis_id
+        {
+            helpful_hypotheses.insert(h);
+        }
         actions.push((
             ActionOutcome {
                 kind,
@@ -71,11 +77,21 @@ async fn facts(pool: &SqlitePool, incident: &crate::domain::Incident) -> AppResu
             at,
         ));
     }
-    let misleading = mstore::get_many(pool, &failed_hypotheses.into_iter().collect::<Vec<_>>())
-        .await?
-        .into_iter()
-        .map(|h| h.text)
-        .collect();
+    // Misleading: behind an action that failed, behind none that helped, and not naming the
+    // confirmed root cause (a right diagnosis with a wrong first remedy is not misleading).
+    let root_cause = incident.root_cause.clone().unwrap_or_default();
+    let misleading = mstore::get_many(
+        pool,
+        &failed_hypotheses
+            .difference(&helpful_hypotheses)
+            .copied()
+            .collect::<Vec<_>>(),
+    )
+    .await?
+    .into_iter()
+    .map(|h| h.text)
+    .filter(|h| !crate::domain::postmortem::names_root_cause(h, &root_cause))
+    .collect();
     Ok(DraftFacts {
         incident: incident.clone(),
         failure_modes: tags,
@@ -223,6 +239,8 @@ fn checked_model_draft(
             pm.misleading_hypotheses.insert(0, m.clone());
         }
     }
+    pm.misleading_hypotheses
+        .retain(|h| !crate::domain::postmortem::names_root_cause(h, &builtin.root_cause));
     let mut dropped = Vec::new();
     let proposed = pm.lessons.len();
     let mut lessons = Vec::new();
@@ -273,6 +291,7 @@ pub async fn edit(
     pm: Postmortem,
     expected_version: Option<i64>,
 ) -> AppResult<pstore::StoredPostmortem> {
+    let pm = pm.with_unix_newlines();
     validate(&pm)?;
     let mut tx = store::begin_write(pool).await?;
     let incident = incidents::get_in(&mut tx, id).await?;
@@ -408,7 +427,8 @@ pub struct PlannedMemory {
     /// Sources among the planned records (indexes into the plan).
     #[serde(skip)]
     pub cites_planned: Vec<usize>,
-    /// Readable sources: `OBS-3`, `planned #2`.
+    /// Readable sources: `OBS-3`, `row 2 (root cause)` (a row of the preview),
+    /// `MEM-40 (symptom, already known)`.
     pub source_refs: Vec<String>,
     /// An existing record it duplicates (linked and its evidence count bumped instead).
     pub duplicate_of: Option<i64>,
@@ -487,15 +507,13 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
             rule.because = redactor.redact(&rule.because);
             r.text = rule.text();
         }
-        r.cites = cites_existing.clone();
+        r.cites = cites_existing;
         r.origin = Some(format!("learn:{id}:{}", plan.len()));
-        let mut source_refs: Vec<String> =
-            cites_existing.iter().map(|c| format!("OBS-{c}")).collect();
-        source_refs.extend(cites_planned.iter().map(|p| format!("planned #{}", p + 1)));
         plan.push(PlannedMemory {
             record: r,
             cites_planned,
-            source_refs,
+            // Named once the duplicates are known (below).
+            source_refs: Vec::new(),
             duplicate_of: None,
         });
         plan.len() - 1
@@ -696,6 +714,35 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
             }
         }
     }
+    // Sources in the words of the preview table: its row (and kind) when the source will be
+    // written, the existing memory it links to when it duplicates one.
+    let mut row = 0;
+    let named: Vec<String> = plan
+        .iter()
+        .map(|p| {
+            let kind = p.record.kind.as_str().replace('_', " ");
+            match p.duplicate_of {
+                Some(d) => format!("MEM-{d} ({kind}, already known)"),
+                None => {
+                    row += 1;
+                    format!("row {row} ({kind})")
+                }
+            }
+        })
+        .collect();
+    for p in plan.iter_mut() {
+        p.source_refs = p
+            .record
+            .cites
+            .iter()
+            .map(|c| format!("OBS-{c}"))
+            .chain(
+                p.cites_planned
+                    .iter()
+                    .filter_map(|i| named.get(*i).cloned()),
+            )
+            .collect();
+    }
     let (duplicates, memories): (Vec<PlannedMemory>, Vec<PlannedMemory>) =
         plan.into_iter().partition(|p| p.duplicate_of.is_some());
     let message = format!("{} durable memories would be written", memories.len());
@@ -718,6 +765,19 @@ pub struct LearnResult {
     pub linked: Vec<i64>,
     /// "N durable memories written".
     pub message: String,
+}
+
+/// The records a Learn wrote, in the order it wrote them (for the page after Learn).
+///
+/// # Errors
+/// Database errors.
+pub async fn written_records(
+    pool: &SqlitePool,
+    result: &LearnResult,
+) -> AppResult<Vec<MemoryRecord>> {
+    let mut records = mstore::get_many(pool, &result.written).await?;
+    records.sort_by_key(|r| result.written.iter().position(|w| *w == r.id));
+    Ok(records)
 }
 
 /// Learn: confirmed → learned, writing exactly the preview in one transaction. A repeated or

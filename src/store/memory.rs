@@ -718,6 +718,31 @@ pub async fn remediations_of_incidents(
     .await
 }
 
+/// Rejected-recommendation records (confirmed or superseded) written at Learn for the incidents
+/// `incident_ids`, oldest first.
+///
+/// # Errors
+/// Database errors.
+pub async fn rejections_of_incidents(
+    pool: &SqlitePool,
+    incident_ids: &[String],
+) -> AppResult<Vec<MemoryRecord>> {
+    if incident_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ids = serde_json::to_string(incident_ids).map_err(corrupt)?;
+    let sql = format!(
+        "{SELECT} WHERE r.incident_id IN (SELECT value FROM json_each(?))
+           AND r.kind = 'rejected_recommendation'
+           AND r.validation IN ('confirmed', 'superseded') ORDER BY r.id"
+    );
+    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(ids)
+        .fetch_all(pool)
+        .await?;
+    rows.into_iter().map(Row::into_record).collect()
+}
+
 /// Confirmed or superseded remediation records matching `filter` (SQL over `records r` with one
 /// `?`, bound to `value`), oldest first.
 async fn remediations(
@@ -820,6 +845,21 @@ pub async fn all(pool: &SqlitePool) -> AppResult<Vec<MemoryRecord>> {
         .fetch_all(pool)
         .await?;
     rows.into_iter().map(Row::into_record).collect()
+}
+
+/// Which of `ids` are record ids in the database, ascending.
+///
+/// # Errors
+/// Database errors.
+pub async fn existing_ids(tx: &mut Tx, ids: &[i64]) -> AppResult<std::collections::BTreeSet<i64>> {
+    let ids = serde_json::to_string(ids).map_err(corrupt)?;
+    let found: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM records WHERE id IN (SELECT value FROM json_each(?))")
+            .bind(ids)
+            .fetch_all(&mut **tx)
+            .await?;
+    let found = found.into_iter().collect();
+    Ok(found)
 }
 
 /// Writes an exported record back with its id, instants and counters (import into an empty

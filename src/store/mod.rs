@@ -27,34 +27,166 @@ use crate::error::{AppError, AppResult};
 /// A write transaction on the app's SQLite database.
 pub type Tx = Transaction<'static, sqlx::Sqlite>;
 
-/// Opens (creating if missing) the SQLite database at `url` (`sqlite://path.db` or a plain path),
-/// in WAL mode with a 10 s busy timeout and foreign keys on, and runs the embedded migrations.
-/// Reads go through a memory map of up to 256 MiB (shared by every connection, no copy per
-/// page read) and a 16 MiB page cache per connection: recall touches thousands of index pages
-/// per query.
+/// Whether [`open`] may create a missing database file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenMode {
+    /// Create the file (and run the migrations) when it is missing: `serve`, `user add`, …
+    CreateIfMissing,
+    /// Open only a database that exists and was written by this program: read-only commands
+    /// (`audit verify`, `export`), where a mistyped path must not yield an empty database.
+    MustExist,
+}
+
+/// Why the database could not be opened. Every message names the file and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The URL is not a SQLite URL or path.
+    #[error(
+        "bad database URL {url:?}: {reason}; give a file path or a sqlite:// URL with \
+         --database-url (or INCIDENTMIND_DATABASE_URL)"
+    )]
+    BadUrl {
+        /// The URL as given.
+        url: String,
+        /// What the parser said.
+        reason: String,
+    },
+    /// [`OpenMode::MustExist`] and there is no file.
+    #[error(
+        "no database at {}: this command reads an existing database and never creates one; \
+         check --database-url (or INCIDENTMIND_DATABASE_URL)",
+        path.display()
+    )]
+    Missing {
+        /// The file looked for (absolute).
+        path: std::path::PathBuf,
+    },
+    /// The file is not an IncidentMind database (not SQLite, or, for [`OpenMode::MustExist`],
+    /// SQLite without this program's migrations).
+    #[error(
+        "{} is not an IncidentMind database ({reason}); check --database-url (or \
+         INCIDENTMIND_DATABASE_URL)",
+        path.display()
+    )]
+    Foreign {
+        /// The file (absolute).
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// SQLite could not open or create the file.
+    #[error(
+        "cannot open the database at {}: {reason}; check that its folder exists and that this \
+         user may write there (SQLite also writes -wal and -shm files beside it), or give another \
+         path with --database-url (or INCIDENTMIND_DATABASE_URL)",
+        path.display()
+    )]
+    Open {
+        /// The file (absolute).
+        path: std::path::PathBuf,
+        /// What SQLite said.
+        reason: String,
+    },
+    /// The schema could not be brought up to date.
+    #[error(
+        "the database at {} could not be migrated: {reason}; is it a database of a newer \
+         IncidentMind, or another program's file?",
+        path.display()
+    )]
+    Migrate {
+        /// The file (absolute).
+        path: std::path::PathBuf,
+        /// What the migrator said.
+        reason: String,
+    },
+}
+
+impl From<OpenError> for AppError {
+    fn from(e: OpenError) -> Self {
+        AppError::Internal(e.into())
+    }
+}
+
+/// Opens (creating if missing) the SQLite database at `url` (`sqlite://path.db` or a plain path);
+/// see [`open`].
 ///
 /// # Errors
-/// [`AppError::Internal`] when the file cannot be opened or a migration fails.
+/// [`AppError::Internal`] wrapping an [`OpenError`].
 pub async fn connect(url: &str) -> AppResult<SqlitePool> {
-    let url = if url.starts_with("sqlite:") {
+    Ok(open(url, OpenMode::CreateIfMissing).await?)
+}
+
+/// Opens the SQLite database at `url` (`sqlite://path.db` or a plain path), in WAL mode with a
+/// 10 s busy timeout and foreign keys on, and runs the embedded migrations. With
+/// [`OpenMode::MustExist`] a missing file, or one this program did not write, is refused before
+/// anything is written. Reads go through a memory map of up to 256 MiB (shared by every
+/// connection, no copy per page read) and a 16 MiB page cache per connection: recall touches
+/// thousands of index pages per query.
+///
+/// # Errors
+/// [`OpenError`], naming the file.
+pub async fn open(url: &str, mode: OpenMode) -> Result<SqlitePool, OpenError> {
+    let full = if url.starts_with("sqlite:") {
         url.to_string()
     } else {
         format!("sqlite://{url}")
     };
-    let opts = SqliteConnectOptions::from_str(&url)
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("bad database URL {url}: {e}")))?
-        .create_if_missing(true)
+    let opts = SqliteConnectOptions::from_str(&full).map_err(|e| OpenError::BadUrl {
+        url: url.to_string(),
+        reason: e.to_string(),
+    })?;
+    let file = opts.get_filename();
+    let path = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+    let in_memory = file.as_os_str() == ":memory:" || full.contains("mode=memory");
+    if mode == OpenMode::MustExist && !in_memory && !path.is_file() {
+        return Err(OpenError::Missing { path });
+    }
+    let opts = opts
+        .create_if_missing(mode == OpenMode::CreateIfMissing)
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .busy_timeout(Duration::from_secs(10))
         .foreign_keys(true)
         .pragma("mmap_size", "268435456")
         .pragma("cache_size", "-16384");
+    let open_error = |e: sqlx::Error| match &e {
+        // SQLITE_NOTADB: the file exists and is something else.
+        sqlx::Error::Database(d) if d.code().as_deref() == Some("26") => OpenError::Foreign {
+            path: path.clone(),
+            reason: "not a SQLite file".into(),
+        },
+        _ => OpenError::Open {
+            path: path.clone(),
+            reason: e.to_string(),
+        },
+    };
     let pool = SqlitePoolOptions::new()
         .max_connections(8)
         .connect_with(opts)
-        .await?;
-    sqlx::migrate!().run(&pool).await?;
+        .await
+        .map_err(open_error)?;
+    if mode == OpenMode::MustExist && !in_memory {
+        let ours: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
+        )
+        .fetch_one(&pool)
+        .await
+        .map_err(open_error)?;
+        if ours == 0 {
+            pool.close().await;
+            return Err(OpenError::Foreign {
+                path,
+                reason: "a SQLite file without this program's tables".into(),
+            });
+        }
+    }
+    sqlx::migrate!()
+        .run(&pool)
+        .await
+        .map_err(|e| OpenError::Migrate {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
     Ok(pool)
 }
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -17,6 +17,7 @@ use super::super::AppState;
 use super::super::auth::CurrentUser;
 use super::super::errors::{ApiError, ApiJson, PageError, PageForm};
 use super::super::pages::Layout;
+use super::super::view::Clock;
 use crate::domain::{Role, Severity};
 use crate::error::AppError;
 use crate::services::ingest::{self, IntegrationInput, IntegrationUpdate, Source};
@@ -154,8 +155,9 @@ struct Row {
     created: String,
 }
 
-impl From<&Integration> for Row {
-    fn from(i: &Integration) -> Self {
+impl Row {
+    /// The row of `i`, its instant in the viewer's zone.
+    fn of(i: &Integration, clock: &Clock) -> Self {
         Self {
             id: i.id,
             name: i.name.clone(),
@@ -170,7 +172,7 @@ impl From<&Integration> for Row {
                 .join(", "),
             has_signing_secret: i.has_signing_secret,
             webhook_path: format!("/api/v1/webhooks/{}", i.source),
-            created: format!("{} by {}", i.created_at, i.created_by),
+            created: format!("{} by {}", clock.fmt_stored(&i.created_at), i.created_by),
         }
     }
 }
@@ -191,14 +193,16 @@ struct ListPage {
 async fn render_list(
     state: &AppState,
     user: &CurrentUser,
+    headers: &HeaderMap,
     form: CreateForm,
     error: Option<String>,
     created: Option<(String, String, String, String)>,
 ) -> Result<ListPage, PageError> {
+    let clock = Clock::for_viewer(Some(&user.0), headers);
     let rows = istore::list(&state.pool, None)
         .await?
         .iter()
-        .map(Row::from)
+        .map(|i| Row::of(i, &clock))
         .collect();
     Ok(ListPage {
         layout: Layout::new(Some(&user.0), "Integrations").with_current("integrations"),
@@ -214,13 +218,14 @@ async fn render_list(
 async fn page_list(
     State(state): State<AppState>,
     user: CurrentUser,
+    headers: HeaderMap,
 ) -> Result<Response, PageError> {
     user.require(Role::Admin, WHAT)?;
     let form = CreateForm {
         default_severity: "SEV3".into(),
         ..CreateForm::default()
     };
-    Ok(render_list(&state, &user, form, None, None)
+    Ok(render_list(&state, &user, &headers, form, None, None)
         .await?
         .into_response())
 }
@@ -248,6 +253,7 @@ fn parse_map_text(text: &str) -> Result<BTreeMap<String, String>, AppError> {
 async fn page_create(
     State(state): State<AppState>,
     user: CurrentUser,
+    headers: HeaderMap,
     PageForm(form): PageForm<CreateForm>,
 ) -> Result<Response, PageError> {
     user.require(Role::Admin, WHAT)?;
@@ -277,12 +283,13 @@ async fn page_create(
                 default_severity: "SEV3".into(),
                 ..CreateForm::default()
             };
-            let page = render_list(&state, &user, fresh, None, created).await?;
+            let page = render_list(&state, &user, &headers, fresh, None, created).await?;
             Ok((StatusCode::CREATED, page).into_response())
         }
         Err(e @ (AppError::Validation(_) | AppError::Conflict(_))) => {
             let status = e.status();
-            let page = render_list(&state, &user, form, Some(e.to_string()), None).await?;
+            let page =
+                render_list(&state, &user, &headers, form, Some(e.to_string()), None).await?;
             Ok((status, page).into_response())
         }
         Err(e) => Err(e.into()),
@@ -302,6 +309,7 @@ struct UpdateForm {
 async fn page_update(
     State(state): State<AppState>,
     user: CurrentUser,
+    headers: HeaderMap,
     Path(id): Path<String>,
     PageForm(form): PageForm<UpdateForm>,
 ) -> Result<Response, PageError> {
@@ -322,7 +330,8 @@ async fn page_update(
                 default_severity: "SEV3".into(),
                 ..CreateForm::default()
             };
-            let page = render_list(&state, &user, form, Some(e.to_string()), None).await?;
+            let page =
+                render_list(&state, &user, &headers, form, Some(e.to_string()), None).await?;
             Ok((status, page).into_response())
         }
         Err(e) => Err(e.into()),

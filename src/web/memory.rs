@@ -654,8 +654,11 @@ async fn render_show(
     id: i64,
     error: Option<(StatusCode, String)>,
 ) -> Result<Response, PageError> {
-    let d = detail(s, id).await?;
+    let mut d = detail(s, id).await?;
     let clock = Clock::for_viewer(Some(user), headers);
+    for h in &mut d.history {
+        h.at = clock.fmt_stored(&h.at);
+    }
     let (status, error) = error.map_or((StatusCode::OK, None), |(st, m)| (st, Some(m)));
     Ok((
         status,

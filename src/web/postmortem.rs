@@ -3,8 +3,8 @@
 
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -15,9 +15,9 @@ use super::api::{BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
 use super::pages::{KeptInput, Layout, VersionForm, incident_error};
-use super::view::{SafeHtml, render_markdown};
+use super::view::{Clock, SafeHtml, render_markdown};
 use crate::domain::memory::{Rule, RuleSeverity};
-use crate::domain::postmortem::Postmortem;
+use crate::domain::postmortem::{Postmortem, unix_newlines};
 use crate::domain::{IncidentId, IncidentState, Role, ValidationError};
 use crate::error::AppError;
 use crate::services::postmortem::{self as pm, ConfirmPolicy};
@@ -298,6 +298,27 @@ struct PostmortemPage {
     can_confirm: bool,
     confirm_blocked: Option<String>,
     error: Option<String>,
+    /// Confirmation of the last save (after its redirect).
+    flash: Option<&'static str>,
+}
+
+/// `?done=…` on the page a form redirects to after a save: a closed list of codes, so the page
+/// never echoes text from the URL.
+#[derive(Debug, Deserialize, Default)]
+struct Done {
+    #[serde(default)]
+    done: Option<String>,
+}
+
+impl Done {
+    fn message(&self) -> Option<&'static str> {
+        match self.done.as_deref()? {
+            "saved" => Some("Draft saved."),
+            "confirmed" => Some("Post-mortem confirmed: preview the learnings, then Learn."),
+            "learned" => Some("Learned: the records below are in the organization's memory."),
+            _ => None,
+        }
+    }
 }
 
 /// The edit form: lists one item per line; lessons as blocks of `ALWAYS:` / `BECAUSE:` /
@@ -351,12 +372,6 @@ fn lessons_text(rules: &[Rule]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n\n")
-}
-
-/// `\r\n` and lone `\r` as `\n`: browsers send textareas with CRLF line endings (HTML's
-/// form submission algorithm normalises newlines to CRLF).
-fn unix_newlines(s: &str) -> String {
-    s.replace("\r\n", "\n").replace('\r', "\n")
 }
 
 /// Parses lesson blocks (any line endings).
@@ -426,10 +441,17 @@ async fn render(
     id: &IncidentId,
     form: Option<EditForm>,
     error: Option<(StatusCode, String)>,
+    flash: Option<&'static str>,
+    headers: &HeaderMap,
 ) -> Result<Response, PageError> {
     let incident = incidents::get(&s.pool, id).await?;
     let stored = pstore::get(&s.pool, id.as_str()).await?;
-    let html = render_markdown(&stored.postmortem.to_markdown(&incident));
+    let clock = Clock::for_viewer(Some(user), headers);
+    let html = render_markdown(
+        &stored
+            .postmortem
+            .to_markdown_with(&incident, |t| clock.fmt(t)),
+    );
     let confirm_blocked = if !user.role.includes(Role::Reviewer) {
         Some("Needs the reviewer role".to_string())
     } else if !s.settings.allow_self_confirm && stored.edited_by == user.name {
@@ -448,6 +470,7 @@ async fn render(
         stored,
         confirm_blocked,
         error,
+        flash,
     };
     Ok((status, page).into_response())
 }
@@ -455,14 +478,26 @@ async fn render(
 async fn page_show(
     State(s): State<AppState>,
     user: CurrentUser,
+    headers: HeaderMap,
     Path(id): Path<String>,
+    Query(done): Query<Done>,
 ) -> Result<Response, PageError> {
-    render(&s, &user.0, &incident_id(&id)?, None, None).await
+    render(
+        &s,
+        &user.0,
+        &incident_id(&id)?,
+        None,
+        None,
+        done.message(),
+        &headers,
+    )
+    .await
 }
 
 async fn page_edit(
     State(s): State<AppState>,
     user: CurrentUser,
+    headers: HeaderMap,
     Path(id): Path<String>,
     PageForm(f): PageForm<EditForm>,
 ) -> Result<Response, PageError> {
@@ -485,15 +520,27 @@ async fn page_edit(
     }
     .await;
     match result {
-        Ok(()) => Ok(back(&id, "/postmortem")),
+        Ok(()) => Ok(back(&id, "/postmortem?done=saved")),
         Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
-        Err(e) => render(&s, &user.0, &id, Some(f), Some((e.status(), e.to_string()))).await,
+        Err(e) => {
+            render(
+                &s,
+                &user.0,
+                &id,
+                Some(f),
+                Some((e.status(), e.to_string())),
+                None,
+                &headers,
+            )
+            .await
+        }
     }
 }
 
 async fn page_confirm(
     State(s): State<AppState>,
     user: CurrentUser,
+    headers: HeaderMap,
     Path(id): Path<String>,
     f: VersionForm,
 ) -> Result<Response, PageError> {
@@ -503,9 +550,20 @@ async fn page_confirm(
         Err(e) => Err(e),
     };
     match result {
-        Ok(_) => Ok(back(&id, "/learnings")),
+        Ok(_) => Ok(back(&id, "/learnings?done=confirmed")),
         Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
-        Err(e) => render(&s, &user.0, &id, None, Some((e.status(), e.to_string()))).await,
+        Err(e) => {
+            render(
+                &s,
+                &user.0,
+                &id,
+                None,
+                Some((e.status(), e.to_string())),
+                None,
+                &headers,
+            )
+            .await
+        }
     }
 }
 
@@ -516,18 +574,27 @@ struct PreviewPage {
     incident: crate::domain::Incident,
     preview: Option<pm::LearningsPreview>,
     learned: Option<pm::LearnResult>,
+    /// The records Learn wrote, with their kinds and texts.
+    written: Vec<crate::domain::memory::MemoryRecord>,
+    /// Confirmation of the last step (after its redirect).
+    flash: Option<&'static str>,
 }
 
 async fn page_preview(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    Query(done): Query<Done>,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
     let incident = incidents::get(&s.pool, &id).await?;
-    let learned = match pstore::learning(&s.pool, id.as_str()).await? {
+    let learned: Option<pm::LearnResult> = match pstore::learning(&s.pool, id.as_str()).await? {
         Some(r) => serde_json::from_str(&r).ok(),
         None => None,
+    };
+    let written = match &learned {
+        Some(l) => pm::written_records(&s.pool, l).await?,
+        None => Vec::new(),
     };
     let preview = if learned.is_none() {
         Some(pm::plan(&s.pool, &id).await?)
@@ -539,6 +606,8 @@ async fn page_preview(
         incident,
         preview,
         learned,
+        written,
+        flash: done.message(),
     }
     .into_response())
 }
@@ -552,7 +621,7 @@ async fn page_learn(
     let id = incident_id(&id)?;
     workflow::ensure_version(&s.pool, &id, f.version).await?;
     pm::learn(&s.pool, &user.0, &id).await?;
-    Ok(back(&id, "/learnings"))
+    Ok(back(&id, "/learnings?done=learned"))
 }
 
 #[derive(Template, WebTemplate)]

@@ -57,6 +57,14 @@ impl Clock {
             .to_string()
     }
 
+    /// Like [`Clock::fmt`] for an instant as stored (RFC 3339 text); text that is not an
+    /// instant is shown as it is.
+    pub fn fmt_stored(&self, stored: &str) -> String {
+        stored
+            .parse::<jiff::Timestamp>()
+            .map_or_else(|_| stored.to_string(), |t| self.fmt(&t))
+    }
+
     /// Like [`Clock::fmt`] for an optional instant; `—` when absent.
     pub fn fmt_opt(&self, ts: &Option<jiff::Timestamp>) -> String {
         ts.as_ref().map_or_else(|| "—".to_string(), |t| self.fmt(t))
@@ -317,6 +325,16 @@ fn capitalise(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escaped_template_placeholders_render_as_written() {
+        let html = render_markdown("- lease <\\*> expired after <\\*> ms\n").0;
+        assert!(
+            html.contains("lease &lt;*&gt; expired after &lt;*&gt; ms"),
+            "{html}"
+        );
+        assert!(!html.contains("<em>"), "{html}");
+    }
 
     #[test]
     fn stepper_enables_only_the_next_step_and_explains_the_rest() {

@@ -264,11 +264,10 @@ async fn export_carries_the_vectors_so_an_import_embeds_nothing_again() {
     // Into a fresh database served by the same model: the backfill finds nothing to embed, the
     // stub is not called, and recall by meaning works at once.
     let (other, e2, stub2) = app_with_stub(false).await;
-    let n = msvc::import(&other.pool, "test", &file)
+    let n = msvc::import(&other.pool, "test", &file, false)
         .await
-        .unwrap()
         .unwrap();
-    assert_eq!(n, 2);
+    assert_eq!(n.imported, 2);
     assert_eq!(backfill(&other, &e2).await, 0);
     assert!(stub2.seen.lock().unwrap().is_empty());
     let res = recall(
@@ -311,10 +310,11 @@ async fn an_import_line_with_a_broken_vector_is_reported_and_nothing_is_imported
     let mut record: Value = serde_json::from_str(exported.lines().next().unwrap()).unwrap();
     record["vectors"] = line["vectors"].clone();
     let other = crate::helpers::spawn_app().await;
-    let bad = msvc::import(&other.pool, "test", &record.to_string())
-        .await
-        .unwrap()
-        .unwrap_err();
+    let Err(msvc::ImportError::BadLines(bad)) =
+        msvc::import(&other.pool, "test", &record.to_string(), false).await
+    else {
+        panic!("a broken vector must be a bad line");
+    };
     assert_eq!(bad.len(), 1);
     assert_eq!(bad[0].line, 1);
     assert!(bad[0].message.starts_with("vector:"), "{}", bad[0].message);

@@ -347,3 +347,148 @@ async fn a_dead_end_of_the_most_similar_incident_is_warned_on_another_service() 
         "flagged sorts last"
     );
 }
+
+async fn act(app: &TestApp, id: &str, rid: i64, step: &str, body: Value) {
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/recommendations/{rid}/{step}"),
+            body,
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK, "{step} {rid}");
+}
+
+fn kinds(inv: &Value) -> Vec<String> {
+    inv["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[tokio::test]
+async fn what_resolved_a_similar_incident_ranks_first_and_what_was_rejected_ranks_lower() {
+    let app = spawn_app().await;
+    // A: the restart resolved it; the pool raise was rejected; then A is learned.
+    let a = app
+        .open_incident("Payments API errors", "payments-api")
+        .await;
+    add_evidence(&app, &a, POOL_LOG).await;
+    let inv_a = investigate(&app, &a).await;
+    assert_eq!(kinds(&inv_a)[0], "raise_pool_limit", "{inv_a}");
+    let raise = rec_of(&inv_a, "raise_pool_limit")["id"].as_i64().unwrap();
+    act(
+        &app,
+        &a,
+        raise,
+        "reject",
+        json!({"reason": "the primary database is at its connection cap"}),
+    )
+    .await;
+    let restart = rec_of(&inv_a, "restart_service")["id"].as_i64().unwrap();
+    act(&app, &a, restart, "approve", json!({})).await;
+    act(
+        &app,
+        &a,
+        restart,
+        "verdict",
+        json!({"verdict": "resolved", "note": "waits dropped to zero"}),
+    )
+    .await;
+    let res = app.post_json(&app.responder, &format!("/api/v1/incidents/{a}/resolve"), json!({"summary": "Restarted the API", "root_cause": "Stuck connections after a network blip held the whole pool."})).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    for (who, step) in [
+        (&app.responder, "postmortem"),
+        (&app.reviewer, "postmortem/confirm"),
+        (&app.reviewer, "learn"),
+    ] {
+        let res = app
+            .post_json(who, &format!("/api/v1/incidents/{a}/{step}"), json!({}))
+            .await;
+        assert!(res.status().is_success(), "{step}: {}", res.status());
+    }
+
+    // B: the same failure on the same service.
+    let b = app
+        .open_incident("Payments API errors again", "payments-api")
+        .await;
+    add_evidence(&app, &b, POOL_LOG).await;
+    let inv_b = investigate(&app, &b).await;
+    let order = kinds(&inv_b);
+    assert_eq!(order[0], "restart_service", "{order:?}");
+    let first = rec_of(&inv_b, "restart_service")["rationale"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        first.contains(&a),
+        "cites the incident it resolved: {first}"
+    );
+    assert_eq!(order.last().unwrap(), "raise_pool_limit", "{order:?}");
+    let raise_b = rec_of(&inv_b, "raise_pool_limit")["rationale"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        raise_b.starts_with(&format!(
+            "Rejected during the similar past incident {a}: the primary database is at its \
+             connection cap"
+        )),
+        "{raise_b}"
+    );
+
+    // Rejected in this incident: lower on the next investigation, with the reason.
+    let rid = rec_of(&inv_b, "restart_service")["id"].as_i64().unwrap();
+    act(
+        &app,
+        &b,
+        rid,
+        "reject",
+        json!({"reason": "a restart drops the batch in flight"}),
+    )
+    .await;
+    let again = investigate(&app, &b).await;
+    let order = kinds(&again);
+    assert_ne!(order[0], "restart_service", "{order:?}");
+    let restart_b = rec_of(&again, "restart_service")["rationale"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        restart_b
+            .starts_with("Rejected earlier in this incident: a restart drops the batch in flight"),
+        "{restart_b}"
+    );
+}
+
+#[tokio::test]
+async fn verdicts_read_as_words_on_the_page_and_the_timeline() {
+    let app = spawn_app().await;
+    let id = app.open_incident("Orders API slow", "orders-api").await;
+    add_evidence(&app, &id, POOL_LOG).await;
+    let inv = investigate(&app, &id).await;
+    let rid = rec_of(&inv, "raise_pool_limit")["id"].as_i64().unwrap();
+    act(&app, &id, rid, "approve", json!({})).await;
+    act(
+        &app,
+        &id,
+        rid,
+        "verdict",
+        json!({"verdict": "did_not_resolve", "note": "still waiting"}),
+    )
+    .await;
+    let html = app
+        .get(&app.responder, &format!("/incidents/{id}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("Verdict: did not resolve"), "{html}");
+    assert!(
+        !html.contains("did_not_resolve —"),
+        "no raw code in the timeline"
+    );
+    assert!(!html.contains("Verdict: did_not_resolve"));
+}

@@ -1,5 +1,6 @@
 //! Integration tests: the real router over HTTP on loopback, a fresh SQLite file per test.
 
+mod cli;
 mod embeddings;
 mod evidence;
 mod helpers;

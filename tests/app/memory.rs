@@ -546,11 +546,10 @@ async fn export_then_import_into_an_empty_database_round_trips_exactly() {
     assert_eq!(first.lines().count(), 15);
 
     let other = spawn_app().await;
-    let n = msvc::import(&other.pool, "test", &first)
+    let done = msvc::import(&other.pool, "test", &first, false)
         .await
-        .unwrap()
         .unwrap();
-    assert_eq!(n, 15);
+    assert_eq!(done.imported, 15);
     let second = msvc::export(&other.pool).await.unwrap();
     assert_eq!(first, second);
     let back = incidentmind::store::memory::get(&other.pool, inf.id)
@@ -603,10 +602,11 @@ async fn a_bad_import_line_is_reported_by_number_and_nothing_is_imported() {
     lines[3] = lines[3].replace("\"root_cause\"", "\"gossip\"");
     lines.insert(5, "{not json".into());
     let other = spawn_app().await;
-    let bad = msvc::import(&other.pool, "test", &lines.join("\n"))
-        .await
-        .unwrap()
-        .unwrap_err();
+    let Err(msvc::ImportError::BadLines(bad)) =
+        msvc::import(&other.pool, "test", &lines.join("\n"), false).await
+    else {
+        panic!("bad lines are reported");
+    };
     let numbers: Vec<usize> = bad.iter().map(|b| b.line).collect();
     assert_eq!(numbers, vec![4, 6]);
     assert_eq!(other.count("records").await, 0);

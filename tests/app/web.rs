@@ -411,10 +411,10 @@ fn the_cli_creates_a_user_and_prints_a_token_as_the_last_line() {
     let db = dir.path().join("cli.db");
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_incidentmind"))
         .args([
-            "--database-url",
-            db.to_str().unwrap(),
             "user",
             "add",
+            "--database-url",
+            db.to_str().unwrap(),
             "alice",
             "--role",
             "reviewer",
@@ -438,10 +438,10 @@ fn the_cli_creates_a_user_and_prints_a_token_as_the_last_line() {
     // A second user with the same name is refused with a clear message.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_incidentmind"))
         .args([
-            "--database-url",
-            db.to_str().unwrap(),
             "user",
             "add",
+            "--database-url",
+            db.to_str().unwrap(),
             "alice",
         ])
         .output()
@@ -449,7 +449,7 @@ fn the_cli_creates_a_user_and_prints_a_token_as_the_last_line() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("already exists"));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_incidentmind"))
-        .args(["--database-url", db.to_str().unwrap(), "audit", "verify"])
+        .args(["audit", "verify", "--database-url", db.to_str().unwrap()])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -457,13 +457,8 @@ fn the_cli_creates_a_user_and_prints_a_token_as_the_last_line() {
 
 #[test]
 fn the_demo_command_tells_the_whole_story_and_exits_0() {
-    let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_incidentmind"))
-        .args([
-            "--database-url",
-            dir.path().join("unused.db").to_str().unwrap(),
-            "demo",
-        ])
+        .arg("demo")
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -535,6 +530,25 @@ async fn an_admin_loads_the_sample_history_from_the_empty_memory_page() {
             .iter()
             .all(|l| l["rule"]["always"].is_string() && l["incident_id"].is_string())
     );
+    // The replay's clock is not the incident's: no detection gap measured between the two.
+    let gaps: serde_json::Value = app
+        .get(&app.admin, "/api/v1/memories?kind=detection_gap")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(gaps["memories"], serde_json::json!([]), "{gaps}");
+    let first = learned["incidents"][0]["id"].as_str().unwrap().to_string();
+    let md = app
+        .get(
+            &app.admin,
+            &format!("/api/v1/incidents/{first}/postmortem.md"),
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!md.contains("after impact began"), "{md}");
     let res = app
         .client
         .post(app.url("/memories/sample"))
@@ -553,11 +567,10 @@ async fn the_shipped_history_jsonl_imports_into_an_empty_database() {
         "/examples/history.jsonl"
     ))
     .unwrap();
-    let n = incidentmind::services::memory::import(&app.pool, "test", &text)
+    let done = incidentmind::services::memory::import(&app.pool, "test", &text, false)
         .await
-        .unwrap()
         .unwrap();
-    assert_eq!(n, text.lines().count());
+    assert_eq!(done.imported, text.lines().count());
     let res = incidentmind::memory::recall::recall(
         &app.memory,
         &incidentmind::memory::recall::RecallQuery {
@@ -578,4 +591,66 @@ async fn the_shipped_history_jsonl_imports_into_an_empty_database() {
             .map(|r| &r.memory.text)
             .collect::<Vec<_>>()
     );
+}
+
+/// Whether `html` holds an instant as raw stored text (`2026-12-01T12:00:00.000000Z`).
+fn has_raw_iso_instant(html: &str) -> bool {
+    regex::Regex::new(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
+        .unwrap()
+        .is_match(html)
+}
+
+#[tokio::test]
+async fn memory_history_and_integration_dates_use_the_viewer_zone_with_its_offset() {
+    let app = spawn_app().await;
+    let res = app
+        .post_json(
+            &app.admin,
+            "/api/v1/integrations",
+            serde_json::json!({"name": "prod-am", "source": "alertmanager"}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let v1: serde_json::Value = app
+        .post_json(
+            &app.responder,
+            "/api/v1/memories",
+            serde_json::json!({"kind": "runbook", "service": "orders-api", "title": "Queue backlog",
+                "steps": "Check consumer lag\nScale the consumers"}),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let res = app
+        .post_json(
+            &app.responder,
+            "/api/v1/memories",
+            serde_json::json!({"kind": "runbook", "service": "orders-api", "title": "Queue backlog",
+                "steps": "Check consumer lag first\nThen scale the consumers", "replaces": v1["id"]}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let page = |path: String| {
+        let app = &app;
+        async move {
+            app.client
+                .get(app.url(&path))
+                .bearer_auth(&app.admin)
+                .header("cookie", "tz=Asia/Kolkata")
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap()
+        }
+    };
+    let html = page("/integrations".into()).await;
+    assert!(html.contains("+05:30 by ada"), "{html}");
+    assert!(!has_raw_iso_instant(&html), "{html}");
+    let html = page(format!("/memories/{}", v1["id"])).await;
+    assert!(html.contains("superseded"), "the history is shown: {html}");
+    assert!(!has_raw_iso_instant(&html), "{html}");
+    assert!(html.matches("+05:30").count() >= 2, "{html}");
 }
