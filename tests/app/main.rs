@@ -7,6 +7,7 @@ mod investigation;
 mod llm;
 mod memory;
 mod postmortem;
+mod redaction;
 mod web;
 mod webhooks;
 mod workflow;
