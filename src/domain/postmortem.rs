@@ -299,12 +299,47 @@ fn duration(secs: i64) -> String {
     }
 }
 
+/// Free text made inert in Markdown: what was written is what every renderer shows, as text.
+/// `&`, `<`, `>` become entities (no raw HTML such as `<script>` or `<img>` survives in the
+/// export), `[`, `]` and `` ` `` are escaped (no link, image or code span can form), and a
+/// `javascript:`, `vbscript:` or `data:` scheme is broken by a zero-width space before its
+/// colon (it reads the same, and no renderer, sanitizer or later HTML decoding makes it a scheme).
+pub fn md_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 16);
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '[' | ']' | '`' | '\\' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            _ => out.push(ch),
+        }
+    }
+    for scheme in ["javascript:", "vbscript:", "data:"] {
+        let mut i = 0;
+        while let Some(pos) = out[i..].to_ascii_lowercase().find(scheme) {
+            let at = i + pos + scheme.len() - 1;
+            out.insert(at, '\u{200B}');
+            i = at + '\u{200B}'.len_utf8() + 1;
+        }
+    }
+    out
+}
+
+/// One line of free text for a list item or a heading.
+fn md_line(s: &str) -> String {
+    md_text(&s.replace(['\r', '\n'], " "))
+}
+
 fn list(out: &mut String, items: &[String]) {
     if items.is_empty() {
         out.push_str("_None recorded._\n");
     }
     for i in items {
-        out.push_str(&format!("- {}\n", i.replace('\n', " ")));
+        out.push_str(&format!("- {}\n", md_line(i)));
     }
 }
 
@@ -314,14 +349,14 @@ fn outcomes(out: &mut String, items: &[ActionOutcome]) {
     }
     for a in items {
         out.push_str(&format!(
-            "- `{}` on `{}` — {}{}\n",
+            "- `{}` on {} — {}{}\n",
             a.kind,
-            a.target,
+            md_line(&a.target),
             a.outcome.replace('_', " "),
             if a.note.is_empty() {
                 String::new()
             } else {
-                format!(": {}", a.note.replace('\n', " "))
+                format!(": {}", md_line(&a.note))
             }
         ));
     }
@@ -339,15 +374,17 @@ impl Postmortem {
         let mut o = format!(
             "# Post-mortem {} — {}\n\n",
             incident.id,
-            incident.title.replace('\n', " ")
+            md_line(&incident.title)
         );
         o.push_str(&format!(
             "Service: {} · Severity: {}\n\n## Summary\n\n{}\n\n",
-            incident.service, incident.severity, self.summary
+            incident.service,
+            incident.severity,
+            md_text(&self.summary)
         ));
         o.push_str(&format!(
             "## Impact\n\n{}\n\n| | instant |\n| --- | --- |\n| started | {} |\n| detected | {} |\n| mitigated | {} |\n| resolved | {} |\n\nTime to detect: {} · time to resolve: {}\n\n",
-            self.impact.description,
+            md_text(&self.impact.description),
             t(&self.impact.started_at),
             t(&self.impact.detected_at),
             t(&self.impact.mitigated_at),
@@ -359,7 +396,8 @@ impl Postmortem {
         list(&mut o, &self.symptoms);
         o.push_str(&format!(
             "\n## Root cause\n\n{}\n\n## Trigger\n\n{}\n\n## Contributing factors\n\n",
-            self.root_cause, self.trigger
+            md_text(&self.root_cause),
+            md_text(&self.trigger)
         ));
         list(&mut o, &self.contributing_factors);
         o.push_str("\n## What worked\n\n");
@@ -377,7 +415,10 @@ impl Postmortem {
         for l in &self.lessons {
             o.push_str(&format!(
                 "- **ALWAYS:** {}\n  **BECAUSE:** {}\n  **SCOPE:** {}\n  **SEVERITY:** {}\n",
-                l.always, l.because, l.scope, l.severity
+                md_line(&l.always),
+                md_line(&l.because),
+                md_line(&l.scope),
+                l.severity
             ));
         }
         o.push_str("\n## Action items\n\n");
