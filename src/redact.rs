@@ -266,6 +266,42 @@ impl Redactor {
         self.redact_at(text, 0)
     }
 
+    /// Redacts a large text piece by piece (pieces of about 1 MiB, cut before a line that starts
+    /// with a date such as `2026-`, else after 4 MiB at any line end), so memory stays at the
+    /// text plus its redacted copy. Shapes that span lines (PEM blocks, Secrets, `.env` files)
+    /// never start with a date, so a cut does not fall inside one of them unless a piece grows
+    /// past 4 MiB without a dated line. Texts up to 4 MiB go through [`Redactor::redact`] whole.
+    pub fn redact_large(&mut self, text: String) -> String {
+        const PIECE: usize = 1 << 20;
+        const HARD: usize = 4 << 20;
+        if text.len() <= HARD {
+            return self.redact(&text);
+        }
+        let b = text.as_bytes();
+        let dated = |i: usize| {
+            b.len() >= i + 5 && b[i..i + 4].iter().all(u8::is_ascii_digit) && b[i + 4] == b'-'
+        };
+        let mut out = String::with_capacity(text.len());
+        let mut start = 0;
+        while start < b.len() {
+            let mut cut = b.len();
+            let mut i = start + PIECE;
+            while i < b.len() {
+                match memchr_nl(b, i) {
+                    Some(nl) if dated(nl + 1) || nl + 1 - start >= HARD => {
+                        cut = nl + 1;
+                        break;
+                    }
+                    Some(nl) => i = nl + 1,
+                    None => break,
+                }
+            }
+            out.push_str(&self.redact(&text[start..cut]));
+            start = cut;
+        }
+        out
+    }
+
     fn redact_at(&mut self, text: &str, depth: u8) -> String {
         let p = &*P;
         let s = if depth < 4 {
@@ -277,10 +313,14 @@ impl Redactor {
             Some(changed) => Cow::Owned(changed),
             None => s,
         };
-        let s = p.pem.replace_all(&s, |c: &Captures| {
+        let mut s: String = s.into_owned();
+        let r = p.pem.replace_all(&s, |c: &Captures| {
             self.placeholder("private-key", c[0].trim_end())
         });
-        let s = p.url_pass.replace_all(&s, |c: &Captures| {
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p.url_pass.replace_all(&s, |c: &Captures| {
             if is_placeholder(&c[3]) {
                 return c[0].to_string();
             }
@@ -291,13 +331,22 @@ impl Redactor {
                 self.placeholder("password", &c[3])
             )
         });
-        let s = p
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p
             .jwt
             .replace_all(&s, |c: &Captures| self.placeholder("jwt", &c[0]));
-        let s = p.auth_header.replace_all(&s, |c: &Captures| {
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p.auth_header.replace_all(&s, |c: &Captures| {
             format!("{}{}", &c[1], self.placeholder("token", &c[2]))
         });
-        let s = p.cookie_header.replace_all(&s, |c: &Captures| {
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p.cookie_header.replace_all(&s, |c: &Captures| {
             let values = p.cookie_value.replace_all(&c[2], |v: &Captures| {
                 let name = v[1].trim_end_matches('=').to_ascii_lowercase();
                 if is_placeholder(&v[2])
@@ -313,23 +362,38 @@ impl Redactor {
             });
             format!("{}{}", &c[1], values)
         });
-        let s = p
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p
             .tokens
             .replace_all(&s, |c: &Captures| self.placeholder("token", &c[0]));
-        let s = p
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p
             .aws_key
             .replace_all(&s, |c: &Captures| self.placeholder("aws-key", &c[0]));
-        let s = p.sig_param.replace_all(&s, |c: &Captures| {
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p.sig_param.replace_all(&s, |c: &Captures| {
             format!("{}{}", &c[1], self.placeholder("secret", &c[2]))
         });
-        let s = p.json_secret.replace_all(&s, |c: &Captures| {
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p.json_secret.replace_all(&s, |c: &Captures| {
             if is_placeholder(&c[2]) {
                 c[0].to_string()
             } else {
                 format!("{}{}{}", &c[1], self.placeholder("secret", &c[2]), &c[3])
             }
         });
-        let s = p.kv_secret.replace_all(&s, |c: &Captures| {
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p.kv_secret.replace_all(&s, |c: &Captures| {
             format!(
                 "{}{}{}{}",
                 &c[1],
@@ -338,17 +402,32 @@ impl Redactor {
                 self.placeholder("secret", &c[4])
             )
         });
-        let s = p.flag_secret.replace_all(&s, |c: &Captures| {
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p.flag_secret.replace_all(&s, |c: &Captures| {
             format!("{}{}{}", &c[1], &c[2], self.placeholder("secret", &c[3]))
         });
-        let s = p.sql_identified.replace_all(&s, |c: &Captures| {
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p.sql_identified.replace_all(&s, |c: &Captures| {
             format!("{}{}{}", &c[1], self.placeholder("secret", &c[2]), &c[3])
         });
-        let s = self.entropy_runs(&s);
-        let s = p
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = self.entropy_runs(&s);
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p
             .email
             .replace_all(&s, |c: &Captures| self.placeholder("email", &c[0]));
-        let s = p.ipv4.replace_all(&s, |c: &Captures| {
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        let r = p.ipv4.replace_all(&s, |c: &Captures| {
             let m = c.get(0).expect("match");
             if is_version_or_private(&s, m.start(), m.end(), c) {
                 m.as_str().to_string()
@@ -356,7 +435,10 @@ impl Redactor {
                 self.placeholder("ip-ext", m.as_str())
             }
         });
-        s.into_owned()
+        if let Cow::Owned(o) = r {
+            s = o;
+        }
+        s
     }
 
     /// JSON string literals with escapes (an alert annotation holding a whole `.env` file, a
@@ -426,6 +508,11 @@ impl Redactor {
             }
         })
     }
+}
+
+/// The first `\n` at or after `from`.
+fn memchr_nl(b: &[u8], from: usize) -> Option<usize> {
+    b[from..].iter().position(|&c| c == b'\n').map(|p| from + p)
 }
 
 /// Value spans of `data`/`stringData` maps written as JSON (also escaped inside a JSON string).
@@ -996,5 +1083,35 @@ mod tests {
             b < a * 60 + std::time::Duration::from_millis(200),
             "{a:?} vs {b:?}"
         );
+    }
+
+    #[test]
+    fn a_large_text_is_redacted_piece_by_piece_like_a_small_one() {
+        let mut text = String::new();
+        let mut n = 0;
+        while text.len() < 6 << 20 {
+            n += 1;
+            text.push_str(&format!(
+                "2026-12-01T10:00:00Z INFO line {n} client 203.0.113.9 ok svc-d 2.14.0.1\n"
+            ));
+            if n % 5000 == 0 {
+                text.push_str("-----BEGIN RSA PRIVATE KEY-----\nQmlnUGFzdGVTZWNyZXRLZXlCb2R5MQ==\n-----END RSA PRIVATE KEY-----\n");
+                text.push_str(
+                    "2026-12-01T10:00:01Z WARN password=Pz8LargePaste7 api_key=Kq3LargePaste9\n",
+                );
+            }
+        }
+        let lines = text.lines().count();
+        let out = Redactor::new().redact_large(text);
+        for s in [
+            "QmlnUGFzdGVTZWNyZXRLZXlCb2R5MQ",
+            "Pz8LargePaste7",
+            "Kq3LargePaste9",
+            "203.0.113.9",
+        ] {
+            assert!(!out.contains(s), "{s} survived");
+        }
+        assert!(out.contains("svc-d 2.14.0.1"));
+        assert!(out.lines().count() >= lines - 2 * (n / 5000) as usize);
     }
 }

@@ -76,8 +76,7 @@ pub async fn add(
     let redactor = store::redaction::load(&mut tx, id.as_str()).await?;
     let (redactor, extraction, redacted) = tokio::task::spawn_blocking(move || {
         let mut redactor = redactor;
-        let redacted = redactor.redact(&content);
-        drop(content);
+        let redacted = redactor.redact_large(content);
         let mut extraction = extract(kind, &redacted);
         extraction.bytes = submitted_bytes as u64;
         (redactor, extraction, redacted)
