@@ -110,7 +110,7 @@ async fn main() -> anyhow::Result<()> {
     let kind = std::env::var("BENCH_KIND").unwrap_or_else(|_| "logs".into());
     for mb in sizes {
         let bytes = mb * 1024 * 1024;
-        let paste = synthetic_log(bytes - 64);
+        let paste = synthetic_log(bytes - 1024);
         let res = client
             .post(format!("{base}/api/v1/incidents"))
             .bearer_auth(&token)
