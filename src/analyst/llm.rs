@@ -613,96 +613,251 @@ pub fn parse_ref(s: &str) -> Option<i64> {
     digits.parse().ok()
 }
 
-/// Reads the model's JSON into [`AnalystOutput`], dropping (and reporting) malformed items.
+/// Names a model uses for each schema field, the schema's own first. Models that ignore the
+/// schema (plain rung, small local models) write `action` for `kind`, `reason` for `rationale`,
+/// `title` for `statement`, …: each is read as the schema field, never passed through.
+mod synonyms {
+    pub const HYPOTHESES: &[&str] = &[
+        "hypotheses",
+        "hypothesis",
+        "root_causes",
+        "possible_causes",
+        "causes",
+        "findings",
+        "theories",
+    ];
+    pub const ACTIONS: &[&str] = &[
+        "actions",
+        "recommendations",
+        "recommended_actions",
+        "remediations",
+        "remediation",
+        "next_steps",
+        "steps",
+        "mitigations",
+    ];
+    pub const STATEMENT: &[&str] = &[
+        "statement",
+        "hypothesis",
+        "text",
+        "description",
+        "summary",
+        "title",
+        "name",
+        "claim",
+        "cause",
+    ];
+    pub const CONFIDENCE: &[&str] = &["confidence", "likelihood", "certainty", "probability"];
+    pub const CITES: &[&str] = &[
+        "cites",
+        "citations",
+        "evidence",
+        "sources",
+        "observations",
+        "references",
+        "refs",
+    ];
+    pub const PRIOR: &[&str] = &[
+        "prior_incidents",
+        "similar_incidents",
+        "past_incidents",
+        "related_incidents",
+        "incidents",
+    ];
+    pub const PRIOR_ID: &[&str] = &["id", "incident", "incident_id"];
+    pub const WHY: &[&str] = &["why", "reason", "rationale", "relevance"];
+    pub const KIND: &[&str] = &["kind", "action", "action_kind", "type", "name", "title"];
+    pub const TARGET: &[&str] = &["target", "service", "component", "resource"];
+    pub const RATIONALE: &[&str] = &[
+        "rationale",
+        "reason",
+        "why",
+        "justification",
+        "explanation",
+        "description",
+    ];
+    pub const HYPOTHESIS_REF: &[&str] = &[
+        "hypothesis",
+        "hypothesis_index",
+        "hypothesis_id",
+        "for_hypothesis",
+    ];
+}
+
+/// The first of `names` present on `v` (keys compared case-insensitively, `-`/space as `_`).
+fn field<'a>(v: &'a Value, names: &[&str]) -> Option<&'a Value> {
+    let obj = v.as_object()?;
+    for n in names {
+        if let Some(x) = obj.get(*n) {
+            return Some(x);
+        }
+    }
+    obj.iter().find_map(|(k, x)| {
+        let k = k.to_ascii_lowercase().replace(['-', ' '], "_");
+        names.contains(&k.as_str()).then_some(x)
+    })
+}
+
+/// A field as text (numbers are written out), trimmed, non-empty.
+fn field_text<'a>(v: &'a Value, names: &[&str]) -> Option<std::borrow::Cow<'a, str>> {
+    match field(v, names)? {
+        Value::String(s) if !s.trim().is_empty() => Some(std::borrow::Cow::Borrowed(s.trim())),
+        Value::Number(n) => Some(std::borrow::Cow::Owned(n.to_string())),
+        _ => None,
+    }
+}
+
+/// A confidence as a word, or as a number in 0–1 or 0–100.
+fn confidence_of(v: Option<&Value>) -> Confidence {
+    match v {
+        Some(Value::String(s)) => {
+            let s = s.trim().to_lowercase();
+            Confidence::parse(&s)
+                .ok()
+                .or_else(|| s.trim_end_matches('%').parse::<f64>().ok().map(level))
+                .unwrap_or(Confidence::Low)
+        }
+        Some(Value::Number(n)) => n.as_f64().map(level).unwrap_or(Confidence::Low),
+        _ => Confidence::Low,
+    }
+}
+
+fn level(x: f64) -> Confidence {
+    let x = if x > 1.0 { x / 100.0 } else { x };
+    if x >= 0.7 {
+        Confidence::High
+    } else if x >= 0.4 {
+        Confidence::Medium
+    } else {
+        Confidence::Low
+    }
+}
+
+/// The object holding the answer: the reply itself, or the one object it wraps
+/// (`{"analysis": {...}}`, `{"result": {...}}`).
+fn answer_root(v: &Value) -> &Value {
+    if field(v, synonyms::HYPOTHESES).is_some() || field(v, synonyms::ACTIONS).is_some() {
+        return v;
+    }
+    match v.as_object() {
+        Some(o) if o.len() == 1 => o.values().next().filter(|x| x.is_object()).unwrap_or(v),
+        _ => v,
+    }
+}
+
+/// Items of a list field; a single object or string is read as a list of one.
+fn items(v: Option<&Value>) -> Vec<&Value> {
+    match v {
+        Some(Value::Array(a)) => a.iter().collect(),
+        Some(x @ (Value::Object(_) | Value::String(_))) => vec![x],
+        _ => Vec::new(),
+    }
+}
+
+/// Reads the model's JSON into [`AnalystOutput`], mapping known synonyms of the schema's field
+/// names ([`synonyms`]), keeping every valid item and dropping (and reporting) malformed ones.
 ///
 /// # Errors
-/// [`AnalystError::InvalidOutput`] when the top level lacks `hypotheses` and `actions`.
+/// [`AnalystError::InvalidOutput`] when the top level has no hypotheses or actions under any
+/// known name.
 pub fn output_from_json(v: &Value) -> Result<AnalystOutput, AnalystError> {
-    let hyps = v.get("hypotheses").and_then(Value::as_array);
-    let acts = v.get("actions").and_then(Value::as_array);
+    let v = answer_root(v);
+    let hyps = field(v, synonyms::HYPOTHESES);
+    let acts = field(v, synonyms::ACTIONS);
     if hyps.is_none() && acts.is_none() {
         return Err(AnalystError::InvalidOutput(
             "no hypotheses or actions in the reply".into(),
         ));
     }
     let mut out = AnalystOutput::default();
-    for h in hyps.into_iter().flatten() {
-        let Some(statement) = h
-            .get("statement")
-            .and_then(Value::as_str)
-            .filter(|s| !s.trim().is_empty())
-        else {
+    for h in items(hyps) {
+        let statement = match h {
+            Value::String(s) if !s.trim().is_empty() => Some(std::borrow::Cow::Borrowed(s.trim())),
+            _ => field_text(h, synonyms::STATEMENT),
+        };
+        let Some(statement) = statement else {
             out.dropped.push("a hypothesis without a statement".into());
             continue;
         };
-        let confidence = h
-            .get("confidence")
-            .and_then(Value::as_str)
-            .and_then(|c| Confidence::parse(&c.to_lowercase()).ok())
-            .unwrap_or(Confidence::Low);
-        let cites = h
-            .get("cites")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|c| {
-                        c.as_str()
-                            .map(str::to_string)
-                            .or_else(|| c.as_i64().map(|n| n.to_string()))
-                    })
-                    .filter_map(|s| parse_ref(&s))
-                    .collect()
+        let confidence = confidence_of(field(h, synonyms::CONFIDENCE));
+        let cites = items(field(h, synonyms::CITES))
+            .into_iter()
+            .chain(field(h, synonyms::CITES).filter(|c| c.is_number()))
+            .filter_map(|c| {
+                c.as_str()
+                    .map(str::to_string)
+                    .or_else(|| c.as_i64().map(|n| n.to_string()))
             })
-            .unwrap_or_default();
-        let prior_incidents = h
-            .get("prior_incidents")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|p| {
-                        Some(PriorIncident {
-                            id: p.get("id")?.as_str()?.trim().to_string(),
-                            why: p
-                                .get("why")
-                                .and_then(Value::as_str)
-                                .unwrap_or("")
-                                .to_string(),
-                        })
-                    })
-                    .collect()
+            .flat_map(|s| {
+                s.split([',', ' '])
+                    .filter_map(parse_ref)
+                    .collect::<Vec<_>>()
             })
-            .unwrap_or_default();
+            .collect();
+        let prior_incidents = items(field(h, synonyms::PRIOR))
+            .into_iter()
+            .filter_map(|p| match p {
+                Value::String(s) => Some(PriorIncident {
+                    id: s.trim().to_string(),
+                    why: String::new(),
+                }),
+                _ => Some(PriorIncident {
+                    id: field_text(p, synonyms::PRIOR_ID)?.to_string(),
+                    why: field_text(p, synonyms::WHY)
+                        .map(|w| w.to_string())
+                        .unwrap_or_default(),
+                }),
+            })
+            .collect();
         out.hypotheses.push(ProposedHypothesis {
-            statement: crate::evidence::truncate_chars(statement, 1000).to_string(),
+            statement: crate::evidence::truncate_chars(&statement, 1000).to_string(),
             confidence,
             cites,
             prior_incidents,
         });
     }
-    for a in acts.into_iter().flatten() {
-        let Some(kind) = a.get("kind").and_then(Value::as_str) else {
+    for a in items(acts) {
+        let kind = match a {
+            Value::String(s) if !s.trim().is_empty() => Some(std::borrow::Cow::Borrowed(s.trim())),
+            _ => field_text(a, synonyms::KIND),
+        };
+        let Some(kind) = kind else {
             out.dropped.push("an action without a kind".into());
             continue;
         };
+        let hypothesis = field(a, synonyms::HYPOTHESIS_REF).and_then(|h| match h {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s
+                .trim()
+                .trim_start_matches(|c: char| !c.is_ascii_digit())
+                .parse()
+                .ok(),
+            _ => None,
+        });
         out.actions.push(ProposedAction {
             kind: kind.to_string(),
-            target: a
-                .get("target")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
+            target: field_text(a, synonyms::TARGET)
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
             rationale: crate::evidence::truncate_chars(
-                a.get("rationale").and_then(Value::as_str).unwrap_or(""),
+                &field_text(a, synonyms::RATIONALE).unwrap_or_default(),
                 1000,
             )
             .to_string(),
-            hypothesis: a
-                .get("hypothesis")
-                .and_then(Value::as_u64)
-                .map(|n| n as usize),
+            hypothesis: hypothesis.map(|n| n as usize),
         });
     }
     Ok(out)
+}
+
+/// `true` when `out` holds something validation can keep: a hypothesis with a statement or an
+/// action whose kind maps to the closed vocabulary.
+pub fn has_usable_items(out: &AnalystOutput) -> bool {
+    !out.hypotheses.is_empty()
+        || out
+            .actions
+            .iter()
+            .any(|a| crate::domain::ActionKind::coerce(&a.kind).is_some())
 }
 
 /// JSON schema of the post-mortem answer (strict mode: every property required, no options, no

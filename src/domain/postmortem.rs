@@ -391,10 +391,40 @@ fn duration(secs: i64) -> String {
     }
 }
 
-/// Free text as Markdown that shows it as written: the `<*>` placeholders of log templates
-/// keep their `*` (unescaped, two of them on a line would read as emphasis).
-fn md(s: &str) -> String {
-    s.replace("<*>", "<\\*>")
+/// Free text made inert in Markdown: what was written is what every renderer shows, as text.
+/// `&`, `<`, `>` become entities (no raw HTML such as `<script>` or `<img>` survives in the
+/// export), `[`, `]`, `` ` ``, `*` and `_` are escaped (the `<*>` placeholders of log templates
+/// keep their stars) (no link, image or code span can form), and a
+/// `javascript:`, `vbscript:` or `data:` scheme is broken by a zero-width space before its
+/// colon (it reads the same, and no renderer, sanitizer or later HTML decoding makes it a scheme).
+pub fn md_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 16);
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '[' | ']' | '`' | '\\' | '*' | '_' => {
+                out.push('\\');
+                out.push(ch);
+            }
+            _ => out.push(ch),
+        }
+    }
+    for scheme in ["javascript:", "vbscript:", "data:"] {
+        let mut i = 0;
+        while let Some(pos) = out[i..].to_ascii_lowercase().find(scheme) {
+            let at = i + pos + scheme.len() - 1;
+            out.insert(at, '\u{200B}');
+            i = at + '\u{200B}'.len_utf8() + 1;
+        }
+    }
+    out
+}
+
+/// One line of free text for a list item or a heading.
+fn md_line(s: &str) -> String {
+    md_text(&s.replace(['\r', '\n'], " "))
 }
 
 fn list(out: &mut String, items: &[String]) {
@@ -402,7 +432,7 @@ fn list(out: &mut String, items: &[String]) {
         out.push_str("_None recorded._\n");
     }
     for i in items {
-        out.push_str(&format!("- {}\n", md(&i.replace('\n', " "))));
+        out.push_str(&format!("- {}\n", md_line(i)));
     }
 }
 
@@ -412,14 +442,14 @@ fn outcomes(out: &mut String, items: &[ActionOutcome]) {
     }
     for a in items {
         out.push_str(&format!(
-            "- `{}` on `{}` — {}{}\n",
+            "- `{}` on {} — {}{}\n",
             a.kind,
-            a.target,
+            md_line(&a.target),
             a.outcome.replace('_', " "),
             if a.note.is_empty() {
                 String::new()
             } else {
-                format!(": {}", md(&a.note.replace('\n', " ")))
+                format!(": {}", md_line(&a.note))
             }
         ));
     }
@@ -475,17 +505,17 @@ impl Postmortem {
         let mut o = format!(
             "# Post-mortem {} — {}\n\n",
             incident.id,
-            incident.title.replace('\n', " ")
+            md_line(&incident.title)
         );
         o.push_str(&format!(
             "Service: {} · Severity: {}\n\n## Summary\n\n{}\n\n",
             incident.service,
             incident.severity,
-            md(&self.summary)
+            md_text(&self.summary)
         ));
         o.push_str(&format!(
             "## Impact\n\n{}\n\n| | instant |\n| --- | --- |\n| started | {} |\n| detected | {} |\n| mitigated | {} |\n| resolved | {} |\n\nTime to detect: {} · time to resolve: {}\n\n",
-            md(&self.impact.description),
+            md_text(&self.impact.description),
             t(&self.impact.started_at),
             t(&self.impact.detected_at),
             t(&self.impact.mitigated_at),
@@ -497,8 +527,8 @@ impl Postmortem {
         list(&mut o, &self.symptoms);
         o.push_str(&format!(
             "\n## Root cause\n\n{}\n\n## Trigger\n\n{}\n\n## Contributing factors\n\n",
-            md(&self.root_cause),
-            md(&self.trigger)
+            md_text(&self.root_cause),
+            md_text(&self.trigger)
         ));
         list(&mut o, &self.contributing_factors);
         o.push_str("\n## What worked\n\n");
@@ -516,9 +546,9 @@ impl Postmortem {
         for l in &self.lessons {
             o.push_str(&format!(
                 "- **ALWAYS:** {}\n  **BECAUSE:** {}\n  **SCOPE:** {}\n  **SEVERITY:** {}\n",
-                md(&l.always),
-                md(&l.because),
-                md(&l.scope),
+                md_line(&l.always),
+                md_line(&l.because),
+                md_line(&l.scope),
                 l.severity
             ));
         }
@@ -629,8 +659,11 @@ mod tests {
         let mut pm = draft(&facts);
         pm.symptoms = vec!["lease <*> expired after <*> ms".into()];
         let md = pm.to_markdown(&facts.incident);
-        assert!(md.contains("- lease <\\*> expired after <\\*> ms"), "{md}");
-        assert!(md.contains("Pool <\\*> was full"), "{md}");
+        assert!(
+            md.contains("- lease &lt;\\*&gt; expired after &lt;\\*&gt; ms"),
+            "{md}"
+        );
+        assert!(md.contains("Pool &lt;\\*&gt; was full"), "{md}");
     }
 
     #[test]

@@ -794,7 +794,26 @@ pub fn extract(text: &str) -> Extraction {
         }
     }
     obs.sort_by_key(|o| std::cmp::Reverse(o.salience));
-    obs.truncate(super::MAX_OBSERVATIONS);
+    if obs.len() > super::MAX_OBSERVATIONS {
+        // Say what was left out: the page and the API show this finding like any other.
+        let kept = super::MAX_OBSERVATIONS - 1;
+        let left = obs.len() - kept;
+        obs.truncate(kept);
+        obs.push(Observation {
+            statement: format!(
+                "{} more metric findings not shown: only the {kept} most salient are kept",
+                thousands(left as u64)
+            ),
+            line_ranges: Vec::new(),
+            count: left as u64,
+            first_seen: None,
+            last_seen: None,
+            failure_modes: Vec::new(),
+            level: None,
+            example: None,
+            salience: 0,
+        });
+    }
     if obs.is_empty() {
         obs.push(Observation {
             statement: format!("No metric samples recognised in {} lines", thousands(lines)),

@@ -909,6 +909,7 @@ impl LogExtractor {
             });
         }
         cands.sort_by(|a, b| b.salience.cmp(&a.salience).then(b.count.cmp(&a.count)));
+        let left_out = cands.len().saturating_sub(MAX_OBSERVATIONS - 1);
         cands.truncate(MAX_OBSERVATIONS - 1);
 
         let format = self.format_name();
@@ -933,6 +934,13 @@ impl LogExtractor {
             summary.push_str(&format!(
                 ", {} lines beyond the template cap",
                 thousands(self.overflow)
+            ));
+        }
+        if left_out > 0 {
+            summary.push_str(&format!(
+                ", {} more flagged templates not shown (the {} most salient are kept)",
+                thousands(left_out as u64),
+                MAX_OBSERVATIONS - 1
             ));
         }
         summary.push_str(&format!(" ({format})"));

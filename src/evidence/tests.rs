@@ -892,3 +892,22 @@ fn odd_bytes_in_headers_and_messages_never_panic() {
         }
     }
 }
+
+#[test]
+fn observations_left_out_by_the_cap_are_counted_in_the_summary() {
+    let mut text = String::new();
+    for n in 1..=40 {
+        let words: Vec<String> = (0..n).map(|i| format!("step{i}")).collect();
+        text.push_str(&format!(
+            "2026-12-01T10:00:00Z ERROR payment failed at {}\n",
+            words.join(" ")
+        ));
+    }
+    let x = extract(EvidenceKind::Logs, &text);
+    assert_eq!(x.observations.len(), MAX_OBSERVATIONS);
+    let summary = &x.observations[0].statement;
+    assert!(
+        summary.contains("16 more flagged templates not shown (the 24 most salient are kept)"),
+        "{summary}"
+    );
+}

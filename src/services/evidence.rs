@@ -62,11 +62,29 @@ pub async fn add(
             "{id} is learned and closed; open a new incident for new evidence"
         )));
     }
-    let (extraction, content) = extract_blocking(kind, content).await?;
+    // The digest of what was sent, before redaction: deliveries can be matched by it without
+    // the stored text holding what was redacted.
+    let sha256 = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(content.as_bytes()))
+    };
+    let submitted_bytes = content.len();
+    // Redact first, then extract from the redacted text: observations, their examples and line
+    // references all come from what is stored, so a secret that is recognised only in its
+    // context (a Kubernetes Secret, a `.env` file) never reaches a single-line example.
     let mut tx = store::begin_write(pool).await?;
-    let mut redacted = content;
-    crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut redacted]).await?;
-    let bytes = redacted.len() as i64;
+    let redactor = store::redaction::load(&mut tx, id.as_str()).await?;
+    let (redactor, extraction, redacted) = tokio::task::spawn_blocking(move || {
+        let mut redactor = redactor;
+        let redacted = redactor.redact_large(content);
+        let mut extraction = extract(kind, &redacted);
+        extraction.bytes = submitted_bytes as u64;
+        (redactor, extraction, redacted)
+    })
+    .await
+    .map_err(|e| AppError::Internal(e.into()))?;
+    store::redaction::save(&mut tx, id.as_str(), &redactor).await?;
+    let bytes = submitted_bytes as i64;
     let new = estore::NewEvidence {
         incident_id: id.as_str(),
         kind: kind.as_str(),
@@ -127,7 +145,7 @@ pub async fn add(
         }
     );
     incidents::add_event(&mut tx, id, at, actor, "evidence_added", &detail).await?;
-    let audit_detail = serde_json::json!({"evidence": evidence_id, "kind": kind, "bytes": bytes, "observations": ids.len()});
+    let audit_detail = serde_json::json!({"evidence": evidence_id, "kind": kind, "bytes": bytes, "observations": ids.len(), "sha256": sha256});
     audit::append(
         &mut tx,
         actor,

@@ -1138,7 +1138,7 @@ async fn open_for_group(
         .as_deref()
         .and_then(clean_service)
         .unwrap_or_else(|| integ.default_service.clone());
-    let title = clean_line(&crate::redact::redact_once(&group.title), 200);
+    let title = clean_line(&group.title, 200);
     let title = if title.is_empty() {
         "Alert".to_string()
     } else {
@@ -1154,15 +1154,12 @@ async fn open_for_group(
         description.push_str("\n\n");
         description.push_str(&group.description);
     }
-    let description = clean_text(
-        &crate::redact::redact_once(&description),
-        crate::domain::incident::TEXT_MAX,
-    );
+    let description = clean_text(&description, crate::domain::incident::TEXT_MAX);
     let new = NewIncident::parse(&title, &service, severity.as_str(), &description)
         .or_else(|_| NewIncident::parse("Alert", FALLBACK_SERVICE, severity.as_str(), ""))?;
-    let incident = incidents::insert(tx, &new, actor, received).await?;
+    let incident = crate::services::workflow::open_in(tx, &new, actor, received).await?;
     let detail = serde_json::json!({
-        "title": new.title, "service": new.service, "severity": new.severity,
+        "title": incident.title, "service": incident.service, "severity": incident.severity,
         "integration": integ.name, "group_key": group.key,
     });
     audit::append(
@@ -1273,7 +1270,10 @@ async fn ingest_group(
             .as_deref()
             .and_then(clean_service)
             .unwrap_or_else(|| integ.default_service.clone());
-        let name = clean_line(&a.name, 200);
+        let mut name = a.name.clone();
+        crate::services::memory::redact_for(&mut tx, Some(incident_id.as_str()), &mut [&mut name])
+            .await?;
+        let name = clean_line(&name, 200);
         let change = astore::upsert_alert(
             &mut tx,
             &astore::AlertUpsert {
@@ -1317,11 +1317,10 @@ async fn ingest_group(
     }
     let (firing, resolved) = astore::counts_in(&mut tx, &incident_id).await?;
     if changed > 0 {
-        let mut detail = format!(
-            "{}: {}",
-            clean_line(&crate::redact::redact_once(&group.title), 120),
-            summary(firing, resolved)
-        );
+        let mut title = group.title.clone();
+        crate::services::memory::redact_for(&mut tx, Some(incident_id.as_str()), &mut [&mut title])
+            .await?;
+        let mut detail = format!("{}: {}", clean_line(&title, 120), summary(firing, resolved));
         if firing == 0 {
             detail.push_str(
                 " — every alert resolved; the incident stays open until a person resolves it",

@@ -572,14 +572,38 @@ pub async fn investigate(
     if memory_empty {
         notices.push(recall::NOTHING_FOUND.to_string());
     }
+    let mut fallback: Option<String> = None;
     let (output, analyst_name): (AnalystOutput, String) = match llm {
         Some(a) => match a.investigate(&input).await {
-            Ok(o) => (o, a.name()),
+            Ok(o) if crate::analyst::llm::has_usable_items(&o) => (o, a.name()),
+            Ok(o) => {
+                let mut reason = "the reply had no usable hypothesis or action".to_string();
+                let unknown: Vec<&str> = o.actions.iter().map(|a| a.kind.as_str()).collect();
+                if !unknown.is_empty() {
+                    reason.push_str(&format!(
+                        " (unknown kinds: {})",
+                        crate::evidence::truncate_chars(&unknown.join(", "), 200)
+                    ));
+                }
+                if !o.dropped.is_empty() {
+                    reason.push_str(&format!(
+                        " (dropped: {})",
+                        crate::evidence::truncate_chars(&o.dropped.join("; "), 300)
+                    ));
+                }
+                tracing::warn!(reason = %reason, "model output unusable; using the built-in analyst");
+                notices.push(format!(
+                    "model unavailable: {reason}; showing the built-in analysis"
+                ));
+                fallback = Some(reason);
+                (BuiltinAnalyst::analyse(&input), "built-in".into())
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "model unavailable; using the built-in analyst");
                 notices.push(format!(
                     "model unavailable: {e}; showing the built-in analysis"
                 ));
+                fallback = Some(e.to_string());
                 (BuiltinAnalyst::analyse(&input), "built-in".into())
             }
         },
@@ -598,6 +622,7 @@ pub async fn investigate(
         &analyst_name,
         notices,
         memory_empty,
+        fallback.as_deref(),
     )
     .await
 }
@@ -615,6 +640,7 @@ async fn store_investigation(
     analyst_name: &str,
     notices: Vec<String>,
     memory_empty: bool,
+    fallback: Option<&str>,
 ) -> AppResult<InvestigationView> {
     let now = store::now();
     let mut dropped = output.dropped.clone();
@@ -759,13 +785,26 @@ async fn store_investigation(
                 .join(", ")
         ));
     }
-    let notice = if notice_parts.is_empty() {
+    let mut notice = if notice_parts.is_empty() {
         None
     } else {
         Some(notice_parts.join(". "))
     };
 
     let mut tx = store::begin_write(pool).await?;
+    // What the analyst (a model, possibly echoing its input) wrote is redacted like any input.
+    {
+        let mut texts: Vec<&mut String> = dropped.iter_mut().collect();
+        if let Some(n) = notice.as_mut() {
+            texts.push(n);
+        }
+        for a in actions.iter_mut() {
+            texts.push(&mut a.1);
+            texts.push(&mut a.2);
+        }
+        crate::services::memory::redact_for(&mut tx, Some(incident.id.as_str()), &mut texts)
+            .await?;
+    }
     let recalled_ids: Vec<i64> = recalled.iter().map(|r| r.memory.id).collect();
     let inv_id = rstore::insert_investigation(
         &mut tx,
@@ -842,7 +881,10 @@ async fn store_investigation(
         actor,
         "incident.investigate",
         incident.id.as_str(),
-        &serde_json::json!({"investigation": inv_id}).to_string(),
+        &serde_json::json!({
+            "investigation": inv_id, "analyst": analyst_name, "fallback": fallback,
+        })
+        .to_string(),
     )
     .await?;
     tx.commit().await?;
@@ -1291,13 +1333,20 @@ pub async fn propose(
     } else {
         crate::domain::optional_text("target", target, 200)?
     };
-    let rationale = crate::domain::optional_text("rationale", rationale, 2000)?;
+    let mut rationale = crate::domain::optional_text("rationale", rationale, 2000)?;
+    let mut target = target;
     let (observations, tags) = incident_tags(pool, &incident).await?;
     let recalled = recall_for_incident(memory, &incident, &observations, &tags, 12).await?;
     let similar = similar_incidents(&recalled.results, &recalled.incidents);
     let warning = dead_end_warning(pool, kind, &incident.service, &tags, &similar).await?;
     let now = store::now();
     let mut tx = store::begin_write(pool).await?;
+    crate::services::memory::redact_for(
+        &mut tx,
+        Some(id.as_str()),
+        &mut [&mut target, &mut rationale],
+    )
+    .await?;
     let latest = rstore::latest_investigation(pool, id.as_str()).await?;
     let inv_id = match latest {
         Some(i) => i.id,

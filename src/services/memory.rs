@@ -33,6 +33,25 @@ pub async fn redact_for(
     store::redaction::save(tx, incident, &redactor).await
 }
 
+/// Redacts every string of `value` (a whole document, e.g. a post-mortem) with the incident's
+/// placeholder map, persisting the map, inside the caller's transaction: the same policy as
+/// [`redact_for`].
+///
+/// # Errors
+/// Database errors; a value that does not round-trip through JSON.
+pub async fn redact_value_for<T: serde::Serialize + serde::de::DeserializeOwned>(
+    tx: &mut Tx,
+    incident_id: &str,
+    value: &T,
+) -> AppResult<T> {
+    let mut redactor = store::redaction::load(tx, incident_id).await?;
+    let out = redactor
+        .redact_value(value)
+        .map_err(|e| AppError::Internal(e.into()))?;
+    store::redaction::save(tx, incident_id, &redactor).await?;
+    Ok(out)
+}
+
 /// Writes one record inside the caller's transaction: redacts its text, checks its citations
 /// exist and obey the rules, inserts it and appends `memory.write` to the audit log. Idempotent
 /// on `origin`. Returns the id and whether it was newly written.

@@ -158,6 +158,11 @@ pub async fn draft_postmortem(
         },
     };
     let mut tx = store::begin_write(pool).await?;
+    let pm = crate::services::memory::redact_value_for(&mut tx, id.as_str(), &pm).await?;
+    let mut notice = notice;
+    if let Some(n) = notice.as_mut() {
+        crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [n]).await?;
+    }
     let current = incidents::get_in(&mut tx, id).await?;
     let to = current.state.apply(Transition::DraftPostmortem)?;
     let at = store::now();
@@ -307,6 +312,7 @@ pub async fn edit(
         )));
     }
     let pm = pm_with_durations(pm);
+    let pm = crate::services::memory::redact_value_for(&mut tx, id.as_str(), &pm).await?;
     if !pstore::save_edit(
         &mut tx,
         id.as_str(),

@@ -18,9 +18,9 @@ pub async fn open_incident(
     new: &NewIncident,
 ) -> AppResult<Incident> {
     let mut tx = store::begin_write(pool).await?;
-    let incident = incidents::insert(&mut tx, new, actor, store::now()).await?;
+    let incident = open_in(&mut tx, new, actor, store::now()).await?;
     let detail = serde_json::json!({
-        "title": new.title, "service": new.service, "severity": new.severity,
+        "title": incident.title, "service": incident.service, "severity": incident.severity,
     });
     audit::append(
         &mut tx,
@@ -33,6 +33,29 @@ pub async fn open_incident(
     tx.commit().await?;
     tracing::info!(incident.id = %incident.id, "incident opened");
     Ok(incident)
+}
+
+/// Allocates the incident's id, redacts its title and description with the incident's
+/// placeholder map (the one redaction policy, `services::memory::redact_for`) and inserts it,
+/// inside the caller's write transaction. Every way of opening an incident goes through here.
+///
+/// # Errors
+/// Database errors.
+pub async fn open_in(
+    tx: &mut store::Tx,
+    new: &NewIncident,
+    actor: &str,
+    at: jiff::Timestamp,
+) -> AppResult<Incident> {
+    let id = incidents::next_id(tx, at).await?;
+    let mut redacted = new.clone();
+    crate::services::memory::redact_for(
+        tx,
+        Some(id.as_str()),
+        &mut [&mut redacted.title, &mut redacted.description],
+    )
+    .await?;
+    incidents::insert(tx, id, &redacted, actor, at).await
 }
 
 /// What a transition request carries besides its name.
@@ -134,9 +157,16 @@ pub async fn transition_from(
         Transition::Resolve => "resolved".to_string(),
         _ => format!("{} → {}", current.state.label(), to.label()),
     };
-    let patch = incidents::TransitionPatch {
-        resolution: input.resolution,
-    };
+    let mut resolution = input.resolution;
+    if let Some(r) = resolution.as_mut() {
+        crate::services::memory::redact_for(
+            &mut tx,
+            Some(id.as_str()),
+            &mut [&mut r.summary, &mut r.root_cause],
+        )
+        .await?;
+    }
+    let patch = incidents::TransitionPatch { resolution };
     let applied = incidents::apply_transition(
         &mut tx,
         id,

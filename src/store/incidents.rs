@@ -55,17 +55,12 @@ impl IncidentRow {
 const COLUMNS: &str = "id, title, service, severity, description, state, opened_by, opened_at, \
                        updated_at, resolved_at, summary, root_cause, version";
 
-/// Inserts a new incident in `investigating`, allocating the next `INC-YYYY-NNNN` for the year of
-/// `at`, and records `opened` on its timeline. Runs inside the caller's write transaction.
+/// Allocates the next `INC-YYYY-NNNN` for the year of `at`, inside the caller's write
+/// transaction (so a service can redact the incident's text with its placeholder map first).
 ///
 /// # Errors
 /// Database errors.
-pub async fn insert(
-    tx: &mut Tx,
-    new: &NewIncident,
-    opened_by: &str,
-    at: jiff::Timestamp,
-) -> AppResult<Incident> {
+pub async fn next_id(tx: &mut Tx, at: jiff::Timestamp) -> AppResult<IncidentId> {
     let year = at.to_zoned_datetime(jiff::tz::TimeZone::UTC).year();
     let seq: i64 = sqlx::query_scalar(
         "INSERT INTO incident_counters (year, last) VALUES (?, 1)
@@ -74,7 +69,21 @@ pub async fn insert(
     .bind(i64::from(year))
     .fetch_one(&mut **tx)
     .await?;
-    let id = IncidentId::new(year, seq);
+    Ok(IncidentId::new(year, seq))
+}
+
+/// Inserts a new incident `id` (from [`next_id`]) in `investigating` and records `opened` on its
+/// timeline. Runs inside the caller's write transaction; `new` is already redacted.
+///
+/// # Errors
+/// Database errors.
+pub async fn insert(
+    tx: &mut Tx,
+    id: IncidentId,
+    new: &NewIncident,
+    opened_by: &str,
+    at: jiff::Timestamp,
+) -> AppResult<Incident> {
     let t = db_time(at);
     sqlx::query(
         "INSERT INTO incidents (id, title, service, severity, description, state, opened_by,

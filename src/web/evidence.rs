@@ -192,14 +192,43 @@ async fn read_submission(req: Request, state: &AppState) -> Result<Read, AppErro
     // Raw text: kind and source in the query string.
     let q: Submission =
         serde_urlencoded::from_str(req.uri().query().unwrap_or("")).unwrap_or_default();
-    let bytes = axum::body::to_bytes(req.into_body(), limit)
-        .await
-        .map_err(|_| too_large(limit))?;
+    let content = read_text_body(req, limit).await?;
     Ok(Read {
         kind: parse_kind(if q.kind.is_empty() { "logs" } else { &q.kind })?,
-        content: String::from_utf8_lossy(&bytes).into_owned(),
+        content,
         source: q.source,
         version: parse_version(&q.version)?,
+    })
+}
+
+/// Reads a raw body into one buffer sized from `Content-Length` (no regrowth, no second copy)
+/// and turns it into text in place; invalid UTF-8 is replaced (one copy only then).
+async fn read_text_body(req: Request, limit: usize) -> Result<String, AppError> {
+    use axum::body::HttpBody;
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        return Err(too_large(limit));
+    }
+    let mut body = req.into_body();
+    let mut buf: Vec<u8> = Vec::with_capacity(declared.unwrap_or(0));
+    while let Some(frame) =
+        std::future::poll_fn(|cx| std::pin::Pin::new(&mut body).poll_frame(cx)).await
+    {
+        let frame = frame.map_err(|e| AppError::BadRequest(format!("reading the body: {e}")))?;
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > limit {
+                return Err(too_large(limit));
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(match String::from_utf8(buf) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     })
 }
 

@@ -43,6 +43,124 @@ pub async fn spawn_app_with_embedder(
     spawn_app_inner(Settings::default(), None, Some(embedder)).await
 }
 
+/// A test app with both a model analyst and an embedder (e.g. both pointed at a
+/// [`CapturingModel`]).
+pub async fn spawn_app_with_models(
+    llm: std::sync::Arc<dyn incidentmind::analyst::Analyst>,
+    embedder: std::sync::Arc<dyn incidentmind::memory::Embedder>,
+) -> TestApp {
+    spawn_app_inner(Settings::default(), Some(llm), Some(embedder)).await
+}
+
+/// A loopback stand-in for an OpenAI-compatible server (`/v1/chat/completions` and
+/// `/v1/embeddings`) that keeps every request body it was sent. Chat calls are answered with
+/// `reply` (a post-mortem prompt too: it then fails validation and the built-in draft is used).
+#[derive(Clone)]
+pub struct CapturingModel {
+    /// Base URL including `/v1`.
+    pub base: String,
+    /// Every request body, in arrival order.
+    pub bodies: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl CapturingModel {
+    pub async fn start(reply: &'static str) -> Self {
+        use axum::Json;
+        use axum::extract::State;
+        type Seen = (std::sync::Arc<std::sync::Mutex<Vec<Value>>>, &'static str);
+        async fn chat(State((seen, reply)): State<Seen>, Json(body): Json<Value>) -> Json<Value> {
+            seen.lock().unwrap().push(body);
+            Json(
+                serde_json::json!({"choices": [{"index": 0, "message": {"role": "assistant",
+                "content": reply}, "finish_reason": "stop"}]}),
+            )
+        }
+        async fn embed(State((seen, _)): State<Seen>, Json(body): Json<Value>) -> Json<Value> {
+            let n = match &body["input"] {
+                Value::Array(a) => a.len(),
+                _ => 1,
+            };
+            seen.lock().unwrap().push(body.clone());
+            let data: Vec<Value> = (0..n)
+                .map(|i| {
+                    serde_json::json!({"object": "embedding", "index": i,
+                    "embedding": [1.0, (i % 7) as f32, 0.5]})
+                })
+                .collect();
+            Json(serde_json::json!({"object": "list", "data": data, "model": body["model"]}))
+        }
+        let bodies: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = Default::default();
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", axum::routing::post(chat))
+            .route("/v1/embeddings", axum::routing::post(embed))
+            .with_state((bodies.clone(), reply));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        CapturingModel {
+            base: format!("http://{addr}/v1"),
+            bodies,
+        }
+    }
+
+    /// Every captured body as one JSON text each.
+    pub fn texts(&self) -> Vec<String> {
+        self.bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|b| b.to_string())
+            .collect()
+    }
+}
+
+/// Every row of every table (FTS shadow tables included) as text, one string per row.
+pub async fn dump_all_tables(pool: &SqlitePool) -> Vec<(String, String)> {
+    use sqlx::{Column, Row, ValueRef};
+    let tables: Vec<String> =
+        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .fetch_all(pool)
+            .await
+            .expect("tables");
+    let mut out = Vec::new();
+    for t in tables {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM \"{t}\"")))
+            .fetch_all(pool)
+            .await
+            .expect("select *");
+        for row in rows {
+            let mut text = String::new();
+            for (i, col) in row.columns().iter().enumerate() {
+                let raw = row.try_get_raw(i).expect("raw");
+                if raw.is_null() {
+                    continue;
+                }
+                let v = if let Ok(s) = row.try_get::<String, _>(i) {
+                    s
+                } else if let Ok(b) = row.try_get::<Vec<u8>, _>(i) {
+                    String::from_utf8_lossy(&b).into_owned()
+                } else if let Ok(n) = row.try_get::<i64, _>(i) {
+                    n.to_string()
+                } else if let Ok(f) = row.try_get::<f64, _>(i) {
+                    f.to_string()
+                } else {
+                    String::new()
+                };
+                text.push_str(col.name());
+                text.push('=');
+                text.push_str(&v);
+                text.push('\n');
+            }
+            out.push((t.clone(), text));
+        }
+    }
+    out
+}
+
 async fn spawn_app_inner(
     settings: Settings,
     llm: Option<std::sync::Arc<dyn incidentmind::analyst::Analyst>>,

@@ -680,3 +680,75 @@ async fn a_truncated_or_silent_model_falls_back_to_the_built_in_draft() {
         "{stored}"
     );
 }
+
+/// A reply in other field names: `title` for `statement`, `action` for `kind`, `reason` for
+/// `rationale`, `likelihood` as a number, `evidence` for `cites`, wrapped in `analysis`.
+const SYNONYMS: &str = r#"{"analysis": {"root_causes": [{"title": "Connections leak in the retry path", "likelihood": 0.8, "evidence": ["OBS-1"]}],
+ "recommendations": [{"action": "rollback_deploy", "service": "payments-api", "reason": "the leak shipped with the deploy"},
+                     {"action": "reboot_the_datacenter", "reason": "no such action"},
+                     {"name": "restart", "why": "stopgap"}]}}"#;
+
+#[tokio::test]
+async fn a_reply_in_other_field_names_keeps_every_valid_item() {
+    let (base, _s) = stub(Mode::Content(SYNONYMS, "stop")).await;
+    let (app, _llm) = app_with_model(&base, Duration::from_secs(5)).await;
+    let (inv, _) = investigate(&app).await;
+    assert_eq!(inv["analyst"], "llm:stub-model", "{inv}");
+    assert_eq!(
+        inv["hypotheses"][0]["statement"],
+        "Connections leak in the retry path"
+    );
+    let kinds: Vec<&str> = inv["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"rollback_deploy"), "{kinds:?}");
+    assert!(kinds.contains(&"restart_service"), "{kinds:?}");
+    let rollback = inv["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "rollback_deploy")
+        .unwrap();
+    assert_eq!(rollback["rationale"], "the leak shipped with the deploy");
+    assert!(
+        inv["dropped"].to_string().contains("reboot_the_datacenter"),
+        "{inv}"
+    );
+}
+
+#[tokio::test]
+async fn a_reply_with_nothing_usable_falls_back_to_the_built_in_result_and_the_audit_says_why() {
+    let nothing =
+        r#"{"actions": [{"action": "sacrifice_a_goat", "reason": "tradition"}], "hypotheses": []}"#;
+    let (base, _s) = stub(Mode::Content(nothing, "stop")).await;
+    let (app, _llm) = app_with_model(&base, Duration::from_secs(5)).await;
+    let (inv, _) = investigate(&app).await;
+    assert_eq!(inv["analyst"], "built-in", "{inv}");
+    let notice = inv["notice"].as_str().unwrap_or_default();
+    assert!(
+        notice.contains("model unavailable: the reply had no usable hypothesis or action"),
+        "{notice}"
+    );
+    assert!(
+        !inv["recommendations"].as_array().unwrap().is_empty(),
+        "the built-in result is shown: {inv}"
+    );
+    let detail: String = sqlx::query_scalar(
+        "SELECT detail FROM audit_log WHERE action = 'incident.investigate' ORDER BY seq DESC LIMIT 1",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    let detail: Value = serde_json::from_str(&detail).unwrap();
+    assert!(
+        detail["fallback"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("sacrifice_a_goat"),
+        "{detail}"
+    );
+    assert_eq!(detail["analyst"], "built-in");
+}

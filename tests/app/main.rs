@@ -1,5 +1,4 @@
 //! Integration tests: the real router over HTTP on loopback, a fresh SQLite file per test.
-
 mod cli;
 mod embeddings;
 mod evidence;
@@ -8,6 +7,7 @@ mod investigation;
 mod llm;
 mod memory;
 mod postmortem;
+mod redaction;
 mod ui;
 mod web;
 mod webhooks;

@@ -973,3 +973,75 @@ async fn saving_the_draft_form_with_crlf_confirms_the_save_after_the_redirect() 
         .unwrap();
     assert!(!html.contains("id=\"flash\""));
 }
+
+#[tokio::test]
+async fn html_in_alerts_and_root_causes_shows_as_written_text_and_the_export_is_inert() {
+    let app = spawn_app().await;
+    let id = app.open_incident("Queue backlog", "billing").await;
+    // An alert whose text carries HTML, a root cause with an image tag, a trigger with a script.
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/evidence"),
+            json!({"kind": "note", "content": "ERROR queue <b>billing-jobs</b> backlog above <threshold> for 10 minutes"}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/resolve"),
+            json!({"summary": "Drained the queue", "root_cause": "The worker crashed on <img src=\"x\"> in an invoice note"}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let pm = draft(&app, &id).await;
+    let mut p = pm["postmortem"].clone();
+    p["trigger"] = json!("A note with <script>alert(7)</script> and [a link](javascript:alert(8))");
+    let res = app
+        .client
+        .put(app.url(&format!("/api/v1/incidents/{id}/postmortem")))
+        .bearer_auth(&app.responder)
+        .json(&p)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let html = app
+        .get(&app.responder, &format!("/incidents/{id}/postmortem"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let article = html
+        .split("id=\"postmortem\"")
+        .nth(1)
+        .and_then(|s| s.split("</article>").next())
+        .unwrap();
+    assert!(
+        article.contains("&lt;b&gt;billing-jobs&lt;/b&gt;")
+            && article.contains("&lt;threshold&gt;"),
+        "alert HTML shows escaped: {article}"
+    );
+    assert!(
+        article.contains("&lt;img src=\"x\"&gt;")
+            || article.contains("&lt;img src=&quot;x&quot;&gt;"),
+        "the image tag shows as text: {article}"
+    );
+    assert!(!article.contains("<img"), "{article}");
+    assert!(!article.contains("<script"), "{article}");
+    assert!(!article.to_lowercase().contains("javascript:"), "{article}");
+    let md = app
+        .get(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/postmortem.md"),
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(!md.contains("<script"), "{md}");
+    assert!(!md.contains("<img"), "{md}");
+    assert!(!md.to_lowercase().contains("javascript:"), "{md}");
+    assert!(md.contains("&lt;script&gt;alert(7)&lt;/script&gt;"), "{md}");
+}
