@@ -24,8 +24,8 @@ const LOG_A: &str = "2026-11-29T14:05:12Z ERROR HikariPool-1 - Connection is not
 2026-11-29T14:07:02Z WARN pool stats: active=50 idle=0 waiting=180
 2026-11-29T14:07:30Z INFO request rate 290/s (flat)";
 
-const LOG_B: &str = "2026-11-29T16:20:03Z ERROR checkout: timed out waiting for a database connection from the pool (30000 ms)
-2026-11-29T16:21:10Z ERROR checkout: timed out waiting for a database connection from the pool (30000 ms)";
+const LOG_B: &str = "2026-11-29T16:20:03Z ERROR checkout: timeout waiting for an idle connection from the database pool (30000 ms)
+2026-11-29T16:21:10Z ERROR checkout: timeout waiting for an idle connection from the database pool (30000 ms)";
 
 fn find_binary(candidates: &[&str]) -> Option<PathBuf> {
     candidates.iter().map(PathBuf::from).find(|p| p.exists())
@@ -586,7 +586,7 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     wait_for_text(
         &c,
         "#observations",
-        "timed out waiting for a database connection",
+        "timeout waiting for an idle connection",
     )
     .await;
     wait_for_text(&c, "#next-step", "Investigate").await;
