@@ -583,7 +583,7 @@ pub async fn nearest_by_passages(
             return Vec::new();
         }
     };
-    let mut scored: Vec<(f32, &String)> = loaded
+    let scored: Vec<(f32, &String)> = loaded
         .incidents
         .iter()
         .filter(|(i, _)| Some(i.as_str()) != exclude_incident)
@@ -602,6 +602,12 @@ pub async fn nearest_by_passages(
             (sum / query.len() as f32, i)
         })
         .collect();
+    best_incidents(scored, limit)
+}
+
+/// The `limit` best `(score, incident id)` pairs as `(incident id, score)`, best first, ties by
+/// id (the tail of both incident-level vector lists).
+fn best_incidents(mut scored: Vec<(f32, &String)>, limit: usize) -> Vec<(String, f32)> {
     scored.sort_by(|(a, ia), (b, ib)| b.total_cmp(a).then(ia.cmp(ib)));
     scored
         .into_iter()
@@ -679,14 +685,20 @@ pub const CHANCE_SAMPLE: usize = 20;
 /// (population), so that about 2–3 % of unrelated records score above it when the cosines of
 /// unrelated texts are roughly normal, as they are for sentence-embedding models. `None` for
 /// fewer than [`CHANCE_SAMPLE`] values.
-pub fn chance_level(cosines: &[f32]) -> Option<f32> {
-    if cosines.len() < CHANCE_SAMPLE {
+pub fn chance_level(cosines: impl IntoIterator<Item = f32>) -> Option<f32> {
+    // One pass, no buffer: this runs over every record vector on every recall.
+    let (mut n, mut sum, mut squares) = (0usize, 0.0f64, 0.0f64);
+    for c in cosines {
+        n += 1;
+        sum += f64::from(c);
+        squares += f64::from(c) * f64::from(c);
+    }
+    if n < CHANCE_SAMPLE {
         return None;
     }
-    let n = cosines.len() as f32;
-    let mean = cosines.iter().sum::<f32>() / n;
-    let var = cosines.iter().map(|c| (c - mean).powi(2)).sum::<f32>() / n;
-    Some(mean + 2.0 * var.sqrt())
+    let mean = sum / n as f64;
+    let var = (squares / n as f64 - mean * mean).max(0.0);
+    Some((mean + 2.0 * var.sqrt()) as f32)
 }
 
 /// Record ids of `index` whose vectors are nearest `query` by cosine, best first, with the
@@ -731,7 +743,7 @@ pub async fn nearest_records(
             Some((dot(v, query).max(best_part), *id))
         })
         .collect();
-    let floor = chance_level(&scored.iter().map(|(c, _)| *c).collect::<Vec<_>>());
+    let floor = chance_level(scored.iter().map(|(c, _)| *c));
     let by_cosine = |(a, ia): &(f32, i64), (b, ib): &(f32, i64)| b.total_cmp(a).then(ib.cmp(ia));
     // Only the best `limit` are ordered: the rest of a large memory is never sorted.
     if scored.len() > limit {
@@ -786,18 +798,13 @@ pub async fn nearest_documents(
             return Vec::new();
         }
     };
-    let mut scored: Vec<(f32, &String)> = docs
+    let scored: Vec<(f32, &String)> = docs
         .vectors
         .iter()
         .filter(|(i, v)| v.len() == query.len() && Some(i.as_str()) != exclude_incident)
         .map(|(i, v)| (dot(v, query), i))
         .collect();
-    scored.sort_by(|(a, ia), (b, ib)| b.total_cmp(a).then(ia.cmp(ib)));
-    scored
-        .into_iter()
-        .take(limit)
-        .map(|(c, i)| (i.clone(), c))
-        .collect()
+    best_incidents(scored, limit)
 }
 
 #[cfg(test)]

@@ -1097,10 +1097,10 @@ mod tests {
 
     #[test]
     fn the_chance_level_is_two_deviations_over_the_mean() {
-        assert_eq!(super::embeddings::chance_level(&[0.1; 5]), None);
+        assert_eq!(super::embeddings::chance_level([0.1; 5]), None);
         let mut cosines = vec![0.1f32; 10];
         cosines.extend([0.3f32; 10]);
-        let level = super::embeddings::chance_level(&cosines).unwrap();
+        let level = super::embeddings::chance_level(cosines).unwrap();
         assert!((level - 0.4).abs() < 1e-5, "{level}");
     }
 
