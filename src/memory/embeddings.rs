@@ -7,8 +7,9 @@
 //! vector with them ([`nearest_records`], [`nearest_documents`]). Never required: without an
 //! embedder, or when it fails or is slow, recall runs on its other lists.
 
-use std::collections::HashMap;
 use std::sync::Arc;
+
+use super::vectors::QuantizedSet;
 use std::time::Duration;
 
 use async_openai::Client;
@@ -204,16 +205,28 @@ pub const MAX_CHARS: usize = 2_000;
 /// backfill sorts each batch by length first.
 const BATCH: usize = 16;
 
-/// Record vectors read so far for one model: record id → unit vector, and the last
-/// `record_embeddings` rowid read. Shared by reference: scoring never holds a lock.
-#[derive(Debug, Default, Clone)]
+/// Record vectors read so far for one model, quantised ([`QuantizedSet`]): one per record, and
+/// rules' part vectors (ALWAYS, BECAUSE, SCOPE), with the last rowid read of each table. Shared
+/// by reference: scoring never holds a lock.
+#[derive(Debug, Clone)]
 pub struct VectorSet {
     epoch: String,
-    vectors: HashMap<i64, Vec<f32>>,
+    vectors: QuantizedSet,
     last: i64,
-    /// Rules' part vectors (ALWAYS, BECAUSE, SCOPE), by record.
-    parts: HashMap<i64, Vec<Vec<f32>>>,
+    parts: QuantizedSet,
     last_part: i64,
+}
+
+impl Default for VectorSet {
+    fn default() -> Self {
+        Self {
+            epoch: String::new(),
+            vectors: QuantizedSet::new(true),
+            last: 0,
+            parts: QuantizedSet::new(false),
+            last_part: 0,
+        }
+    }
 }
 
 /// Incident-document vectors for one model: `(incident id, unit vector)`, at one state of the
@@ -251,7 +264,9 @@ fn normalized(mut v: Vec<f32>) -> Vec<f32> {
 }
 
 /// Dot product in eight independent lanes, so the compiler vectorises it (a single running sum
-/// is one long dependency chain it may not reorder); the lanes are added at the end.
+/// is one long dependency chain it may not reorder); the lanes are added at the end. Compiled
+/// also for AVX2, chosen at run time (`multiversion`).
+#[multiversion::multiversion(targets("x86_64+avx+avx2+fma"))]
 fn dot(a: &[f32], b: &[f32]) -> f32 {
     let mut lanes = [0.0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
@@ -535,6 +550,23 @@ pub async fn text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<V
     out.into_iter().collect()
 }
 
+/// The unit vector of the mean of unit vectors `vs` (their common direction, as mean pooling
+/// does over tokens); `None` for no vectors, vectors of different lengths or a zero mean.
+pub fn mean_direction(vs: &[Arc<Vec<f32>>]) -> Option<Arc<Vec<f32>>> {
+    let dim = vs.first()?.len();
+    if dim == 0 || vs.iter().any(|v| v.len() != dim) {
+        return None;
+    }
+    let mut sum = vec![0.0f32; dim];
+    for v in vs {
+        for (s, x) in sum.iter_mut().zip(v.iter()) {
+            *s += x;
+        }
+    }
+    let v = normalized(sum);
+    v.iter().any(|x| *x != 0.0).then(|| Arc::new(v))
+}
+
 /// Past incidents ranked by how well their passages cover the query's (MaxSim, as in late
 /// interaction retrieval — Khattab & Zaharia, "ColBERT", SIGIR 2020 — at the level of
 /// sentences): each query passage counts its best cosine among an incident's passages, and the
@@ -638,9 +670,8 @@ async fn record_vectors(memory: &Memory, epoch: &str, model: &str) -> AppResult<
         };
         let full = rows.len() as i64 == READ_BATCH;
         let s = Arc::make_mut(&mut set);
-        for (_, id, v) in rows {
-            s.vectors.insert(id, normalized(v));
-        }
+        s.vectors
+            .extend(rows.into_iter().map(|(_, id, v)| (id, normalized(v))));
         s.last = last;
         if !full {
             break;
@@ -653,11 +684,8 @@ async fn record_vectors(memory: &Memory, epoch: &str, model: &str) -> AppResult<
         };
         let full = rows.len() as i64 == READ_BATCH;
         let s = Arc::make_mut(&mut set);
-        for (_, id, v) in rows {
-            if !v.is_empty() {
-                s.parts.entry(id).or_default().push(normalized(v));
-            }
-        }
+        s.parts
+            .extend(rows.into_iter().map(|(_, id, v)| (id, normalized(v))));
         s.last_part = last;
         if !full {
             break;
@@ -703,7 +731,7 @@ pub fn chance_level(cosines: impl IntoIterator<Item = f32>) -> Option<f32> {
 
 /// Record ids of `index` whose vectors are nearest `query` by cosine, best first, with the
 /// cosine, at most `limit`, without `exclude_incident`'s own records, and the query's chance
-/// level over every record compared. Records absent from `index` (working, retracted) never
+/// level over every record vector held. Records absent from `index` (working, retracted) never
 /// appear. Empty without an embedder; a database error is logged and gives an empty list (the
 /// list is optional and never fails recall).
 pub async fn nearest_records(
@@ -723,29 +751,35 @@ pub async fn nearest_records(
             return Nearest::default();
         }
     };
-    let mut scored: Vec<(f32, i64)> = set
-        .vectors
-        .iter()
-        .filter(|(_, v)| v.len() == query.len())
-        .filter_map(|(id, v)| {
-            let e = index.get(*id)?;
-            if exclude_incident.is_some() && e.incident_id.as_deref() == exclude_incident {
-                return None;
-            }
-            // A rule is as close as its closest part (the whole, or its ALWAYS, BECAUSE or
-            // SCOPE line on its own).
-            let best_part = set.parts.get(id).map_or(f32::MIN, |ps| {
-                ps.iter()
-                    .filter(|p| p.len() == query.len())
-                    .map(|p| dot(p, query))
-                    .fold(f32::MIN, f32::max)
-            });
-            Some((dot(v, query).max(best_part), *id))
-        })
-        .collect();
+    // Every vector is scored in one pass (the chance level is taken over all of them); only
+    // the best are then looked up in the index, which drops records it does not hold
+    // (working, retracted) and the excluded incident's own.
+    let mut scored: Vec<(f32, i64)> = Vec::with_capacity(set.vectors.len() + set.parts.len());
+    set.vectors.scan(query, |id, c| scored.push((c, id)));
     let floor = chance_level(scored.iter().map(|(c, _)| *c));
+    // A rule is as close as its closest part (the whole, or its ALWAYS, BECAUSE or SCOPE line
+    // on its own): parts join as more rows of their record, and each record keeps its best.
+    set.parts.scan(query, |id, c| scored.push((c, id)));
     let by_cosine = |(a, ia): &(f32, i64), (b, ib): &(f32, i64)| b.total_cmp(a).then(ib.cmp(ia));
-    // Only the best `limit` are ordered: the rest of a large memory is never sorted.
+    let keep = |&(_, id): &(f32, i64)| {
+        index.get(id).is_some_and(|e| {
+            exclude_incident.is_none() || e.incident_id.as_deref() != exclude_incident
+        })
+    };
+    // Only the best few are ordered and looked up: the rest of a large memory is never sorted.
+    // If too many of those are dropped, every vector is looked up.
+    let head = limit.saturating_mul(4).saturating_add(32);
+    if scored.len() > head {
+        scored.select_nth_unstable_by(head, by_cosine);
+        let kept = scored[..head].iter().filter(|s| keep(s)).count();
+        if kept >= limit {
+            scored.truncate(head);
+        }
+    }
+    scored.retain(keep);
+    // Best row of each record first, then one per record.
+    scored.sort_unstable_by(|(a, ia), (b, ib)| ia.cmp(ib).then(b.total_cmp(a)));
+    scored.dedup_by_key(|(_, id)| *id);
     if scored.len() > limit {
         scored.select_nth_unstable_by(limit, by_cosine);
         scored.truncate(limit);

@@ -17,6 +17,7 @@ pub mod embeddings;
 pub mod minilm;
 pub mod negation;
 pub mod recall;
+pub mod vectors;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,7 +31,7 @@ use crate::store::recall_index::{self, RecallIndex};
 pub use embeddings::Embedder;
 
 /// Query vectors kept by text (most recently used).
-const QUERY_VECTORS: usize = 2_048;
+const QUERY_VECTORS: usize = 8_192;
 
 /// Incident pages whose recall is kept (most recently viewed).
 const PAGE_RECALLS: usize = 1_024;
@@ -47,6 +48,7 @@ impl RecallTuning {
     /// Names that [`RecallTuning::off`] understands.
     pub const NAMES: &'static [&'static str] = &[
         "passages",
+        "passage_mean",
         "doc_bm25",
         "doc_vector",
         "part_vector",

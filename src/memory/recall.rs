@@ -36,6 +36,9 @@ use crate::store::{self, memory as mstore};
 
 /// RRF constant.
 const RRF_K: f64 = 60.0;
+/// Passages from which a query is a report, whose vector is the mean of its passages' (see
+/// [`recall`]); a question is one or two sentences.
+const LONG_QUERY: usize = 3;
 /// Candidates taken from each list.
 const PER_LIST: usize = 60;
 
@@ -680,9 +683,35 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     let search = bounded_search(memory, index.epoch(), &terms).await?;
     let exclude = q.exclude_incident.as_deref();
     let doc_expr = mstore::fts_or_terms(&doc_terms);
-    let (lists, query_vector, doc_bm25) = tokio::join!(
+    // Passage by passage, when the query has more than one (an incident's report and evidence).
+    let query_passages = super::documents::passages_of(&text);
+    let by_passage = tuning.on("passages") && query_passages.len() > 1;
+    let vectors = async {
+        if by_passage && query_passages.len() >= LONG_QUERY && tuning.on("passage_mean") {
+            // A report: its vector is the mean of its passages' (one embedding pass over short
+            // texts, not a second over the whole, which the model would truncate anyway).
+            let passages = embeddings::text_vectors(memory, &query_passages).await;
+            let whole = passages.as_deref().and_then(embeddings::mean_direction);
+            (whole, passages)
+        } else if by_passage {
+            // A few sentences: the whole and its passages in one batch of short texts.
+            let mut texts = Vec::with_capacity(query_passages.len() + 1);
+            texts.push(text.clone());
+            texts.extend(query_passages.iter().cloned());
+            match embeddings::text_vectors(memory, &texts).await {
+                Some(mut vs) if vs.len() == texts.len() => {
+                    let whole = vs.remove(0);
+                    (Some(whole), Some(vs))
+                }
+                _ => (None, None),
+            }
+        } else {
+            (embeddings::query_vector(memory, &text).await, None)
+        }
+    };
+    let (lists, (query_vector, passage_vectors), doc_bm25) = tokio::join!(
         text_lists(pool, &index, &search, kinds, exclude),
-        embeddings::query_vector(memory, &text),
+        vectors,
         crate::store::incident_documents::search(pool, &doc_expr, exclude, INCIDENT_LIST as i64),
     );
     let (text_list, rules_list) = lists?;
@@ -695,19 +724,11 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         None => (embeddings::Nearest::default(), Vec::new()),
     };
     let (semantic, chance) = (nearest.hits, nearest.floor);
-    // Passage by passage, when the query has more than one (an incident's report and evidence).
-    let query_passages = super::documents::passages_of(&text);
-    let by_passages = if tuning.on("passages") && query_vector.is_some() && query_passages.len() > 1
-    {
-        match embeddings::text_vectors(memory, &query_passages).await {
-            Some(vs) => {
-                embeddings::nearest_by_passages(memory, index.epoch(), &vs, exclude, INCIDENT_LIST)
-                    .await
-            }
-            None => Vec::new(),
+    let by_passages = match &passage_vectors {
+        Some(vs) => {
+            embeddings::nearest_by_passages(memory, index.epoch(), vs, exclude, INCIDENT_LIST).await
         }
-    } else {
-        Vec::new()
+        None => Vec::new(),
     };
     let semantic_list: Vec<(Candidate, f32)> = semantic
         .iter()

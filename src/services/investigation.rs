@@ -91,11 +91,17 @@ pub fn similar_incidents(recalled: &[Recalled], incidents: &[IncidentMatch]) -> 
     out
 }
 
+/// Most past failures one dead-end warning cites (those of similar incidents first).
+const DEAD_END_CITES: i64 = 12;
+
+/// Successes of an action read to find two that did not share this incident's failure.
+const SUCCESSES_READ: i64 = 50;
+
 /// Checks an action against recorded remediation failures: same action kind and (same service,
 /// a shared, specific failure mode — see [`GENERIC_TAGS`] — or a failure recorded during one of
 /// the `similar` incidents, the most similar past incidents recall found for this one, see
 /// [`similar_incidents`]). Successes of the same action under a different failure mode are named
-/// too. `None` when nothing matches.
+/// too. `None` when nothing matches. At most [`DEAD_END_CITES`] failures are cited.
 ///
 /// # Errors
 /// Database errors.
@@ -106,7 +112,13 @@ pub async fn dead_end_warning(
     tags: &[String],
     similar: &[String],
 ) -> AppResult<Option<Warning>> {
-    let records = mstore::remediations_for_action(pool, action).await?;
+    let modes: Vec<String> = tags
+        .iter()
+        .filter(|t| !GENERIC_TAGS.contains(&t.as_str()))
+        .cloned()
+        .collect();
+    let records =
+        mstore::dead_ends_for(pool, action, service, &modes, similar, DEAD_END_CITES).await?;
     let shares = |r: &MemoryRecord| {
         r.services.iter().any(|s| s == service)
             || r.failure_modes
@@ -151,7 +163,8 @@ pub async fn dead_end_warning(
         .iter()
         .flat_map(|f| f.failure_modes.iter())
         .collect();
-    let successes: Vec<&MemoryRecord> = records
+    let worked = mstore::successes_for(pool, action, SUCCESSES_READ).await?;
+    let successes: Vec<&MemoryRecord> = worked
         .iter()
         .filter(|r| {
             r.kind == MemoryKind::RemediationSuccess

@@ -697,6 +697,67 @@ pub async fn remediations_for_action(
     remediations(pool, "r.action_kind = ?", action.as_str().to_string()).await
 }
 
+/// Confirmed (or superseded) remediation failures about `action` that a dead-end warning may
+/// cite: written during one of `incidents`, or keyed with `service` or one of `modes`. Those of
+/// `incidents` are chosen first, then the newest, at most `limit`; returned oldest first. (A
+/// large memory holds hundreds per action; the warning names a few.)
+///
+/// # Errors
+/// Database errors.
+pub async fn dead_ends_for(
+    pool: &SqlitePool,
+    action: ActionKind,
+    service: &str,
+    modes: &[String],
+    incidents: &[String],
+    limit: i64,
+) -> AppResult<Vec<MemoryRecord>> {
+    let modes = serde_json::to_string(modes).map_err(corrupt)?;
+    let incidents = serde_json::to_string(incidents).map_err(corrupt)?;
+    let sql = format!(
+        "SELECT * FROM ({SELECT} WHERE r.action_kind = ?1 AND r.kind = 'remediation_failure'
+           AND r.validation IN ('confirmed', 'superseded')
+           AND (r.incident_id IN (SELECT value FROM json_each(?4))
+             OR EXISTS (SELECT 1 FROM record_keys k WHERE k.key = 'service' AND k.value = ?2
+                          AND k.record_id = r.id)
+             OR EXISTS (SELECT 1 FROM record_keys k WHERE k.key = 'failure_mode'
+                          AND k.value IN (SELECT value FROM json_each(?3)) AND k.record_id = r.id))
+           ORDER BY (r.incident_id IN (SELECT value FROM json_each(?4))) DESC, r.id DESC
+           LIMIT ?5)
+         ORDER BY id"
+    );
+    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(action.as_str())
+        .bind(service)
+        .bind(modes)
+        .bind(incidents)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
+    rows.into_iter().map(Row::into_record).collect()
+}
+
+/// The oldest `limit` confirmed (or superseded) remediation successes about `action`.
+///
+/// # Errors
+/// Database errors.
+pub async fn successes_for(
+    pool: &SqlitePool,
+    action: ActionKind,
+    limit: i64,
+) -> AppResult<Vec<MemoryRecord>> {
+    let sql = format!(
+        "{SELECT} WHERE r.action_kind = ? AND r.kind = 'remediation_success'
+           AND r.validation IN ('confirmed', 'superseded') ORDER BY r.id LIMIT ?"
+    );
+    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(action.as_str())
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
+    rows.into_iter().map(Row::into_record).collect()
+}
+
 /// Remediation records (`remediation_success` and `remediation_failure`, confirmed or
 /// superseded) written during the incidents `incident_ids` (`INC-YYYY-NNNN`), oldest first.
 ///
