@@ -1,11 +1,10 @@
 //! The JSON API under `/api/v1`, mirroring every page action with the same rules. Errors are
 //! `{"error": {"code", "message"}}` with the matching 4xx (see `web::errors`).
 
+use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
@@ -17,16 +16,6 @@ use crate::domain::{
 };
 use crate::services::workflow::{self, TransitionInput};
 use crate::store::incidents::{self, IncidentFilter};
-
-/// Routes of the incident API.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/me", get(me))
-        .route("/api/v1/incidents", post(create).get(list))
-        .route("/api/v1/incidents/{id}", get(show))
-        .route("/api/v1/incidents/{id}/resolve", post(resolve))
-        .route("/api/v1/incidents/{id}/reopen", post(reopen))
-}
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -66,7 +55,7 @@ fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
     serde_urlencoded::from_str::<Vec<(String, String)>>(q).unwrap_or_default()
 }
 
-async fn me(CurrentUser(user): CurrentUser) -> Json<crate::store::users::User> {
+pub(super) async fn me(CurrentUser(user): CurrentUser) -> Json<crate::store::users::User> {
     Json(user)
 }
 
@@ -84,7 +73,7 @@ pub struct CreateIncident {
     pub description: String,
 }
 
-async fn create(
+pub(super) async fn create(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     ApiJson(body): ApiJson<CreateIncident>,
@@ -180,14 +169,14 @@ pub async fn page_of(
 }
 
 #[derive(Serialize)]
-struct IncidentList {
+pub(super) struct IncidentList {
     incidents: Vec<Incident>,
     /// Cursor of the next page (`?after=`), absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     next: Option<String>,
 }
 
-async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     _user: CurrentUser,
     Query(q): Query<ListQuery>,
@@ -199,7 +188,7 @@ async fn list(
 }
 
 #[derive(Serialize)]
-struct IncidentWithTimeline {
+pub(super) struct IncidentWithTimeline {
     #[serde(flatten)]
     incident: Incident,
     timeline: Vec<TimelineEvent>,
@@ -209,7 +198,7 @@ fn parse_id(id: &str) -> Result<IncidentId, ApiError> {
     IncidentId::parse(id).map_err(|_| ApiError(crate::AppError::NotFound(format!("incident {id}"))))
 }
 
-async fn show(
+pub(super) async fn show(
     State(state): State<AppState>,
     _user: CurrentUser,
     Path(id): Path<String>,
@@ -232,7 +221,7 @@ pub struct ResolveBody {
     pub version: Option<i64>,
 }
 
-async fn resolve(
+pub(super) async fn resolve(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     Path(id): Path<String>,
@@ -273,7 +262,7 @@ impl VersionBody {
     }
 }
 
-async fn reopen(
+pub(super) async fn reopen(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,

@@ -3,11 +3,10 @@
 
 use askama::Template;
 use askama_web::WebTemplate;
+use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::AppState;
@@ -23,36 +22,6 @@ use crate::error::AppError;
 use crate::services::postmortem::{self as pm, ConfirmPolicy};
 use crate::services::workflow;
 use crate::store::{incidents, postmortems as pstore};
-
-/// Routes; the edit form accepts bodies up to `form_limit` bytes (an over-long field is a 422
-/// with the input kept).
-pub fn router(form_limit: usize) -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/incidents/{id}/postmortem",
-            post(api_draft).get(api_get).put(api_put),
-        )
-        .route(
-            "/api/v1/incidents/{id}/postmortem/confirm",
-            post(api_confirm),
-        )
-        .route("/api/v1/incidents/{id}/postmortem.md", get(api_markdown))
-        .route("/api/v1/incidents/{id}/learnings/preview", get(api_preview))
-        .route("/api/v1/incidents/{id}/learn", post(api_learn))
-        .route("/api/v1/review", get(api_review))
-        .route(
-            "/incidents/{id}/postmortem",
-            post(page_draft).get(page_show),
-        )
-        .route(
-            "/incidents/{id}/postmortem/edit",
-            post(page_edit).layer(axum::extract::DefaultBodyLimit::max(form_limit)),
-        )
-        .route("/incidents/{id}/postmortem/confirm", post(page_confirm))
-        .route("/incidents/{id}/learnings", get(page_preview))
-        .route("/incidents/{id}/learn", post(page_learn))
-        .route("/review", get(page_review))
-}
 
 fn incident_id(id: &str) -> Result<IncidentId, AppError> {
     IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
@@ -77,7 +46,7 @@ async fn api_version(
     Ok(())
 }
 
-async fn api_draft(
+pub(super) async fn api_draft(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -91,7 +60,7 @@ async fn api_draft(
     Ok((StatusCode::CREATED, Json(stored)).into_response())
 }
 
-async fn api_get(
+pub(super) async fn api_get(
     State(s): State<AppState>,
     _u: CurrentUser,
     Path(id): Path<String>,
@@ -112,7 +81,7 @@ pub struct PutPostmortem {
     pub version: Option<i64>,
 }
 
-async fn api_put(
+pub(super) async fn api_put(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -131,7 +100,7 @@ async fn api_put(
     ))
 }
 
-async fn api_confirm(
+pub(super) async fn api_confirm(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -149,7 +118,7 @@ async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> 
     Ok(stored.postmortem.to_markdown(&incident))
 }
 
-async fn api_markdown(
+pub(super) async fn api_markdown(
     State(s): State<AppState>,
     _u: CurrentUser,
     Path(id): Path<String>,
@@ -172,7 +141,7 @@ async fn api_markdown(
         .into_response())
 }
 
-async fn api_preview(
+pub(super) async fn api_preview(
     State(s): State<AppState>,
     _u: CurrentUser,
     Path(id): Path<String>,
@@ -180,7 +149,7 @@ async fn api_preview(
     Ok(Json(pm::plan(&s.pool, &incident_id(&id)?).await?))
 }
 
-async fn api_learn(
+pub(super) async fn api_learn(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -194,7 +163,7 @@ async fn api_learn(
 }
 
 #[derive(serde::Serialize)]
-struct ReviewQueue {
+pub(super) struct ReviewQueue {
     drafts_waiting_for_confirmation: Vec<ReviewItem>,
     rules_without_grounding: Vec<ReviewItem>,
     learned_incidents_without_rules: Vec<ReviewItem>,
@@ -253,7 +222,7 @@ async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
     })
 }
 
-async fn api_review(
+pub(super) async fn api_review(
     State(s): State<AppState>,
     _u: CurrentUser,
 ) -> Result<Json<ReviewQueue>, ApiError> {
@@ -266,7 +235,7 @@ fn back(id: &IncidentId, path: &str) -> Response {
     Redirect::to(&format!("/incidents/{id}{path}")).into_response()
 }
 
-async fn page_draft(
+pub(super) async fn page_draft(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: axum::http::HeaderMap,
@@ -305,7 +274,7 @@ struct PostmortemPage {
 /// `?done=…` on the page a form redirects to after a save: a closed list of codes, so the page
 /// never echoes text from the URL.
 #[derive(Debug, Deserialize, Default)]
-struct Done {
+pub(super) struct Done {
     #[serde(default)]
     done: Option<String>,
 }
@@ -324,7 +293,7 @@ impl Done {
 /// The edit form: lists one item per line; lessons as blocks of `ALWAYS:` / `BECAUSE:` /
 /// `SCOPE:` / `SEVERITY:` lines separated by a blank line.
 #[derive(Debug, Deserialize, Default)]
-struct EditForm {
+pub(super) struct EditForm {
     #[serde(default)]
     summary: String,
     #[serde(default)]
@@ -475,7 +444,7 @@ async fn render(
     Ok((status, page).into_response())
 }
 
-async fn page_show(
+pub(super) async fn page_show(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -494,7 +463,7 @@ async fn page_show(
     .await
 }
 
-async fn page_edit(
+pub(super) async fn page_edit(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -537,7 +506,7 @@ async fn page_edit(
     }
 }
 
-async fn page_confirm(
+pub(super) async fn page_confirm(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -580,7 +549,7 @@ struct PreviewPage {
     flash: Option<&'static str>,
 }
 
-async fn page_preview(
+pub(super) async fn page_preview(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -612,7 +581,7 @@ async fn page_preview(
     .into_response())
 }
 
-async fn page_learn(
+pub(super) async fn page_learn(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -631,7 +600,10 @@ struct ReviewPage {
     q: ReviewQueue,
 }
 
-async fn page_review(State(s): State<AppState>, user: CurrentUser) -> Result<Response, PageError> {
+pub(super) async fn page_review(
+    State(s): State<AppState>,
+    user: CurrentUser,
+) -> Result<Response, PageError> {
     Ok(ReviewPage {
         layout: Layout::new(Some(&user.0), "Review queue").with_current("review"),
         q: review(&s).await?,

@@ -1,7 +1,6 @@
 //! Alert webhooks (issue #7): `POST /api/v1/webhooks/{alertmanager,pagerduty,grafana,opsgenie}`,
-//! the alert states of an incident (`GET /api/v1/incidents/{id}/alerts`), and — in the
-//! `integrations` submodule — the admin page and API that create the integrations whose secrets
-//! authenticate the webhooks.
+//! and the alert states of an incident (`GET /api/v1/incidents/{id}/alerts`). The integrations
+//! whose secrets authenticate the webhooks are created in `web::integrations`.
 //!
 //! Authentication of a webhook, checked before the body is parsed as JSON:
 //! - `Authorization: Bearer <secret>` or `?token=<secret>`: the integration whose secret hashes
@@ -15,14 +14,10 @@
 //! `{"incidents": ["INC-…"], "opened": […], "alerts": {"firing": n, "resolved": m}, "groups": […]}`;
 //! malformed JSON or a wrong shape is a 400 naming the field, a body over the limit a 413.
 
-#[path = "integrations.rs"]
-mod integrations;
-
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -34,17 +29,6 @@ use crate::error::AppError;
 use crate::services::ingest::{self, Source};
 use crate::store::integrations::{self as istore, Integration};
 use crate::store::{alerts as astore, incidents};
-
-/// Routes: the four webhooks, the alerts of an incident, and the integrations page and API.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/webhooks/alertmanager", post(alertmanager))
-        .route("/api/v1/webhooks/pagerduty", post(pagerduty))
-        .route("/api/v1/webhooks/grafana", post(grafana))
-        .route("/api/v1/webhooks/opsgenie", post(opsgenie))
-        .route("/api/v1/incidents/{id}/alerts", get(incident_alerts))
-        .merge(integrations::router())
-}
 
 /// Header PagerDuty v3 webhooks carry their signatures in.
 pub const PAGERDUTY_SIGNATURE: &str = "x-pagerduty-signature";
@@ -170,7 +154,7 @@ async fn receive(
     Ok((StatusCode::ACCEPTED, Json(v)))
 }
 
-async fn alertmanager(
+pub(super) async fn alertmanager(
     State(state): State<AppState>,
     headers: HeaderMap,
     RawQuery(q): RawQuery,
@@ -179,7 +163,7 @@ async fn alertmanager(
     receive(&state, Source::Alertmanager, &headers, q.as_deref(), &body).await
 }
 
-async fn pagerduty(
+pub(super) async fn pagerduty(
     State(state): State<AppState>,
     headers: HeaderMap,
     RawQuery(q): RawQuery,
@@ -188,7 +172,7 @@ async fn pagerduty(
     receive(&state, Source::Pagerduty, &headers, q.as_deref(), &body).await
 }
 
-async fn grafana(
+pub(super) async fn grafana(
     State(state): State<AppState>,
     headers: HeaderMap,
     RawQuery(q): RawQuery,
@@ -197,7 +181,7 @@ async fn grafana(
     receive(&state, Source::Grafana, &headers, q.as_deref(), &body).await
 }
 
-async fn opsgenie(
+pub(super) async fn opsgenie(
     State(state): State<AppState>,
     headers: HeaderMap,
     RawQuery(q): RawQuery,
@@ -208,7 +192,7 @@ async fn opsgenie(
 
 /// `GET /api/v1/incidents/{id}/alerts`: `{"incident", "firing", "resolved", "summary",
 /// "group": {"key", "integration", "source", "follows"} | null, "alerts": [StoredAlert…]}`.
-async fn incident_alerts(
+pub(super) async fn incident_alerts(
     State(state): State<AppState>,
     _user: CurrentUser,
     Path(id): Path<String>,
