@@ -53,6 +53,16 @@ pub struct Settings {
     pub allow_self_confirm: bool,
 }
 
+impl Settings {
+    /// Who may confirm a post-mortem under these settings (the one rule:
+    /// [`crate::domain::ConfirmPolicy::check`]).
+    pub fn confirm_policy(&self) -> crate::domain::ConfirmPolicy {
+        crate::domain::ConfirmPolicy {
+            allow_self_confirm: self.allow_self_confirm,
+        }
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Self {

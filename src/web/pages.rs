@@ -709,20 +709,25 @@ async fn render_page(
     rules.truncate(6);
     let memory_notice = recalled.notice.clone();
     let mut steps = stepper(incident.state, user.role);
-    let mut may_confirm = user.role.includes(crate::domain::Role::Reviewer);
-    if incident.state == IncidentState::PostmortemDraft
-        && !state.settings.allow_self_confirm
-        && let Ok(pm) = crate::store::postmortems::get(&state.pool, id.as_str()).await
-        && pm.edited_by == user.name
-    {
-        may_confirm = false;
-        if let Some(step) = steps
+    let last_editor = if incident.state == IncidentState::PostmortemDraft {
+        crate::store::postmortems::get(&state.pool, id.as_str())
+            .await
+            .ok()
+            .map(|pm| pm.edited_by)
+    } else {
+        None
+    };
+    let refusal = (state.settings.confirm_policy())
+        .check(user.role, &user.name, last_editor.as_deref())
+        .err();
+    let may_confirm = refusal.is_none();
+    if refusal == Some(crate::domain::ConfirmRefusal::OwnEdit)
+        && let Some(step) = steps
             .iter_mut()
             .find(|s| s.action == Some(Transition::Confirm) && s.disabled_reason.is_none())
-        {
-            step.disabled_reason =
-                Some("You edited the draft last: another reviewer must confirm it".into());
-        }
+    {
+        step.disabled_reason =
+            Some("You edited the draft last: another reviewer must confirm it".into());
     }
     let open_recommendations = investigation.as_ref().map_or(0, |i| {
         i.recommendations

@@ -17,20 +17,14 @@ use super::pages::{KeptInput, Layout, VersionForm, incident_error};
 use super::view::{Clock, SafeHtml, render_markdown};
 use crate::domain::memory::{Rule, RuleSeverity};
 use crate::domain::postmortem::{Postmortem, unix_newlines};
-use crate::domain::{IncidentId, IncidentState, Role, ValidationError};
+use crate::domain::{ConfirmRefusal, IncidentId, IncidentState, ValidationError};
 use crate::error::AppError;
-use crate::services::postmortem::{self as pm, ConfirmPolicy};
+use crate::services::postmortem as pm;
 use crate::services::workflow;
 use crate::store::{incidents, postmortems as pstore};
 
 fn incident_id(id: &str) -> Result<IncidentId, AppError> {
     IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
-}
-
-fn policy(s: &AppState) -> ConfirmPolicy {
-    ConfirmPolicy {
-        allow_self_confirm: s.settings.allow_self_confirm,
-    }
 }
 
 /// Checks the incident version an API request is based on (`If-Match`, `?version=` or a JSON
@@ -53,7 +47,6 @@ pub(super) async fn api_draft(
     version: BaseVersion,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    user.require(Role::Responder, "drafting a post-mortem")?;
     let id = incident_id(&id)?;
     api_version(&s, &id, version, &body).await?;
     let stored = pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &id).await?;
@@ -87,7 +80,6 @@ pub(super) async fn api_put(
     Path(id): Path<String>,
     ApiJson(b): ApiJson<PutPostmortem>,
 ) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
-    user.require(Role::Responder, "editing a post-mortem")?;
     Ok(Json(
         pm::edit(
             &s.pool,
@@ -109,7 +101,9 @@ pub(super) async fn api_confirm(
 ) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
     let id = incident_id(&id)?;
     api_version(&s, &id, version, &body).await?;
-    Ok(Json(pm::confirm(&s.pool, &user.0, &id, policy(&s)).await?))
+    Ok(Json(
+        pm::confirm(&s.pool, &user.0, &id, s.settings.confirm_policy()).await?,
+    ))
 }
 
 async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> {
@@ -156,7 +150,6 @@ pub(super) async fn api_learn(
     version: BaseVersion,
     body: axum::body::Bytes,
 ) -> Result<Json<pm::LearnResult>, ApiError> {
-    user.require(Role::Responder, "learning")?;
     let id = incident_id(&id)?;
     api_version(&s, &id, version, &body).await?;
     Ok(Json(pm::learn(&s.pool, &user.0, &id).await?))
@@ -421,13 +414,18 @@ async fn render(
             .postmortem
             .to_markdown_with(&incident, |t| clock.fmt(t)),
     );
-    let confirm_blocked = if !user.role.includes(Role::Reviewer) {
-        Some("Needs the reviewer role".to_string())
-    } else if !s.settings.allow_self_confirm && stored.edited_by == user.name {
-        Some("You edited this draft last: another reviewer must confirm it".to_string())
-    } else {
-        None
-    };
+    let confirm_blocked =
+        match s
+            .settings
+            .confirm_policy()
+            .check(user.role, &user.name, Some(&stored.edited_by))
+        {
+            Ok(()) => None,
+            Err(ConfirmRefusal::NeedsReviewer) => Some("Needs the reviewer role".to_string()),
+            Err(ConfirmRefusal::OwnEdit) => {
+                Some("You edited this draft last: another reviewer must confirm it".to_string())
+            }
+        };
     let (status, error) = error.map_or((StatusCode::OK, None), |(st, m)| (st, Some(m)));
     let page = PostmortemPage {
         layout: Layout::new(Some(user), format!("Post-mortem {id}")),
@@ -515,7 +513,7 @@ pub(super) async fn page_confirm(
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
     let result = match workflow::ensure_version(&s.pool, &id, f.version).await {
-        Ok(_) => pm::confirm(&s.pool, &user.0, &id, policy(&s)).await,
+        Ok(_) => pm::confirm(&s.pool, &user.0, &id, s.settings.confirm_policy()).await,
         Err(e) => Err(e),
     };
     match result {
