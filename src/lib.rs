@@ -9,6 +9,7 @@ pub mod analyst;
 pub mod app;
 pub mod cli;
 pub mod demo;
+pub mod digest;
 pub mod domain;
 pub mod error;
 pub mod eval;

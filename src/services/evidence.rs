@@ -58,10 +58,7 @@ pub async fn add(
     let source = crate::domain::optional_text("source", source, SOURCE_MAX)?;
     // The digest of what was sent, before redaction: deliveries can be matched by it without
     // the stored text holding what was redacted.
-    let sha256 = {
-        use sha2::Digest;
-        hex::encode(sha2::Sha256::digest(content.as_bytes()))
-    };
+    let sha256 = crate::digest::sha256_hex(content.as_bytes());
     let submitted_bytes = content.len();
     // Redact first, then extract from the redacted text: observations, their examples and line
     // references all come from what is stored, so a secret that is recognised only in its

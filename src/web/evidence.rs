@@ -67,8 +67,7 @@ impl Submission {
 /// Key under which a paste is stored once per incident: its kind and the SHA-256 of its
 /// content, so the same paste twice says so instead of doubling the observations.
 fn paste_key(id: &IncidentId, kind: EvidenceKind, content: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = hex::encode(Sha256::digest(content.as_bytes()));
+    let digest = crate::digest::sha256_hex(content.as_bytes());
     format!("paste:{id}:{}:{digest}", kind.as_str())
 }
 

@@ -17,7 +17,7 @@
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, RawQuery, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -27,7 +27,6 @@ use super::errors::ApiError;
 use crate::domain::IncidentId;
 use crate::error::AppError;
 use crate::services::ingest::{self, Source};
-use crate::store::integrations::{self as istore, Integration};
 use crate::store::{alerts as astore, incidents};
 
 /// Header PagerDuty v3 webhooks carry their signatures in.
@@ -60,76 +59,23 @@ struct TokenQuery {
     token: Option<String>,
 }
 
-/// The bearer secret of a request: `Authorization: Bearer …` first, else `?token=`.
-fn presented_secret(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
-    let from_header = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, rest) = v.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-        })
-        .filter(|t| !t.is_empty())
-        .map(str::to_string);
-    from_header.or_else(|| {
+/// What a delivery presents to authenticate itself: the bearer secret (`Authorization: Bearer …`
+/// first, else `?token=`) and the `X-PagerDuty-Signature` header. The policy that judges them is
+/// [`ingest::authenticate`].
+fn credentials(headers: &HeaderMap, query: Option<&str>) -> ingest::Credentials {
+    let from_header = super::auth::bearer_token(headers).map(str::to_string);
+    let secret = from_header.or_else(|| {
         query
             .and_then(|q| serde_urlencoded::from_str::<TokenQuery>(q).ok())
             .and_then(|q| q.token)
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty())
-    })
-}
-
-/// Finds the integration a delivery to `source`'s endpoint comes from.
-///
-/// # Errors
-/// [`AppError::Unauthenticated`] (401) without a valid secret or signature;
-/// [`AppError::Forbidden`] (403) for a secret of another source's integration.
-async fn authenticate(
-    state: &AppState,
-    source: Source,
-    headers: &HeaderMap,
-    query: Option<&str>,
-    body: &[u8],
-) -> Result<Integration, AppError> {
+    });
     let signature = headers
         .get(PAGERDUTY_SIGNATURE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    if let Some(secret) = presented_secret(headers, query) {
-        let Some(integ) =
-            istore::find_by_secret(&state.pool, &ingest::secret_digest(&secret)).await?
-        else {
-            return Err(AppError::Unauthenticated);
-        };
-        if integ.source != source.as_str() {
-            return Err(AppError::Forbidden(format!(
-                "this secret belongs to a {} integration; point it at /api/v1/webhooks/{}",
-                integ.source, integ.source
-            )));
-        }
-        if let Some(signing) = &integ.signing_secret {
-            let ok = signature
-                .as_deref()
-                .is_some_and(|s| ingest::verify_pagerduty_signature(signing, body, s));
-            if !ok {
-                return Err(AppError::Unauthenticated);
-            }
-        }
-        return Ok(integ);
-    }
-    if source == Source::Pagerduty
-        && let Some(sig) = signature
-    {
-        for integ in istore::list(&state.pool, Some(source.as_str())).await? {
-            if let Some(signing) = &integ.signing_secret
-                && ingest::verify_pagerduty_signature(signing, body, &sig)
-            {
-                return Ok(integ);
-            }
-        }
-    }
-    Err(AppError::Unauthenticated)
+    ingest::Credentials { secret, signature }
 }
 
 async fn receive(
@@ -139,7 +85,8 @@ async fn receive(
     query: Option<&str>,
     body: &[u8],
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let integ = authenticate(state, source, headers, query, body).await?;
+    let integ =
+        ingest::authenticate(&state.pool, source, &credentials(headers, query), body).await?;
     let delivery = ingest::parse_delivery(source, body)?;
     let out = ingest::ingest(&state.pool, &integ, &delivery).await?;
     let mut v = json!({
@@ -212,7 +159,7 @@ pub(super) async fn incident_alerts(
         "incident": id,
         "firing": firing,
         "resolved": resolved,
-        "summary": format!("{firing} of {} firing", firing + resolved),
+        "summary": ingest::summary(firing, resolved),
         "group": group,
         "alerts": alerts,
     })))
