@@ -1,5 +1,7 @@
-//! The JSON API under `/api/v1`, mirroring every page action with the same rules. Errors are
-//! `{"error": {"code", "message"}}` with the matching 4xx (see `web::errors`).
+//! The JSON API of incidents (`/api/v1/incidents…`: open, list, show, resolve, reopen) and of
+//! the caller (`/api/v1/me`), with the same rules as their pages in `web::pages`; the other
+//! resources' API handlers sit in their own modules. Errors are `{"error": {"code", "message"}}`
+//! with the matching 4xx (see `web::errors`).
 
 use axum::Json;
 use axum::extract::{Path, Query, State};

@@ -1,6 +1,6 @@
 //! The copilot over HTTP: investigate, approve (simulated), reject, verdict — JSON under
-//! `/api/v1/incidents/{id}/…` and form posts from the incident page. Any signed-in user (every role
-//! includes responder).
+//! `/api/v1/incidents/{id}/…` and form posts from the incident page. Any signed-in user may
+//! (every role includes responder).
 
 use axum::Json;
 use axum::extract::{Path, State};
