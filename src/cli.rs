@@ -1,5 +1,5 @@
-//! Command line: `serve` (the default), `user add|token`, `audit verify`, `export`, `import`,
-//! `history load`, `demo`, `eval recall`.
+//! Command line: `serve` (the default; builds the app with [`crate::App::build`]), `user add`,
+//! `user token`, `audit verify`, `export`, `import`, `history load`, `demo`, `eval recall`.
 //!
 //! Every option also reads an `INCIDENTMIND_…` environment variable; `--help` lists them.
 
@@ -8,9 +8,10 @@ use std::io::{BufRead, Write};
 use clap::{Args, Parser, Subcommand};
 use sqlx::SqlitePool;
 
+use crate::app::App;
 use crate::domain::{Role, UserName};
 use crate::store::{self, audit, users};
-use crate::web::{self, AppState, Settings};
+use crate::web::{self, Settings};
 
 /// IncidentMind: work production incidents with an organizational memory.
 ///
@@ -315,7 +316,7 @@ async fn open(db: &DbArgs, mode: store::OpenMode) -> anyhow::Result<SqlitePool> 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     use store::OpenMode::{CreateIfMissing, MustExist};
     match cli.command.unwrap_or(Command::Serve(cli.serve)) {
-        Command::Serve(args) => serve(open(&args.db, CreateIfMissing).await?, &args).await,
+        Command::Serve(args) => serve(&args).await,
         Command::Eval(EvalCommand::Recall {
             file,
             verbose,
@@ -612,25 +613,20 @@ pub fn embedder(
     }
 }
 
-async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
+/// What `serve`'s flags build: settings, the embedder they choose and the model analyst when a
+/// model server is configured.
+///
+/// # Errors
+/// The embedder cannot be loaded or configured ([`embedder`]); the model client cannot be built.
+pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
     let settings = Settings {
         max_body_bytes: args.max_body_bytes,
         secure_cookies: args.secure_cookies,
         max_evidence_bytes: args.max_evidence_bytes,
         allow_self_confirm: args.allow_self_confirm,
     };
-    let memory = crate::memory::Memory::new(
-        pool.clone(),
-        embedder(&args.embeddings, Some(&ModelServer::of(args)))?,
-    );
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let worker = tokio::spawn(crate::memory::embeddings::run_worker(
-        memory.clone(),
-        std::time::Duration::from_secs(10),
-        stopped,
-    ));
-    let mut state = AppState::new(pool, settings).with_memory(memory);
-    if let Some(base) = args
+    let embedder = embedder(&args.embeddings, Some(&ModelServer::of(args)))?;
+    let llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>> = if let Some(base) = args
         .llm_base_url
         .as_deref()
         .filter(|b| !b.trim().is_empty())
@@ -643,13 +639,32 @@ async fn serve(pool: SqlitePool, args: &ServeArgs) -> anyhow::Result<()> {
             token_budget: args.llm_token_budget.max(500),
         })?;
         tracing::info!(model = %args.llm_model, base = %base, "LLM analyst configured");
-        state = state.with_llm(std::sync::Arc::new(llm));
+        Some(std::sync::Arc::new(llm))
     } else {
         tracing::info!("no model configured: using the built-in analyst");
-    }
+        None
+    };
+    Ok(crate::app::Config {
+        database_url: args.db.database_url.clone(),
+        settings,
+        embedder,
+        llm,
+    })
+}
+
+/// `serve`: builds the app ([`App::build`]), runs the memory worker beside it, and serves until
+/// Ctrl-C or SIGTERM.
+async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    let app = App::build(serve_config(args)?).await?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let worker = tokio::spawn(crate::memory::embeddings::run_worker(
+        app.state.memory.clone(),
+        std::time::Duration::from_secs(10),
+        stopped,
+    ));
     let listener = tokio::net::TcpListener::bind(&args.bind).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
-    axum::serve(listener, web::router(state))
+    axum::serve(listener, app.router)
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     // The worker stops between batches.

@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use crate::web::{AppState, Settings, router};
+use crate::app::{App, Config};
 
 const LOG_A: &str = "2026-11-29T14:05:12Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.
 2026-11-29T14:06:40Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.
@@ -86,7 +86,17 @@ pub async fn run() -> anyhow::Result<()> {
 }
 
 async fn story(db: &str) -> anyhow::Result<()> {
-    let pool = crate::store::connect(db).await?;
+    // The built-in embedding model, as `serve` uses it (the story works without it too).
+    let embedder =
+        crate::memory::embeddings::BuiltinEmbedder::load(&crate::memory::minilm::default_dir())
+            .ok()
+            .map(|e| std::sync::Arc::new(e) as std::sync::Arc<dyn crate::memory::Embedder>);
+    let app = App::build(Config {
+        embedder,
+        ..Config::new(db)
+    })
+    .await?;
+    let (pool, memory) = (app.state.pool.clone(), app.state.memory.clone());
     step(
         1,
         &format!("temporary database {db}; users rita (responder) and victor (reviewer)"),
@@ -95,13 +105,7 @@ async fn story(db: &str) -> anyhow::Result<()> {
     let victor = crate::cli::add_user(&pool, "victor", "reviewer", None).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
-    // The built-in embedding model, as `serve` uses it (the story works without it too).
-    let embedder =
-        crate::memory::embeddings::BuiltinEmbedder::load(&crate::memory::minilm::default_dir())
-            .ok()
-            .map(|e| std::sync::Arc::new(e) as std::sync::Arc<dyn crate::memory::Embedder>);
-    let memory = crate::memory::Memory::new(pool.clone(), embedder);
-    let app = router(AppState::new(pool.clone(), Settings::default()).with_memory(memory.clone()));
+    let app = app.router;
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });

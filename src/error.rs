@@ -1,8 +1,10 @@
-//! The library's one error type and its single mapping to HTTP responses.
+//! The library's one error type, [`AppError`], with what each variant means over HTTP: its
+//! status ([`AppError::status`]), stable code ([`AppError::code`]) and the message people see
+//! ([`AppError::public_message`]: 4xx show their text; 5xx are logged once with their source
+//! chain and show a generic one).
 //!
-//! 4xx errors show their message; 5xx errors are logged once with their source chain and show a
-//! generic text. The JSON API renders `{"error": {"code": "...", "message": "..."}}`; pages
-//! render the error template (see `web::pages`).
+//! Turning it into a response (the JSON body or the HTML error page) is the web layer's job:
+//! see `web::errors`.
 
 use axum::http::StatusCode;
 

@@ -2,11 +2,14 @@
 //!
 //! Layers (DESIGN.md §7): [`web`] (axum handlers, askama pages, JSON API) calls [`services`],
 //! which apply the pure rules in [`domain`] and persist through [`store`] (the only module with
-//! SQL). [`cli`] is the command line; `main.rs` only calls it.
+//! SQL). [`App::build`] wires them together (database, memory, model, router) for `serve`, the
+//! CLI and the tests; [`cli`] is the command line; `main.rs` only calls it.
 
 pub mod analyst;
+pub mod app;
 pub mod cli;
 pub mod demo;
+pub mod digest;
 pub mod domain;
 pub mod error;
 pub mod eval;
@@ -18,5 +21,6 @@ pub mod services;
 pub mod store;
 pub mod web;
 
+pub use app::App;
 pub use error::{AppError, AppResult};
 pub use web::{AppState, Settings, router};

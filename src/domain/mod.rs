@@ -2,6 +2,7 @@
 //! validation of what people type. Nothing in here does I/O (DESIGN.md §7).
 
 pub mod action;
+pub mod confirm;
 pub mod incident;
 pub mod memory;
 pub mod postmortem;
@@ -9,6 +10,7 @@ pub mod synonyms;
 pub mod user;
 
 pub use action::ActionKind;
+pub use confirm::{ConfirmPolicy, ConfirmRefusal};
 pub use incident::{
     Incident, IncidentId, IncidentState, InvalidTransition, NewIncident, Resolution, Severity,
     TimelineEvent, Transition,

@@ -56,23 +56,22 @@ pub async fn add(
         .into());
     }
     let source = crate::domain::optional_text("source", source, SOURCE_MAX)?;
-    let incident = incidents::get(pool, id).await?;
-    if incident.state == IncidentState::Learned {
-        return Err(AppError::Conflict(format!(
-            "{id} is learned and closed; open a new incident for new evidence"
-        )));
-    }
     // The digest of what was sent, before redaction: deliveries can be matched by it without
     // the stored text holding what was redacted.
-    let sha256 = {
-        use sha2::Digest;
-        hex::encode(sha2::Sha256::digest(content.as_bytes()))
-    };
+    let sha256 = crate::digest::sha256_hex(content.as_bytes());
     let submitted_bytes = content.len();
     // Redact first, then extract from the redacted text: observations, their examples and line
     // references all come from what is stored, so a secret that is recognised only in its
     // context (a Kubernetes Secret, a `.env` file) never reaches a single-line example.
     let mut tx = store::begin_write(pool).await?;
+    // Checked inside the write transaction, so a Learn that commits meanwhile cannot be followed
+    // by evidence on the learned incident.
+    let incident = incidents::get_in(&mut tx, id).await?;
+    if incident.state == IncidentState::Learned {
+        return Err(AppError::Conflict(format!(
+            "{id} is learned and closed; open a new incident for new evidence"
+        )));
+    }
     let redactor = store::redaction::load(&mut tx, id.as_str()).await?;
     let (redactor, extraction, redacted) = tokio::task::spawn_blocking(move || {
         let mut redactor = redactor;

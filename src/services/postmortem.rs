@@ -10,19 +10,16 @@ use sqlx::SqlitePool;
 
 use crate::domain::memory::{MemoryRecord, NewRecord, Rule};
 use crate::domain::postmortem::{ActionOutcome, DraftFacts, Postmortem, draft};
-use crate::domain::{ActionKind, IncidentId, IncidentState, MemoryKind, Role, Transition};
+use crate::domain::{
+    ActionKind, ConfirmRefusal, IncidentId, IncidentState, MemoryKind, Role, Transition,
+};
 use crate::error::{AppError, AppResult};
 use crate::store::users::User;
 use crate::store::{
     self, audit, incidents, memory as mstore, postmortems as pstore, recommendations as rstore,
 };
 
-/// Who may confirm: the reviewer role, and (unless `allow_self_confirm`) not the last editor.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ConfirmPolicy {
-    /// Small teams: let the last editor confirm their own draft.
-    pub allow_self_confirm: bool,
-}
+pub use crate::domain::ConfirmPolicy;
 
 async fn facts(pool: &SqlitePool, incident: &crate::domain::Incident) -> AppResult<DraftFacts> {
     let (observations, tags) =
@@ -379,22 +376,23 @@ pub async fn confirm(
     id: &IncidentId,
     policy: ConfirmPolicy,
 ) -> AppResult<pstore::StoredPostmortem> {
-    if !user.role.includes(Role::Reviewer) {
-        return Err(AppError::needs_role(
-            Role::Reviewer,
-            "confirming a post-mortem",
-        ));
-    }
+    let refused = |r: ConfirmRefusal| match r {
+        ConfirmRefusal::NeedsReviewer => {
+            AppError::needs_role(Role::Reviewer, "confirming a post-mortem")
+        }
+        ConfirmRefusal::OwnEdit => AppError::Forbidden(format!(
+            "{} edited this draft last: another reviewer must confirm it (or set INCIDENTMIND_ALLOW_SELF_CONFIRM for small teams)",
+            user.name
+        )),
+    };
+    policy.check(user.role, &user.name, None).map_err(refused)?;
     let mut tx = store::begin_write(pool).await?;
     let current = incidents::get_in(&mut tx, id).await?;
     let to = current.state.apply(Transition::Confirm)?;
     let pm = pstore::get_in(&mut tx, id.as_str()).await?;
-    if !policy.allow_self_confirm && pm.edited_by == user.name {
-        return Err(AppError::Forbidden(format!(
-            "{} edited this draft last: another reviewer must confirm it (or set INCIDENTMIND_ALLOW_SELF_CONFIRM for small teams)",
-            user.name
-        )));
-    }
+    policy
+        .check(user.role, &user.name, Some(&pm.edited_by))
+        .map_err(refused)?;
     let at = store::now();
     if !incidents::apply_transition(
         &mut tx,

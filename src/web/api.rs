@@ -1,11 +1,12 @@
-//! The JSON API under `/api/v1`, mirroring every page action with the same rules. Errors are
-//! `{"error": {"code", "message"}}` with the matching 4xx (see `web::errors`).
+//! The JSON API of incidents (`/api/v1/incidents…`: open, list, show, resolve, reopen) and of
+//! the caller (`/api/v1/me`), with the same rules as their pages in `web::pages`; the other
+//! resources' API handlers sit in their own modules. Errors are `{"error": {"code", "message"}}`
+//! with the matching 4xx (see `web::errors`).
 
+use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
@@ -17,16 +18,6 @@ use crate::domain::{
 };
 use crate::services::workflow::{self, TransitionInput};
 use crate::store::incidents::{self, IncidentFilter};
-
-/// Routes of the incident API.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/me", get(me))
-        .route("/api/v1/incidents", post(create).get(list))
-        .route("/api/v1/incidents/{id}", get(show))
-        .route("/api/v1/incidents/{id}/resolve", post(resolve))
-        .route("/api/v1/incidents/{id}/reopen", post(reopen))
-}
 
 type ApiResult<T> = Result<T, ApiError>;
 
@@ -66,7 +57,7 @@ fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
     serde_urlencoded::from_str::<Vec<(String, String)>>(q).unwrap_or_default()
 }
 
-async fn me(CurrentUser(user): CurrentUser) -> Json<crate::store::users::User> {
+pub(super) async fn me(CurrentUser(user): CurrentUser) -> Json<crate::store::users::User> {
     Json(user)
 }
 
@@ -84,7 +75,7 @@ pub struct CreateIncident {
     pub description: String,
 }
 
-async fn create(
+pub(super) async fn create(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     ApiJson(body): ApiJson<CreateIncident>,
@@ -180,14 +171,14 @@ pub async fn page_of(
 }
 
 #[derive(Serialize)]
-struct IncidentList {
+pub(super) struct IncidentList {
     incidents: Vec<Incident>,
     /// Cursor of the next page (`?after=`), absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
     next: Option<String>,
 }
 
-async fn list(
+pub(super) async fn list(
     State(state): State<AppState>,
     _user: CurrentUser,
     Query(q): Query<ListQuery>,
@@ -199,7 +190,7 @@ async fn list(
 }
 
 #[derive(Serialize)]
-struct IncidentWithTimeline {
+pub(super) struct IncidentWithTimeline {
     #[serde(flatten)]
     incident: Incident,
     timeline: Vec<TimelineEvent>,
@@ -209,7 +200,7 @@ fn parse_id(id: &str) -> Result<IncidentId, ApiError> {
     IncidentId::parse(id).map_err(|_| ApiError(crate::AppError::NotFound(format!("incident {id}"))))
 }
 
-async fn show(
+pub(super) async fn show(
     State(state): State<AppState>,
     _user: CurrentUser,
     Path(id): Path<String>,
@@ -232,7 +223,7 @@ pub struct ResolveBody {
     pub version: Option<i64>,
 }
 
-async fn resolve(
+pub(super) async fn resolve(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     Path(id): Path<String>,
@@ -273,7 +264,7 @@ impl VersionBody {
     }
 }
 
-async fn reopen(
+pub(super) async fn reopen(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,

@@ -1,14 +1,10 @@
 //! Static assets (CSS, the one small script) embedded with rust-embed, served with their MIME
 //! type, an ETag, and long-lived caching when requested with the current `?v=` version.
 
-use axum::Router;
 use axum::extract::{Path, Query};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use rust_embed::RustEmbed;
-
-use super::AppState;
 
 #[derive(RustEmbed)]
 #[folder = "static/"]
@@ -22,17 +18,16 @@ pub fn version(path: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Routes: `GET /static/{*path}`.
-pub fn router() -> Router<AppState> {
-    Router::new().route("/static/{*path}", get(serve))
-}
-
 #[derive(serde::Deserialize)]
-struct V {
+pub(super) struct V {
     v: Option<String>,
 }
 
-async fn serve(Path(path): Path<String>, Query(q): Query<V>, headers: HeaderMap) -> Response {
+pub(super) async fn serve(
+    Path(path): Path<String>,
+    Query(q): Query<V>,
+    headers: HeaderMap,
+) -> Response {
     let Some(file) = Static::get(&path) else {
         return (StatusCode::NOT_FOUND, "no such asset").into_response();
     };

@@ -5,7 +5,6 @@
 use axum::extract::FromRequestParts;
 use axum::http::{header, request::Parts};
 use axum::response::{IntoResponse, Redirect, Response};
-use sha2::{Digest, Sha256};
 use sqlx::SqlitePool;
 use tower_sessions::Session;
 
@@ -31,7 +30,17 @@ pub async fn issue_token(pool: &SqlitePool, user_id: i64) -> AppResult<String> {
 }
 
 fn token_digest(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
+    crate::digest::sha256_hex(token.as_bytes())
+}
+
+/// The credentials of an `Authorization: Bearer <token>` header, trimmed (the scheme is
+/// case-insensitive, RFC 9110 §11.1); `None` without the header, with another scheme, or with
+/// an empty token. The one bearer parser: API tokens and webhook secrets both come through it.
+pub fn bearer_token(headers: &axum::http::HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, rest) = value.trim().split_once(' ')?;
+    let token = rest.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// The authenticated user of a request.
@@ -97,17 +106,8 @@ impl FromRequestParts<AppState> for CurrentUser {
                 }
             }
         };
-        if let Some(value) = parts.headers.get(header::AUTHORIZATION) {
-            let token = value
-                .to_str()
-                .ok()
-                .and_then(|v| {
-                    v.strip_prefix("Bearer ")
-                        .or_else(|| v.strip_prefix("bearer "))
-                })
-                .map(str::trim)
-                .filter(|t| !t.is_empty());
-            let Some(token) = token else {
+        if parts.headers.contains_key(header::AUTHORIZATION) {
+            let Some(token) = bearer_token(&parts.headers) else {
                 return Err(AuthRejection::Api(AppError::Unauthenticated));
             };
             return match users::find_by_token(&state.pool, &token_digest(token)).await {

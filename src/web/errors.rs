@@ -1,5 +1,6 @@
-//! The one mapping from [`AppError`] to HTTP: JSON for the API (`ApiError`), an HTML page for
-//! pages (`PageError`), plus the extractors that turn axum's body rejections into the same errors.
+//! Rendering an [`AppError`] as a response, with the status, code and public message
+//! `crate::error` gives it: JSON for the API (`ApiError`), an HTML page for pages
+//! (`PageError`), plus the extractors that turn axum's body rejections into the same errors.
 
 use askama::Template;
 use askama_web::WebTemplate;

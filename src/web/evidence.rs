@@ -4,12 +4,11 @@
 
 use askama::Template;
 use askama_web::WebTemplate;
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Multipart, Path, Query, Request, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::AppState;
@@ -21,18 +20,6 @@ use crate::error::AppError;
 use crate::evidence::EvidenceKind;
 use crate::services::evidence as esvc;
 use crate::store::{evidence as estore, memory as mstore};
-
-/// Routes; the evidence routes accept bodies up to `max_evidence_bytes`.
-pub fn router(max_evidence_bytes: usize) -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/incidents/{id}/evidence",
-            get(api_list).post(api_add),
-        )
-        .route("/incidents/{id}/evidence", axum::routing::post(page_add))
-        .layer(axum::extract::DefaultBodyLimit::max(max_evidence_bytes))
-        .route("/incidents/{id}/evidence/{eid}", get(lines_page))
-}
 
 #[derive(Debug, Deserialize, Default)]
 struct Submission {
@@ -80,8 +67,7 @@ impl Submission {
 /// Key under which a paste is stored once per incident: its kind and the SHA-256 of its
 /// content, so the same paste twice says so instead of doubling the observations.
 fn paste_key(id: &IncidentId, kind: EvidenceKind, content: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let digest = hex::encode(Sha256::digest(content.as_bytes()));
+    let digest = crate::digest::sha256_hex(content.as_bytes());
     format!("paste:{id}:{}:{digest}", kind.as_str())
 }
 
@@ -236,7 +222,7 @@ fn incident_id(id: &str) -> Result<IncidentId, AppError> {
     IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
 }
 
-async fn api_add(
+pub(super) async fn api_add(
     State(s): State<AppState>,
     CurrentUser(user): CurrentUser,
     Path(id): Path<String>,
@@ -279,12 +265,12 @@ async fn api_add(
 }
 
 #[derive(serde::Serialize)]
-struct EvidenceList {
+pub(super) struct EvidenceList {
     evidence: Vec<estore::EvidenceMeta>,
     observations: Vec<crate::domain::memory::MemoryRecord>,
 }
 
-async fn api_list(
+pub(super) async fn api_list(
     State(s): State<AppState>,
     _u: CurrentUser,
     Path(id): Path<String>,
@@ -304,7 +290,7 @@ async fn api_list(
     }))
 }
 
-async fn page_add(
+pub(super) async fn page_add(
     State(s): State<AppState>,
     CurrentUser(user): CurrentUser,
     headers: axum::http::HeaderMap,
@@ -345,7 +331,7 @@ async fn page_add(
 }
 
 #[derive(Deserialize)]
-struct LinesQuery {
+pub(super) struct LinesQuery {
     #[serde(default)]
     from: Option<u64>,
     #[serde(default)]
@@ -369,7 +355,7 @@ struct LinesPage {
 /// At most this many lines are shown at once.
 const MAX_LINES_SHOWN: u64 = 500;
 
-async fn lines_page(
+pub(super) async fn lines_page(
     State(s): State<AppState>,
     CurrentUser(user): CurrentUser,
     Path((id, eid)): Path<(String, i64)>,

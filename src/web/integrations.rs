@@ -6,31 +6,21 @@ use std::collections::BTreeMap;
 
 use askama::Template;
 use askama_web::WebTemplate;
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::super::AppState;
-use super::super::auth::CurrentUser;
-use super::super::errors::{ApiError, ApiJson, PageError, PageForm};
-use super::super::pages::Layout;
-use super::super::view::Clock;
+use super::AppState;
+use super::auth::CurrentUser;
+use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::pages::Layout;
+use super::view::Clock;
 use crate::domain::{Role, Severity};
 use crate::error::AppError;
 use crate::services::ingest::{self, IntegrationInput, IntegrationUpdate, Source};
 use crate::store::integrations::{self as istore, Integration};
-
-/// Routes of the integrations page and API.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/integrations", post(api_create).get(api_list))
-        .route("/api/v1/integrations/{id}", get(api_show).patch(api_update))
-        .route("/integrations", get(page_list).post(page_create))
-        .route("/integrations/{id}", post(page_update))
-}
 
 const WHAT: &str = "managing integrations";
 
@@ -41,7 +31,7 @@ fn parse_id(id: &str) -> Result<i64, AppError> {
 
 /// An integration as the API shows it, with its webhook path.
 #[derive(Serialize)]
-struct IntegrationView {
+pub(super) struct IntegrationView {
     #[serde(flatten)]
     integration: Integration,
     webhook_path: String,
@@ -64,7 +54,7 @@ struct Created {
     secret: String,
 }
 
-async fn api_create(
+pub(super) async fn api_create(
     State(state): State<AppState>,
     user: CurrentUser,
     ApiJson(body): ApiJson<IntegrationInput>,
@@ -82,11 +72,11 @@ async fn api_create(
 }
 
 #[derive(Serialize)]
-struct List {
+pub(super) struct List {
     integrations: Vec<IntegrationView>,
 }
 
-async fn api_list(
+pub(super) async fn api_list(
     State(state): State<AppState>,
     user: CurrentUser,
 ) -> Result<Json<List>, ApiError> {
@@ -99,7 +89,7 @@ async fn api_list(
     Ok(Json(List { integrations }))
 }
 
-async fn api_show(
+pub(super) async fn api_show(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -108,7 +98,7 @@ async fn api_show(
     Ok(Json(istore::get(&state.pool, parse_id(&id)?).await?.into()))
 }
 
-async fn api_update(
+pub(super) async fn api_update(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -127,7 +117,7 @@ async fn api_update(
 
 /// The create form as typed (kept on a validation error).
 #[derive(Debug, Default, Deserialize)]
-struct CreateForm {
+pub(super) struct CreateForm {
     #[serde(default)]
     name: String,
     #[serde(default)]
@@ -215,7 +205,7 @@ async fn render_list(
     })
 }
 
-async fn page_list(
+pub(super) async fn page_list(
     State(state): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -250,7 +240,7 @@ fn parse_map_text(text: &str) -> Result<BTreeMap<String, String>, AppError> {
     Ok(out)
 }
 
-async fn page_create(
+pub(super) async fn page_create(
     State(state): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -297,7 +287,7 @@ async fn page_create(
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct UpdateForm {
+pub(super) struct UpdateForm {
     #[serde(default)]
     default_service: Option<String>,
     #[serde(default)]
@@ -306,7 +296,7 @@ struct UpdateForm {
     signing_secret: Option<String>,
 }
 
-async fn page_update(
+pub(super) async fn page_update(
     State(state): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,

@@ -1,11 +1,11 @@
 //! The copilot over HTTP: investigate, approve (simulated), reject, verdict — JSON under
-//! `/api/v1/incidents/{id}/…` and form posts from the incident page. Only responders and above.
+//! `/api/v1/incidents/{id}/…` and form posts from the incident page. Any signed-in user may
+//! (every role includes responder).
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::AppState;
@@ -13,57 +13,22 @@ use super::api::{BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
 use super::pages::{KeptInput, VersionForm, incident_error};
-use crate::domain::{IncidentId, Role};
+use crate::domain::IncidentId;
 use crate::error::AppError;
 use crate::services::investigation as inv;
 use crate::services::workflow;
-
-/// Routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/incidents/{id}/investigate", post(api_investigate))
-        .route("/api/v1/incidents/{id}/investigation", get(api_latest))
-        .route("/api/v1/incidents/{id}/recommendations", post(api_propose))
-        .route("/incidents/{id}/recommendations", post(page_propose))
-        .route(
-            "/api/v1/incidents/{id}/recommendations/{rid}/approve",
-            post(api_approve),
-        )
-        .route(
-            "/api/v1/incidents/{id}/recommendations/{rid}/reject",
-            post(api_reject),
-        )
-        .route(
-            "/api/v1/incidents/{id}/recommendations/{rid}/verdict",
-            post(api_verdict),
-        )
-        .route("/incidents/{id}/investigate", post(page_investigate))
-        .route(
-            "/incidents/{id}/recommendations/{rid}/approve",
-            post(page_approve),
-        )
-        .route(
-            "/incidents/{id}/recommendations/{rid}/reject",
-            post(page_reject),
-        )
-        .route(
-            "/incidents/{id}/recommendations/{rid}/verdict",
-            post(page_verdict),
-        )
-}
 
 fn incident_id(id: &str) -> Result<IncidentId, AppError> {
     IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
 }
 
-async fn api_investigate(
+pub(super) async fn api_investigate(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
     BaseVersion(version): BaseVersion,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    user.require(Role::Responder, "investigating")?;
     let id = incident_id(&id)?;
     let version = version.or(VersionBody::parse(&body)?.version);
     workflow::ensure_version(&s.pool, &id, version).await?;
@@ -71,7 +36,7 @@ async fn api_investigate(
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
 
-async fn api_latest(
+pub(super) async fn api_latest(
     State(s): State<AppState>,
     _u: CurrentUser,
     Path(id): Path<String>,
@@ -104,14 +69,13 @@ pub struct ProposeBody {
     pub rationale: String,
 }
 
-async fn api_propose(
+pub(super) async fn api_propose(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
     BaseVersion(version): BaseVersion,
     ApiJson(b): ApiJson<ProposeBody>,
 ) -> Result<Response, ApiError> {
-    user.require(Role::Responder, "proposing an action")?;
     let id = incident_id(&id)?;
     workflow::ensure_version(&s.pool, &id, version.or(b.version)).await?;
     let view = inv::propose(
@@ -126,7 +90,7 @@ async fn api_propose(
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
 
-async fn page_propose(
+pub(super) async fn page_propose(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -180,28 +144,26 @@ pub struct VerdictBody {
     pub note: String,
 }
 
-async fn api_approve(
+pub(super) async fn api_approve(
     State(s): State<AppState>,
     user: CurrentUser,
     Path((id, rid)): Path<(String, i64)>,
     BaseVersion(version): BaseVersion,
     body: axum::body::Bytes,
 ) -> Result<Json<inv::RecommendationView>, ApiError> {
-    user.require(Role::Responder, "approving an action")?;
     let id = incident_id(&id)?;
     let version = version.or(VersionBody::parse(&body)?.version);
     workflow::ensure_version(&s.pool, &id, version).await?;
     Ok(Json(inv::approve(&s.pool, &user.0.name, &id, rid).await?))
 }
 
-async fn api_reject(
+pub(super) async fn api_reject(
     State(s): State<AppState>,
     user: CurrentUser,
     Path((id, rid)): Path<(String, i64)>,
     BaseVersion(version): BaseVersion,
     ApiJson(b): ApiJson<RejectBody>,
 ) -> Result<Json<inv::RecommendationView>, ApiError> {
-    user.require(Role::Responder, "rejecting an action")?;
     let id = incident_id(&id)?;
     workflow::ensure_version(&s.pool, &id, version.or(b.version)).await?;
     Ok(Json(
@@ -209,14 +171,13 @@ async fn api_reject(
     ))
 }
 
-async fn api_verdict(
+pub(super) async fn api_verdict(
     State(s): State<AppState>,
     user: CurrentUser,
     Path((id, rid)): Path<(String, i64)>,
     BaseVersion(version): BaseVersion,
     ApiJson(b): ApiJson<VerdictBody>,
 ) -> Result<Json<inv::RecommendationView>, ApiError> {
-    user.require(Role::Responder, "recording a verdict")?;
     let id = incident_id(&id)?;
     workflow::ensure_version(&s.pool, &id, version.or(b.version)).await?;
     Ok(Json(
@@ -253,7 +214,7 @@ where
     }
 }
 
-async fn page_investigate(
+pub(super) async fn page_investigate(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -274,7 +235,7 @@ async fn page_investigate(
     .await
 }
 
-async fn page_approve(
+pub(super) async fn page_approve(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -295,7 +256,7 @@ async fn page_approve(
     .await
 }
 
-async fn page_reject(
+pub(super) async fn page_reject(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -311,7 +272,7 @@ async fn page_reject(
     page_write(&s, &user, &headers, &id, f.version, kept, write).await
 }
 
-async fn page_verdict(
+pub(super) async fn page_verdict(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,

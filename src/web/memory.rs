@@ -3,11 +3,10 @@
 
 use askama::Template;
 use askama_web::WebTemplate;
+use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
@@ -21,22 +20,6 @@ use crate::error::AppError;
 use crate::memory::recall::{RecallQuery, RecallResult, recall};
 use crate::services::memory as msvc;
 use crate::store::memory::{self as mstore, MemoryFilter};
-
-/// Routes.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/memories", get(api_list).post(api_create))
-        .route("/api/v1/memories/{id}", get(api_show))
-        .route("/api/v1/memories/{id}/supersede", post(api_supersede))
-        .route("/api/v1/memories/{id}/retract", post(api_retract))
-        .route("/api/v1/recall", get(api_recall))
-        .route("/memories", get(browser_page))
-        .route("/memories/new", get(new_page).post(new_submit))
-        .route("/memories/sample", axum::routing::post(load_sample))
-        .route("/memories/{id}", get(show_page))
-        .route("/memories/{id}/supersede", post(supersede_submit))
-        .route("/memories/{id}/retract", post(retract_submit))
-}
 
 /// Query of the memory list (API and browser); empty = any.
 #[derive(Debug, Default, Deserialize)]
@@ -130,11 +113,11 @@ impl MemoryQuery {
 }
 
 #[derive(Serialize)]
-struct MemoryList {
+pub(super) struct MemoryList {
     memories: Vec<MemoryRecord>,
 }
 
-async fn api_list(
+pub(super) async fn api_list(
     State(s): State<AppState>,
     _u: CurrentUser,
     Query(q): Query<MemoryQuery>,
@@ -145,7 +128,7 @@ async fn api_list(
 }
 
 #[derive(Serialize)]
-struct MemoryDetail {
+pub(super) struct MemoryDetail {
     #[serde(flatten)]
     memory: MemoryRecord,
     source_records: Vec<MemoryRecord>,
@@ -186,7 +169,7 @@ fn parse_mem_id(id: &str) -> Result<i64, AppError> {
         .map_err(|_| AppError::NotFound(format!("memory {id}")))
 }
 
-async fn api_show(
+pub(super) async fn api_show(
     State(s): State<AppState>,
     _u: CurrentUser,
     Path(id): Path<String>,
@@ -341,7 +324,7 @@ async fn create_memory(
     Ok(written)
 }
 
-async fn api_create(
+pub(super) async fn api_create(
     State(s): State<AppState>,
     CurrentUser(user): CurrentUser,
     ApiJson(body): ApiJson<CreateMemory>,
@@ -370,7 +353,7 @@ pub struct RetractBody {
     pub reason: String,
 }
 
-async fn api_supersede(
+pub(super) async fn api_supersede(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -389,7 +372,7 @@ async fn api_supersede(
     ))
 }
 
-async fn api_retract(
+pub(super) async fn api_retract(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -430,7 +413,7 @@ async fn run_recall(s: &AppState, p: &RecallParams) -> Result<RecallResult, AppE
     recall(&s.memory, &q).await
 }
 
-async fn api_recall(
+pub(super) async fn api_recall(
     State(s): State<AppState>,
     _u: CurrentUser,
     Query(p): Query<RecallParams>,
@@ -499,7 +482,10 @@ async fn embedding_progress(memory: &crate::memory::Memory) -> Option<String> {
 
 /// `POST /memories/sample` (admins): replays the embedded sample history through the normal
 /// workflow, then shows the memory browser.
-async fn load_sample(State(s): State<AppState>, user: CurrentUser) -> Result<Response, PageError> {
+pub(super) async fn load_sample(
+    State(s): State<AppState>,
+    user: CurrentUser,
+) -> Result<Response, PageError> {
     user.require(Role::Admin, "loading the sample history")?;
     crate::sample::load_history(&s.memory).await?;
     s.memory.wake();
@@ -507,14 +493,14 @@ async fn load_sample(State(s): State<AppState>, user: CurrentUser) -> Result<Res
 }
 
 #[derive(Deserialize, Default)]
-struct BrowserQuery {
+pub(super) struct BrowserQuery {
     #[serde(flatten)]
     filter: MemoryQuery,
     #[serde(default)]
     recall: String,
 }
 
-async fn browser_page(
+pub(super) async fn browser_page(
     State(s): State<AppState>,
     CurrentUser(user): CurrentUser,
     headers: HeaderMap,
@@ -673,7 +659,7 @@ async fn render_show(
         .into_response())
 }
 
-async fn show_page(
+pub(super) async fn show_page(
     State(s): State<AppState>,
     CurrentUser(user): CurrentUser,
     headers: HeaderMap,
@@ -683,14 +669,14 @@ async fn show_page(
 }
 
 #[derive(Deserialize)]
-struct CurateForm {
+pub(super) struct CurateForm {
     #[serde(default)]
     by: String,
     #[serde(default)]
     reason: String,
 }
 
-async fn supersede_submit(
+pub(super) async fn supersede_submit(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -713,7 +699,7 @@ async fn supersede_submit(
     }
 }
 
-async fn retract_submit(
+pub(super) async fn retract_submit(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -743,7 +729,7 @@ struct NewPage {
 }
 
 #[derive(Deserialize, Default)]
-struct NewForm {
+pub(super) struct NewForm {
     #[serde(default)]
     kind: String,
     #[serde(default)]
@@ -765,14 +751,14 @@ struct NewForm {
 }
 
 #[derive(Deserialize, Default)]
-struct NewQuery {
+pub(super) struct NewQuery {
     #[serde(default)]
     kind: String,
     #[serde(default)]
     replaces: String,
 }
 
-async fn new_page(
+pub(super) async fn new_page(
     State(s): State<AppState>,
     CurrentUser(user): CurrentUser,
     Query(nq): Query<NewQuery>,
@@ -828,7 +814,7 @@ async fn new_page(
     .into_response())
 }
 
-async fn new_submit(
+pub(super) async fn new_submit(
     State(s): State<AppState>,
     CurrentUser(user): CurrentUser,
     PageForm(f): PageForm<NewForm>,

@@ -1,5 +1,6 @@
-//! The HTTP layer: one router for pages (`/incidents…`), the JSON API (`/api/v1/…`), static
-//! assets and health checks. Handlers parse, authorize, call a service and render; they hold no
+//! The HTTP layer: the one route table ([`routes`], every URL of the app, top to bottom), the
+//! middleware stack around it ([`router`]), [`AppState`] and the health checks. The handlers live
+//! in one module per resource; they parse, authorize, call a service and render, and hold no
 //! business rules (DESIGN.md §7).
 
 pub mod api;
@@ -7,6 +8,7 @@ pub mod assets;
 pub mod auth;
 pub mod errors;
 pub mod evidence;
+pub mod integrations;
 pub mod investigation;
 pub mod memory;
 pub mod pages;
@@ -19,7 +21,8 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, MatchedPath, State};
 use axum::http::{HeaderName, HeaderValue, Request, StatusCode, header};
-use axum::routing::get;
+use axum::response::Redirect;
+use axum::routing::{get, post};
 use sqlx::SqlitePool;
 use tower::ServiceBuilder;
 use tower_http::csrf::CsrfLayer;
@@ -48,6 +51,16 @@ pub struct Settings {
     pub max_evidence_bytes: usize,
     /// Let the last editor of a post-mortem draft confirm it (small teams).
     pub allow_self_confirm: bool,
+}
+
+impl Settings {
+    /// Who may confirm a post-mortem under these settings (the one rule:
+    /// [`crate::domain::ConfirmPolicy::check`]).
+    pub fn confirm_policy(&self) -> crate::domain::ConfirmPolicy {
+        crate::domain::ConfirmPolicy {
+            allow_self_confirm: self.allow_self_confirm,
+        }
+    }
 }
 
 impl Default for Settings {
@@ -103,8 +116,198 @@ impl AppState {
 pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
                        object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/// The whole application: pages, API, assets, health checks and the middleware stack (request
-/// ids, tracing, security headers, CSRF check, sessions, body limit).
+/// The route table: every URL of the app, grouped by resource, each pointing at a handler in that
+/// resource's module. Pages and JSON API of a resource sit together. `evidence_limit` is the
+/// largest evidence body: the evidence routes and the forms that take long text accept bodies up
+/// to it (so an over-long field comes back as a 422 naming it, with the input kept, rather than a
+/// 413 that loses it); everything else has the app-wide body limit of [`router`].
+pub fn routes(evidence_limit: usize) -> Router<AppState> {
+    let long = || DefaultBodyLimit::max(evidence_limit);
+    Router::new()
+        // Health checks.
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        // Static assets.
+        .route("/static/{*path}", get(assets::serve))
+        // Session and profile (web/pages.rs, web/api.rs).
+        .route("/", get(|| async { Redirect::to("/incidents") }))
+        .route(
+            "/signin",
+            get(pages::signin_page).post(pages::signin_submit),
+        )
+        .route("/signout", post(pages::signout))
+        .route(
+            "/profile",
+            get(pages::profile_page).post(pages::profile_submit),
+        )
+        .route("/api/v1/me", get(api::me))
+        // Incidents: list, create, show, resolve, reopen (pages in web/pages.rs, JSON in
+        // web/api.rs).
+        .route(
+            "/incidents",
+            get(pages::list_page).merge(post(pages::create_submit).layer(long())),
+        )
+        .route("/incidents/new", get(pages::new_page))
+        .route("/incidents/{id}", get(pages::show_page))
+        .route(
+            "/incidents/{id}/resolve",
+            post(pages::resolve_submit).layer(long()),
+        )
+        .route("/incidents/{id}/reopen", post(pages::reopen_submit))
+        .route("/api/v1/incidents", post(api::create).get(api::list))
+        .route("/api/v1/incidents/{id}", get(api::show))
+        .route("/api/v1/incidents/{id}/resolve", post(api::resolve))
+        .route("/api/v1/incidents/{id}/reopen", post(api::reopen))
+        // Evidence of an incident: paste/upload and the lines an observation points at
+        // (web/evidence.rs).
+        .route(
+            "/api/v1/incidents/{id}/evidence",
+            get(evidence::api_list)
+                .post(evidence::api_add)
+                .layer(long()),
+        )
+        .route(
+            "/incidents/{id}/evidence",
+            post(evidence::page_add).layer(long()),
+        )
+        .route("/incidents/{id}/evidence/{eid}", get(evidence::lines_page))
+        // Investigation: recall + analyst, recommendations, simulated approvals, verdicts
+        // (web/investigation.rs).
+        .route(
+            "/api/v1/incidents/{id}/investigate",
+            post(investigation::api_investigate),
+        )
+        .route(
+            "/api/v1/incidents/{id}/investigation",
+            get(investigation::api_latest),
+        )
+        .route(
+            "/api/v1/incidents/{id}/recommendations",
+            post(investigation::api_propose),
+        )
+        .route(
+            "/api/v1/incidents/{id}/recommendations/{rid}/approve",
+            post(investigation::api_approve),
+        )
+        .route(
+            "/api/v1/incidents/{id}/recommendations/{rid}/reject",
+            post(investigation::api_reject),
+        )
+        .route(
+            "/api/v1/incidents/{id}/recommendations/{rid}/verdict",
+            post(investigation::api_verdict),
+        )
+        .route(
+            "/incidents/{id}/investigate",
+            post(investigation::page_investigate),
+        )
+        .route(
+            "/incidents/{id}/recommendations",
+            post(investigation::page_propose),
+        )
+        .route(
+            "/incidents/{id}/recommendations/{rid}/approve",
+            post(investigation::page_approve),
+        )
+        .route(
+            "/incidents/{id}/recommendations/{rid}/reject",
+            post(investigation::page_reject),
+        )
+        .route(
+            "/incidents/{id}/recommendations/{rid}/verdict",
+            post(investigation::page_verdict),
+        )
+        // Post-mortem: draft, edit, confirm, learnings preview, Learn, Markdown export, and the
+        // reviewers' grounding queue (web/postmortem.rs).
+        .route(
+            "/api/v1/incidents/{id}/postmortem",
+            post(postmortem::api_draft)
+                .get(postmortem::api_get)
+                .put(postmortem::api_put),
+        )
+        .route(
+            "/api/v1/incidents/{id}/postmortem/confirm",
+            post(postmortem::api_confirm),
+        )
+        .route(
+            "/api/v1/incidents/{id}/postmortem.md",
+            get(postmortem::api_markdown),
+        )
+        .route(
+            "/api/v1/incidents/{id}/learnings/preview",
+            get(postmortem::api_preview),
+        )
+        .route("/api/v1/incidents/{id}/learn", post(postmortem::api_learn))
+        .route("/api/v1/review", get(postmortem::api_review))
+        .route(
+            "/incidents/{id}/postmortem",
+            post(postmortem::page_draft).get(postmortem::page_show),
+        )
+        .route(
+            "/incidents/{id}/postmortem/edit",
+            post(postmortem::page_edit).layer(long()),
+        )
+        .route(
+            "/incidents/{id}/postmortem/confirm",
+            post(postmortem::page_confirm),
+        )
+        .route("/incidents/{id}/learnings", get(postmortem::page_preview))
+        .route("/incidents/{id}/learn", post(postmortem::page_learn))
+        .route("/review", get(postmortem::page_review))
+        // Organizational memory: browser, notes and runbooks, supersede/retract, recall
+        // (web/memory.rs).
+        .route(
+            "/api/v1/memories",
+            get(memory::api_list).post(memory::api_create),
+        )
+        .route("/api/v1/memories/{id}", get(memory::api_show))
+        .route(
+            "/api/v1/memories/{id}/supersede",
+            post(memory::api_supersede),
+        )
+        .route("/api/v1/memories/{id}/retract", post(memory::api_retract))
+        .route("/api/v1/recall", get(memory::api_recall))
+        .route("/memories", get(memory::browser_page))
+        .route(
+            "/memories/new",
+            get(memory::new_page).post(memory::new_submit),
+        )
+        .route("/memories/sample", post(memory::load_sample))
+        .route("/memories/{id}", get(memory::show_page))
+        .route("/memories/{id}/supersede", post(memory::supersede_submit))
+        .route("/memories/{id}/retract", post(memory::retract_submit))
+        // Alert webhooks, authenticated by an integration's secret, and the alerts of an
+        // incident (web/webhooks.rs).
+        .route(
+            "/api/v1/webhooks/alertmanager",
+            post(webhooks::alertmanager),
+        )
+        .route("/api/v1/webhooks/pagerduty", post(webhooks::pagerduty))
+        .route("/api/v1/webhooks/grafana", post(webhooks::grafana))
+        .route("/api/v1/webhooks/opsgenie", post(webhooks::opsgenie))
+        .route(
+            "/api/v1/incidents/{id}/alerts",
+            get(webhooks::incident_alerts),
+        )
+        // Integrations, admin only: the sources whose secrets authenticate the webhooks
+        // (web/integrations.rs).
+        .route(
+            "/api/v1/integrations",
+            post(integrations::api_create).get(integrations::api_list),
+        )
+        .route(
+            "/api/v1/integrations/{id}",
+            get(integrations::api_show).patch(integrations::api_update),
+        )
+        .route(
+            "/integrations",
+            get(integrations::page_list).post(integrations::page_create),
+        )
+        .route("/integrations/{id}", post(integrations::page_update))
+}
+
+/// The whole application: the route table ([`routes`]) inside the middleware stack (request ids,
+/// tracing, security headers, CSRF check, sessions, body limit, timeout).
 pub fn router(state: AppState) -> Router {
     let sessions = SessionManagerLayer::new(SqliteSessionStore::new(state.pool.clone()))
         .with_name("incidentmind_session")
@@ -160,17 +363,7 @@ pub fn router(state: AppState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ));
-    Router::new()
-        .merge(pages::router(state.settings.max_evidence_bytes))
-        .merge(api::router())
-        .merge(memory::router())
-        .merge(investigation::router())
-        .merge(postmortem::router(state.settings.max_evidence_bytes))
-        .merge(evidence::router(state.settings.max_evidence_bytes))
-        .merge(webhooks::router())
-        .merge(assets::router())
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+    routes(state.settings.max_evidence_bytes)
         .fallback(errors::not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

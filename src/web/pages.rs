@@ -3,11 +3,9 @@
 
 use askama::Template;
 use askama_web::WebTemplate;
-use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
 use serde::Deserialize;
 use tower_sessions::Session;
 
@@ -24,29 +22,6 @@ use crate::error::AppError;
 use crate::services::workflow::{self, TransitionInput};
 use crate::store::incidents;
 use crate::store::users::{self, User};
-
-/// Page routes. The forms that take long text accept bodies up to `form_limit` bytes (the
-/// evidence limit), so an over-long field comes back as a 422 naming it, with the input kept,
-/// rather than a 413 that loses it.
-pub fn router(form_limit: usize) -> Router<AppState> {
-    let long = || axum::extract::DefaultBodyLimit::max(form_limit);
-    Router::new()
-        .route("/", get(|| async { Redirect::to("/incidents") }))
-        .route("/signin", get(signin_page).post(signin_submit))
-        .route("/signout", post(signout))
-        .route("/profile", get(profile_page).post(profile_submit))
-        .route(
-            "/incidents",
-            get(list_page).merge(post(create_submit).layer(long())),
-        )
-        .route("/incidents/new", get(new_page))
-        .route("/incidents/{id}", get(show_page))
-        .route(
-            "/incidents/{id}/resolve",
-            post(resolve_submit).layer(long()),
-        )
-        .route("/incidents/{id}/reopen", post(reopen_submit))
-}
 
 type PageResult = Result<Response, PageError>;
 
@@ -112,7 +87,7 @@ struct SigninPage {
 }
 
 #[derive(Deserialize, Default)]
-struct NextQuery {
+pub(super) struct NextQuery {
     #[serde(default)]
     next: String,
 }
@@ -126,7 +101,10 @@ fn safe_next(next: &str) -> String {
     }
 }
 
-async fn signin_page(State(state): State<AppState>, Query(q): Query<NextQuery>) -> PageResult {
+pub(super) async fn signin_page(
+    State(state): State<AppState>,
+    Query(q): Query<NextQuery>,
+) -> PageResult {
     let first_run = users::count(&state.pool).await? == 0;
     Ok(SigninPage {
         layout: Layout::new(None, "Sign in"),
@@ -139,7 +117,7 @@ async fn signin_page(State(state): State<AppState>, Query(q): Query<NextQuery>) 
 }
 
 #[derive(Deserialize)]
-struct SigninForm {
+pub(super) struct SigninForm {
     #[serde(default)]
     name: String,
     #[serde(default)]
@@ -148,7 +126,7 @@ struct SigninForm {
     next: String,
 }
 
-async fn signin_submit(
+pub(super) async fn signin_submit(
     State(state): State<AppState>,
     session: Session,
     PageForm(form): PageForm<SigninForm>,
@@ -170,7 +148,7 @@ async fn signin_submit(
     }
 }
 
-async fn signout(session: Session) -> PageResult {
+pub(super) async fn signout(session: Session) -> PageResult {
     auth::sign_out(&session).await?;
     Ok(Redirect::to("/signin").into_response())
 }
@@ -184,7 +162,7 @@ struct ProfilePage {
     error: Option<String>,
 }
 
-async fn profile_page(CurrentUser(user): CurrentUser, headers: HeaderMap) -> PageResult {
+pub(super) async fn profile_page(CurrentUser(user): CurrentUser, headers: HeaderMap) -> PageResult {
     let browser = Clock::for_viewer(None, &headers).zone_name;
     Ok(ProfilePage {
         layout: Layout::new(Some(&user), "Profile").with_current("profile"),
@@ -196,12 +174,12 @@ async fn profile_page(CurrentUser(user): CurrentUser, headers: HeaderMap) -> Pag
 }
 
 #[derive(Deserialize)]
-struct ProfileForm {
+pub(super) struct ProfileForm {
     #[serde(default)]
     time_zone: String,
 }
 
-async fn profile_submit(
+pub(super) async fn profile_submit(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     headers: HeaderMap,
@@ -250,7 +228,7 @@ struct ListPage {
 /// Incidents per page on the list page.
 const PAGE_SIZE: i64 = 25;
 
-async fn list_page(
+pub(super) async fn list_page(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     headers: HeaderMap,
@@ -315,7 +293,7 @@ struct NewPage {
 }
 
 #[derive(Deserialize, Default)]
-struct NewForm {
+pub(super) struct NewForm {
     #[serde(default)]
     title: String,
     #[serde(default)]
@@ -326,7 +304,7 @@ struct NewForm {
     description: String,
 }
 
-async fn new_page(CurrentUser(user): CurrentUser) -> PageResult {
+pub(super) async fn new_page(CurrentUser(user): CurrentUser) -> PageResult {
     Ok(NewPage {
         layout: Layout::new(Some(&user), "Open an incident").with_current("new"),
         form: NewForm {
@@ -339,7 +317,7 @@ async fn new_page(CurrentUser(user): CurrentUser) -> PageResult {
     .into_response())
 }
 
-async fn create_submit(
+pub(super) async fn create_submit(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     PageForm(form): PageForm<NewForm>,
@@ -731,20 +709,25 @@ async fn render_page(
     rules.truncate(6);
     let memory_notice = recalled.notice.clone();
     let mut steps = stepper(incident.state, user.role);
-    let mut may_confirm = user.role.includes(crate::domain::Role::Reviewer);
-    if incident.state == IncidentState::PostmortemDraft
-        && !state.settings.allow_self_confirm
-        && let Ok(pm) = crate::store::postmortems::get(&state.pool, id.as_str()).await
-        && pm.edited_by == user.name
-    {
-        may_confirm = false;
-        if let Some(step) = steps
+    let last_editor = if incident.state == IncidentState::PostmortemDraft {
+        crate::store::postmortems::get(&state.pool, id.as_str())
+            .await
+            .ok()
+            .map(|pm| pm.edited_by)
+    } else {
+        None
+    };
+    let refusal = (state.settings.confirm_policy())
+        .check(user.role, &user.name, last_editor.as_deref())
+        .err();
+    let may_confirm = refusal.is_none();
+    if refusal == Some(crate::domain::ConfirmRefusal::OwnEdit)
+        && let Some(step) = steps
             .iter_mut()
             .find(|s| s.action == Some(Transition::Confirm) && s.disabled_reason.is_none())
-        {
-            step.disabled_reason =
-                Some("You edited the draft last: another reviewer must confirm it".into());
-        }
+    {
+        step.disabled_reason =
+            Some("You edited the draft last: another reviewer must confirm it".into());
     }
     let open_recommendations = investigation.as_ref().map_or(0, |i| {
         i.recommendations
@@ -786,13 +769,13 @@ async fn render_page(
 }
 
 #[derive(Deserialize, Default)]
-struct ShowQuery {
+pub(super) struct ShowQuery {
     /// Set after a paste that was already there: the evidence that holds it.
     #[serde(default)]
     duplicate: Option<i64>,
 }
 
-async fn show_page(
+pub(super) async fn show_page(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     headers: HeaderMap,
@@ -840,7 +823,7 @@ async fn transition_from_form(
     }
 }
 
-async fn resolve_submit(
+pub(super) async fn resolve_submit(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     headers: HeaderMap,
@@ -874,7 +857,7 @@ async fn resolve_submit(
     }
 }
 
-async fn reopen_submit(
+pub(super) async fn reopen_submit(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
     headers: HeaderMap,

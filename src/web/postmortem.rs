@@ -3,11 +3,10 @@
 
 use askama::Template;
 use askama_web::WebTemplate;
+use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::{get, post};
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::AppState;
@@ -18,50 +17,14 @@ use super::pages::{KeptInput, Layout, VersionForm, incident_error};
 use super::view::{Clock, SafeHtml, render_markdown};
 use crate::domain::memory::{Rule, RuleSeverity};
 use crate::domain::postmortem::{Postmortem, unix_newlines};
-use crate::domain::{IncidentId, IncidentState, Role, ValidationError};
+use crate::domain::{ConfirmRefusal, IncidentId, IncidentState, ValidationError};
 use crate::error::AppError;
-use crate::services::postmortem::{self as pm, ConfirmPolicy};
+use crate::services::postmortem as pm;
 use crate::services::workflow;
 use crate::store::{incidents, postmortems as pstore};
 
-/// Routes; the edit form accepts bodies up to `form_limit` bytes (an over-long field is a 422
-/// with the input kept).
-pub fn router(form_limit: usize) -> Router<AppState> {
-    Router::new()
-        .route(
-            "/api/v1/incidents/{id}/postmortem",
-            post(api_draft).get(api_get).put(api_put),
-        )
-        .route(
-            "/api/v1/incidents/{id}/postmortem/confirm",
-            post(api_confirm),
-        )
-        .route("/api/v1/incidents/{id}/postmortem.md", get(api_markdown))
-        .route("/api/v1/incidents/{id}/learnings/preview", get(api_preview))
-        .route("/api/v1/incidents/{id}/learn", post(api_learn))
-        .route("/api/v1/review", get(api_review))
-        .route(
-            "/incidents/{id}/postmortem",
-            post(page_draft).get(page_show),
-        )
-        .route(
-            "/incidents/{id}/postmortem/edit",
-            post(page_edit).layer(axum::extract::DefaultBodyLimit::max(form_limit)),
-        )
-        .route("/incidents/{id}/postmortem/confirm", post(page_confirm))
-        .route("/incidents/{id}/learnings", get(page_preview))
-        .route("/incidents/{id}/learn", post(page_learn))
-        .route("/review", get(page_review))
-}
-
 fn incident_id(id: &str) -> Result<IncidentId, AppError> {
     IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
-}
-
-fn policy(s: &AppState) -> ConfirmPolicy {
-    ConfirmPolicy {
-        allow_self_confirm: s.settings.allow_self_confirm,
-    }
 }
 
 /// Checks the incident version an API request is based on (`If-Match`, `?version=` or a JSON
@@ -77,21 +40,20 @@ async fn api_version(
     Ok(())
 }
 
-async fn api_draft(
+pub(super) async fn api_draft(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
     version: BaseVersion,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
-    user.require(Role::Responder, "drafting a post-mortem")?;
     let id = incident_id(&id)?;
     api_version(&s, &id, version, &body).await?;
     let stored = pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &id).await?;
     Ok((StatusCode::CREATED, Json(stored)).into_response())
 }
 
-async fn api_get(
+pub(super) async fn api_get(
     State(s): State<AppState>,
     _u: CurrentUser,
     Path(id): Path<String>,
@@ -112,13 +74,12 @@ pub struct PutPostmortem {
     pub version: Option<i64>,
 }
 
-async fn api_put(
+pub(super) async fn api_put(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
     ApiJson(b): ApiJson<PutPostmortem>,
 ) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
-    user.require(Role::Responder, "editing a post-mortem")?;
     Ok(Json(
         pm::edit(
             &s.pool,
@@ -131,7 +92,7 @@ async fn api_put(
     ))
 }
 
-async fn api_confirm(
+pub(super) async fn api_confirm(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -140,7 +101,9 @@ async fn api_confirm(
 ) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
     let id = incident_id(&id)?;
     api_version(&s, &id, version, &body).await?;
-    Ok(Json(pm::confirm(&s.pool, &user.0, &id, policy(&s)).await?))
+    Ok(Json(
+        pm::confirm(&s.pool, &user.0, &id, s.settings.confirm_policy()).await?,
+    ))
 }
 
 async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> {
@@ -149,7 +112,7 @@ async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> 
     Ok(stored.postmortem.to_markdown(&incident))
 }
 
-async fn api_markdown(
+pub(super) async fn api_markdown(
     State(s): State<AppState>,
     _u: CurrentUser,
     Path(id): Path<String>,
@@ -172,7 +135,7 @@ async fn api_markdown(
         .into_response())
 }
 
-async fn api_preview(
+pub(super) async fn api_preview(
     State(s): State<AppState>,
     _u: CurrentUser,
     Path(id): Path<String>,
@@ -180,21 +143,20 @@ async fn api_preview(
     Ok(Json(pm::plan(&s.pool, &incident_id(&id)?).await?))
 }
 
-async fn api_learn(
+pub(super) async fn api_learn(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
     version: BaseVersion,
     body: axum::body::Bytes,
 ) -> Result<Json<pm::LearnResult>, ApiError> {
-    user.require(Role::Responder, "learning")?;
     let id = incident_id(&id)?;
     api_version(&s, &id, version, &body).await?;
     Ok(Json(pm::learn(&s.pool, &user.0, &id).await?))
 }
 
 #[derive(serde::Serialize)]
-struct ReviewQueue {
+pub(super) struct ReviewQueue {
     drafts_waiting_for_confirmation: Vec<ReviewItem>,
     rules_without_grounding: Vec<ReviewItem>,
     learned_incidents_without_rules: Vec<ReviewItem>,
@@ -253,7 +215,7 @@ async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
     })
 }
 
-async fn api_review(
+pub(super) async fn api_review(
     State(s): State<AppState>,
     _u: CurrentUser,
 ) -> Result<Json<ReviewQueue>, ApiError> {
@@ -266,7 +228,7 @@ fn back(id: &IncidentId, path: &str) -> Response {
     Redirect::to(&format!("/incidents/{id}{path}")).into_response()
 }
 
-async fn page_draft(
+pub(super) async fn page_draft(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: axum::http::HeaderMap,
@@ -305,7 +267,7 @@ struct PostmortemPage {
 /// `?done=…` on the page a form redirects to after a save: a closed list of codes, so the page
 /// never echoes text from the URL.
 #[derive(Debug, Deserialize, Default)]
-struct Done {
+pub(super) struct Done {
     #[serde(default)]
     done: Option<String>,
 }
@@ -324,7 +286,7 @@ impl Done {
 /// The edit form: lists one item per line; lessons as blocks of `ALWAYS:` / `BECAUSE:` /
 /// `SCOPE:` / `SEVERITY:` lines separated by a blank line.
 #[derive(Debug, Deserialize, Default)]
-struct EditForm {
+pub(super) struct EditForm {
     #[serde(default)]
     summary: String,
     #[serde(default)]
@@ -452,13 +414,18 @@ async fn render(
             .postmortem
             .to_markdown_with(&incident, |t| clock.fmt(t)),
     );
-    let confirm_blocked = if !user.role.includes(Role::Reviewer) {
-        Some("Needs the reviewer role".to_string())
-    } else if !s.settings.allow_self_confirm && stored.edited_by == user.name {
-        Some("You edited this draft last: another reviewer must confirm it".to_string())
-    } else {
-        None
-    };
+    let confirm_blocked =
+        match s
+            .settings
+            .confirm_policy()
+            .check(user.role, &user.name, Some(&stored.edited_by))
+        {
+            Ok(()) => None,
+            Err(ConfirmRefusal::NeedsReviewer) => Some("Needs the reviewer role".to_string()),
+            Err(ConfirmRefusal::OwnEdit) => {
+                Some("You edited this draft last: another reviewer must confirm it".to_string())
+            }
+        };
     let (status, error) = error.map_or((StatusCode::OK, None), |(st, m)| (st, Some(m)));
     let page = PostmortemPage {
         layout: Layout::new(Some(user), format!("Post-mortem {id}")),
@@ -475,7 +442,7 @@ async fn render(
     Ok((status, page).into_response())
 }
 
-async fn page_show(
+pub(super) async fn page_show(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -494,7 +461,7 @@ async fn page_show(
     .await
 }
 
-async fn page_edit(
+pub(super) async fn page_edit(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -537,7 +504,7 @@ async fn page_edit(
     }
 }
 
-async fn page_confirm(
+pub(super) async fn page_confirm(
     State(s): State<AppState>,
     user: CurrentUser,
     headers: HeaderMap,
@@ -546,7 +513,7 @@ async fn page_confirm(
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
     let result = match workflow::ensure_version(&s.pool, &id, f.version).await {
-        Ok(_) => pm::confirm(&s.pool, &user.0, &id, policy(&s)).await,
+        Ok(_) => pm::confirm(&s.pool, &user.0, &id, s.settings.confirm_policy()).await,
         Err(e) => Err(e),
     };
     match result {
@@ -580,7 +547,7 @@ struct PreviewPage {
     flash: Option<&'static str>,
 }
 
-async fn page_preview(
+pub(super) async fn page_preview(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -612,7 +579,7 @@ async fn page_preview(
     .into_response())
 }
 
-async fn page_learn(
+pub(super) async fn page_learn(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
@@ -631,7 +598,10 @@ struct ReviewPage {
     q: ReviewQueue,
 }
 
-async fn page_review(State(s): State<AppState>, user: CurrentUser) -> Result<Response, PageError> {
+pub(super) async fn page_review(
+    State(s): State<AppState>,
+    user: CurrentUser,
+) -> Result<Response, PageError> {
     Ok(ReviewPage {
         layout: Layout::new(Some(&user.0), "Review queue").with_current("review"),
         q: review(&s).await?,

@@ -1,7 +1,6 @@
 //! Alert webhooks (issue #7): `POST /api/v1/webhooks/{alertmanager,pagerduty,grafana,opsgenie}`,
-//! the alert states of an incident (`GET /api/v1/incidents/{id}/alerts`), and — in the
-//! `integrations` submodule — the admin page and API that create the integrations whose secrets
-//! authenticate the webhooks.
+//! and the alert states of an incident (`GET /api/v1/incidents/{id}/alerts`). The integrations
+//! whose secrets authenticate the webhooks are created in `web::integrations`.
 //!
 //! Authentication of a webhook, checked before the body is parsed as JSON:
 //! - `Authorization: Bearer <secret>` or `?token=<secret>`: the integration whose secret hashes
@@ -15,14 +14,10 @@
 //! `{"incidents": ["INC-…"], "opened": […], "alerts": {"firing": n, "resolved": m}, "groups": […]}`;
 //! malformed JSON or a wrong shape is a 400 naming the field, a body over the limit a 413.
 
-#[path = "integrations.rs"]
-mod integrations;
-
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, RawQuery, Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -32,19 +27,7 @@ use super::errors::ApiError;
 use crate::domain::IncidentId;
 use crate::error::AppError;
 use crate::services::ingest::{self, Source};
-use crate::store::integrations::{self as istore, Integration};
 use crate::store::{alerts as astore, incidents};
-
-/// Routes: the four webhooks, the alerts of an incident, and the integrations page and API.
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/api/v1/webhooks/alertmanager", post(alertmanager))
-        .route("/api/v1/webhooks/pagerduty", post(pagerduty))
-        .route("/api/v1/webhooks/grafana", post(grafana))
-        .route("/api/v1/webhooks/opsgenie", post(opsgenie))
-        .route("/api/v1/incidents/{id}/alerts", get(incident_alerts))
-        .merge(integrations::router())
-}
 
 /// Header PagerDuty v3 webhooks carry their signatures in.
 pub const PAGERDUTY_SIGNATURE: &str = "x-pagerduty-signature";
@@ -76,76 +59,23 @@ struct TokenQuery {
     token: Option<String>,
 }
 
-/// The bearer secret of a request: `Authorization: Bearer …` first, else `?token=`.
-fn presented_secret(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
-    let from_header = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, rest) = v.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-        })
-        .filter(|t| !t.is_empty())
-        .map(str::to_string);
-    from_header.or_else(|| {
+/// What a delivery presents to authenticate itself: the bearer secret (`Authorization: Bearer …`
+/// first, else `?token=`) and the `X-PagerDuty-Signature` header. The policy that judges them is
+/// [`ingest::authenticate`].
+fn credentials(headers: &HeaderMap, query: Option<&str>) -> ingest::Credentials {
+    let from_header = super::auth::bearer_token(headers).map(str::to_string);
+    let secret = from_header.or_else(|| {
         query
             .and_then(|q| serde_urlencoded::from_str::<TokenQuery>(q).ok())
             .and_then(|q| q.token)
             .map(|t| t.trim().to_string())
             .filter(|t| !t.is_empty())
-    })
-}
-
-/// Finds the integration a delivery to `source`'s endpoint comes from.
-///
-/// # Errors
-/// [`AppError::Unauthenticated`] (401) without a valid secret or signature;
-/// [`AppError::Forbidden`] (403) for a secret of another source's integration.
-async fn authenticate(
-    state: &AppState,
-    source: Source,
-    headers: &HeaderMap,
-    query: Option<&str>,
-    body: &[u8],
-) -> Result<Integration, AppError> {
+    });
     let signature = headers
         .get(PAGERDUTY_SIGNATURE)
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
-    if let Some(secret) = presented_secret(headers, query) {
-        let Some(integ) =
-            istore::find_by_secret(&state.pool, &ingest::secret_digest(&secret)).await?
-        else {
-            return Err(AppError::Unauthenticated);
-        };
-        if integ.source != source.as_str() {
-            return Err(AppError::Forbidden(format!(
-                "this secret belongs to a {} integration; point it at /api/v1/webhooks/{}",
-                integ.source, integ.source
-            )));
-        }
-        if let Some(signing) = &integ.signing_secret {
-            let ok = signature
-                .as_deref()
-                .is_some_and(|s| ingest::verify_pagerduty_signature(signing, body, s));
-            if !ok {
-                return Err(AppError::Unauthenticated);
-            }
-        }
-        return Ok(integ);
-    }
-    if source == Source::Pagerduty
-        && let Some(sig) = signature
-    {
-        for integ in istore::list(&state.pool, Some(source.as_str())).await? {
-            if let Some(signing) = &integ.signing_secret
-                && ingest::verify_pagerduty_signature(signing, body, &sig)
-            {
-                return Ok(integ);
-            }
-        }
-    }
-    Err(AppError::Unauthenticated)
+    ingest::Credentials { secret, signature }
 }
 
 async fn receive(
@@ -155,7 +85,8 @@ async fn receive(
     query: Option<&str>,
     body: &[u8],
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let integ = authenticate(state, source, headers, query, body).await?;
+    let integ =
+        ingest::authenticate(&state.pool, source, &credentials(headers, query), body).await?;
     let delivery = ingest::parse_delivery(source, body)?;
     let out = ingest::ingest(&state.pool, &integ, &delivery).await?;
     let mut v = json!({
@@ -170,7 +101,7 @@ async fn receive(
     Ok((StatusCode::ACCEPTED, Json(v)))
 }
 
-async fn alertmanager(
+pub(super) async fn alertmanager(
     State(state): State<AppState>,
     headers: HeaderMap,
     RawQuery(q): RawQuery,
@@ -179,7 +110,7 @@ async fn alertmanager(
     receive(&state, Source::Alertmanager, &headers, q.as_deref(), &body).await
 }
 
-async fn pagerduty(
+pub(super) async fn pagerduty(
     State(state): State<AppState>,
     headers: HeaderMap,
     RawQuery(q): RawQuery,
@@ -188,7 +119,7 @@ async fn pagerduty(
     receive(&state, Source::Pagerduty, &headers, q.as_deref(), &body).await
 }
 
-async fn grafana(
+pub(super) async fn grafana(
     State(state): State<AppState>,
     headers: HeaderMap,
     RawQuery(q): RawQuery,
@@ -197,7 +128,7 @@ async fn grafana(
     receive(&state, Source::Grafana, &headers, q.as_deref(), &body).await
 }
 
-async fn opsgenie(
+pub(super) async fn opsgenie(
     State(state): State<AppState>,
     headers: HeaderMap,
     RawQuery(q): RawQuery,
@@ -208,7 +139,7 @@ async fn opsgenie(
 
 /// `GET /api/v1/incidents/{id}/alerts`: `{"incident", "firing", "resolved", "summary",
 /// "group": {"key", "integration", "source", "follows"} | null, "alerts": [StoredAlert…]}`.
-async fn incident_alerts(
+pub(super) async fn incident_alerts(
     State(state): State<AppState>,
     _user: CurrentUser,
     Path(id): Path<String>,
@@ -228,7 +159,7 @@ async fn incident_alerts(
         "incident": id,
         "firing": firing,
         "resolved": resolved,
-        "summary": format!("{firing} of {} firing", firing + resolved),
+        "summary": ingest::summary(firing, resolved),
         "group": group,
         "alerts": alerts,
     })))

@@ -1,7 +1,8 @@
 //! Test harness: a fresh SQLite file per test, the real router served on 127.0.0.1, and users of
 //! each role with API tokens and passwords.
 
-use incidentmind::{AppState, Settings, cli::add_user, router, store};
+use incidentmind::app::{App, Config};
+use incidentmind::{Settings, cli::add_user};
 use reqwest::{Client, Response, StatusCode};
 use serde_json::Value;
 use sqlx::SqlitePool;
@@ -168,9 +169,17 @@ async fn spawn_app_inner(
 ) -> TestApp {
     let dir = tempfile::tempdir().expect("tempdir");
     let db_path = dir.path().join("test.db");
-    let pool = store::connect(db_path.to_str().expect("utf-8 path"))
-        .await
-        .expect("database");
+    // The app as `serve` builds it (database and migrations, memory, model, router).
+    let built = App::build(Config {
+        database_url: db_path.to_str().expect("utf-8 path").to_string(),
+        settings,
+        embedder,
+        llm,
+    })
+    .await
+    .expect("app");
+    let pool = built.state.pool.clone();
+    let memory = built.state.memory.clone();
     let responder = add_user(&pool, "rita", "responder", Some(PASSWORD))
         .await
         .expect("user");
@@ -184,13 +193,7 @@ async fn spawn_app_inner(
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let mut state = AppState::new(pool.clone(), settings)
-        .with_memory(incidentmind::memory::Memory::new(pool.clone(), embedder));
-    if let Some(l) = llm {
-        state = state.with_llm(l);
-    }
-    let memory = state.memory.clone();
-    let app = router(state);
+    let app = built.router;
     tokio::spawn(async move {
         axum::serve(listener, app).await.expect("serve");
     });

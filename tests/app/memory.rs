@@ -852,3 +852,24 @@ async fn a_word_in_more_records_than_the_term_budget_searches_only_its_newest_ma
     assert_eq!(res.results.len(), 60);
     assert!(res.results.iter().all(|r| r.memory.id >= ids[300]));
 }
+
+#[tokio::test]
+async fn recall_over_the_api_is_a_read_and_writes_no_row() {
+    let app = spawn_app().await;
+    let res = app
+        .post_json(
+            &app.reviewer,
+            "/api/v1/memories",
+            json!({"kind": "service_fact", "service": "checkout",
+                   "text": "checkout keeps its sessions in redis"}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let before = crate::helpers::dump_all_tables(&app.pool).await;
+    let res = app
+        .get(&app.responder, "/api/v1/recall?q=checkout%20sessions&k=5")
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let after = crate::helpers::dump_all_tables(&app.pool).await;
+    assert_eq!(before, after, "GET /api/v1/recall changed the database");
+}

@@ -1,0 +1,89 @@
+//! The one place the application is put together: [`App::build`] opens the database (running
+//! its migrations), builds organizational memory over it with the chosen embedder, adds the
+//! optional model analyst, and builds the router over that [`AppState`]. `serve`, `demo` and the
+//! integration tests all go through it, so the tests cover the wiring `serve` runs.
+//!
+//! What to build with (embedder, model analyst) is chosen by the caller: `cli` from its flags,
+//! tests with their fakes.
+
+use std::sync::Arc;
+
+use axum::Router;
+
+use crate::analyst::Analyst;
+use crate::memory::{Embedder, Memory};
+use crate::store::{self, OpenMode};
+use crate::web::{self, AppState, Settings};
+
+/// What the app is built from.
+#[derive(Clone)]
+pub struct Config {
+    /// SQLite database file (or `sqlite://…` URL); created, with its migrations, when missing.
+    pub database_url: String,
+    /// Settings the handlers read (body limits, cookies, self-confirm).
+    pub settings: Settings,
+    /// The embedder recall compares vectors of; `None`: recall on words and structured keys.
+    pub embedder: Option<Arc<dyn Embedder>>,
+    /// The model analyst; `None`: the built-in analyst only.
+    pub llm: Option<Arc<dyn Analyst>>,
+}
+
+impl Config {
+    /// A config over `database_url` with default settings, no embedder and no model.
+    pub fn new(database_url: impl Into<String>) -> Self {
+        Self {
+            database_url: database_url.into(),
+            settings: Settings::default(),
+            embedder: None,
+            llm: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("database_url", &self.database_url)
+            .field("settings", &self.settings)
+            .field("embedder", &self.embedder.as_ref().map(|_| "configured"))
+            .field("llm", &self.llm.as_ref().map(|_| "configured"))
+            .finish()
+    }
+}
+
+/// The built application: its state (pool, memory, settings, model) and the router over it.
+#[derive(Debug, Clone)]
+pub struct App {
+    /// Shared state of every handler.
+    pub state: AppState,
+    /// The whole application ([`web::router`] over [`App::state`]), ready for `axum::serve`.
+    pub router: Router,
+}
+
+impl App {
+    /// Opens the database (creating it and running the migrations when missing), builds memory
+    /// with `config.embedder`, adds `config.llm`, and builds the router.
+    ///
+    /// # Errors
+    /// The database cannot be opened (the message names the file and what to do).
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let pool = store::open(&config.database_url, OpenMode::CreateIfMissing).await?;
+        let memory = Memory::new(pool.clone(), config.embedder);
+        let mut state = AppState::new(pool, config.settings).with_memory(memory);
+        if let Some(llm) = config.llm {
+            state = state.with_llm(llm);
+        }
+        let router = web::router(state.clone());
+        Ok(Self { state, router })
+    }
+
+    /// The database pool.
+    pub fn pool(&self) -> &sqlx::SqlitePool {
+        &self.state.pool
+    }
+
+    /// Organizational memory (the same handle, caches and embedder the handlers use).
+    pub fn memory(&self) -> &Memory {
+        &self.state.memory
+    }
+}

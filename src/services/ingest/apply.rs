@@ -1,0 +1,487 @@
+//! Applying a delivery: one incident per alert group (opened, updated, resolved), one evidence
+//! record and observation per alert, idempotent under retries and concurrency, in one
+//! `BEGIN IMMEDIATE` transaction per group.
+
+use sqlx::SqlitePool;
+
+use crate::domain::{IncidentId, IncidentState, NewIncident, Severity};
+use crate::error::{AppError, AppResult};
+use crate::evidence::{EvidenceKind, truncate_chars};
+use crate::store::integrations::Integration;
+use crate::store::{self, alerts as astore, audit, incidents};
+
+use super::*;
+
+/// What a delivery did to one group.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct GroupOutcome {
+    /// Sender's group key.
+    pub group_key: String,
+    /// Incident the group maps to.
+    pub incident: String,
+    /// Whether this delivery opened that incident.
+    pub opened: bool,
+    /// The learned incident this one follows, when the group fired again after learning.
+    pub follows: Option<String>,
+    /// Alerts of the incident now firing.
+    pub firing: i64,
+    /// Alerts of the incident now resolved.
+    pub resolved: i64,
+    /// For people: `2 of 3 firing`.
+    pub summary: String,
+    /// Evidence records created by this delivery (0 on a repeat).
+    pub evidence_created: usize,
+}
+
+/// What a delivery did, for the webhook's 202 response.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct IngestOutcome {
+    /// Incidents the delivery's groups map to (opened or updated), without repeats.
+    pub incidents: Vec<String>,
+    /// Of those, the ones this delivery opened.
+    pub opened: Vec<String>,
+    /// Alerts firing / resolved across those incidents after the delivery.
+    pub firing: i64,
+    /// See `firing`.
+    pub resolved: i64,
+    /// Per group.
+    pub groups: Vec<GroupOutcome>,
+    /// Why nothing was applied, when so.
+    pub ignored: Option<String>,
+}
+
+/// Replaces control characters and runs of whitespace by one space, trims, and keeps at most
+/// `max` characters.
+fn clean_line(s: &str, max: usize) -> String {
+    let joined = s
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    truncate_chars(&joined, max).to_string()
+}
+
+/// Removes control characters other than newline and tab; keeps at most `max` characters.
+fn clean_text(s: &str, max: usize) -> String {
+    let t: String = s
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    truncate_chars(t.trim(), max).to_string()
+}
+
+/// A service name from a label: lower-case, other characters than letters, digits, `-_./`
+/// become `-`; `None` when nothing usable is left.
+fn clean_service(s: &str) -> Option<String> {
+    let mapped: String = s
+        .trim()
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let t = truncate_chars(
+        mapped.trim_matches('-'),
+        crate::domain::incident::SERVICE_MAX,
+    )
+    .trim_matches('-')
+    .to_string();
+    crate::domain::incident::parse_service(&t).ok()
+}
+
+fn map_severity(integ: &Integration, value: Option<&str>) -> Severity {
+    value
+        .map(|v| v.trim().to_lowercase())
+        .and_then(|v| integ.severity_map.get(&v).copied())
+        .unwrap_or(integ.default_severity)
+}
+
+fn skew_flags(a: &IncomingAlert, received: jiff::Timestamp) -> Vec<(String, String)> {
+    let mut flags = Vec::new();
+    let limit = received.checked_add(FUTURE_SKEW).unwrap_or(received);
+    let ahead = |t: jiff::Timestamp| {
+        let mins = (t.as_second() - received.as_second()) / 60;
+        format!("{mins} min ahead of receipt")
+    };
+    if let Some(s) = a.starts_at
+        && s > limit
+    {
+        flags.push((
+            "starts_in_future".to_string(),
+            format!("startsAt {s} is {}", ahead(s)),
+        ));
+    }
+    if let Some(e) = a.ends_at
+        && e > limit
+    {
+        flags.push((
+            "ends_in_future".to_string(),
+            format!("endsAt {e} is {}", ahead(e)),
+        ));
+    }
+    if let (Some(s), Some(e)) = (a.starts_at, a.ends_at)
+        && e < s
+    {
+        flags.push((
+            "ends_before_start".to_string(),
+            format!("endsAt {e} is before startsAt {s}"),
+        ));
+    }
+    flags
+}
+
+fn short(s: &str) -> &str {
+    truncate_chars(s, 64)
+}
+
+/// Applies a parsed delivery from `integ`: per group, one write transaction that finds or opens
+/// the incident (recording the group in `alert_groups` with `ON CONFLICT DO NOTHING`), upserts
+/// the alerts and writes the timeline (`alerts`: "2 of 3 firing"; `alert_flagged` for skewed
+/// instants; `follows` for a group that fired again after its incident was learned) and the
+/// audit log; then one evidence record per alert through [`crate::services::evidence::add`]
+/// with a dedup key, so repeats add nothing.
+///
+/// A group that is unknown and has nothing firing opens no incident. Resolving alerts never
+/// resolves the incident: a person does that with a summary and a root cause.
+///
+/// # Errors
+/// Database errors only; sender input was validated by [`parse_delivery`].
+pub async fn ingest(
+    pool: &SqlitePool,
+    integ: &Integration,
+    delivery: &Delivery,
+) -> AppResult<IngestOutcome> {
+    let mut out = IngestOutcome {
+        ignored: delivery.ignored.clone(),
+        ..IngestOutcome::default()
+    };
+    for group in &delivery.groups {
+        let Some(g) = ingest_group(pool, integ, group).await? else {
+            continue;
+        };
+        if !out.incidents.contains(&g.incident) {
+            out.incidents.push(g.incident.clone());
+            out.firing += g.firing;
+            out.resolved += g.resolved;
+        }
+        if g.opened {
+            out.opened.push(g.incident.clone());
+        }
+        out.groups.push(g);
+    }
+    if delivery.ignored.is_none() && out.groups.is_empty() {
+        out.ignored = Some("no alert is firing and the group is not known: nothing to open".into());
+    }
+    Ok(out)
+}
+
+fn source_of(integ: &Integration) -> AppResult<Source> {
+    Source::parse(&integ.source).map_err(|e| AppError::Internal(e.into()))
+}
+
+async fn open_for_group(
+    tx: &mut store::Tx,
+    integ: &Integration,
+    group: &IncomingGroup,
+    actor: &str,
+    received: jiff::Timestamp,
+) -> AppResult<crate::domain::Incident> {
+    let source = source_of(integ)?;
+    let severities = group
+        .alerts
+        .iter()
+        .filter(|a| a.status == AlertStatus::Firing)
+        .map(|a| map_severity(integ, a.severity.as_deref()));
+    let severity = severities.min().unwrap_or(integ.default_severity);
+    let service = group
+        .service
+        .as_deref()
+        .and_then(clean_service)
+        .unwrap_or_else(|| integ.default_service.clone());
+    let title = clean_line(&group.title, 200);
+    let title = if title.is_empty() {
+        "Alert".to_string()
+    } else {
+        title
+    };
+    let mut description = format!(
+        "Opened by the {} integration '{}' for alert group {}.",
+        source.as_str(),
+        integ.name,
+        short(&group.key)
+    );
+    if !group.description.trim().is_empty() {
+        description.push_str("\n\n");
+        description.push_str(&group.description);
+    }
+    let description = clean_text(&description, crate::domain::incident::TEXT_MAX);
+    let new = NewIncident::parse(&title, &service, severity.as_str(), &description)
+        .or_else(|_| NewIncident::parse("Alert", FALLBACK_SERVICE, severity.as_str(), ""))?;
+    let incident = crate::services::workflow::open_in(tx, &new, actor, received).await?;
+    let detail = serde_json::json!({
+        "title": incident.title, "service": incident.service, "severity": incident.severity,
+        "integration": integ.name, "group_key": group.key,
+    });
+    audit::append(
+        tx,
+        actor,
+        "incident.open",
+        incident.id.as_str(),
+        &detail.to_string(),
+    )
+    .await?;
+    Ok(incident)
+}
+
+fn parse_incident_id(s: &str) -> AppResult<IncidentId> {
+    IncidentId::parse(s).map_err(|e| AppError::Internal(anyhow::anyhow!("stored group: {e}")))
+}
+
+async fn ingest_group(
+    pool: &SqlitePool,
+    integ: &Integration,
+    group: &IncomingGroup,
+) -> AppResult<Option<GroupOutcome>> {
+    let source = source_of(integ)?;
+    let actor = format!("integration:{}", integ.name);
+    let any_firing = group.alerts.iter().any(|a| a.status == AlertStatus::Firing);
+    let received = store::now();
+    let mut attempt = 0;
+    let (mut tx, group_id, incident_id, opened, follows) = loop {
+        attempt += 1;
+        let mut tx = store::begin_write(pool).await?;
+        match astore::find_group(&mut tx, integ.id, &group.key).await? {
+            None => {
+                if !any_firing {
+                    tx.rollback().await?;
+                    return Ok(None);
+                }
+                let incident = open_for_group(&mut tx, integ, group, &actor, received).await?;
+                match astore::insert_group(&mut tx, integ.id, &group.key, &incident.id, received)
+                    .await?
+                {
+                    Some(gid) => break (tx, gid, incident.id, true, None),
+                    None if attempt < 3 => {
+                        tx.rollback().await?;
+                        continue;
+                    }
+                    None => {
+                        tx.rollback().await?;
+                        return Err(AppError::Conflict(
+                            "the alert group changed while this delivery ran; retry".into(),
+                        ));
+                    }
+                }
+            }
+            Some(g) => {
+                let current_id = parse_incident_id(&g.incident_id)?;
+                let current = incidents::get_in(&mut tx, &current_id).await?;
+                if current.state != IncidentState::Learned {
+                    break (tx, g.id, current_id, false, None);
+                }
+                if !any_firing {
+                    // Late resolutions for a learned incident: nothing to record.
+                    let (firing, resolved) = astore::counts_in(&mut tx, &current_id).await?;
+                    tx.rollback().await?;
+                    return Ok(Some(GroupOutcome {
+                        group_key: group.key.clone(),
+                        incident: current_id.to_string(),
+                        opened: false,
+                        follows: g.previous_incident_id.clone(),
+                        firing,
+                        resolved,
+                        summary: summary(firing, resolved),
+                        evidence_created: 0,
+                    }));
+                }
+                let incident = open_for_group(&mut tx, integ, group, &actor, received).await?;
+                incidents::add_event(
+                    &mut tx,
+                    &incident.id,
+                    received,
+                    &actor,
+                    "follows",
+                    &format!(
+                        "follows {current_id} (learned): the same {} alert group fired again",
+                        source.as_str()
+                    ),
+                )
+                .await?;
+                if astore::move_group(&mut tx, g.id, &current_id, &incident.id, received).await? {
+                    break (tx, g.id, incident.id, true, Some(current_id.to_string()));
+                }
+                tx.rollback().await?;
+                if attempt >= 3 {
+                    return Err(AppError::Conflict(
+                        "the alert group changed while this delivery ran; retry".into(),
+                    ));
+                }
+            }
+        }
+    };
+    let mut changes = Vec::with_capacity(group.alerts.len());
+    let mut changed = 0usize;
+    for a in &group.alerts {
+        let flags = skew_flags(a, received);
+        let names: Vec<String> = flags.iter().map(|(n, _)| n.clone()).collect();
+        let severity = map_severity(integ, a.severity.as_deref());
+        let service = a
+            .service
+            .as_deref()
+            .and_then(clean_service)
+            .unwrap_or_else(|| integ.default_service.clone());
+        let mut name = a.name.clone();
+        crate::services::memory::redact_for(&mut tx, Some(incident_id.as_str()), &mut [&mut name])
+            .await?;
+        let name = clean_line(&name, 200);
+        let change = astore::upsert_alert(
+            &mut tx,
+            &astore::AlertUpsert {
+                group_id,
+                incident_id: &incident_id,
+                fingerprint: &a.fingerprint,
+                name: &name,
+                status: a.status.as_str(),
+                severity,
+                service: &service,
+                starts_at: a.starts_at,
+                ends_at: a.ends_at,
+                flags: &names,
+            },
+            received,
+        )
+        .await?;
+        let fresh = matches!(
+            change,
+            astore::AlertChange::New | astore::AlertChange::StatusChanged
+        );
+        if fresh {
+            changed += 1;
+            for (_, why) in &flags {
+                incidents::add_event(
+                    &mut tx,
+                    &incident_id,
+                    received,
+                    &actor,
+                    "alert_flagged",
+                    &format!(
+                        "alert {} ({}): {why}; kept as sent, ordering and durations use the received time",
+                        short(&name),
+                        short(&a.fingerprint)
+                    ),
+                )
+                .await?;
+            }
+        }
+        changes.push(change);
+    }
+    let (firing, resolved) = astore::counts_in(&mut tx, &incident_id).await?;
+    if changed > 0 {
+        let mut title = group.title.clone();
+        crate::services::memory::redact_for(&mut tx, Some(incident_id.as_str()), &mut [&mut title])
+            .await?;
+        let mut detail = format!("{}: {}", clean_line(&title, 120), summary(firing, resolved));
+        if firing == 0 {
+            detail.push_str(
+                " — every alert resolved; the incident stays open until a person resolves it",
+            );
+        }
+        incidents::add_event(&mut tx, &incident_id, received, &actor, "alerts", &detail).await?;
+        let audit_detail = serde_json::json!({
+            "integration": integ.name, "group_key": group.key, "changed": changed,
+            "firing": firing, "resolved": resolved,
+        });
+        audit::append(
+            &mut tx,
+            &actor,
+            "alerts.ingest",
+            incident_id.as_str(),
+            &audit_detail.to_string(),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    if opened {
+        tracing::info!(incident.id = %incident_id, integration = %integ.name, "incident opened by an alert");
+    }
+    let source_label = format!("{} ({})", integ.name, source.as_str());
+    let mut evidence_created = 0;
+    for (a, change) in group.alerts.iter().zip(&changes) {
+        if *change == astore::AlertChange::Stale {
+            continue;
+        }
+        let key = format!(
+            "{}:{}:{}:{}:{}",
+            source.key_prefix(),
+            incident_id,
+            a.fingerprint,
+            a.status.as_str(),
+            a.starts_at
+                .map(store::db_time)
+                .unwrap_or_else(|| "-".into())
+        );
+        match crate::services::evidence::add(
+            pool,
+            &actor,
+            &incident_id,
+            EvidenceKind::Alert,
+            a.content.clone(),
+            &source_label,
+            Some(&key),
+        )
+        .await
+        {
+            Ok(added) if added.created => evidence_created += 1,
+            Ok(_) => {}
+            Err(AppError::Conflict(m)) => {
+                tracing::warn!(incident.id = %incident_id, reason = %m, "alert evidence not added");
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Some(GroupOutcome {
+        group_key: group.key.clone(),
+        incident: incident_id.to_string(),
+        opened,
+        follows,
+        firing,
+        resolved,
+        summary: summary(firing, resolved),
+        evidence_created,
+    }))
+}
+
+/// "n of m firing": how an incident's alerts are summed up on its timeline, the ingest response
+/// and `GET /api/v1/incidents/{id}/alerts`.
+pub fn summary(firing: i64, resolved: i64) -> String {
+    format!("{firing} of {} firing", firing + resolved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn services_from_labels_are_cleaned_or_dropped() {
+        assert_eq!(
+            clean_service("Checkout API").as_deref(),
+            Some("checkout-api")
+        );
+        assert_eq!(clean_service("  "), None);
+        assert_eq!(
+            clean_service(&"x".repeat(10_000)).map(|s| s.len()),
+            Some(100)
+        );
+    }
+}
