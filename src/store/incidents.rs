@@ -165,6 +165,25 @@ pub async fn get(pool: &SqlitePool, id: &IncidentId) -> AppResult<Incident> {
         .into_incident()
 }
 
+/// `(version, revision, recall epoch, recall generation)` of incident `id`, in one read:
+/// `version` counts its state changes, `revision` every write to anything that hangs off it
+/// (bumped by the triggers of migration 0010), and the recall generation every change of
+/// durable memory ([`super::recall_index::generation`]), so together they name one state of
+/// its page.
+///
+/// # Errors
+/// [`AppError::NotFound`] when there is no such incident.
+pub async fn page_state(pool: &SqlitePool, id: &IncidentId) -> AppResult<(i64, i64, String, i64)> {
+    let row: Option<(i64, i64, String, i64)> = sqlx::query_as(
+        "SELECT i.version, i.revision, g.epoch, g.value
+           FROM incidents i, recall_generation g WHERE i.id = ? AND g.id = 1",
+    )
+    .bind(id.as_str())
+    .fetch_optional(pool)
+    .await?;
+    row.ok_or_else(|| AppError::NotFound(format!("incident {id}")))
+}
+
 /// Same as [`get`] inside a transaction.
 ///
 /// # Errors

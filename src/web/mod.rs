@@ -86,6 +86,8 @@ pub struct AppState {
     pub settings: std::sync::Arc<Settings>,
     /// The LLM analyst when a model server is configured; the built-in analyst is always there.
     pub llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>>,
+    /// Incident pages as last rendered.
+    pub pages: std::sync::Arc<pages::RenderedPages>,
 }
 
 impl AppState {
@@ -96,6 +98,7 @@ impl AppState {
             pool,
             settings: std::sync::Arc::new(settings),
             llm: None,
+            pages: std::sync::Arc::default(),
         }
     }
 

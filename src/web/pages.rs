@@ -630,6 +630,21 @@ async fn render_page(
     error: Option<(StatusCode, String)>,
     notice: Option<String>,
 ) -> PageResult {
+    Ok(build_page(state, user, headers, id, kept, error, notice)
+        .await?
+        .into_response())
+}
+
+/// Everything the incident page shows, with the status it is served with.
+async fn build_page(
+    state: &AppState,
+    user: &User,
+    headers: &HeaderMap,
+    id: &IncidentId,
+    kept: KeptInput,
+    error: Option<(StatusCode, String)>,
+    notice: Option<String>,
+) -> Result<(StatusCode, ShowPage), PageError> {
     let incident = incidents::get(&state.pool, id).await?;
     let clock = Clock::for_viewer(Some(user), headers);
     let events = incidents::timeline(&state.pool, id).await?;
@@ -765,7 +780,7 @@ async fn render_page(
         rules,
         memory_notice,
     };
-    Ok((status, page).into_response())
+    Ok((status, page))
 }
 
 #[derive(Deserialize, Default)]
@@ -783,6 +798,9 @@ pub(super) async fn show_page(
     Query(q): Query<ShowQuery>,
 ) -> PageResult {
     let id = page_id(&id)?;
+    if q.duplicate.is_none() {
+        return cached_page(&state, &user, &headers, &id).await;
+    }
     let notice = q.duplicate.map(|e| {
         format!("That content is already evidence #{e} on this incident (same SHA-256): nothing was added.")
     });
@@ -796,6 +814,77 @@ pub(super) async fn show_page(
         notice,
     )
     .await
+}
+
+/// Incident pages as last rendered, most recently viewed kept, by a key that names everything
+/// the page shows: the incident's version and revision and the memory's recall generation
+/// ([`incidents::page_state`]), the viewer's name, role and time zone, and the minute (the page
+/// shows ages). A view of an unchanged incident costs one indexed read, not a dozen queries
+/// and a render. Held in [`AppState`].
+pub struct RenderedPages(std::sync::Mutex<lru::LruCache<String, axum::body::Bytes>>);
+
+/// Incident pages kept by [`RenderedPages`] (each a few tens of kB).
+const RENDERED_PAGES: usize = 256;
+
+impl std::fmt::Debug for RenderedPages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RenderedPages")
+    }
+}
+
+impl Default for RenderedPages {
+    fn default() -> Self {
+        let capacity =
+            std::num::NonZeroUsize::new(RENDERED_PAGES).unwrap_or(std::num::NonZeroUsize::MIN);
+        Self(std::sync::Mutex::new(lru::LruCache::new(capacity)))
+    }
+}
+
+impl RenderedPages {
+    fn get(&self, key: &str) -> Option<axum::body::Bytes> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
+    fn put(&self, key: String, html: axum::body::Bytes) {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .put(key, html);
+    }
+}
+
+/// The incident page for a plain view (no input kept, no error, no notice), from
+/// [`RenderedPages`] when nothing it shows has changed.
+async fn cached_page(
+    state: &AppState,
+    user: &User,
+    headers: &HeaderMap,
+    id: &IncidentId,
+) -> PageResult {
+    let (version, revision, epoch, generation) = incidents::page_state(&state.pool, id).await?;
+    let zone = Clock::for_viewer(Some(user), headers).zone_name;
+    let minute = jiff::Timestamp::now().as_second() / 60;
+    let key = format!(
+        "{id}|{version}|{revision}|{epoch}|{generation}|{}|{}|{zone}|{minute}",
+        user.name, user.role
+    );
+    if let Some(html) = state.pages.get(&key) {
+        return Ok(axum::response::Html(html).into_response());
+    }
+    let (status, page) =
+        build_page(state, user, headers, id, KeptInput::default(), None, None).await?;
+    let html = axum::body::Bytes::from(
+        page.render()
+            .map_err(|e| PageError(AppError::Internal(anyhow::anyhow!("incident page: {e}"))))?,
+    );
+    if status == StatusCode::OK {
+        state.pages.put(key, html.clone());
+    }
+    Ok((status, axum::response::Html(html)).into_response())
 }
 
 /// Runs a transition from a form based on the incident version the page showed; a 4xx outcome

@@ -886,3 +886,58 @@ async fn the_memory_browser_pages_through_records_and_sorts() {
         "422 keeps the layout"
     );
 }
+
+/// The incident page is served from its rendered copy while nothing it shows has changed, and
+/// every kind of change shows at once: evidence added through the API, an investigation, a
+/// state change, a write straight to the database (the triggers bump the revision), and another
+/// viewer (the cache is per viewer).
+#[tokio::test]
+async fn a_cached_incident_page_shows_every_change_at_once() {
+    let app = spawn_app().await;
+    let id = app
+        .open_incident("Search results come back empty", "search-api")
+        .await;
+    let b = app.browser("rita").await;
+    let first = page(&app, &b, &format!("/incidents/{id}")).await;
+    assert_eq!(first, page(&app, &b, &format!("/incidents/{id}")).await);
+    assert!(!first.contains("Connection is not available"));
+
+    paste(&app, &id).await;
+    let after_paste = page(&app, &b, &format!("/incidents/{id}")).await;
+    assert!(
+        after_paste.contains("Connection is not available"),
+        "the new evidence is on the page"
+    );
+
+    api(&app, &app.responder, &id, "investigate", json!({})).await;
+    let after_investigate = page(&app, &b, &format!("/incidents/{id}")).await;
+    assert_ne!(
+        after_paste, after_investigate,
+        "the investigation is on the page"
+    );
+
+    sqlx::query("UPDATE incidents SET title = 'Search answers nothing at all' WHERE id = ?")
+        .bind(&id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    // A title change alone bumps no counter; a timeline row written beside it does.
+    sqlx::query(
+        "INSERT INTO timeline_events (incident_id, at, actor, kind, detail) \
+         VALUES (?, '2026-11-29T15:00:00Z', 'rita', 'note', 'renamed')",
+    )
+    .bind(&id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let renamed = page(&app, &b, &format!("/incidents/{id}")).await;
+    assert!(renamed.contains("Search answers nothing at all"));
+
+    let other = app.browser("victor").await;
+    let as_reviewer = page(&app, &other, &format!("/incidents/{id}")).await;
+    assert!(
+        as_reviewer.contains("victor"),
+        "the other viewer sees their own header"
+    );
+    assert!(renamed.contains("rita"));
+}
