@@ -823,8 +823,11 @@ pub(super) async fn show_page(
 /// and a render. Held in [`AppState`].
 pub struct RenderedPages(std::sync::Mutex<lru::LruCache<String, axum::body::Bytes>>);
 
-/// Incident pages kept by [`RenderedPages`] (each a few tens of kB).
+/// Incident pages kept by [`RenderedPages`] (each a few tens of kB)…
 const RENDERED_PAGES: usize = 256;
+/// …and the largest page kept, in bytes (a page with thousands of observations is rendered
+/// each time rather than held), so the cache stays under 64 MB.
+const RENDERED_PAGE_MAX: usize = 256 * 1024;
 
 impl std::fmt::Debug for RenderedPages {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -881,7 +884,7 @@ async fn cached_page(
         page.render()
             .map_err(|e| PageError(AppError::Internal(anyhow::anyhow!("incident page: {e}"))))?,
     );
-    if status == StatusCode::OK {
+    if status == StatusCode::OK && html.len() <= RENDERED_PAGE_MAX {
         state.pages.put(key, html.clone());
     }
     Ok((status, axum::response::Html(html)).into_response())
