@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use super::vectors::QuantizedSet;
+use super::vectors::{QuantizedSet, dot};
 use std::time::Duration;
 
 use async_openai::Client;
@@ -261,27 +261,6 @@ fn normalized(mut v: Vec<f32>) -> Vec<f32> {
         }
     }
     v
-}
-
-/// Dot product in eight independent lanes, so the compiler vectorises it (a single running sum
-/// is one long dependency chain it may not reorder); the lanes are added at the end. Compiled
-/// also for AVX2, chosen at run time (`multiversion`).
-#[multiversion::multiversion(targets("x86_64+avx+avx2+fma"))]
-fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut lanes = [0.0f32; 8];
-    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = ca
-        .remainder()
-        .iter()
-        .zip(cb.remainder())
-        .map(|(x, y)| x * y)
-        .sum();
-    for (x, y) in ca.zip(cb) {
-        for i in 0..8 {
-            lanes[i] += x[i] * y[i];
-        }
-    }
-    lanes.iter().sum::<f32>() + tail
 }
 
 /// Embeds `texts` (redacted and capped first; nothing unredacted leaves the process), in

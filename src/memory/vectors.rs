@@ -61,22 +61,24 @@ fn quantize(v: &[f32], codes: &mut Vec<i8>) -> f32 {
     scale
 }
 
-/// `Σ q[i] · c[i]` in eight independent lanes, so the compiler vectorises it (the widening of
-/// each code to f32 included); compiled also for AVX2 and chosen at run time when the CPU has it
-/// (`multiversion`), the same sum in the same order either way.
+/// `Σ q[i] · c[i]` (over the shorter length) in eight independent lanes, so the compiler
+/// vectorises it: a single running sum is one long dependency chain it may not reorder. `c` is
+/// another vector (`f32`) or quantised codes (`i8`, widened on the way). Compiled also for AVX2
+/// and chosen at run time when the CPU has it (`multiversion`); the same sum in the same order
+/// either way.
 #[multiversion::multiversion(targets("x86_64+avx+avx2+fma"))]
-fn dot_codes(q: &[f32], c: &[i8]) -> f32 {
+pub(super) fn dot<T: Copy + Into<f32>>(q: &[f32], c: &[T]) -> f32 {
     let mut lanes = [0.0f32; 8];
     let (cq, cc) = (q.chunks_exact(8), c.chunks_exact(8));
     let tail: f32 = cq
         .remainder()
         .iter()
         .zip(cc.remainder())
-        .map(|(x, y)| x * f32::from(*y))
+        .map(|(x, y)| x * (*y).into())
         .sum();
     for (x, y) in cq.zip(cc) {
         for i in 0..8 {
-            lanes[i] += x[i] * f32::from(y[i]);
+            lanes[i] += x[i] * y[i].into();
         }
     }
     lanes.iter().sum::<f32>() + tail
@@ -161,7 +163,7 @@ impl QuantizedSet {
                 .zip(block.codes.chunks_exact(self.dim))
             {
                 if *id != DEAD {
-                    each(*id, dot_codes(query, codes) * scale);
+                    each(*id, dot(query, codes) * scale);
                 }
             }
         }

@@ -685,18 +685,6 @@ pub async fn add_dependency(tx: &mut Tx, service: &str, depends_on: &str) -> App
     Ok(())
 }
 
-/// Confirmed remediation records (failures and successes) about `action`, for the dead-end
-/// check; retracted ones never come back.
-///
-/// # Errors
-/// Database errors.
-pub async fn remediations_for_action(
-    pool: &SqlitePool,
-    action: ActionKind,
-) -> AppResult<Vec<MemoryRecord>> {
-    remediations(pool, "r.action_kind = ?", action.as_str().to_string()).await
-}
-
 /// Confirmed (or superseded) remediation failures about `action` that a dead-end warning may
 /// cite: written during one of `incidents`, or keyed with `service` or one of `modes`. Those of
 /// `incidents` are chosen first, then the newest, at most `limit`; returned oldest first. (A

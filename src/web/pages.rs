@@ -844,19 +844,12 @@ impl Default for RenderedPages {
 }
 
 impl RenderedPages {
-    fn get(&self, key: &str) -> Option<axum::body::Bytes> {
+    /// The pages; a panic while the lock was held left nothing half-written (an LRU put is one
+    /// step), so a poisoned lock is taken over.
+    fn pages(&self) -> std::sync::MutexGuard<'_, lru::LruCache<String, axum::body::Bytes>> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(key)
-            .cloned()
-    }
-
-    fn put(&self, key: String, html: axum::body::Bytes) {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .put(key, html);
     }
 }
 
@@ -875,7 +868,8 @@ async fn cached_page(
         "{id}|{version}|{revision}|{epoch}|{generation}|{}|{}|{zone}|{minute}",
         user.name, user.role
     );
-    if let Some(html) = state.pages.get(&key) {
+    let cached = state.pages.pages().get(&key).cloned();
+    if let Some(html) = cached {
         return Ok(axum::response::Html(html).into_response());
     }
     let (status, page) =
@@ -885,7 +879,7 @@ async fn cached_page(
             .map_err(|e| PageError(AppError::Internal(anyhow::anyhow!("incident page: {e}"))))?,
     );
     if status == StatusCode::OK && html.len() <= RENDERED_PAGE_MAX {
-        state.pages.put(key, html.clone());
+        state.pages.pages().put(key, html.clone());
     }
     Ok((status, axum::response::Html(html)).into_response())
 }

@@ -288,10 +288,16 @@ async fn a_retracted_record_never_comes_back_on_any_path() {
         let res = recall(&app.memory, &q).await.unwrap();
         assert!(res.results.iter().all(|x| x.memory.id != m.id), "{q:?}");
     }
-    let dead_ends =
-        incidentmind::store::memory::remediations_for_action(&app.pool, ActionKind::RaisePoolLimit)
-            .await
-            .unwrap();
+    let dead_ends = incidentmind::store::memory::dead_ends_for(
+        &app.pool,
+        ActionKind::RaisePoolLimit,
+        "payments-db",
+        &["connection_pool_exhausted".to_string()],
+        &[],
+        12,
+    )
+    .await
+    .unwrap();
     assert!(dead_ends.is_empty());
     // Still readable for audit.
     let v: Value = app
@@ -872,4 +878,105 @@ async fn recall_over_the_api_is_a_read_and_writes_no_row() {
     assert_eq!(res.status(), StatusCode::OK);
     let after = crate::helpers::dump_all_tables(&app.pool).await;
     assert_eq!(before, after, "GET /api/v1/recall changed the database");
+}
+
+/// A dead-end warning cites at most `limit` past failures of the action: those of the similar
+/// incidents first, however old, then the newest that share the service or a failure mode;
+/// failures that share nothing, and other actions' failures, are never read.
+#[tokio::test]
+async fn dead_ends_are_capped_similar_incidents_first_then_the_newest() {
+    let app = spawn_app().await;
+    let past = app.open_incident("Ledger writes stall", "ledger-db").await;
+    let failure = |text: String, service: &str, tags: &[&str], incident: Option<&str>| {
+        let mut r = rec(MemoryKind::RemediationFailure, &text, service, tags);
+        r.action_kind = Some(ActionKind::RestartService);
+        r.incident_id = incident.map(str::to_string);
+        r
+    };
+    let similar = msvc::write(
+        &app.pool,
+        failure(
+            "restarting ledger-db changed nothing".into(),
+            "ledger-db",
+            &[],
+            Some(past.as_str()),
+        ),
+    )
+    .await
+    .unwrap();
+    let unrelated = msvc::write(
+        &app.pool,
+        failure(
+            "restarting mail-relay changed nothing".into(),
+            "mail-relay",
+            &[],
+            None,
+        ),
+    )
+    .await
+    .unwrap();
+    let by_mode = msvc::write(
+        &app.pool,
+        failure(
+            "restarting the cache did not help".into(),
+            "edge-cache",
+            &["memory_leak"],
+            None,
+        ),
+    )
+    .await
+    .unwrap();
+    let mut same_service = Vec::new();
+    for n in 0..14 {
+        let r = failure(
+            format!("restart number {n} of search-api did not help"),
+            "search-api",
+            &[],
+            None,
+        );
+        same_service.push(msvc::write(&app.pool, r).await.unwrap().id);
+    }
+    let mut other_action = rec(
+        MemoryKind::RemediationFailure,
+        "rolling back search-api did not help",
+        "search-api",
+        &[],
+    );
+    other_action.action_kind = Some(ActionKind::RollbackDeploy);
+    let other_action = msvc::write(&app.pool, other_action).await.unwrap();
+
+    let got = incidentmind::store::memory::dead_ends_for(
+        &app.pool,
+        ActionKind::RestartService,
+        "search-api",
+        &["memory_leak".to_string()],
+        std::slice::from_ref(&past),
+        12,
+    )
+    .await
+    .unwrap();
+    let ids: Vec<i64> = got.iter().map(|r| r.id).collect();
+    let mut want = vec![similar.id];
+    want.extend(same_service[3..].iter().copied());
+    assert_eq!(
+        ids, want,
+        "the similar incident's, then the 11 newest, oldest first"
+    );
+    assert!(!ids.contains(&unrelated.id) && !ids.contains(&other_action.id));
+    assert!(!ids.contains(&by_mode.id), "older than the newest eleven");
+
+    let few = incidentmind::store::memory::dead_ends_for(
+        &app.pool,
+        ActionKind::RestartService,
+        "nothing-shared",
+        &["memory_leak".to_string()],
+        &[],
+        12,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        few.iter().map(|r| r.id).collect::<Vec<_>>(),
+        vec![by_mode.id]
+    );
 }
