@@ -132,9 +132,13 @@ impl MiniLm {
         Ok(enc.get_attention_mask().iter().filter(|m| **m == 1).count())
     }
 
-    /// One unit vector of [`DIMENSIONS`] per text, in order. Texts are padded to the longest of
-    /// the batch; the attention mask keeps padding out of both attention and pooling, so a text's
-    /// vector does not depend on its batch. Blocking.
+    /// One unit vector of [`DIMENSIONS`] per text, in order. Blocking.
+    ///
+    /// Texts are run in groups of similar length ([`length_groups`]), each padded only to its own
+    /// longest: padding costs as much as real word pieces in every layer, so one batch padded to
+    /// its longest text would spend most of its time on padding when lengths differ. The
+    /// attention mask keeps padding out of both attention and pooling, so a text's vector does
+    /// not depend on its batch or group.
     ///
     /// # Errors
     /// [`ModelError`] when tokenizing or the forward pass fails.
@@ -146,16 +150,53 @@ impl MiniLm {
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
-        let len = encodings.first().map_or(0, |e| e.get_ids().len());
-        let rows = encodings.len();
-        let mut ids = Vec::with_capacity(rows * len);
-        let mut types = Vec::with_capacity(rows * len);
-        let mut mask = Vec::with_capacity(rows * len);
-        for e in &encodings {
-            ids.extend(e.get_ids().iter().map(|&x| x as i64));
-            types.extend(e.get_type_ids().iter().map(|&x| x as i64));
-            mask.extend(e.get_attention_mask().iter().map(|&x| x as i64));
+        let lengths: Vec<usize> = encodings
+            .iter()
+            .map(|e| {
+                e.get_attention_mask()
+                    .iter()
+                    .filter(|m| **m == 1)
+                    .count()
+                    .max(1)
+            })
+            .collect();
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for group in length_groups(&lengths) {
+            let len = group.iter().map(|&i| lengths[i]).max().unwrap_or(1);
+            let rows = group.len();
+            let mut ids = Vec::with_capacity(rows * len);
+            let mut types = Vec::with_capacity(rows * len);
+            let mut mask = Vec::with_capacity(rows * len);
+            for &i in &group {
+                // Right padding: a text's real pieces come first, so its first `len` are all of
+                // them, padded by what the batch-wide padding put after.
+                let e = &encodings[i];
+                ids.extend(e.get_ids().iter().take(len).map(|&x| i64::from(x)));
+                types.extend(e.get_type_ids().iter().take(len).map(|&x| i64::from(x)));
+                mask.extend(
+                    e.get_attention_mask()
+                        .iter()
+                        .take(len)
+                        .map(|&x| i64::from(x)),
+                );
+            }
+            for (slot, v) in group.iter().zip(self.forward(ids, types, mask, rows, len)?) {
+                out[*slot] = v;
+            }
         }
+        Ok(out)
+    }
+
+    /// Unit vectors of `rows` texts of `len` word pieces each (row-major ids, type ids and
+    /// attention mask): the forward pass, mean pooling over the mask, L2 normalisation.
+    fn forward(
+        &self,
+        ids: Vec<i64>,
+        types: Vec<i64>,
+        mask: Vec<i64>,
+        rows: usize,
+        len: usize,
+    ) -> Result<Vec<Vec<f32>>, ModelError> {
         let ids = Tensor::from_vec(ids, (rows, len), &self.device)?;
         let types = Tensor::from_vec(types, (rows, len), &self.device)?;
         let mask = Tensor::from_vec(mask, (rows, len), &self.device)?;
@@ -168,5 +209,56 @@ impl MiniLm {
         let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
         let unit = mean.broadcast_div(&norms)?;
         Ok(unit.to_vec2::<f32>()?)
+    }
+}
+
+/// Padded word pieces a group may spend per real one before a longer text starts a new group.
+const PADDING_SLACK: f64 = 1.25;
+
+/// Word pieces of padding any group may carry regardless of [`PADDING_SLACK`] (a forward pass
+/// has a fixed cost too, so very short texts are not split further).
+const PADDING_FREE: usize = 48;
+
+/// Indices of texts of the given `lengths` (word pieces), grouped so that padding each group to
+/// its longest costs at most [`PADDING_SLACK`] times its real pieces plus [`PADDING_FREE`]:
+/// shortest first, a text joins the current group while that holds. Every index appears once.
+pub fn length_groups(lengths: &[usize]) -> Vec<Vec<usize>> {
+    let mut order: Vec<usize> = (0..lengths.len()).collect();
+    order.sort_by_key(|&i| lengths[i]);
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    let mut real = 0usize;
+    for i in order {
+        let len = lengths[i];
+        let padded = len * (current.len() + 1);
+        let allowed = ((real + len) as f64 * PADDING_SLACK) as usize + PADDING_FREE;
+        if !current.is_empty() && padded > allowed {
+            groups.push(std::mem::take(&mut current));
+            real = 0;
+        }
+        current.push(i);
+        real += len;
+    }
+    if !current.is_empty() {
+        groups.push(current);
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::length_groups;
+
+    #[test]
+    fn length_groups_cover_every_text_once_and_keep_long_texts_apart_from_short_ones() {
+        let lengths = [12, 250, 14, 16, 240, 13, 60];
+        let groups = length_groups(&lengths);
+        let mut seen: Vec<usize> = groups.iter().flatten().copied().collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..lengths.len()).collect::<Vec<_>>());
+        // The four short texts run together, the two long ones together, 60 on its own.
+        assert_eq!(groups, vec![vec![0, 5, 2, 3], vec![6], vec![4, 1]]);
+        assert_eq!(length_groups(&[]), Vec::<Vec<usize>>::new());
+        assert_eq!(length_groups(&[30, 30, 30]), vec![vec![0, 1, 2]]);
     }
 }

@@ -687,49 +687,55 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     let query_passages = super::documents::passages_of(&text);
     let by_passage = tuning.on("passages") && query_passages.len() > 1;
     let vectors = async {
-        if by_passage && query_passages.len() >= LONG_QUERY && tuning.on("passage_mean") {
-            // A report: its vector is the mean of its passages' (one embedding pass over short
-            // texts, not a second over the whole, which the model would truncate anyway).
-            let passages = embeddings::text_vectors(memory, &query_passages).await;
-            let whole = passages.as_deref().and_then(embeddings::mean_direction);
-            (whole, passages)
-        } else if by_passage {
-            // A few sentences: the whole and its passages in one batch of short texts.
-            let mut texts = Vec::with_capacity(query_passages.len() + 1);
-            texts.push(text.clone());
-            texts.extend(query_passages.iter().cloned());
-            match embeddings::text_vectors(memory, &texts).await {
-                Some(mut vs) if vs.len() == texts.len() => {
-                    let whole = vs.remove(0);
-                    (Some(whole), Some(vs))
+        let (query_vector, passage_vectors) =
+            if by_passage && query_passages.len() >= LONG_QUERY && tuning.on("passage_mean") {
+                // A report: its vector is the mean of its passages' (one embedding pass over short
+                // texts, not a second over the whole, which the model would truncate anyway).
+                let passages = embeddings::text_vectors(memory, &query_passages).await;
+                let whole = passages.as_deref().and_then(embeddings::mean_direction);
+                (whole, passages)
+            } else if by_passage {
+                // A few sentences: the whole and its passages in one batch of short texts.
+                let mut texts = Vec::with_capacity(query_passages.len() + 1);
+                texts.push(text.clone());
+                texts.extend(query_passages.iter().cloned());
+                match embeddings::text_vectors(memory, &texts).await {
+                    Some(mut vs) if vs.len() == texts.len() => {
+                        let whole = vs.remove(0);
+                        (Some(whole), Some(vs))
+                    }
+                    _ => (None, None),
                 }
-                _ => (None, None),
+            } else {
+                (embeddings::query_vector(memory, &text).await, None)
+            };
+        // The vector scans run here, while the word searches' SQL is still running on the
+        // database's own threads.
+        let (nearest, doc_vector) = match &query_vector {
+            Some(v) => (
+                embeddings::nearest_records(memory, &index, v, exclude, PER_LIST).await,
+                embeddings::nearest_documents(memory, index.epoch(), v, exclude, INCIDENT_LIST)
+                    .await,
+            ),
+            None => (embeddings::Nearest::default(), Vec::new()),
+        };
+        let by_passages = match &passage_vectors {
+            Some(vs) => {
+                embeddings::nearest_by_passages(memory, index.epoch(), vs, exclude, INCIDENT_LIST)
+                    .await
             }
-        } else {
-            (embeddings::query_vector(memory, &text).await, None)
-        }
+            None => Vec::new(),
+        };
+        (nearest, doc_vector, by_passages)
     };
-    let (lists, (query_vector, passage_vectors), doc_bm25) = tokio::join!(
+    let (lists, (nearest, doc_vector, by_passages), doc_bm25) = tokio::join!(
         text_lists(pool, &index, &search, kinds, exclude),
         vectors,
         crate::store::incident_documents::search(pool, &doc_expr, exclude, INCIDENT_LIST as i64),
     );
     let (text_list, rules_list) = lists?;
     let doc_bm25 = doc_bm25?;
-    let (nearest, doc_vector) = match &query_vector {
-        Some(v) => (
-            embeddings::nearest_records(memory, &index, v, exclude, PER_LIST).await,
-            embeddings::nearest_documents(memory, index.epoch(), v, exclude, INCIDENT_LIST).await,
-        ),
-        None => (embeddings::Nearest::default(), Vec::new()),
-    };
     let (semantic, chance) = (nearest.hits, nearest.floor);
-    let by_passages = match &passage_vectors {
-        Some(vs) => {
-            embeddings::nearest_by_passages(memory, index.epoch(), vs, exclude, INCIDENT_LIST).await
-        }
-        None => Vec::new(),
-    };
     let semantic_list: Vec<(Candidate, f32)> = semantic
         .iter()
         .filter_map(|(id, c)| index.get(*id).map(|e| (e.candidate.clone(), *c)))

@@ -61,24 +61,23 @@ fn quantize(v: &[f32], codes: &mut Vec<i8>) -> f32 {
     scale
 }
 
-/// `Σ q[i] · c[i]` (over the shorter length) in eight independent lanes, so the compiler
-/// vectorises it: a single running sum is one long dependency chain it may not reorder. `c` is
-/// another vector (`f32`) or quantised codes (`i8`, widened on the way). Compiled also for AVX2
-/// and chosen at run time when the CPU has it (`multiversion`); the same sum in the same order
-/// either way.
+/// `Σ q[i] · c[i]` of two `f32` vectors (over the shorter length) in eight independent lanes,
+/// so the compiler vectorises it: a single running sum is one long dependency chain it may not
+/// reorder. Compiled also for AVX2 and chosen at run time when the CPU has it
+/// (`multiversion`); the same sum in the same order either way.
 #[multiversion::multiversion(targets("x86_64+avx+avx2+fma"))]
-pub(super) fn dot<T: Copy + Into<f32>>(q: &[f32], c: &[T]) -> f32 {
+pub(super) fn dot(q: &[f32], c: &[f32]) -> f32 {
     let mut lanes = [0.0f32; 8];
     let (cq, cc) = (q.chunks_exact(8), c.chunks_exact(8));
     let tail: f32 = cq
         .remainder()
         .iter()
         .zip(cc.remainder())
-        .map(|(x, y)| x * (*y).into())
+        .map(|(x, y)| x * y)
         .sum();
     for (x, y) in cq.zip(cc) {
         for i in 0..8 {
-            lanes[i] += x[i] * y[i].into();
+            lanes[i] += x[i] * y[i];
         }
     }
     lanes.iter().sum::<f32>() + tail
@@ -151,10 +150,25 @@ impl QuantizedSet {
 
     /// Calls `each(owner, cosine)` for every live vector, with `query` a unit vector of the
     /// set's dimension (nothing is called for another dimension).
+    ///
+    /// The query is itself turned into 16-bit integers ([`query_codes`]), so each row costs one
+    /// integer dot product, which the CPU does 16 products at a time; the query's own rounding
+    /// error (≤ 1/22,000 of its largest component at 1,536 dimensions, ≤ 1/65,000 at 384) is
+    /// far below that of the stored codes.
     pub fn scan(&self, query: &[f32], mut each: impl FnMut(i64, f32)) {
         if query.len() != self.dim || self.dim == 0 {
             return;
         }
+        let Some((q, q_scale)) = query_codes(query) else {
+            for block in &self.blocks {
+                block
+                    .ids
+                    .iter()
+                    .filter(|id| **id != DEAD)
+                    .for_each(|id| each(*id, 0.0));
+            }
+            return;
+        };
         for block in &self.blocks {
             for ((id, scale), codes) in block
                 .ids
@@ -163,11 +177,53 @@ impl QuantizedSet {
                 .zip(block.codes.chunks_exact(self.dim))
             {
                 if *id != DEAD {
-                    each(*id, dot(query, codes) * scale);
+                    each(*id, dot_codes(&q, codes) as f32 * q_scale * scale);
                 }
             }
         }
     }
+}
+
+/// `query` as 16-bit integers and the factor that turns them back: the largest component maps
+/// to the largest magnitude for which a dot product with `i8` codes cannot overflow an `i32`
+/// (`dim · m · 127 < 2³¹`, capped at `i16::MAX`). `None` for a zero or non-finite query.
+fn query_codes(query: &[f32]) -> Option<(Vec<i16>, f32)> {
+    let max = query.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if max == 0.0 || !max.is_finite() {
+        return None;
+    }
+    let room = (i32::MAX as f64 / (query.len().max(1) as f64 * 127.0)).floor();
+    let top = room.min(f64::from(i16::MAX)) as f32;
+    if top < 1.0 {
+        return None;
+    }
+    let scale = max / top;
+    let codes = query
+        .iter()
+        .map(|x| (x / scale).round().clamp(-top, top) as i16)
+        .collect();
+    Some((codes, scale))
+}
+
+/// `Σ q[i] · c[i]` in exact integer arithmetic, in sixteen independent lanes so the compiler
+/// turns it into packed multiply-adds (compiled also for AVX2 and chosen at run time). No
+/// overflow for the magnitudes [`query_codes`] produces.
+#[multiversion::multiversion(targets("x86_64+avx+avx2+fma"))]
+fn dot_codes(q: &[i16], c: &[i8]) -> i32 {
+    let mut lanes = [0i32; 16];
+    let (cq, cc) = (q.chunks_exact(16), c.chunks_exact(16));
+    let tail: i32 = cq
+        .remainder()
+        .iter()
+        .zip(cc.remainder())
+        .map(|(x, y)| i32::from(*x) * i32::from(*y))
+        .sum();
+    for (x, y) in cq.zip(cc) {
+        for i in 0..16 {
+            lanes[i] += i32::from(x[i]) * i32::from(y[i]);
+        }
+    }
+    lanes.iter().sum::<i32>() + tail
 }
 
 #[cfg(test)]
@@ -247,6 +303,20 @@ mod tests {
             "the shared copy still scores every row"
         );
         assert_eq!(set.len(), BLOCK_ROWS + 3);
+    }
+
+    #[test]
+    fn wide_vectors_score_without_overflow() {
+        // 1,536 dimensions (an OpenAI-size endpoint): the integer dot product must not wrap.
+        let mut set = QuantizedSet::new(true);
+        let flat = vec![1.0 / (1536.0f32).sqrt(); 1536];
+        let v = unit(0.37, 1536);
+        set.extend([(1, flat.clone()), (2, v.clone())]);
+        let mut got = Vec::new();
+        set.scan(&flat, |id, c| got.push((id, c)));
+        assert_eq!(got.len(), 2);
+        assert!((got[0].1 - 1.0).abs() < 0.005, "{got:?}");
+        assert!((got[1].1 - exact(&v, &flat)).abs() < 0.005, "{got:?}");
     }
 
     #[test]

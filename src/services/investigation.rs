@@ -746,34 +746,43 @@ async fn store_investigation(
     let mut past_rejections = mstore::rejections_of_incidents(pool, similar).await?;
     past_rejections.sort_by_key(by_similarity);
     // Actions: coerce into the closed vocabulary, drop the rest, one per kind.
-    let mut actions = Vec::new();
+    let mut chosen = Vec::new();
     let mut seen = HashSet::new();
     for a in &output.actions {
         match ActionKind::coerce(&a.kind) {
-            Some(k) if seen.insert(k) => {
-                let target = if a.target.trim().is_empty() {
-                    incident.service.clone()
-                } else {
-                    crate::evidence::truncate_chars(a.target.trim(), 200).to_string()
-                };
-                let warning = dead_end_warning(pool, k, &incident.service, tags, similar).await?;
-                let before = precedent(k, &rejected_here, &past, &past_rejections);
-                let rank = before.rank();
-                actions.push((
-                    k,
-                    target,
-                    before.explain(&a.rationale),
-                    a.hypothesis,
-                    warning,
-                    rank,
-                ));
-            }
+            Some(k) if seen.insert(k) => chosen.push((k, a)),
             Some(_) => {}
             None => dropped.push(format!(
                 "unknown kind '{}'",
                 crate::evidence::truncate_chars(&a.kind, 60)
             )),
         }
+    }
+    // Every action's dead-end check at once: each is a few indexed reads, on the pool's
+    // connections side by side.
+    let warnings = futures::future::try_join_all(
+        chosen
+            .iter()
+            .map(|(k, _)| dead_end_warning(pool, *k, &incident.service, tags, similar)),
+    )
+    .await?;
+    let mut actions = Vec::new();
+    for ((k, a), warning) in chosen.into_iter().zip(warnings) {
+        let target = if a.target.trim().is_empty() {
+            incident.service.clone()
+        } else {
+            crate::evidence::truncate_chars(a.target.trim(), 200).to_string()
+        };
+        let before = precedent(k, &rejected_here, &past, &past_rejections);
+        let rank = before.rank();
+        actions.push((
+            k,
+            target,
+            before.explain(&a.rationale),
+            a.hypothesis,
+            warning,
+            rank,
+        ));
     }
     // Resolved before first, rejected before after the others, known dead ends last; never
     // hidden. Stable: the analyst's order within each group.

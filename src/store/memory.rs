@@ -454,43 +454,63 @@ pub(super) fn durable_kinds_json() -> String {
 
 /// Lists records, newest first (or by relevance when `q` is set).
 ///
+/// Only the filters that are set reach the SQL, so SQLite can pick the index they match
+/// (`records_incident` for an incident's records, `records_kind` for a kind): a generic
+/// `(? IS NULL OR col = ?)` form hides every index and scans the whole table.
+///
 /// # Errors
 /// Database errors.
 pub async fn list(pool: &SqlitePool, f: &MemoryFilter) -> AppResult<Vec<MemoryRecord>> {
     let fts = f.q.as_deref().map(fts_or_query).filter(|q| !q.is_empty());
-    let sql = format!(
-        "{SELECT} {join} WHERE (?1 IS NULL OR r.kind = ?1)
-           AND (?2 IS NULL OR EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'service' AND k.value = ?2))
-           AND (?3 IS NULL OR EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'failure_mode' AND k.value = ?3))
-           AND (?4 IS NULL OR r.incident_id = ?4)
-           AND (?5 IS NULL OR r.validation = ?5)
-           AND (?6 OR r.kind IN (SELECT value FROM json_each(?7)))
-           {fts_where}
-           AND (?10 IS NULL OR (CASE WHEN ?11 THEN r.id > ?10 ELSE r.id < ?10 END))
-         ORDER BY {order} LIMIT ?9",
-        join = if fts.is_some() { "JOIN records_fts ON records_fts.rowid = r.id" } else { "" },
-        fts_where = if fts.is_some() { "AND records_fts MATCH ?8" } else { "AND ?8 IS NULL" },
-        order = match (fts.is_some(), f.oldest_first) {
-            (true, _) => "bm25(records_fts, 1.0, 0.5)",
-            (false, true) => "r.id ASC",
-            (false, false) => "r.id DESC",
-        },
-    );
-    let after_id = if fts.is_some() { None } else { f.after_id };
-    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(f.kind.map(MemoryKind::as_str))
-        .bind(f.service.as_deref())
-        .bind(f.failure_mode.as_deref())
-        .bind(f.incident.as_deref())
-        .bind(f.validation.map(Validation::as_str))
-        .bind(f.include_working || f.incident.is_some())
-        .bind(durable_kinds_json())
-        .bind(fts)
-        .bind(f.limit.unwrap_or(200).clamp(1, 1000))
-        .bind(after_id)
-        .bind(f.oldest_first)
-        .fetch_all(pool)
-        .await?;
+    let mut b = sqlx::QueryBuilder::<sqlx::Sqlite>::new(SELECT);
+    if fts.is_some() {
+        b.push(" JOIN records_fts ON records_fts.rowid = r.id");
+    }
+    b.push(" WHERE 1 = 1");
+    if let Some(kind) = f.kind {
+        b.push(" AND r.kind = ").push_bind(kind.as_str());
+    }
+    if let Some(service) = f.service.as_deref() {
+        b.push(" AND EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'service' AND k.value = ")
+            .push_bind(service)
+            .push(")");
+    }
+    if let Some(mode) = f.failure_mode.as_deref() {
+        b.push(" AND EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'failure_mode' AND k.value = ")
+            .push_bind(mode)
+            .push(")");
+    }
+    if let Some(incident) = f.incident.as_deref() {
+        b.push(" AND r.incident_id = ").push_bind(incident);
+    }
+    if let Some(v) = f.validation {
+        b.push(" AND r.validation = ").push_bind(v.as_str());
+    }
+    if !(f.include_working || f.incident.is_some()) {
+        b.push(" AND r.kind IN (SELECT value FROM json_each(")
+            .push_bind(durable_kinds_json())
+            .push("))");
+    }
+    match (&fts, f.after_id) {
+        (Some(q), _) => {
+            b.push(" AND records_fts MATCH ").push_bind(q.clone());
+        }
+        (None, Some(after)) if f.oldest_first => {
+            b.push(" AND r.id > ").push_bind(after);
+        }
+        (None, Some(after)) => {
+            b.push(" AND r.id < ").push_bind(after);
+        }
+        (None, None) => {}
+    }
+    b.push(match (fts.is_some(), f.oldest_first) {
+        (true, _) => " ORDER BY bm25(records_fts, 1.0, 0.5)",
+        (false, true) => " ORDER BY r.id ASC",
+        (false, false) => " ORDER BY r.id DESC",
+    });
+    b.push(" LIMIT ")
+        .push_bind(f.limit.unwrap_or(200).clamp(1, 1000));
+    let rows: Vec<Row> = b.build_query_as().fetch_all(pool).await?;
     rows.into_iter().map(Row::into_record).collect()
 }
 
@@ -702,17 +722,20 @@ pub async fn dead_ends_for(
 ) -> AppResult<Vec<MemoryRecord>> {
     let modes = serde_json::to_string(modes).map_err(corrupt)?;
     let incidents = serde_json::to_string(incidents).map_err(corrupt)?;
+    // The ids are chosen first, from the index; only the chosen rows are then read whole (a
+    // sort under LIMIT would otherwise carry every candidate's text, data and sources).
     let sql = format!(
-        "SELECT * FROM ({SELECT} WHERE r.action_kind = ?1 AND r.kind = 'remediation_failure'
-           AND r.validation IN ('confirmed', 'superseded')
-           AND (r.incident_id IN (SELECT value FROM json_each(?4))
-             OR EXISTS (SELECT 1 FROM record_keys k WHERE k.key = 'service' AND k.value = ?2
-                          AND k.record_id = r.id)
-             OR EXISTS (SELECT 1 FROM record_keys k WHERE k.key = 'failure_mode'
-                          AND k.value IN (SELECT value FROM json_each(?3)) AND k.record_id = r.id))
-           ORDER BY (r.incident_id IN (SELECT value FROM json_each(?4))) DESC, r.id DESC
-           LIMIT ?5)
-         ORDER BY id"
+        "{SELECT} WHERE r.id IN (
+           SELECT c.id FROM records c WHERE c.action_kind = ?1 AND c.kind = 'remediation_failure'
+             AND c.validation IN ('confirmed', 'superseded')
+             AND (c.incident_id IN (SELECT value FROM json_each(?4))
+               OR EXISTS (SELECT 1 FROM record_keys k WHERE k.key = 'service' AND k.value = ?2
+                            AND k.record_id = c.id)
+               OR EXISTS (SELECT 1 FROM record_keys k WHERE k.key = 'failure_mode'
+                            AND k.value IN (SELECT value FROM json_each(?3)) AND k.record_id = c.id))
+             ORDER BY (c.incident_id IN (SELECT value FROM json_each(?4))) DESC, c.id DESC
+             LIMIT ?5)
+         ORDER BY r.id"
     );
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(action.as_str())
@@ -735,8 +758,10 @@ pub async fn successes_for(
     limit: i64,
 ) -> AppResult<Vec<MemoryRecord>> {
     let sql = format!(
-        "{SELECT} WHERE r.action_kind = ? AND r.kind = 'remediation_success'
-           AND r.validation IN ('confirmed', 'superseded') ORDER BY r.id LIMIT ?"
+        "{SELECT} WHERE r.id IN (
+           SELECT c.id FROM records c WHERE c.action_kind = ? AND c.kind = 'remediation_success'
+             AND c.validation IN ('confirmed', 'superseded') ORDER BY c.id LIMIT ?)
+         ORDER BY r.id"
     );
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(action.as_str())
