@@ -838,6 +838,9 @@ const INVESTIGATION_P99_MAX_MS: f64 = 150.0;
 /// …and the process's resident memory with every vector loaded.
 const RSS_MAX_MB: f64 = 300.0;
 
+/// Length of the queries the embedded-recall floor is about, in characters.
+const QUERY_CHARS: usize = 200;
+
 /// Records embedded by the real backfill to measure its throughput; the others get copies of
 /// these vectors (see [`model_bench`]).
 const EMBED_SAMPLE: i64 = 512;
@@ -868,8 +871,9 @@ fn rss_mb() -> (f64, f64, f64, f64) {
 /// 2. every other durable record gets a copy of a sampled vector with a little noise, so that
 ///    nearest-vector search scans N real-sized vectors (embedding 100k records here would take
 ///    about 40 minutes; search cost does not depend on the values);
-/// 3. recall over the same queries with a never-seen text each (the query is embedded), then the
-///    same texts again (query vectors cached);
+/// 3. recall over the same queries cut to [`QUERY_CHARS`] characters with a never-seen text each
+///    (the query is embedded), then the same texts again (query vectors cached); then, for
+///    information, the full reports longer than that, each never seen;
 /// 4. investigations end to end (`services::investigation::investigate`, built-in analyst) on
 ///    fresh incidents with a short paste each;
 /// 5. RSS with every vector loaded.
@@ -946,13 +950,24 @@ async fn model_bench(pool: &SqlitePool, qs: &[RecallQuery], seed: u64) -> anyhow
         println!("  {} more records got copies of sampled vectors", ids.len());
     }
 
-    // Recall with the query embedded (each text unseen), then cached.
+    // Recall with the query embedded (each text unseen), then cached. The floor is for a query
+    // of 200 characters, so each text is cut there (at a word); reports longer than that (the
+    // incident-shaped queries, embedded passage by passage) are timed apart, for information.
     let fresh: Vec<RecallQuery> = qs
         .iter()
         .enumerate()
-        .map(|(i, q)| RecallQuery {
-            text: format!("{} (ticket {i})", q.text),
-            ..q.clone()
+        .map(|(i, q)| {
+            let tag = format!(" (ticket {i})");
+            let room = QUERY_CHARS - tag.chars().count();
+            let cut = incidentmind::evidence::truncate_chars(&q.text, room);
+            let cut = match cut.rfind(' ') {
+                Some(at) if cut.len() < q.text.len() => &cut[..at],
+                _ => cut,
+            };
+            RecallQuery {
+                text: format!("{cut}{tag}"),
+                ..q.clone()
+            }
         })
         .collect();
     for q in fresh.iter().take(20) {
@@ -970,6 +985,22 @@ async fn model_bench(pool: &SqlitePool, qs: &[RecallQuery], seed: u64) -> anyhow
         recall::recall(&memory, q).await?;
         cached.push(t.elapsed());
     }
+    let mut long = Vec::new();
+    for (i, q) in qs
+        .iter()
+        .enumerate()
+        .filter(|(_, q)| q.text.chars().count() > QUERY_CHARS)
+    {
+        let q = RecallQuery {
+            text: format!("{} (report {i})", q.text),
+            ..q.clone()
+        };
+        let t = Instant::now();
+        recall::recall(&memory, &q).await?;
+        long.push(t.elapsed());
+    }
+    let long_count = long.len();
+    let (l50, l99) = percentiles(long);
     let (u50, u99) = percentiles(uncached);
     let (c50, c99) = percentiles(cached);
     if std::env::var_os("RECALL_BENCH_DEBUG").is_some() {
@@ -1014,7 +1045,7 @@ async fn model_bench(pool: &SqlitePool, qs: &[RecallQuery], seed: u64) -> anyhow
         (
             u99 <= MODEL_P99_MAX_MS,
             format!(
-                "recall with the query embedded: p50 {u50:.2} ms, p99 {u99:.2} ms (floor {MODEL_P99_MAX_MS} ms)"
+                "recall with a query of at most {QUERY_CHARS} characters embedded: p50 {u50:.2} ms, p99 {u99:.2} ms (floor {MODEL_P99_MAX_MS} ms)"
             ),
         ),
         (
@@ -1042,6 +1073,10 @@ async fn model_bench(pool: &SqlitePool, qs: &[RecallQuery], seed: u64) -> anyhow
         all &= ok;
         println!("  {} {line}", if ok { "PASS" } else { "FAIL" });
     }
+    println!(
+        "  (info) recall of {long_count} reports longer than {QUERY_CHARS} characters, embedded \
+         passage by passage: p50 {l50:.1} ms, p99 {l99:.1} ms"
+    );
     Ok(all)
 }
 
