@@ -47,6 +47,8 @@
 
 use std::collections::HashMap;
 
+mod siblings;
+
 /// Hasher for keys that are already hashes (the exact-match cache): passes the `u64` through.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BuildIdHash;
@@ -555,6 +557,24 @@ fn mask_token(tok: &str, cls: u8, out: &mut String) -> u8 {
         out.push_str(&tok[s + colon..]);
         return F_MASKED;
     }
+    // `key:value` with a word key (`total-vm:1024kB`, `zxid:0x1f`): the key stays, as in
+    // `key=value`. The key needs a letter beyond `a`-`f`, so an IPv6 group is never a key.
+    if let Some(colon) = core.iter().position(|&c| c == b':')
+        && colon >= 2
+        && core[..colon]
+            .iter()
+            .all(|&c| c.is_ascii_alphabetic() || matches!(c, b'-' | b'_'))
+        && core[..colon]
+            .iter()
+            .any(|c| c.is_ascii_alphabetic() && !c.is_ascii_hexdigit())
+        && core[colon + 1..].iter().any(u8::is_ascii_digit)
+        && whole_variable(&core[colon + 1..])
+    {
+        out.push_str(&tok[..s + colon + 1]);
+        out.push_str("<*>");
+        out.push_str(&tok[e..]);
+        return F_MASKED;
+    }
     if whole_variable(core) || (slash && path_like(core)) {
         out.push_str(&tok[..s]);
         out.push_str("<*>");
@@ -721,6 +741,10 @@ pub struct DrainConfig {
     /// templates now agree everywhere except where one has `<*>` (and agree on at least
     /// `sim_threshold` of the positions where either has a constant) become one group.
     pub merge: bool,
+    /// Cross-branch merging: groups whose templates are equal at every position but one, with
+    /// at least [`CATEGORICAL_MAX`] distinct values there, are one group (a variable in a
+    /// routing token; see [`siblings`]).
+    pub siblings: bool,
 }
 
 impl Default for DrainConfig {
@@ -732,6 +756,7 @@ impl Default for DrainConfig {
             max_clusters: 5_000,
             variable_depth: true,
             merge: true,
+            siblings: true,
         }
     }
 }
@@ -768,6 +793,8 @@ pub struct Drain {
     key: Vec<u8>,
     /// Live groups by token count, for template merging.
     by_len: HashMap<usize, Vec<u32>>,
+    /// Groups equal but at one position, for cross-branch merging (see [`siblings`]).
+    siblings: siblings::Siblings,
 }
 
 /// Groups of one length compared when a template generalises (the most recent ones).
@@ -786,6 +813,7 @@ impl Drain {
             merges: Vec::new(),
             key: Vec::new(),
             by_len: HashMap::new(),
+            siblings: Default::default(),
         }
     }
 
@@ -877,7 +905,11 @@ impl Drain {
                 });
                 node.clusters.push(id);
                 self.by_len.entry(n).or_default().push(id);
-                id
+                if self.cfg.siblings {
+                    self.link_siblings(id)
+                } else {
+                    id
+                }
             }
         };
         self.join(cid, toks)
@@ -1006,8 +1038,10 @@ impl Drain {
         keep
     }
 
-    /// Fold group `b` into group `a` (compatible templates): positions where either has `<*>`,
-    /// or where their categorical values differ, become `<*>`; `b`'s variants are re-keyed into
+    /// Fold group `b` into group `a` (compatible templates, or siblings): positions where either
+    /// has `<*>`, or where their categorical values differ, become `<*>`; where two constants
+    /// differ (siblings), `<*>` keeps the punctuation they share (`<*>:`); `b`'s variants are
+    /// re-keyed into
     /// `a`, and variants that collide are recorded in `merges`.
     fn fold(&mut self, a: u32, b: u32) {
         let bt = std::mem::take(&mut self.clusters[b as usize].tokens);
@@ -1018,6 +1052,14 @@ impl Drain {
         {
             let at = &mut self.clusters[a as usize].tokens;
             for i in 0..n {
+                // two constants (only siblings differ there): keep their shared punctuation
+                if let (TTok::Lit(x), TTok::Lit(y)) = (&at[i], &bt[i])
+                    && x != y
+                {
+                    at[i] = key_wild(x, y);
+                    wild[i] = true;
+                    continue;
+                }
                 let w = match (&at[i], &bt[i]) {
                     (TTok::Wild, _) | (_, TTok::Wild) => true,
                     (TTok::Lit(x), TTok::Lit(y)) => x != y,
@@ -1096,6 +1138,9 @@ fn same_key(a: &str, b: &str) -> bool {
 /// `(<*>)`, `alice:` / `bob:` → `<*>:`, `id=7]` / `id=9]` → `id=<*>]`); `<*>` when nothing is
 /// shared.
 fn key_wild(a: &str, b: &str) -> TTok {
+    if glued_word_differs(a, b) {
+        return TTok::Lit(format!("<*>{}", &a[glued_word_len(a)..]).into());
+    }
     let pre = match (a.split_once('='), b.split_once('=')) {
         (Some((ka, va)), Some((kb, vb)))
             if ka == kb && !ka.is_empty() && !va.is_empty() && !vb.is_empty() =>
@@ -1130,11 +1175,17 @@ fn key_wild(a: &str, b: &str) -> TTok {
 }
 
 /// A template token with one `<*>` hole and constant text around it (`key=<*>`, `(<*>)`)
-/// against a message token that has that text around something non-empty.
+/// against a message token that has that text around something non-empty; `<*>rest` (a glued
+/// word, see [`glued_word_differs`]) against a word followed by `rest`.
 fn matches_key_wild(l: &str, t: &str) -> bool {
     let Some(i) = l.find("<*>") else {
         return false;
     };
+    if i == 0 && l.len() > 3 && l[3..].contains("<*>") {
+        // `<*>(uid=<*>)`: a glued word before a masked rest (see [`glued_word_differs`])
+        let w = glued_word_len(t);
+        return w > 0 && t[w..] == l[3..];
+    }
     let (pre, suf) = (&l[..i], &l[i + 3..]);
     !suf.contains("<*>")
         && pre.len() + suf.len() > 0
@@ -1142,6 +1193,25 @@ fn matches_key_wild(l: &str, t: &str) -> bool {
             || (!suf.is_empty() && t.len() == pre.len() + suf.len()))
         && t.starts_with(pre)
         && t.ends_with(suf)
+}
+
+/// Two partially masked tokens that differ only in a word glued to the front of the same masked
+/// rest (`alice(uid=<*>)` / `bob(uid=<*>)`): the word is a variable like any other differing
+/// token. With the word missing on one side (`LOGIN(uid=<*>)` / `(uid=<*>)`) they stay two
+/// formats.
+fn glued_word_differs(a: &str, b: &str) -> bool {
+    let (wa, wb) = (glued_word_len(a), glued_word_len(b));
+    wa > 0
+        && wb > 0
+        && a[wa..] == b[wb..]
+        && a[wa..].starts_with(|c: char| c.is_ascii_punctuation() && c != '-' && c != '_')
+}
+
+/// Length of the leading word (`[A-Za-z0-9_-]`) of a token.
+fn glued_word_len(s: &str) -> usize {
+    s.bytes()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'-'))
+        .count()
 }
 
 /// `key=` (empty field) against `key=<value>`: the field is absent in one message, a different
@@ -1173,7 +1243,10 @@ fn similarity(c: &Cluster, toks: &Tokens) -> Option<(f64, usize)> {
                 let t = toks.tok(i);
                 if **l == *t || matches_key_wild(l, t) {
                     eq += 1;
-                } else if (f & F_MASKED != 0 && f & F_WILD == 0 && l.contains("<*>"))
+                } else if (f & F_MASKED != 0
+                    && f & F_WILD == 0
+                    && l.contains("<*>")
+                    && !glued_word_differs(l, t))
                     || empty_vs_value(l, t)
                 {
                     return None;
@@ -1244,6 +1317,15 @@ mod tests {
             masked("GET https://x.example/a?b=c from /var/lib/app and jk2_init() ok"),
             "GET <*> from <*> and jk2_init() ok"
         );
+    }
+
+    #[test]
+    fn a_word_key_before_a_colon_stays() {
+        assert_eq!(
+            masked("reclaimed heap-used:5120kB, peers:3 at fe80::a:1 sha1:9f2c"),
+            "reclaimed heap-used:<*>, peers:<*> at <*> <*>"
+        );
+        assert_eq!(masked("lease:0x2f17 ab:12"), "lease:<*> <*>");
     }
 
     fn add(d: &mut Drain, t: &mut Tokens, l: &str) -> u32 {
