@@ -22,7 +22,8 @@
 //!   (`tests/data/*.templates.csv`, corrected style), shown in both.
 //! - Other flags: `--misses NAME` prints the template pairs that PA counts wrong for one system,
 //!   `--layouts` (single-file mode) the learned header layouts, `--ablate` GA/PA with one
-//!   mechanism turned off at a time. `tests/data/drain3_baseline.py` measures drain3 on the same
+//!   mechanism turned off at a time, `--no-shape-cache` every message tokenized (the shape cache
+//!   must change no figure but MB/s). `tests/data/drain3_baseline.py` measures drain3 on the same
 //!   inputs.
 //! - MB/s: the sample repeated to 20 MB, fed line by line, including layout learning; best of
 //!   three runs, by the wall clock. `cpu MB/s`: the same bytes over the CPU time the benchmark
@@ -154,6 +155,7 @@ fn mine_with(
         .fast_paths(fast)
         .learn_headers(learn)
         .drain_config(cfg)
+        .shape_cache(!std::env::args().any(|a| a == "--no-shape-cache"))
         .record_template_ids(true);
     for line in text.lines() {
         x.push_line(line);
@@ -200,7 +202,8 @@ fn throughput(sample: &str, mb: usize) -> (f64, f64) {
     for _ in 0..RUNS {
         let c0 = thread_cpu_secs();
         let t0 = Instant::now();
-        let mut x = LogExtractor::new();
+        let mut x =
+            LogExtractor::new().shape_cache(!std::env::args().any(|a| a == "--no-shape-cache"));
         for line in big.lines() {
             x.push_line(line);
         }
@@ -212,7 +215,11 @@ fn throughput(sample: &str, mb: usize) -> (f64, f64) {
         std::hint::black_box(e);
     }
     let mbs = |secs: f64| big.len() as f64 / 1e6 / secs.max(1e-9);
-    let cpu = if best_cpu.is_finite() { mbs(best_cpu) } else { mbs(best) };
+    let cpu = if best_cpu.is_finite() {
+        mbs(best_cpu)
+    } else {
+        mbs(best)
+    };
     (mbs(best), cpu)
 }
 

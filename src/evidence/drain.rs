@@ -122,6 +122,12 @@ impl Tokens {
         self.spans[i].2
     }
 
+    /// Whether a digit survived masking (a name like `ssh2` or `eth0`): such a message depends on
+    /// its digits, so it must not enter the shape cache (see [`super::shape`]).
+    pub fn keeps_digits(&self) -> bool {
+        self.buf.bytes().any(|c| c.is_ascii_digit())
+    }
+
     /// 64-bit hash of the masked tokens (text and boundaries), for the exact-match cache: two
     /// messages with the same hash have the same masked form (up to hash collisions, about
     /// 2^-64 per pair).

@@ -61,15 +61,23 @@ fn token_hash(t: &TTok) -> u64 {
 fn position_keys(tokens: &[TTok], out: &mut Vec<u64>) {
     out.clear();
     let n = tokens.len() as u64;
-    let weight = |i: usize| (i as u64).wrapping_mul(0xD6E8_FEB8_6659_FD93).wrapping_add(K) | 1;
+    let weight = |i: usize| {
+        (i as u64)
+            .wrapping_mul(0xD6E8_FEB8_6659_FD93)
+            .wrapping_add(K)
+            | 1
+    };
     let hashes: Vec<u64> = tokens.iter().map(token_hash).collect();
-    let total = hashes
-        .iter()
-        .enumerate()
-        .fold(0u64, |acc, (i, h)| acc.wrapping_add(h.wrapping_mul(weight(i))));
+    let total = hashes.iter().enumerate().fold(0u64, |acc, (i, h)| {
+        acc.wrapping_add(h.wrapping_mul(weight(i)))
+    });
     for (i, h) in hashes.iter().enumerate() {
         let rest = total.wrapping_sub(h.wrapping_mul(weight(i)));
-        out.push((rest ^ (n << 48) ^ (i as u64) << 32).wrapping_mul(K).rotate_left(27));
+        out.push(
+            (rest ^ (n << 48) ^ (i as u64) << 32)
+                .wrapping_mul(K)
+                .rotate_left(27),
+        );
     }
 }
 
@@ -79,7 +87,10 @@ fn siblings_at(a: &[TTok], b: &[TTok], pos: usize) -> bool {
         && a.iter().zip(b).enumerate().all(|(i, (x, y))| {
             i == pos
                 || x == y
-                || matches!((x, y), (TTok::Wild | TTok::Cat(_), TTok::Wild | TTok::Cat(_)))
+                || matches!(
+                    (x, y),
+                    (TTok::Wild | TTok::Cat(_), TTok::Wild | TTok::Cat(_))
+                )
         })
 }
 
