@@ -8,7 +8,9 @@ the masks were designed, and none of them has a fast path.
 - `postgres.log`: PostgreSQL with the default `log_line_prefix = '%m [%p] '`
   (`2026-11-29 10:00:00.123 UTC [4242] LOG:  message`);
 - `journald.log`: `journalctl -o short-monotonic` (`[ 1234.567890] host unit[pid]: message`),
-  several hosts and units.
+  several hosts and units;
+- `cassandra.log`: Cassandra `system.log` (`LEVEL  [thread:n] yyyy-MM-dd HH:mm:ss,SSS File.java:123 -
+  message`), written after the mechanisms were frozen and measured once, as a last held-out check.
 
 Each sample is `<name>.log` plus `<name>.templates.csv` (LineId,EventId,EventTemplate): the
 template of every line, labelled by hand in the event lists below, every parameter `<*>` (the
@@ -247,6 +249,61 @@ def journald():
     write("journald", rows)
 
 
+# ---------------------------------------------------------------- Cassandra system.log
+def cassandra():
+    KS = ["shop", "metrics", "auth", "events"]
+    events = [
+        (40, "C1", "INFO", "CompactionExecutor", "CompactionTask.java:255", lambda: (
+            f"Compacted ({hexid(8)}-{hexid(4)}) {R.randint(2, 8)} sstables to [/var/lib/cassandra/data/{R.choice(KS)}/orders-{hexid(32)}/nb-{R.randint(1, 900)}-big,] to level=0.  {R.randint(1, 900)}.{R.randint(100, 999)}MiB to {R.randint(1, 900)}.{R.randint(100, 999)}MiB (~{R.randint(40, 99)}% of original) in {R.randint(100, 9000)}ms.",
+            "Compacted (<*>) <*> sstables to [<*>,] to level=<*>. <*> to <*> (~<*> of original) in <*>.")),
+        (40, "C2", "INFO", "MemtableFlushWriter", "Memtable.java:471", lambda: (
+            f"Writing Memtable-orders@{R.randint(10**8, 10**9)}({R.randint(1, 99)}.{R.randint(100, 999)}MiB serialized bytes, {R.randint(1000, 99999)} ops, {R.randint(1, 9)}%/0% of on/off-heap limit), flushed range = (min(-9223372036854775808), max(9223372036854775807)]",
+            "Writing <*>(<*> serialized bytes, <*> ops, <*> of on/off-heap limit), flushed range = (min(<*>), max(<*>)]")),
+        (30, "C3", "WARN", "Native-Transport-Requests", "NoSpamLogger.java:95", lambda: (
+            f"Query SELECT * FROM {R.choice(KS)}.orders WHERE id = ? LIMIT 5000 timed out after {R.randint(5000, 12000)} ms",
+            "Query SELECT * FROM <*> WHERE id = ? LIMIT <*> timed out after <*> ms")),
+        (30, "C4", "INFO", "GossipStage", "Gossiper.java:1301", lambda: (
+            f"InetAddress /{ip()}:7000 is now DOWN",
+            "InetAddress <*> is now DOWN")),
+        (30, "C5", "INFO", "GossipStage", "Gossiper.java:1285", lambda: (
+            f"Node /{ip()}:7000 has restarted, now UP",
+            "Node <*> has restarted, now UP")),
+        (25, "C6", "WARN", "ScheduledTasks", "MonitoringTask.java:173", lambda: (
+            f"{R.randint(1, 40)} operations were slow in the last {R.randint(4000, 6000)} msecs",
+            "<*> operations were slow in the last <*> msecs")),
+        (25, "C7", "INFO", "Service Thread", "GCInspector.java:294", lambda: (
+            f"G1 Young Generation GC in {R.randint(200, 900)}ms.  G1 Eden Space: {R.randint(10**8, 10**9)} -> 0; G1 Old Gen: {R.randint(10**8, 10**9)} -> {R.randint(10**8, 10**9)}",
+            "G1 Young Generation GC in <*>. G1 Eden Space: <*> -> <*>; G1 Old Gen: <*> -> <*>")),
+        (25, "C8", "ERROR", "ReadStage", "AbstractLocalAwareExecutorService.java:166", lambda: (
+            f"Uncaught exception on thread Thread[ReadStage-{R.randint(1, 32)},5,main]",
+            "Uncaught exception on thread Thread[<*>,<*>,main]")),
+        (20, "C9", "INFO", "HintsDispatcher", "HintsDispatchExecutor.java:289", lambda: (
+            f"Finished hinted handoff of file {uuid4()}-{R.randint(10**12, 10**13)}-2.hints to endpoint /{ip()}:7000: {uuid4()}",
+            "Finished hinted handoff of file <*> to endpoint <*>: <*>")),
+        (20, "C10", "WARN", "CompactionExecutor", "BigTableWriter.java:229", lambda: (
+            f"Writing large partition {R.choice(KS)}/orders:{R.randint(10**5, 10**6)} ({R.randint(100, 900)}.{R.randint(100, 999)}MiB) to sstable /var/lib/cassandra/data/{R.choice(KS)}/orders-{hexid(32)}/nb-{R.randint(1, 900)}-big-Data.db",
+            "Writing large partition <*> (<*>) to sstable <*>")),
+        (20, "C11", "INFO", "OptionalTasks", "CassandraDaemon.java:612", lambda: (
+            "Not starting RPC server as requested. Use JMX (StorageService->startRPCServer()) or nodetool (enablethrift) to start it",
+            "Not starting RPC server as requested. Use JMX (StorageService->startRPCServer()) or nodetool (enablethrift) to start it")),
+    ]
+    t = 11 * 3600
+    rows = []
+    for _, eid, lvl, pool, src, f in bag_of(events):
+        t += R.randint(0, 20)
+        msg, tpl = f()
+        stamp = f"2026-11-29 {t // 3600 % 24:02}:{t // 60 % 60:02}:{t % 60:02},{R.randint(0, 999):03}"
+        thread = pool if pool in ("Service Thread",) else f"{pool}:{R.randint(1, 64)}"
+        rows.append((f"{lvl:<5} [{thread}] {stamp} {src} - {msg}", eid, tpl))
+    write("cassandra", rows)
+
+
+def uuid4():
+    h = "%032x" % R.getrandbits(128)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
 redis()
 postgres()
 journald()
+cassandra()
