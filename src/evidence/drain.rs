@@ -558,7 +558,7 @@ fn same_key(a: &str, b: &str) -> bool {
 /// `(<*>)`, `alice:` / `bob:` → `<*>:`, `id=7]` / `id=9]` → `id=<*>]`); `<*>` when nothing is
 /// shared.
 fn key_wild(a: &str, b: &str) -> TTok {
-    if glued_word_differs(a, b) {
+    if a[glued_word_len(a)..].contains("<*>") && glued_word_differs(a, b) {
         return TTok::Lit(format!("<*>{}", &a[glued_word_len(a)..]).into());
     }
     let pre = match (a.split_once('='), b.split_once('=')) {
