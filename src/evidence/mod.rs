@@ -730,7 +730,7 @@ impl LogExtractor {
             }
         };
         if let (Some(h), AddResult::Template { id, .. }) = (shape, r)
-            && !self.toks.keeps_digits()
+            && !self.toks.keeps_loose_digits()
         {
             if self.shapes.len() >= CACHE_MAX {
                 self.shapes.clear();

@@ -34,10 +34,14 @@ impl Tokens {
         self.spans[i].2
     }
 
-    /// Whether a digit survived masking (a name like `ssh2` or `eth0`): such a message depends on
-    /// its digits, so it must not enter the shape cache (see [`super::super::shape`]).
-    pub fn keeps_digits(&self) -> bool {
-        self.buf.bytes().any(|c| c.is_ascii_digit())
+    /// Whether a digit that does not follow a letter survived masking: the shape cache keeps
+    /// only digits right after a letter (`ssh2`, `eth0`), so such a message must not enter it
+    /// (see [`super::super::shape`]).
+    pub fn keeps_loose_digits(&self) -> bool {
+        let b = self.buf.as_bytes();
+        b.iter()
+            .enumerate()
+            .any(|(i, c)| c.is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_alphabetic()))
     }
 
     /// 64-bit hash of the masked tokens (text and boundaries), for the exact-match cache: two
