@@ -81,7 +81,7 @@ impl Level {
             e -= 1;
         }
         let w = &word[s..e];
-        if w.len() < 3 || w.len() > 9 {
+        if w.len() < 3 || w.len() > 13 {
             return None;
         }
         // quick reject on the first letter (most words of a line are not levels)
@@ -91,7 +91,7 @@ impl Level {
         ) {
             return None;
         }
-        let mut buf = [0u8; 9];
+        let mut buf = [0u8; 13];
         for (i, c) in w.bytes().enumerate() {
             buf[i] = c.to_ascii_lowercase();
         }
@@ -498,7 +498,12 @@ fn after_timestamp(rest: &str) -> (Option<Level>, &str, bool) {
         break;
     }
     if level.is_none() {
-        return (None, orig.trim_start_matches("- "), false);
+        // `- ` prefixes dropped byte-wise (a pattern searcher per line costs more than the line)
+        let mut rest = orig;
+        while let Some(r) = rest.strip_prefix("- ") {
+            rest = r;
+        }
+        return (None, rest, false);
     }
     // logger name then " - "
     if let Some((word, r)) = s.split_once(' ')

@@ -19,6 +19,7 @@ pub mod drain;
 pub mod header;
 pub mod logs;
 pub mod metrics;
+pub mod shape;
 pub mod signatures;
 pub mod time;
 
@@ -286,9 +287,11 @@ struct TemplateStats {
 /// ([`header`]); then every line goes once through: shape detection (known fast paths; the
 /// majority shape of the first 32 lines is tried first, other shapes are still tried per line) →
 /// learned header (time, level and the other leading fields taken off the content the fast path
-/// left, or off the whole line for `plain`) → masking → exact-match cache (a masked message seen
-/// before goes straight to its template) → Drain (He et al., ICWS 2017; depth 4, similarity 0.7,
-/// 100 children, variable depth and template merging, see [`drain`]) → per-template statistics.
+/// left, or off the whole line for `plain`) → shape cache (a message whose bytes equal one seen
+/// before but for its digits goes straight to that template, before any tokenizing; see
+/// [`shape`]) → masking → exact-match cache (a masked message seen before goes straight to its
+/// template) → Drain (He et al., ICWS 2017; depth 4, similarity 0.7, 100 children, variable
+/// depth, template merging and sibling merging, see [`drain`]) → per-template statistics.
 /// Signatures run once per template in `finish`. No allocation per line once warm (a JSON line
 /// is the exception: its message is decoded).
 #[derive(Debug)]
@@ -296,6 +299,8 @@ pub struct LogExtractor {
     parser: LineParser,
     preferred: Option<LogFormat>,
     preferred_checked: bool,
+    /// Most of the first lines had a learned layout of `plain`: try it before the fast paths.
+    learned_first: bool,
     fast: bool,
     learn: bool,
     votes: Vec<(LogFormat, u64)>,
@@ -318,6 +323,10 @@ pub struct LogExtractor {
     layouts: Vec<(LogFormat, Layout)>,
     /// Exact-match cache: hash of the masked token text → template id (see [`drain`]).
     cache: std::collections::HashMap<u64, u32, drain::BuildIdHash>,
+    /// Shape cache: hash of the message with its digits blanked → template id (see [`shape`]).
+    shapes: std::collections::HashMap<u64, u32, drain::BuildIdHash>,
+    /// Whether the shape cache is used (ablation; default on).
+    shape_cache: bool,
 }
 
 /// Lines kept for layout learning: one text buffer and line boundaries.
@@ -352,6 +361,7 @@ impl LogExtractor {
             parser,
             preferred: None,
             preferred_checked: false,
+            learned_first: false,
             fast: true,
             learn: true,
             votes: Vec::new(),
@@ -374,7 +384,16 @@ impl LogExtractor {
             sample: Some(Sample::default()),
             layouts: Vec::new(),
             cache: Default::default(),
+            shapes: Default::default(),
+            shape_cache: true,
         }
+    }
+
+    /// Use the shape cache (`true`, the default) or tokenize every message (for measuring what
+    /// it saves, and for checking that it changes no grouping; see [`shape`]).
+    pub fn shape_cache(mut self, on: bool) -> Self {
+        self.shape_cache = on;
+        self
     }
 
     /// Turn the known-shape fast paths of [`logs`] off (`false`): every line is then read as
@@ -542,33 +561,9 @@ impl LogExtractor {
         }
         // Over-long lines: only the head takes part in parsing.
         let head = truncate_bytes(line, 64 * 1024);
-        let p = if self.fast {
-            self.parser.parse(head, self.preferred)
-        } else {
-            self.parser.parse(head, Some(LogFormat::Plain))
-        };
-        let mut format = p.format;
-        let mut ts = p.ts;
-        let mut level = p.level;
-        let mut content: &str = &p.content;
-        for (f, layout) in &self.layouts {
-            if *f != p.format {
-                continue;
-            }
-            if let Some(a) = layout.apply(content) {
-                content = &content[a.content..];
-                if ts.is_none()
-                    && let Some(st) = a.stamp
-                {
-                    ts = self.parser.stamp_ns(st);
-                }
-                level = level.or(a.level);
-                if format == LogFormat::Plain {
-                    format = LogFormat::Learned;
-                }
-                break;
-            }
-        }
+        let (p, offset) = self.read_header(head);
+        let (format, ts, level) = (p.format, p.ts, p.level);
+        let content: &str = &p.content[offset..];
         match self.votes.iter_mut().find(|(f, _)| *f == format) {
             Some(v) => v.1 += 1,
             None => self.votes.push((format, 1)),
@@ -577,36 +572,25 @@ impl LogExtractor {
             self.preferred_checked = true;
             // The majority shape is tried first from now on; `plain` (which accepts anything) is
             // never preferred, so other shapes keep their parsers.
-            self.preferred = self
+            let top = self.votes.iter().max_by_key(|v| v.1).map(|v| v.0);
+            self.preferred = top.filter(|f| !matches!(f, LogFormat::Plain | LogFormat::Learned));
+            // Nearly all lines have a learned layout (at least 90%: a paste that mixes in a known
+            // shape keeps its parser): the layouts are tried on the raw line before the fast
+            // paths, which would all be tried and fail first.
+            let learned = self
                 .votes
                 .iter()
-                .max_by_key(|v| v.1)
-                .map(|v| v.0)
-                .filter(|f| !matches!(f, LogFormat::Plain | LogFormat::Learned));
+                .find(|v| v.0 == LogFormat::Learned)
+                .map_or(0, |v| v.1);
+            self.learned_first =
+                self.fast && top == Some(LogFormat::Learned) && learned * 10 >= self.lines * 9;
         }
         if let Some(ts) = ts {
             self.first_ts = Some(self.first_ts.map_or(ts, |f| f.min(ts)));
             self.last_ts = Some(self.last_ts.map_or(ts, |l| l.max(ts)));
         }
         let content = truncate_bytes(content, MAX_TOKENIZE_BYTES);
-        self.toks.fill(content, MAX_TOKENS);
-        let key = self.toks.hash();
-        let added = match self.cache.get(&key) {
-            Some(&id) => AddResult::Template {
-                id: self.find(id),
-                new: false,
-            },
-            None => {
-                let r = self.drain.add(&self.toks);
-                if let AddResult::Template { id, .. } = r {
-                    if self.cache.len() >= CACHE_MAX {
-                        self.cache.clear();
-                    }
-                    self.cache.insert(key, id);
-                }
-                r
-            }
-        };
+        let added = self.template_of(content);
         let id = match added {
             AddResult::Template { id, new } => {
                 if new {
@@ -666,6 +650,94 @@ impl LogExtractor {
             s.last_ts = Some(s.last_ts.map_or(ts, |l| l.max(ts)));
         }
         push_range(&mut s.ranges, line_no);
+    }
+
+    /// The header of one line: a fast-path shape, then the first learned layout of that shape
+    /// that fits the content it left. Returns the parsed line (format `learned` when a layout
+    /// of `plain` fitted; time and level from the layout when the shape had none) and the byte
+    /// offset of the message in its content.
+    fn read_header<'a>(&mut self, head: &'a str) -> (logs::ParsedLine<'a>, usize) {
+        if self.learned_first {
+            let mut p = self.parser.parse(head, Some(LogFormat::Plain));
+            if let Some(offset) = self.apply_layout(&mut p) {
+                return (p, offset);
+            }
+        }
+        let mut p = if self.fast {
+            self.parser.parse(head, self.preferred)
+        } else {
+            self.parser.parse(head, Some(LogFormat::Plain))
+        };
+        let offset = self.apply_layout(&mut p).unwrap_or(0);
+        (p, offset)
+    }
+
+    /// Apply the first learned layout of `p`'s shape that fits its content (see
+    /// [`LogExtractor::read_header`]); the message offset, `None` when none fits.
+    fn apply_layout(&mut self, p: &mut logs::ParsedLine<'_>) -> Option<usize> {
+        for (f, layout) in &self.layouts {
+            if *f != p.format {
+                continue;
+            }
+            if let Some(a) = layout.apply(&p.content) {
+                if p.ts.is_none()
+                    && let Some(st) = a.stamp
+                {
+                    p.ts = self.parser.stamp_ns(st);
+                }
+                p.level = p.level.or(a.level);
+                if p.format == LogFormat::Plain {
+                    p.format = LogFormat::Learned;
+                }
+                return Some(a.content);
+            }
+        }
+        None
+    }
+
+    /// The template of one message: the shape cache (a message of a shape seen before, see
+    /// [`shape`]), else tokenize and mask, then the exact-match cache (the same masked tokens
+    /// seen before), else Drain.
+    fn template_of(&mut self, content: &str) -> AddResult {
+        let shape = if self.shape_cache {
+            let h = shape::shape_hash(content.as_bytes());
+            if let Some(&id) = self.shapes.get(&h) {
+                return AddResult::Template {
+                    id: self.find(id),
+                    new: false,
+                };
+            }
+            Some(h)
+        } else {
+            None
+        };
+        self.toks.fill(content, MAX_TOKENS);
+        let key = self.toks.hash();
+        let r = match self.cache.get(&key) {
+            Some(&id) => AddResult::Template {
+                id: self.find(id),
+                new: false,
+            },
+            None => {
+                let r = self.drain.add(&self.toks);
+                if let AddResult::Template { id, .. } = r {
+                    if self.cache.len() >= CACHE_MAX {
+                        self.cache.clear();
+                    }
+                    self.cache.insert(key, id);
+                }
+                r
+            }
+        };
+        if let (Some(h), AddResult::Template { id, .. }) = (shape, r)
+            && !self.toks.keeps_loose_digits()
+        {
+            if self.shapes.len() >= CACHE_MAX {
+                self.shapes.clear();
+            }
+            self.shapes.insert(h, id);
+        }
+        r
     }
 
     fn find(&self, mut id: u32) -> u32 {

@@ -911,3 +911,59 @@ fn observations_left_out_by_the_cap_are_counted_in_the_summary() {
         "{summary}"
     );
 }
+
+#[test]
+fn the_shape_cache_changes_no_grouping() {
+    // digits of other lengths, embedded dates, hex ids and ports: every grouping decision that
+    // reads digits, with the shape cache on and off
+    let mut text = String::new();
+    for i in 0..300u32 {
+        let line = match i % 5 {
+            0 => format!(
+                "1{} run-{} flushed {} pages to disk{}",
+                i,
+                i % 7,
+                i * 13,
+                i % 3
+            ),
+            1 => format!(
+                "2026-03-{:02} 10:{:02}:00 lease {:x} renewed until Mar {} 2027",
+                1 + i % 28,
+                i % 60,
+                i * 977,
+                1 + i % 28
+            ),
+            2 => format!(
+                "peer 10.{}.0.{}:{} closed after {} ms",
+                i % 200,
+                i % 250,
+                1000 + i,
+                i
+            ),
+            3 => format!("ssh{} session {} opened by uid={}", i % 3, i, i % 2),
+            _ => format!(
+                "task {} state {} at 1{}:{}:{}",
+                i,
+                ["queued", "running"][i as usize % 2],
+                i % 10,
+                10 + i % 50,
+                10 + i % 49
+            ),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    let ids = |on: bool| {
+        let mut x = LogExtractor::with_year(2026)
+            .shape_cache(on)
+            .record_template_ids(true);
+        for l in text.lines() {
+            x.push_line(l);
+        }
+        let ids = x.template_ids();
+        let names: std::collections::HashMap<u32, String> =
+            x.templates().into_iter().map(|(i, t, _)| (i, t)).collect();
+        ids.iter().map(|i| names[i].clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(ids(true), ids(false));
+}

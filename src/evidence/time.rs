@@ -388,7 +388,7 @@ fn date_then_clock(b: &[u8], y: u32, mo: u32, d: u32, at: usize) -> Option<(Stam
 /// advance. Recognised: ISO 8601 / RFC 3339 (`T` or space, `.`/`,` fraction, zone), `yyyy.mm.dd`
 /// and `yyyy/mm/dd` dates with or without a clock, `yyyy-mm-dd-HH.MM.SS.ffffff`, `yyyyMMdd`
 /// (+ `-HH:mm:ss:SSS` or `HHmmss`), `yy/MM/dd HH:mm:ss`, `yyMMdd HHmmss`, `MM/dd/yyyy` and
-/// `dd/MM/yyyy` (day > 12), `dd/Mon/yyyy:HH:mm:ss ±zzzz`, year-less `MM-dd HH:mm:ss[.SSS]` and
+/// `dd/MM/yyyy` (day > 12), `dd/Mon/yyyy:HH:mm:ss ±zzzz`, `dd Mon yyyy HH:mm:ss[.SSS]`, year-less `MM-dd HH:mm:ss[.SSS]` and
 /// `MM.dd HH:mm:ss`, syslog `Mon dd HH:MM:SS`, ctime `Www Mon dd HH:MM:SS yyyy`, a clock alone,
 /// and epoch seconds (10 digits, optional fraction), ms (13), µs (16), ns (19) between 2001 and
 /// 2100. The stamp must end at whitespace, the end, or `|,]);>`. Returns the stamp and the
@@ -456,6 +456,14 @@ pub fn scan_stamp(b: &[u8]) -> Option<(Stamp, usize)> {
         1 | 2 => {
             let g1 = num(b, 0, n1);
             match next? {
+                // dd Mon yyyy [HH:MM:SS[.fff]] (RFC 2822 dates, Redis, HTTP dates)
+                b' ' => {
+                    let mo = month_abbrev(b.get(n1 + 1..)?)?;
+                    if b.get(n1 + 4) != Some(&b' ') || run_digits(b, n1 + 5) != 4 {
+                        return None;
+                    }
+                    date_then_clock(b, num(b, n1 + 5, 4), mo, g1, n1 + 9)
+                }
                 b':' => {
                     if n1 != 2 {
                         return None;
@@ -646,6 +654,14 @@ mod tests {
             Some((ts("2000-10-10T20:55:36Z"), 26))
         );
         assert_eq!(
+            abs(b"7 Mar 2031 22:05:01.250 * saved"),
+            Some((ts("2031-03-07T22:05:01.25Z"), 23))
+        );
+        assert_eq!(
+            scan_stamp(b"17 Aug 2030 shipped"),
+            Some((Stamp::Date(ts("2030-08-17T00:00:00Z")), 11))
+        );
+        assert_eq!(
             scan_stamp(b"2005.11.09 dn228"),
             Some((Stamp::Date(ts("2005-11-09T00:00:00Z")), 10))
         );
@@ -666,6 +682,8 @@ mod tests {
             b"v2 x",
             b"2024-13-01 x",
             b"42 apples",
+            b"3 Marbles 2030",
+            b"12 Jun 99",
         ] {
             assert_eq!(
                 scan_stamp(not_time),
