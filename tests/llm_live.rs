@@ -91,8 +91,7 @@ async fn live(test: &str) -> Option<Live> {
     let token_budget = env("INCIDENTMIND_TEST_LLM_TOKEN_BUDGET")
         .and_then(|s| s.parse().ok())
         .unwrap_or(1200);
-    let context_tokens =
-        env("INCIDENTMIND_TEST_LLM_CONTEXT_TOKENS").and_then(|s| s.parse().ok());
+    let context_tokens = env("INCIDENTMIND_TEST_LLM_CONTEXT_TOKENS").and_then(|s| s.parse().ok());
     Some(Live {
         base,
         model,
@@ -143,7 +142,11 @@ fn call_line(report: Option<&CallReport>) -> String {
             r.prompt_tokens.map_or("-".into(), |n| n.to_string()),
             r.completion_tokens.map_or("-".into(), |n| n.to_string()),
             r.finish_reason.as_deref().unwrap_or("-"),
-            if r.without_max_length { "not sent (rejected)" } else { "sent" },
+            if r.without_max_length {
+                "not sent (rejected)"
+            } else {
+                "sent"
+            },
             r.elapsed.as_secs_f64(),
             &r.request_digest[..12],
             &r.reply_digest[..12],
@@ -365,7 +368,11 @@ fn summary(test: &str, outcomes: &[Outcome]) {
         say(&format!(
             "LIVE {test}: SUMMARY start {:<11} → {}{}",
             o.started_at.as_str(),
-            if o.used { "USED, answered at rung " } else { "fell back" },
+            if o.used {
+                "USED, answered at rung "
+            } else {
+                "fell back"
+            },
             if o.used {
                 o.report.as_ref().map_or("?", |r| r.rung.as_str())
             } else {

@@ -275,7 +275,8 @@ impl LlmAnalyst {
             .clone()
     }
 
-    /// `true` once a server rejected `maxLength` and schemas go without it.
+    /// `false` once the server rejected `maxLength`: schemas then go without it (and the
+    /// parsers still cut every string to its bound).
     pub fn sends_max_length(&self) -> bool {
         self.quirks.load(Ordering::Relaxed) & QUIRK_NO_MAX_LENGTH == 0
     }
@@ -331,7 +332,9 @@ impl LlmAnalyst {
         let mut body = Vec::new();
         loop {
             match res.chunk().await {
-                Ok(Some(c)) if body.len() + c.len() <= PROPS_MAX_BYTES => body.extend_from_slice(&c),
+                Ok(Some(c)) if body.len() + c.len() <= PROPS_MAX_BYTES => {
+                    body.extend_from_slice(&c)
+                }
                 Ok(Some(_)) => return Props::NotGiven,
                 Ok(None) => break,
                 Err(e) => return Props::Unavailable(e.to_string()),
@@ -420,7 +423,8 @@ impl LlmAnalyst {
                 Rung::JsonObject => req["response_format"] = json!({"type": "json_object"}),
                 Rung::Plain => {}
             }
-            req["messages"] = json!([{"role": "system", "content": sys}, {"role": "user", "content": user_text}]);
+            req["messages"] =
+                json!([{"role": "system", "content": sys}, {"role": "user", "content": user_text}]);
             let request_digest = crate::digest::sha256_hex(req.to_string().as_bytes());
             match self.client.chat().create_byot::<Value, Value>(req).await {
                 Ok(resp) => {
@@ -923,11 +927,7 @@ pub fn user_prompt(input: &InvestigationInput, budget_chars: usize) -> String {
     );
     let mut left_obs = 0;
     for o in &input.observations {
-        let line = format!(
-            "- {}: {}\n",
-            o.reference(),
-            truncate_chars(&o.text, 400)
-        );
+        let line = format!("- {}: {}\n", o.reference(), truncate_chars(&o.text, 400));
         if out.len() + line.len() > budget_chars * 2 / 3 {
             left_obs += 1;
             continue;
@@ -1931,15 +1931,18 @@ mod bounds {
             (131_072, 900, 2200, 6000),
         ] {
             let b = fit_budget(Some(ctx), fixed, bound, configured);
-            let prompt = estimate_tokens(fixed) + TEMPLATE_TOKENS
-                + estimate_tokens(b.user_prompt_chars);
+            let prompt =
+                estimate_tokens(fixed) + TEMPLATE_TOKENS + estimate_tokens(b.user_prompt_chars);
             assert!(
                 prompt + b.reply_tokens <= ctx,
                 "{ctx}: {prompt} + {} > context",
                 b.reply_tokens
             );
             assert!(b.reply_tokens <= bound && b.reply_tokens >= 1, "{b:?}");
-            assert!(b.user_prompt_chars <= configured * FIT_CHARS_PER_TOKEN, "{b:?}");
+            assert!(
+                b.user_prompt_chars <= configured * FIT_CHARS_PER_TOKEN,
+                "{b:?}"
+            );
         }
         // Room enough: the reply gets its whole bound and the prompt the configured budget.
         let b = fit_budget(Some(131_072), 900, 2200, 6000);
@@ -1953,8 +1956,14 @@ mod bounds {
 
     #[test]
     fn props_live_at_the_server_root_and_say_n_ctx() {
-        assert_eq!(props_url("http://127.0.0.1:8089/v1"), "http://127.0.0.1:8089/props");
-        assert_eq!(props_url("http://127.0.0.1:8089/v1/"), "http://127.0.0.1:8089/props");
+        assert_eq!(
+            props_url("http://127.0.0.1:8089/v1"),
+            "http://127.0.0.1:8089/props"
+        );
+        assert_eq!(
+            props_url("http://127.0.0.1:8089/v1/"),
+            "http://127.0.0.1:8089/props"
+        );
         assert_eq!(props_url("http://h/llm/v1"), "http://h/llm/props");
         assert_eq!(props_url("http://h:8080"), "http://h:8080/props");
         assert_eq!(
@@ -1962,7 +1971,10 @@ mod bounds {
             Some(4096)
         );
         assert_eq!(n_ctx_of(&json!({"n_ctx": 2048})), Some(2048));
-        assert_eq!(n_ctx_of(&json!({"default_generation_settings": {"n_ctx": 0}})), None);
+        assert_eq!(
+            n_ctx_of(&json!({"default_generation_settings": {"n_ctx": 0}})),
+            None
+        );
         assert_eq!(n_ctx_of(&json!({"n_ctx": -1})), None);
         assert_eq!(n_ctx_of(&json!({"n_ctx": "4096"})), None);
         assert_eq!(n_ctx_of(&json!({"object": "list"})), None);
@@ -1970,7 +1982,10 @@ mod bounds {
 
     #[test]
     fn rejected_parameters_are_named_as_words() {
-        assert!(names_word("unrecognized request argument supplied: seed", "seed"));
+        assert!(names_word(
+            "unrecognized request argument supplied: seed",
+            "seed"
+        ));
         assert!(names_word("'seed' is not supported", "seed"));
         assert!(!names_word("the request proceeds", "seed"));
         assert!(names_word(
@@ -2000,10 +2015,15 @@ mod bounds {
         let words = format!("{} tail", "word ".repeat(100));
         let v = json!({"hypotheses": [{"statement": words}], "actions": []});
         let s = &output_from_json(&v).unwrap().hypotheses[0].statement;
-        assert!(s.chars().count() <= limits::STATEMENT && !s.ends_with(' '), "{s:?}");
+        assert!(
+            s.chars().count() <= limits::STATEMENT && !s.ends_with(' '),
+            "{s:?}"
+        );
         // A lesson given as one text is cut per part.
         let rule = lesson_from_json(
-            &json!(format!("ALWAYS: {long} BECAUSE: {long} SCOPE: {long} SEVERITY: high")),
+            &json!(format!(
+                "ALWAYS: {long} BECAUSE: {long} SCOPE: {long} SEVERITY: high"
+            )),
             RuleSeverity::Low,
             "x",
         );

@@ -873,10 +873,8 @@ async fn a_server_rejecting_max_length_gets_the_schema_without_it_and_long_strin
         assert!(!has_max_length(&bodies[1]), "sent without maxLength");
         assert_eq!(bodies[1]["response_format"]["type"], "json_schema");
         assert_eq!(
-            bodies[1]["response_format"]["json_schema"]["schema"]["properties"]["hypotheses"]
-                ["maxItems"],
-            bodies[0]["response_format"]["json_schema"]["schema"]["properties"]["hypotheses"]
-                ["maxItems"],
+            bodies[1]["response_format"]["json_schema"]["schema"]["properties"]["hypotheses"]["maxItems"],
+            bodies[0]["response_format"]["json_schema"]["schema"]["properties"]["hypotheses"]["maxItems"],
             "maxItems stay"
         );
     }
@@ -885,7 +883,10 @@ async fn a_server_rejecting_max_length_gets_the_schema_without_it_and_long_strin
     // Cut on parse, at a character boundary, to the schema's bounds.
     let got = inv["hypotheses"][0]["statement"].as_str().unwrap();
     assert!(statement.starts_with(got), "{got}");
-    assert!(got.chars().count() <= 200 && got.chars().count() > 150, "{got}");
+    assert!(
+        got.chars().count() <= 200 && got.chars().count() > 150,
+        "{got}"
+    );
     let rec = inv["recommendations"]
         .as_array()
         .unwrap()
@@ -925,7 +926,10 @@ async fn a_server_rejecting_max_length_gets_the_schema_without_it_and_long_strin
     assert!(!has_max_length(s.bodies.lock().unwrap().last().unwrap()));
     let p = &stored["postmortem"];
     let sum = p["summary"].as_str().unwrap();
-    assert!(summary.starts_with(sum) && sum.chars().count() <= 600, "{sum}");
+    assert!(
+        summary.starts_with(sum) && sum.chars().count() <= 600,
+        "{sum}"
+    );
     let a = p["lessons"][0]["always"].as_str().unwrap();
     assert!(always.starts_with(a) && a.chars().count() <= 300, "{a}");
     let f = p["contributing_factors"][0].as_str().unwrap();
@@ -1020,7 +1024,11 @@ async fn prompt_and_reply_are_fitted_into_the_context_llama_cpp_reports_at_props
         let inv: Value = res.json().await.unwrap();
         assert_eq!(inv["analyst"], "llm:stub-model", "{inv}");
     }
-    assert_eq!(s.props_calls.load(Ordering::SeqCst), 1, "asked once, remembered");
+    assert_eq!(
+        s.props_calls.load(Ordering::SeqCst),
+        1,
+        "asked once, remembered"
+    );
     let report = llm.last_call().unwrap();
     assert_eq!(report.context_tokens, Some(2048));
     let bodies = s.bodies.lock().unwrap();
@@ -1033,7 +1041,10 @@ async fn prompt_and_reply_are_fitted_into_the_context_llama_cpp_reports_at_props
     let reply = body["max_tokens"].as_u64().unwrap() as u32;
     assert!(reply < bound && reply >= 512, "{reply}");
     let user = body["messages"][1]["content"].as_str().unwrap();
-    assert!(user.starts_with("Incident INC-"), "the incident comes first: {user}");
+    assert!(
+        user.starts_with("Incident INC-"),
+        "the incident comes first: {user}"
+    );
 }
 
 #[tokio::test]
@@ -1057,7 +1068,13 @@ async fn without_props_the_configured_context_is_used_and_the_lower_rungs_get_le
     for b in bodies.iter() {
         assert!(fits(b, 3000), "{}", b["max_tokens"]);
     }
-    let user_chars = |b: &Value| b["messages"][1]["content"].as_str().unwrap().chars().count();
+    let user_chars = |b: &Value| {
+        b["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count()
+    };
     assert!(
         user_chars(&bodies[1]) < user_chars(&bodies[0]),
         "the schema in the prompt leaves less room for the incident"
@@ -1078,5 +1095,8 @@ async fn a_server_rejecting_seed_is_asked_without_it_and_that_is_remembered() {
     let last = bodies.last().unwrap();
     assert!(last.get("seed").is_none());
     assert_eq!(last["temperature"], 0, "temperature stays");
-    assert_eq!(last["response_format"]["type"], "json_schema", "the rung stays");
+    assert_eq!(
+        last["response_format"]["type"], "json_schema",
+        "the rung stays"
+    );
 }
