@@ -128,6 +128,11 @@ pub struct ServeArgs {
     /// Prompt budget for the model, in tokens.
     #[arg(long, env = "INCIDENTMIND_LLM_TOKEN_BUDGET", default_value_t = 6000)]
     pub llm_token_budget: usize,
+    /// The model server's context size in tokens (llama.cpp's `-c`, Ollama's
+    /// `OLLAMA_CONTEXT_LENGTH`, vLLM's `--max-model-len`); prompt and reply are fitted into it.
+    /// A llama.cpp server says its own at `GET /props`, which wins. Unset: unknown, not fitted.
+    #[arg(long, env = "INCIDENTMIND_LLM_CONTEXT_TOKENS")]
+    pub llm_context_tokens: Option<u32>,
     /// Embeddings.
     #[command(flatten)]
     pub embeddings: EmbeddingArgs,
@@ -162,6 +167,7 @@ impl std::fmt::Debug for ServeArgs {
                 },
             )
             .field("llm_timeout_secs", &self.llm_timeout_secs)
+            .field("llm_context_tokens", &self.llm_context_tokens)
             .field("embeddings", &self.embeddings)
             .finish_non_exhaustive()
     }
@@ -637,6 +643,7 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
             api_key: args.llm_api_key.clone(),
             timeout: std::time::Duration::from_secs(args.llm_timeout_secs.max(1)),
             token_budget: args.llm_token_budget.max(500),
+            context_tokens: args.llm_context_tokens.filter(|n| *n > 0),
         })?;
         tracing::info!(model = %args.llm_model, base = %base, "LLM analyst configured");
         Some(std::sync::Arc::new(llm))

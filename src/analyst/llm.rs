@@ -7,15 +7,26 @@
 //! rung that answered is remembered for later calls. One timeout bounds the whole call; there are
 //! no automatic retries. Everything sent is redacted and bounded to a token budget.
 //!
-//! Request shapes differ between servers: a 400 naming `max_tokens` switches to
-//! `max_completion_tokens` (OpenAI's reasoning models), one naming `temperature` leaves it out;
-//! both are remembered like the rung. Error bodies are read in each server's dialect.
+//! Bounded answers: every string of both schemas has a `maxLength` and every array a `maxItems`
+//! ([`limits`]), so a grammar-constrained server (llama.cpp, vLLM) cannot stay inside one string
+//! until the token limit; the parsers truncate to the same bounds at a character boundary, so
+//! the bounds hold whether or not the server enforced them. `max_tokens` is sized from those
+//! bounds ([`reply_token_bound`]), and the prompt is trimmed so prompt and reply fit the
+//! server's context ([`fit_budget`]): llama.cpp's `GET /props` (`n_ctx`) when it answers, else
+//! [`LlmConfig::context_tokens`].
+//!
+//! Request shapes differ between servers: a 400 naming `maxLength` sends the schema without it
+//! (the parsers still truncate), one naming `max_tokens` switches to `max_completion_tokens`
+//! (OpenAI's reasoning models), one naming `temperature` or `seed` leaves it out; each is
+//! remembered like the rung, on the analyst (in `AppState`). Temperature is 0 and the seed fixed
+//! ([`SEED`]) so the same request gets the same answer. Error bodies are read in each server's
+//! dialect.
 //!
 //! The same ladder drafts post-mortems ([`postmortem_schema`]): the model writes the prose and
 //! the lessons (as ALWAYS/BECAUSE/SCOPE/SEVERITY rules); the facts stay the built-in draft's.
 
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 
 use async_openai::Client;
 use async_openai::config::OpenAIConfig;
@@ -29,6 +40,7 @@ use super::{
 };
 use crate::domain::postmortem::{DraftFacts, Postmortem};
 use crate::domain::{Confidence, Rule, RuleSeverity};
+use crate::evidence::truncate_chars;
 
 /// Configuration of the model server.
 #[derive(Clone)]
@@ -41,8 +53,13 @@ pub struct LlmConfig {
     pub api_key: String,
     /// Whole-call timeout.
     pub timeout: Duration,
-    /// Prompt budget in tokens (≈ 4 characters each).
+    /// Prompt budget in tokens (≈ 4 characters each). When the server's context is known the
+    /// prompt may get less, so that prompt and reply fit it ([`fit_budget`]).
     pub token_budget: usize,
+    /// The server's context size in tokens (llama.cpp's `-c`, Ollama's `OLLAMA_CONTEXT_LENGTH`,
+    /// vLLM's `--max-model-len`), used when the server does not say it at `GET /props`. `None`:
+    /// unknown, the prompt gets `token_budget` and the reply its bound, unfitted.
+    pub context_tokens: Option<u32>,
 }
 
 impl std::fmt::Debug for LlmConfig {
@@ -60,6 +77,7 @@ impl std::fmt::Debug for LlmConfig {
             )
             .field("timeout", &self.timeout)
             .field("token_budget", &self.token_budget)
+            .field("context_tokens", &self.context_tokens)
             .finish()
     }
 }
@@ -114,13 +132,20 @@ pub fn openai_client(
         .with_http_service(async_openai::middleware::ReqwestService::new(http)))
 }
 
-/// The LLM analyst.
+/// The LLM analyst. What it learns about its server — the rung that answers, the request-shape
+/// adaptations, the server's context size — lives here, on the one analyst `AppState` holds;
+/// nothing is process-wide.
 #[derive(Debug)]
 pub struct LlmAnalyst {
     config: LlmConfig,
     client: Client<OpenAIConfig>,
+    /// For `GET /props` (not an OpenAI endpoint, so not through async-openai).
+    http: reqwest::Client,
     rung: AtomicU8,
     quirks: AtomicU8,
+    /// The context size `/props` gave: [`CONTEXT_UNPROBED`], [`CONTEXT_NOT_GIVEN`] or tokens.
+    server_context: AtomicU32,
+    last_call: std::sync::Mutex<Option<CallReport>>,
 }
 
 /// Request-shape adaptation: send `max_completion_tokens` instead of `max_tokens` (OpenAI's
@@ -128,6 +153,18 @@ pub struct LlmAnalyst {
 const QUIRK_MAX_COMPLETION_TOKENS: u8 = 1;
 /// Request-shape adaptation: leave `temperature` out (models that accept only the default).
 const QUIRK_NO_TEMPERATURE: u8 = 2;
+/// Request-shape adaptation: send the `json_schema` format without `maxLength` (servers whose
+/// schema subset lacks it answer 400 naming it, e.g. OpenAI strict mode's "'maxLength' is not
+/// permitted"); the parsers still truncate to [`limits`].
+const QUIRK_NO_MAX_LENGTH: u8 = 4;
+/// Request-shape adaptation: leave `seed` out (servers that reject it).
+const QUIRK_NO_SEED: u8 = 8;
+
+/// [`LlmAnalyst::server_context`]: `/props` not asked yet (or the server was unreachable).
+const CONTEXT_UNPROBED: u32 = 0;
+/// [`LlmAnalyst::server_context`]: the server answered `/props` without a context size (or not
+/// at all: OpenAI, vLLM, Ollama); [`LlmConfig::context_tokens`] applies.
+const CONTEXT_NOT_GIVEN: u32 = u32::MAX;
 
 /// Upper bound of the model timeout. Every HTTP request to IncidentMind is cut off at
 /// [`crate::web::REQUEST_TIMEOUT`] (120 s, 408; checked at compile time there); the model call
@@ -135,10 +172,52 @@ const QUIRK_NO_TEMPERATURE: u8 = 2;
 /// …" instead of an error.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// Largest reply we ask for, in tokens (`max_tokens`).
-const MAX_REPLY_TOKENS: u32 = 1500;
-/// With `max_completion_tokens` the budget includes hidden reasoning tokens: ask for more.
+/// The seed sent with every request (OpenAI's and llama.cpp's `seed`), with temperature 0, so
+/// the same request gets the same answer where the server allows it; a server that rejects the
+/// parameter gets none.
+pub const SEED: u64 = 20;
+
+/// Reply budget (`max_tokens`) for a schema without bounds on every string and array. Ours have
+/// them: see [`reply_token_bound`].
+const DEFAULT_REPLY_TOKENS: u32 = 1500;
+/// With `max_completion_tokens` the budget includes hidden reasoning tokens: ask for at least
+/// this many.
 const MAX_COMPLETION_TOKENS: u32 = 4096;
+/// Bound of the `GET /props` request (it answers from memory on llama.cpp).
+const PROPS_TIMEOUT: Duration = Duration::from_secs(3);
+/// Largest `/props` body read (llama.cpp's is a few kB, chat template included).
+const PROPS_MAX_BYTES: usize = 1 << 20;
+
+/// What one model call sent and got back (the last one is kept, see [`LlmAnalyst::last_call`]):
+/// for logs, the live tests and the README's latency figures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallReport {
+    /// The rung that answered.
+    pub rung: Rung,
+    /// The server's context in tokens (from `/props`, else the configuration), when known.
+    pub context_tokens: Option<u32>,
+    /// The reply budget sent (`max_tokens`, or `max_completion_tokens` for reasoning models).
+    pub reply_tokens: u32,
+    /// Characters of the prompt sent (system and user messages).
+    pub prompt_chars: usize,
+    /// The prompt's size in tokens as [`fit_budget`] estimates it.
+    pub prompt_tokens_estimate: u32,
+    /// The prompt's size in tokens as the server counted it (`usage.prompt_tokens`), if given.
+    pub prompt_tokens: Option<u64>,
+    /// The reply's size in tokens as the server counted it (`usage.completion_tokens`).
+    pub completion_tokens: Option<u64>,
+    /// `finish_reason` of the first choice (`stop`, `length`, …).
+    pub finish_reason: Option<String>,
+    /// `true` when the schema went without `maxLength` (the server rejected it).
+    pub without_max_length: bool,
+    /// SHA-256 hex of the request body the server answered: equal digests mean equal requests.
+    pub request_digest: String,
+    /// SHA-256 hex of the reply's message content (empty content: of the empty string).
+    pub reply_digest: String,
+    /// Wall time from the start of the call (the `/props` probe and the ladder included) to
+    /// the answer.
+    pub elapsed: Duration,
+}
 
 impl LlmAnalyst {
     /// Builds the client. The key and base URL always come from `config` (never from `OPENAI_*`).
@@ -156,11 +235,17 @@ impl LlmAnalyst {
             config.timeout = MAX_TIMEOUT;
         }
         let client = openai_client(&config.base_url, &config.api_key, config.timeout)?;
+        let http = reqwest::Client::builder()
+            .timeout(PROPS_TIMEOUT.min(config.timeout))
+            .build()?;
         Ok(Self {
             client,
+            http,
             config,
             rung: AtomicU8::new(0),
             quirks: AtomicU8::new(0),
+            server_context: AtomicU32::new(CONTEXT_UNPROBED),
+            last_call: std::sync::Mutex::new(None),
         })
     }
 
@@ -181,18 +266,132 @@ impl LlmAnalyst {
         &self.config.model
     }
 
-    /// One chat completion under the ladder. The caller bounds it with the timeout.
+    /// What the last call that reached the model sent and got back (`None` before one did). With
+    /// concurrent calls, whichever answered last.
+    pub fn last_call(&self) -> Option<CallReport> {
+        self.last_call
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// `false` once the server rejected `maxLength`: schemas then go without it (and the
+    /// parsers still cut every string to its bound).
+    pub fn sends_max_length(&self) -> bool {
+        self.quirks.load(Ordering::Relaxed) & QUIRK_NO_MAX_LENGTH == 0
+    }
+
+    /// The server's context size in tokens: what llama.cpp's `GET /props` says (asked once, on
+    /// the first call, and remembered), else [`LlmConfig::context_tokens`]. An unreachable
+    /// server is asked again on the next call.
+    async fn context_tokens(&self) -> Option<u32> {
+        match self.server_context.load(Ordering::Relaxed) {
+            CONTEXT_UNPROBED => {}
+            CONTEXT_NOT_GIVEN => return self.config.context_tokens,
+            n => return Some(n),
+        }
+        match self.probe_props().await {
+            Props::Context(n) => {
+                tracing::info!(n_ctx = n, "model server context size from /props");
+                self.server_context.store(n, Ordering::Relaxed);
+                Some(n)
+            }
+            Props::NotGiven => {
+                self.server_context
+                    .store(CONTEXT_NOT_GIVEN, Ordering::Relaxed);
+                self.config.context_tokens
+            }
+            Props::Unavailable(e) => {
+                tracing::debug!(error = %e, "model server /props unavailable; asking again next call");
+                self.config.context_tokens
+            }
+        }
+    }
+
+    /// `GET /props` at the server root ([`props_url`]). llama.cpp's server answers it with its
+    /// settings, the context size at `default_generation_settings.n_ctx` (llama.cpp
+    /// `tools/server/README.md`, "GET /props: Get server global properties"); other servers
+    /// answer 404.
+    async fn probe_props(&self) -> Props {
+        let mut req = self.http.get(props_url(&self.config.base_url));
+        if !self.config.api_key.is_empty() {
+            req = req.bearer_auth(&self.config.api_key);
+        }
+        let mut res = match req.send().await {
+            Ok(r) => r,
+            Err(e) => return Props::Unavailable(e.to_string()),
+        };
+        let status = res.status();
+        if status.is_server_error() {
+            // llama.cpp answers 503 while it loads the model.
+            return Props::Unavailable(format!("HTTP {status}"));
+        }
+        if !status.is_success() {
+            return Props::NotGiven;
+        }
+        let mut body = Vec::new();
+        loop {
+            match res.chunk().await {
+                Ok(Some(c)) if body.len() + c.len() <= PROPS_MAX_BYTES => {
+                    body.extend_from_slice(&c)
+                }
+                Ok(Some(_)) => return Props::NotGiven,
+                Ok(None) => break,
+                Err(e) => return Props::Unavailable(e.to_string()),
+            }
+        }
+        match serde_json::from_slice::<Value>(&body)
+            .ok()
+            .as_ref()
+            .and_then(n_ctx_of)
+        {
+            Some(n) => Props::Context(n),
+            None => Props::NotGiven,
+        }
+    }
+
+    fn record(&self, report: CallReport) {
+        *self
+            .last_call
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(report);
+    }
+
+    /// One chat completion under the ladder. `user` builds the user message within a budget in
+    /// characters (it is asked again per rung: a rung with the schema in the prompt leaves less
+    /// room). The caller bounds the call with the timeout.
     async fn ask(
         &self,
         system: &str,
-        user: &str,
+        user: &(dyn Fn(usize) -> String + Sync),
         schema_name: &str,
         schema: &Value,
     ) -> Result<(String, Rung), AnalystError> {
+        let started = Instant::now();
+        let context = self.context_tokens().await;
+        let reply_bound = reply_token_bound(schema).unwrap_or(DEFAULT_REPLY_TOKENS);
         let mut rung = self.current_rung();
         let mut quirks = self.quirks.load(Ordering::Relaxed);
         loop {
             let mut sys = system.to_string();
+            match rung {
+                Rung::JsonSchema => {}
+                Rung::JsonObject => sys.push_str(&format!(
+                    "\n\nAnswer with one JSON object matching this JSON schema:\n{schema}"
+                )),
+                Rung::Plain => sys.push_str(&format!(
+                    "\n\nAnswer with only one JSON object (no prose) matching this JSON schema:\n{schema}"
+                )),
+            }
+            let budget = fit_budget(
+                context,
+                sys.chars().count(),
+                reply_bound,
+                self.config.token_budget,
+            );
+            let user_text = user(budget.user_prompt_chars);
+            let user_text = truncate_chars(&user_text, budget.user_prompt_chars);
+            let prompt_chars = sys.chars().count() + user_text.chars().count();
             let mut req = json!({
                 "model": self.config.model,
                 "stream": false,
@@ -200,33 +399,68 @@ impl LlmAnalyst {
             if quirks & QUIRK_NO_TEMPERATURE == 0 {
                 req["temperature"] = json!(0);
             }
-            if quirks & QUIRK_MAX_COMPLETION_TOKENS == 0 {
-                req["max_tokens"] = json!(MAX_REPLY_TOKENS);
-            } else {
-                req["max_completion_tokens"] = json!(MAX_COMPLETION_TOKENS);
+            if quirks & QUIRK_NO_SEED == 0 {
+                req["seed"] = json!(SEED);
             }
+            let reply_tokens = if quirks & QUIRK_MAX_COMPLETION_TOKENS == 0 {
+                req["max_tokens"] = json!(budget.reply_tokens);
+                budget.reply_tokens
+            } else {
+                let n = budget.reply_tokens.max(MAX_COMPLETION_TOKENS);
+                req["max_completion_tokens"] = json!(n);
+                n
+            };
+            let without_max_length = quirks & QUIRK_NO_MAX_LENGTH != 0;
             match rung {
                 Rung::JsonSchema => {
-                    req["response_format"] = json!({"type": "json_schema", "json_schema": {"name": schema_name, "strict": true, "schema": schema}});
+                    let sent = if without_max_length {
+                        without_max_length_keyword(schema)
+                    } else {
+                        schema.clone()
+                    };
+                    req["response_format"] = json!({"type": "json_schema", "json_schema": {"name": schema_name, "strict": true, "schema": sent}});
                 }
-                Rung::JsonObject => {
-                    req["response_format"] = json!({"type": "json_object"});
-                    sys.push_str(&format!(
-                        "\n\nAnswer with one JSON object matching this JSON schema:\n{schema}"
-                    ));
-                }
-                Rung::Plain => {
-                    sys.push_str(&format!("\n\nAnswer with only one JSON object (no prose) matching this JSON schema:\n{schema}"));
-                }
+                Rung::JsonObject => req["response_format"] = json!({"type": "json_object"}),
+                Rung::Plain => {}
             }
             req["messages"] =
-                json!([{"role": "system", "content": sys}, {"role": "user", "content": user}]);
+                json!([{"role": "system", "content": sys}, {"role": "user", "content": user_text}]);
+            let request_digest = crate::digest::sha256_hex(req.to_string().as_bytes());
             match self.client.chat().create_byot::<Value, Value>(req).await {
                 Ok(resp) => {
                     self.rung.store(rung as u8, Ordering::Relaxed);
                     self.quirks.store(quirks, Ordering::Relaxed);
-                    tracing::info!(rung = rung.as_str(), model = %self.config.model, "model answered");
-                    return reply_content(&resp).map(|c| (c, rung));
+                    let content = reply_content(&resp);
+                    let choice = &resp["choices"][0];
+                    let report = CallReport {
+                        rung,
+                        context_tokens: context,
+                        reply_tokens,
+                        prompt_chars,
+                        prompt_tokens_estimate: estimate_tokens(prompt_chars),
+                        prompt_tokens: resp["usage"]["prompt_tokens"].as_u64(),
+                        completion_tokens: resp["usage"]["completion_tokens"].as_u64(),
+                        finish_reason: choice["finish_reason"].as_str().map(str::to_string),
+                        without_max_length,
+                        request_digest,
+                        reply_digest: crate::digest::sha256_hex(
+                            content.as_deref().unwrap_or_default().as_bytes(),
+                        ),
+                        elapsed: started.elapsed(),
+                    };
+                    tracing::info!(
+                        rung = rung.as_str(),
+                        model = %self.config.model,
+                        max_tokens = reply_tokens,
+                        context = ?context,
+                        prompt_tokens = ?report.prompt_tokens,
+                        completion_tokens = ?report.completion_tokens,
+                        finish_reason = ?report.finish_reason,
+                        elapsed_ms = report.elapsed.as_millis() as u64,
+                        "model answered"
+                    );
+                    self.record(report);
+                    return content.map(|c| (c, rung));
                 }
                 Err(e) => {
                     let rejection = Rejection::of(&e);
@@ -235,6 +469,14 @@ impl LlmAnalyst {
                         && r.is_client_error()
                     {
                         let m = r.message.to_ascii_lowercase();
+                        if rung == Rung::JsonSchema
+                            && names_word(&m, "maxlength")
+                            && quirks & QUIRK_NO_MAX_LENGTH == 0
+                        {
+                            tracing::warn!(error = %r.message, "server rejected maxLength; sending the schema without it and truncating on parse");
+                            quirks |= QUIRK_NO_MAX_LENGTH;
+                            continue;
+                        }
                         if m.contains("max_tokens") && quirks & QUIRK_MAX_COMPLETION_TOKENS == 0 {
                             tracing::warn!(error = %r.message, "server rejected max_tokens; using max_completion_tokens");
                             quirks |= QUIRK_MAX_COMPLETION_TOKENS;
@@ -243,6 +485,11 @@ impl LlmAnalyst {
                         if m.contains("temperature") && quirks & QUIRK_NO_TEMPERATURE == 0 {
                             tracing::warn!(error = %r.message, "server rejected temperature 0; using its default");
                             quirks |= QUIRK_NO_TEMPERATURE;
+                            continue;
+                        }
+                        if names_word(&m, "seed") && quirks & QUIRK_NO_SEED == 0 {
+                            tracing::warn!(error = %r.message, "server rejected seed; sending none");
+                            quirks |= QUIRK_NO_SEED;
                             continue;
                         }
                     }
@@ -262,11 +509,11 @@ impl LlmAnalyst {
                         (OpenAIError::JSONDeserialize(err, body), None) => {
                             AnalystError::InvalidOutput(format!(
                                 "the server's reply is not a chat completion ({err}): {}",
-                                crate::evidence::truncate_chars(&body, 200)
+                                truncate_chars(&body, 200)
                             ))
                         }
                         (other, None) => AnalystError::Transport(
-                            crate::evidence::truncate_chars(&other.to_string(), 300).to_string(),
+                            truncate_chars(&other.to_string(), 300).to_string(),
                         ),
                     });
                 }
@@ -278,7 +525,7 @@ impl LlmAnalyst {
     async fn ask_json(
         &self,
         system: &str,
-        user: &str,
+        user: &(dyn Fn(usize) -> String + Sync),
         schema_name: &str,
         schema: &Value,
     ) -> Result<(Value, Rung), AnalystError> {
@@ -288,6 +535,157 @@ impl LlmAnalyst {
             .map_err(|_| AnalystError::Timeout(self.config.timeout.as_secs()))??;
         Ok((tolerant_json(&reply)?, rung))
     }
+}
+
+/// What `GET /props` told.
+enum Props {
+    /// The context size in tokens.
+    Context(u32),
+    /// An answer without one (404 on servers other than llama.cpp).
+    NotGiven,
+    /// No answer (unreachable, 5xx while loading): ask again next call.
+    Unavailable(String),
+}
+
+/// The `/props` URL of the server at `base_url`: llama.cpp serves it at the server root, not
+/// under `/v1`, so a trailing `/v1` is dropped (`http://h:8080/v1` → `http://h:8080/props`;
+/// a server behind a path prefix keeps it: `http://h/llm/v1` → `http://h/llm/props`).
+pub fn props_url(base_url: &str) -> String {
+    let base = base_url.trim_end_matches('/');
+    let root = base.strip_suffix("/v1").unwrap_or(base);
+    format!("{root}/props")
+}
+
+/// The context size in a `/props` body: `default_generation_settings.n_ctx` (llama.cpp), else a
+/// top-level `n_ctx`; at least 1.
+fn n_ctx_of(v: &Value) -> Option<u32> {
+    v.pointer("/default_generation_settings/n_ctx")
+        .or_else(|| v.get("n_ctx"))
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+        .filter(|n| (1..CONTEXT_NOT_GIVEN).contains(n))
+}
+
+/// Characters per token when a prompt is measured against a known context: log lines, ids and
+/// JSON tokenize densely (≈ 3 characters per token), so this errs on the side of fitting.
+const FIT_CHARS_PER_TOKEN: usize = 3;
+/// Tokens a chat template adds around the two messages and the start of the reply.
+const TEMPLATE_TOKENS: u32 = 48;
+/// The least a fitted user prompt gets (the incident itself), unless that leaves the reply less
+/// than half the room.
+const MIN_USER_PROMPT_TOKENS: u32 = 256;
+/// Tokens allowed outside the JSON of a reply (a code fence, a line of prose on the plain rung).
+const REPLY_SLACK_TOKENS: u64 = 32;
+
+/// The tokens `chars` characters of prompt take, as [`fit_budget`] counts them.
+pub fn estimate_tokens(chars: usize) -> u32 {
+    u32::try_from(chars.div_ceil(FIT_CHARS_PER_TOKEN)).unwrap_or(u32::MAX)
+}
+
+/// The size of one request: the reply budget (`max_tokens`) and the user prompt's budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// `max_tokens`.
+    pub reply_tokens: u32,
+    /// The user message's budget, in characters.
+    pub user_prompt_chars: usize,
+}
+
+/// Fits one request into the server's `context` (tokens; `None`: unknown). `fixed_prompt_chars`
+/// is the system message (with the schema on the lower rungs), `reply_bound` the reply's bound
+/// ([`reply_token_bound`]), `token_budget` the configured prompt budget.
+///
+/// Unknown context: the reply gets its bound and the user prompt `token_budget` at ≈ 4
+/// characters per token, as configured. Known context: the prompt is measured at
+/// [`FIT_CHARS_PER_TOKEN`], a margin of 5 % (at least 32 tokens) and the chat template are set
+/// aside, the reply gets its bound (but leaves the user prompt at least 256 tokens, or half the
+/// room) and the user prompt the rest, at most `token_budget`. So prompt + reply ≤ context.
+pub fn fit_budget(
+    context: Option<u32>,
+    fixed_prompt_chars: usize,
+    reply_bound: u32,
+    token_budget: usize,
+) -> Budget {
+    let Some(ctx) = context else {
+        return Budget {
+            reply_tokens: reply_bound,
+            user_prompt_chars: token_budget.saturating_mul(4),
+        };
+    };
+    let fixed = estimate_tokens(fixed_prompt_chars).saturating_add(TEMPLATE_TOKENS);
+    let margin = (ctx / 20).max(32);
+    let room = ctx.saturating_sub(fixed).saturating_sub(margin);
+    let reply = reply_bound
+        .min(room.saturating_sub(MIN_USER_PROMPT_TOKENS).max(room / 2))
+        .max(1);
+    let user_tokens = (room.saturating_sub(reply) as usize).min(token_budget);
+    Budget {
+        reply_tokens: reply,
+        user_prompt_chars: user_tokens.saturating_mul(FIT_CHARS_PER_TOKEN),
+    }
+}
+
+/// The most tokens a reply valid under `schema` can take, or `None` when a string or an array
+/// of it is unbounded. Strings count their `maxLength` (or longest `enum` value) at
+/// [`FIT_CHARS_PER_TOKEN`] characters per token plus the quotes; integers and numbers 8 tokens;
+/// every key, separator and the whitespace a grammar allows around it 2 tokens; arrays their
+/// `maxItems` items. Plus [`REPLY_SLACK_TOKENS`] for a fence or a line of prose.
+pub fn reply_token_bound(schema: &Value) -> Option<u32> {
+    fn text(chars: usize) -> u64 {
+        chars.div_ceil(FIT_CHARS_PER_TOKEN) as u64
+    }
+    fn walk(s: &Value) -> Option<u64> {
+        const SEP: u64 = 2;
+        match s.get("type").and_then(Value::as_str)? {
+            "object" => {
+                let mut t = 2;
+                for (k, v) in s.get("properties")?.as_object()? {
+                    t += text(k.chars().count()) + 3 + SEP + walk(v)?;
+                }
+                Some(t)
+            }
+            "array" => {
+                let n = s.get("maxItems")?.as_u64()?;
+                Some(2 + n * (walk(s.get("items")?)? + SEP))
+            }
+            "string" => {
+                let chars = match s.get("enum").and_then(Value::as_array) {
+                    Some(e) => e
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(|x| x.chars().count())
+                        .max()?,
+                    None => usize::try_from(s.get("maxLength")?.as_u64()?).ok()?,
+                };
+                Some(2 + text(chars))
+            }
+            "integer" | "number" => Some(8),
+            "boolean" | "null" => Some(2),
+            _ => None,
+        }
+    }
+    u32::try_from(walk(schema)? + REPLY_SLACK_TOKENS).ok()
+}
+
+/// `schema` without its `maxLength` keywords (for servers that reject them).
+fn without_max_length_keyword(schema: &Value) -> Value {
+    match schema {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, v)| !(k.as_str() == "maxLength" && v.is_number()))
+                .map(|(k, v)| (k.clone(), without_max_length_keyword(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_max_length_keyword).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `true` when `word` (lower-case) occurs in `m` as a word of its own (`'seed'` but not
+/// `proceeds`).
+fn names_word(m: &str, word: &str) -> bool {
+    m.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+        .any(|w| w.eq_ignore_ascii_case(word))
 }
 
 fn names_format(m: &str) -> bool {
@@ -346,7 +744,7 @@ impl Rejection {
                 Some(Self {
                     status,
                     message: error_message(&v)
-                        .unwrap_or_else(|| crate::evidence::truncate_chars(body, 300).to_string()),
+                        .unwrap_or_else(|| truncate_chars(body, 300).to_string()),
                 })
             }
             _ => None,
@@ -360,7 +758,7 @@ impl Rejection {
 
 impl std::fmt::Display for Rejection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let m = crate::evidence::truncate_chars(self.message.trim(), 300);
+        let m = truncate_chars(self.message.trim(), 300);
         match self.status {
             Some(s) => write!(f, "HTTP {s}: {m}"),
             None => write!(f, "{m}"),
@@ -397,7 +795,7 @@ fn reply_content(resp: &Value) -> Result<String, AnalystError> {
     {
         return Err(AnalystError::InvalidOutput(format!(
             "the model refused: {}",
-            crate::evidence::truncate_chars(r, 200)
+            truncate_chars(r, 200)
         )));
     }
     let content = match message.and_then(|m| m.get("content")) {
@@ -418,34 +816,88 @@ fn reply_content(resp: &Value) -> Result<String, AnalystError> {
     Ok(content)
 }
 
+/// Bounds of a model's answer; the schemas send them and the parsers truncate to them, so an
+/// answer stays within them whether or not the server enforced the schema. String bounds are
+/// in characters: JSON Schema's `maxLength` counts Unicode code points (JSON Schema Validation,
+/// draft 2020-12, §6.3.1), and the parsers cut at a character boundary
+/// ([`crate::evidence::truncate_chars`]). Strings with an `enum` (confidence, action kind,
+/// severity) are bounded by it.
+pub mod limits {
+    /// A hypothesis statement (one sentence), characters.
+    pub const STATEMENT: usize = 200;
+    /// A cited record reference (`OBS-12`, `MEM-40`), characters.
+    pub const CITE: usize = 16;
+    /// A prior incident id (`INC-2026-0001`), characters.
+    pub const INCIDENT_ID: usize = 16;
+    /// Why a prior incident is relevant, characters.
+    pub const WHY: usize = 200;
+    /// An action kind as read on the rungs without a schema (before coercion), characters.
+    pub const KIND: usize = 40;
+    /// What an action acts on (a service, node, flag: title-sized), characters.
+    pub const TARGET: usize = 120;
+    /// Why an action, for people, characters.
+    pub const RATIONALE: usize = 400;
+    /// A post-mortem summary (one paragraph), characters.
+    pub const SUMMARY: usize = 600;
+    /// A post-mortem trigger, characters.
+    pub const TRIGGER: usize = 300;
+    /// One item of a post-mortem list (contributing factor, misleading hypothesis, action item,
+    /// detection gap), characters.
+    pub const LIST_ITEM: usize = 160;
+    /// A lesson's ALWAYS or BECAUSE part, characters.
+    pub const LESSON_PART: usize = 300;
+    /// A lesson's SCOPE, characters.
+    pub const SCOPE: usize = 120;
+    /// Hypotheses in an investigation answer.
+    pub const HYPOTHESES: usize = 3;
+    /// Citations per hypothesis.
+    pub const CITES: usize = 5;
+    /// Prior incidents per hypothesis.
+    pub const PRIOR_INCIDENTS: usize = 2;
+    /// Actions in an investigation answer.
+    pub const ACTIONS: usize = 5;
+    /// Items of each post-mortem list.
+    pub const LIST_ITEMS: usize = 4;
+    /// Lessons in a post-mortem answer.
+    pub const LESSONS: usize = 3;
+}
+
+/// A JSON-schema string of at most `max` characters.
+fn bounded_string(max: usize) -> Value {
+    json!({"type": "string", "maxLength": max})
+}
+
 /// JSON schema of the investigation answer (strict mode: every property required, no options).
-/// Every array has a `maxItems` (OpenAI strict mode, vLLM, Ollama and llama.cpp's grammar all
-/// accept it): a small local model under a grammar otherwise repeats array items until the reply
-/// is cut off at the token limit.
+/// Every array has a `maxItems` and every string a `maxLength` or an `enum` ([`limits`];
+/// OpenAI strict mode, vLLM, Ollama and llama.cpp's grammar accept both, and a server that
+/// rejects `maxLength` gets the schema without it): a small local model under a grammar
+/// otherwise repeats array items, or stays inside one string, until the reply is cut off at the
+/// token limit.
 pub fn investigation_schema() -> Value {
+    use limits as l;
     json!({
         "type": "object",
         "additionalProperties": false,
         "required": ["hypotheses", "actions"],
         "properties": {
-            "hypotheses": {"type": "array", "maxItems": 5, "items": {
+            "hypotheses": {"type": "array", "maxItems": l::HYPOTHESES, "items": {
                 "type": "object", "additionalProperties": false,
                 "required": ["statement", "confidence", "cites", "prior_incidents"],
                 "properties": {
-                    "statement": {"type": "string"},
+                    "statement": bounded_string(l::STATEMENT),
                     "confidence": {"type": "string", "enum": ["low", "medium", "high"]},
-                    "cites": {"type": "array", "maxItems": 8, "items": {"type": "string"}},
-                    "prior_incidents": {"type": "array", "maxItems": 3, "items": {
+                    "cites": {"type": "array", "maxItems": l::CITES, "items": bounded_string(l::CITE)},
+                    "prior_incidents": {"type": "array", "maxItems": l::PRIOR_INCIDENTS, "items": {
                         "type": "object", "additionalProperties": false, "required": ["id", "why"],
-                        "properties": {"id": {"type": "string"}, "why": {"type": "string"}}}}
+                        "properties": {"id": bounded_string(l::INCIDENT_ID), "why": bounded_string(l::WHY)}}}
                 }}},
-            "actions": {"type": "array", "maxItems": 6, "items": {
+            "actions": {"type": "array", "maxItems": l::ACTIONS, "items": {
                 "type": "object", "additionalProperties": false,
                 "required": ["kind", "target", "rationale", "hypothesis"],
                 "properties": {
                     "kind": {"type": "string", "enum": crate::domain::ActionKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>()},
-                    "target": {"type": "string"},
-                    "rationale": {"type": "string"},
+                    "target": bounded_string(l::TARGET),
+                    "rationale": bounded_string(l::RATIONALE),
                     "hypothesis": {"type": "integer"}
                 }}}
         }
@@ -475,11 +927,7 @@ pub fn user_prompt(input: &InvestigationInput, budget_chars: usize) -> String {
     );
     let mut left_obs = 0;
     for o in &input.observations {
-        let line = format!(
-            "- {}: {}\n",
-            o.reference(),
-            crate::evidence::truncate_chars(&o.text, 400)
-        );
+        let line = format!("- {}: {}\n", o.reference(), truncate_chars(&o.text, 400));
         if out.len() + line.len() > budget_chars * 2 / 3 {
             left_obs += 1;
             continue;
@@ -498,7 +946,7 @@ pub fn user_prompt(input: &InvestigationInput, budget_chars: usize) -> String {
                 .as_deref()
                 .map(|x| format!(", from {x}"))
                 .unwrap_or_default(),
-            crate::evidence::truncate_chars(&m.text, 400)
+            truncate_chars(&m.text, 400)
         );
         if out.len() + line.len() > budget_chars {
             left_mem += 1;
@@ -798,19 +1246,19 @@ pub fn output_from_json(v: &Value) -> Result<AnalystOutput, AnalystError> {
             .into_iter()
             .filter_map(|p| match p {
                 Value::String(s) => Some(PriorIncident {
-                    id: s.trim().to_string(),
+                    id: bounded(s, limits::INCIDENT_ID),
                     why: String::new(),
                 }),
                 _ => Some(PriorIncident {
-                    id: field_text(p, synonyms::PRIOR_ID)?.to_string(),
+                    id: bounded(&field_text(p, synonyms::PRIOR_ID)?, limits::INCIDENT_ID),
                     why: field_text(p, synonyms::WHY)
-                        .map(|w| w.to_string())
+                        .map(|w| bounded(&w, limits::WHY))
                         .unwrap_or_default(),
                 }),
             })
             .collect();
         out.hypotheses.push(ProposedHypothesis {
-            statement: crate::evidence::truncate_chars(&statement, 1000).to_string(),
+            statement: bounded(&statement, limits::STATEMENT),
             confidence,
             cites,
             prior_incidents,
@@ -835,15 +1283,14 @@ pub fn output_from_json(v: &Value) -> Result<AnalystOutput, AnalystError> {
             _ => None,
         });
         out.actions.push(ProposedAction {
-            kind: kind.to_string(),
+            kind: bounded(&kind, limits::KIND),
             target: field_text(a, synonyms::TARGET)
-                .map(|t| t.to_string())
+                .map(|t| bounded(&t, limits::TARGET))
                 .unwrap_or_default(),
-            rationale: crate::evidence::truncate_chars(
+            rationale: bounded(
                 &field_text(a, synonyms::RATIONALE).unwrap_or_default(),
-                1000,
-            )
-            .to_string(),
+                limits::RATIONALE,
+            ),
             hypothesis: hypothesis.map(|n| n as usize),
         });
     }
@@ -860,29 +1307,31 @@ pub fn has_usable_items(out: &AnalystOutput) -> bool {
             .any(|a| crate::domain::ActionKind::coerce(&a.kind).is_some())
 }
 
-/// JSON schema of the post-mortem answer (strict mode: every property required, no options, no
-/// string length constraints; arrays bounded by `maxItems` as in [`investigation_schema`] — the
-/// common subset OpenAI, vLLM, Ollama and llama.cpp all accept). Only the prose the model may
-/// write; facts (impact, actions and their outcomes, root cause) are not asked for.
+/// JSON schema of the post-mortem answer (strict mode: every property required, no options;
+/// every string bounded by a `maxLength` or an `enum`, every array by `maxItems`, as in
+/// [`investigation_schema`] — see [`limits`]). Only the prose the model may write; facts
+/// (impact, actions and their outcomes, root cause) are not asked for.
 pub fn postmortem_schema() -> Value {
-    let strings = json!({"type": "array", "maxItems": 8, "items": {"type": "string"}});
+    use limits as l;
+    let strings =
+        json!({"type": "array", "maxItems": l::LIST_ITEMS, "items": bounded_string(l::LIST_ITEM)});
     json!({
         "type": "object",
         "additionalProperties": false,
         "required": ["summary", "trigger", "contributing_factors", "misleading_hypotheses",
                      "lessons", "action_items", "detection_gaps"],
         "properties": {
-            "summary": {"type": "string"},
-            "trigger": {"type": "string"},
+            "summary": bounded_string(l::SUMMARY),
+            "trigger": bounded_string(l::TRIGGER),
             "contributing_factors": strings,
             "misleading_hypotheses": strings,
-            "lessons": {"type": "array", "maxItems": 5, "items": {
+            "lessons": {"type": "array", "maxItems": l::LESSONS, "items": {
                 "type": "object", "additionalProperties": false,
                 "required": ["always", "because", "scope", "severity"],
                 "properties": {
-                    "always": {"type": "string"},
-                    "because": {"type": "string"},
-                    "scope": {"type": "string"},
+                    "always": bounded_string(l::LESSON_PART),
+                    "because": bounded_string(l::LESSON_PART),
+                    "scope": bounded_string(l::SCOPE),
                     "severity": {"type": "string", "enum": ["critical", "high", "medium", "low"]}
                 }}},
             "action_items": strings,
@@ -920,9 +1369,9 @@ pub fn postmortem_prompt(f: &DraftFacts, builtin: &Postmortem, budget_chars: usi
         i.severity,
         i.service,
         i.title,
-        crate::evidence::truncate_chars(&i.description, 1000),
-        crate::evidence::truncate_chars(i.summary.as_deref().unwrap_or("not given"), 1000),
-        crate::evidence::truncate_chars(i.root_cause.as_deref().unwrap_or("not given"), 1000),
+        truncate_chars(&i.description, 1000),
+        truncate_chars(i.summary.as_deref().unwrap_or("not given"), 1000),
+        truncate_chars(i.root_cause.as_deref().unwrap_or("not given"), 1000),
         if f.failure_modes.is_empty() {
             "none tagged".to_string()
         } else {
@@ -951,20 +1400,20 @@ pub fn postmortem_prompt(f: &DraftFacts, builtin: &Postmortem, budget_chars: usi
             if a.note.is_empty() {
                 String::new()
             } else {
-                format!(" — {}", crate::evidence::truncate_chars(&a.note, 300))
+                format!(" — {}", truncate_chars(&a.note, 300))
             }
         ));
     }
     if !f.misleading.is_empty() {
         out.push_str("\nHypotheses behind actions that failed (misleading):\n");
         for m in &f.misleading {
-            out.push_str(&format!("- {}\n", crate::evidence::truncate_chars(m, 300)));
+            out.push_str(&format!("- {}\n", truncate_chars(m, 300)));
         }
     }
     out.push_str("\nObservations, most salient first:\n");
     let mut left = 0;
     for o in &f.observations {
-        let line = format!("- {}\n", crate::evidence::truncate_chars(o, 400));
+        let line = format!("- {}\n", truncate_chars(o, 400));
         if out.len() + line.len() > budget_chars {
             left += 1;
             continue;
@@ -980,6 +1429,8 @@ pub fn postmortem_prompt(f: &DraftFacts, builtin: &Postmortem, budget_chars: usi
     crate::redact::redact_once(&out)
 }
 
+/// A string list of the reply, each item trimmed, non-empty and at most [`limits::LIST_ITEM`]
+/// characters.
 fn text_list(v: &Value, key: &str) -> Option<Vec<String>> {
     let items = v.get(key)?.as_array()?;
     Some(
@@ -987,9 +1438,15 @@ fn text_list(v: &Value, key: &str) -> Option<Vec<String>> {
             .iter()
             .filter_map(|x| x.as_str().map(str::trim).filter(|x| !x.is_empty()))
             .take(12)
-            .map(|x| crate::evidence::truncate_chars(x, 1000).to_string())
+            .map(|x| bounded(x, limits::LIST_ITEM))
             .collect(),
     )
+}
+
+/// `s` trimmed and cut to at most `max` characters, at a character boundary (a server that
+/// rejected `maxLength` did not enforce it; the lower rungs never do).
+fn bounded(s: &str, max: usize) -> String {
+    truncate_chars(s.trim(), max).trim_end().to_string()
 }
 
 /// Strips a repeated label the model may have kept (`ALWAYS: …`, `because - …`).
@@ -1046,12 +1503,12 @@ fn lesson_from_json(v: &Value, default_severity: RuleSeverity, default_scope: &s
         }
     };
     Rule {
-        always: crate::evidence::truncate_chars(&always, 1000).to_string(),
-        because: crate::evidence::truncate_chars(&because, 1000).to_string(),
+        always: bounded(&always, limits::LESSON_PART),
+        because: bounded(&because, limits::LESSON_PART),
         scope: if scope.trim().is_empty() {
             default_scope.to_string()
         } else {
-            crate::evidence::truncate_chars(scope.trim(), 300).to_string()
+            bounded(&scope, limits::SCOPE)
         },
         severity: RuleSeverity::parse(&severity.trim().to_ascii_lowercase())
             .unwrap_or(default_severity),
@@ -1071,15 +1528,15 @@ pub fn postmortem_from_json(
     facts: &DraftFacts,
     builtin: &Postmortem,
 ) -> Result<Postmortem, AnalystError> {
-    let text = |k: &str| {
+    let text = |k: &str, max: usize| {
         v.get(k)
             .and_then(Value::as_str)
             .map(str::trim)
             .filter(|x| !x.is_empty())
-            .map(|x| crate::evidence::truncate_chars(x, 5000).to_string())
+            .map(|x| bounded(x, max))
     };
     let lessons = v.get("lessons").and_then(Value::as_array);
-    let summary = text("summary");
+    let summary = text("summary", limits::SUMMARY);
     if summary.is_none() && lessons.is_none() {
         return Err(AnalystError::InvalidOutput(
             "no summary or lessons in the post-mortem reply".into(),
@@ -1096,7 +1553,7 @@ pub fn postmortem_from_json(
     if let Some(s) = summary {
         pm.summary = s;
     }
-    if let Some(t) = text("trigger") {
+    if let Some(t) = text("trigger", limits::TRIGGER) {
         pm.trigger = t;
     }
     if let Some(c) = text_list(v, "contributing_factors") {
@@ -1139,7 +1596,7 @@ impl Analyst for LlmAnalyst {
             .map(|k| k.as_str())
             .collect();
         let system = SYSTEM_PROMPT.replace("{kinds}", &kinds.join(", "));
-        let user = user_prompt(input, self.config.token_budget.saturating_mul(4));
+        let user = |budget_chars: usize| user_prompt(input, budget_chars);
         let schema = investigation_schema();
         let (v, rung) = self.ask_json(&system, &user, "analysis", &schema).await?;
         let mut out = output_from_json(&v)?;
@@ -1155,7 +1612,7 @@ impl Analyst for LlmAnalyst {
         builtin: &Postmortem,
     ) -> Result<Postmortem, AnalystError> {
         let system = POSTMORTEM_PROMPT.replace("{id}", facts.incident.id.as_str());
-        let user = postmortem_prompt(facts, builtin, self.config.token_budget.saturating_mul(4));
+        let user = |budget_chars: usize| postmortem_prompt(facts, builtin, budget_chars);
         let (v, rung) = self
             .ask_json(&system, &user, "postmortem", &postmortem_schema())
             .await?;
@@ -1350,6 +1807,7 @@ mod bounds {
             api_key: String::new(),
             timeout: Duration::from_secs(secs),
             token_budget: 1000,
+            context_tokens: None,
         };
         assert_eq!(
             LlmAnalyst::new(config(600)).unwrap().config.timeout,
@@ -1359,5 +1817,219 @@ mod bounds {
             LlmAnalyst::new(config(20)).unwrap().config.timeout,
             Duration::from_secs(20)
         );
+    }
+
+    /// Every string of `schema` and below, as JSON pointers, with its `maxLength` (or, for an
+    /// `enum`, its longest value) if any.
+    fn strings(schema: &Value, at: String, out: &mut Vec<(String, Option<u64>)>) {
+        match schema {
+            Value::Object(m) => {
+                if m.get("type").and_then(Value::as_str) == Some("string") {
+                    let bound = m.get("maxLength").and_then(Value::as_u64).or_else(|| {
+                        m.get("enum")?
+                            .as_array()?
+                            .iter()
+                            .filter_map(Value::as_str)
+                            .map(|x| x.chars().count() as u64)
+                            .max()
+                    });
+                    out.push((at.clone(), bound));
+                }
+                for (k, v) in m {
+                    strings(v, format!("{at}/{k}"), out);
+                }
+            }
+            Value::Array(a) => {
+                for (i, v) in a.iter().enumerate() {
+                    strings(v, format!("{at}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_string_of_both_schemas_is_bounded() {
+        for schema in [investigation_schema(), postmortem_schema()] {
+            let mut found = Vec::new();
+            strings(&schema, String::new(), &mut found);
+            assert!(found.len() >= 5, "{found:?}");
+            for (at, max) in found {
+                assert!(max.is_some_and(|m| (1..=600).contains(&m)), "{at}: {max:?}");
+            }
+        }
+        let s = investigation_schema();
+        let hyp = &s["properties"]["hypotheses"]["items"]["properties"];
+        assert_eq!(hyp["statement"]["maxLength"], limits::STATEMENT);
+        let act = &s["properties"]["actions"]["items"]["properties"];
+        assert_eq!(act["rationale"]["maxLength"], 400);
+        let p = postmortem_schema();
+        let lesson = &p["properties"]["lessons"]["items"]["properties"];
+        assert_eq!(lesson["always"]["maxLength"], 300);
+        assert_eq!(lesson["because"]["maxLength"], 300);
+    }
+
+    #[test]
+    fn without_max_length_the_schema_loses_only_its_max_lengths() {
+        for schema in [investigation_schema(), postmortem_schema()] {
+            let bare = without_max_length_keyword(&schema);
+            assert!(!bare.to_string().contains("maxLength"));
+            let mut a = Vec::new();
+            arrays(&bare, String::new(), &mut a);
+            let mut b = Vec::new();
+            arrays(&schema, String::new(), &mut b);
+            assert_eq!(a, b, "maxItems stay");
+            assert_eq!(bare["required"], schema["required"]);
+            assert_eq!(reply_token_bound(&bare), None, "unbounded strings");
+        }
+    }
+
+    #[test]
+    fn the_reply_bound_counts_every_string_and_item_and_fits_a_small_context() {
+        let tiny = json!({"type": "object", "properties": {
+            "a": {"type": "string", "maxLength": 30},
+            "b": {"type": "array", "maxItems": 2, "items": {"type": "string", "enum": ["low", "medium"]}}
+        }});
+        // object 2; "a": key 1 + 3 + 2 + (2 + 10); "b": key 1 + 3 + 2 + (2 + 2 × ((2 + 2) + 2)).
+        assert_eq!(
+            reply_token_bound(&tiny),
+            Some(2 + 18 + 20 + REPLY_SLACK_TOKENS as u32)
+        );
+        assert_eq!(
+            reply_token_bound(&json!({"type": "string"})),
+            None,
+            "no maxLength"
+        );
+        assert_eq!(
+            reply_token_bound(&json!({"type": "array", "items": {"type": "integer"}})),
+            None,
+            "no maxItems"
+        );
+        for schema in [investigation_schema(), postmortem_schema()] {
+            let bound = reply_token_bound(&schema).expect("bounded");
+            // At least the strings' characters at 4 per token; small enough that a 4096-token
+            // context (the local test server's) keeps room for the prompt.
+            assert!((1000..=2600).contains(&bound), "{bound}");
+        }
+    }
+
+    #[test]
+    fn a_known_context_holds_prompt_and_reply_and_an_unknown_one_keeps_the_configuration() {
+        let unknown = fit_budget(None, 5000, 2000, 6000);
+        assert_eq!(
+            unknown,
+            Budget {
+                reply_tokens: 2000,
+                user_prompt_chars: 24_000
+            }
+        );
+        for (ctx, fixed, bound, configured) in [
+            (4096, 900, 2200, 1200),
+            (4096, 3000, 2200, 1200),
+            (2048, 900, 2200, 6000),
+            (1024, 2000, 2200, 6000),
+            (131_072, 900, 2200, 6000),
+        ] {
+            let b = fit_budget(Some(ctx), fixed, bound, configured);
+            let prompt =
+                estimate_tokens(fixed) + TEMPLATE_TOKENS + estimate_tokens(b.user_prompt_chars);
+            assert!(
+                prompt + b.reply_tokens <= ctx,
+                "{ctx}: {prompt} + {} > context",
+                b.reply_tokens
+            );
+            assert!(b.reply_tokens <= bound && b.reply_tokens >= 1, "{b:?}");
+            assert!(
+                b.user_prompt_chars <= configured * FIT_CHARS_PER_TOKEN,
+                "{b:?}"
+            );
+        }
+        // Room enough: the reply gets its whole bound and the prompt the configured budget.
+        let b = fit_budget(Some(131_072), 900, 2200, 6000);
+        assert_eq!(b.reply_tokens, 2200);
+        assert_eq!(b.user_prompt_chars, 6000 * FIT_CHARS_PER_TOKEN);
+        // Tight: the reply gives way so the prompt keeps its floor.
+        let b = fit_budget(Some(2048), 900, 2200, 6000);
+        assert!(b.reply_tokens < 2200);
+        assert!(b.user_prompt_chars >= MIN_USER_PROMPT_TOKENS as usize * FIT_CHARS_PER_TOKEN);
+    }
+
+    #[test]
+    fn props_live_at_the_server_root_and_say_n_ctx() {
+        assert_eq!(
+            props_url("http://127.0.0.1:8089/v1"),
+            "http://127.0.0.1:8089/props"
+        );
+        assert_eq!(
+            props_url("http://127.0.0.1:8089/v1/"),
+            "http://127.0.0.1:8089/props"
+        );
+        assert_eq!(props_url("http://h/llm/v1"), "http://h/llm/props");
+        assert_eq!(props_url("http://h:8080"), "http://h:8080/props");
+        assert_eq!(
+            n_ctx_of(&json!({"default_generation_settings": {"n_ctx": 4096}, "total_slots": 1})),
+            Some(4096)
+        );
+        assert_eq!(n_ctx_of(&json!({"n_ctx": 2048})), Some(2048));
+        assert_eq!(
+            n_ctx_of(&json!({"default_generation_settings": {"n_ctx": 0}})),
+            None
+        );
+        assert_eq!(n_ctx_of(&json!({"n_ctx": -1})), None);
+        assert_eq!(n_ctx_of(&json!({"n_ctx": "4096"})), None);
+        assert_eq!(n_ctx_of(&json!({"object": "list"})), None);
+    }
+
+    #[test]
+    fn rejected_parameters_are_named_as_words() {
+        assert!(names_word(
+            "unrecognized request argument supplied: seed",
+            "seed"
+        ));
+        assert!(names_word("'seed' is not supported", "seed"));
+        assert!(!names_word("the request proceeds", "seed"));
+        assert!(names_word(
+            "in context=('properties', 'statement'), 'maxlength' is not permitted.",
+            "maxlength"
+        ));
+    }
+
+    #[test]
+    fn overlong_strings_are_cut_on_parse_at_a_character_boundary() {
+        let long = "é".repeat(1000);
+        let v = json!({
+            "hypotheses": [{"statement": long, "confidence": "high", "cites": [],
+                            "prior_incidents": [{"id": long, "why": long}]}],
+            "actions": [{"kind": "restart", "target": long, "rationale": long, "hypothesis": 0}]
+        });
+        let out = output_from_json(&v).unwrap();
+        let h = &out.hypotheses[0];
+        assert_eq!(h.statement.chars().count(), limits::STATEMENT);
+        assert!(long.starts_with(&h.statement));
+        assert_eq!(h.prior_incidents[0].id.chars().count(), limits::INCIDENT_ID);
+        assert_eq!(h.prior_incidents[0].why.chars().count(), limits::WHY);
+        let a = &out.actions[0];
+        assert_eq!(a.target.chars().count(), limits::TARGET);
+        assert_eq!(a.rationale.chars().count(), limits::RATIONALE);
+        // Trimmed after the cut: no trailing blank left by a cut between words.
+        let words = format!("{} tail", "word ".repeat(100));
+        let v = json!({"hypotheses": [{"statement": words}], "actions": []});
+        let s = &output_from_json(&v).unwrap().hypotheses[0].statement;
+        assert!(
+            s.chars().count() <= limits::STATEMENT && !s.ends_with(' '),
+            "{s:?}"
+        );
+        // A lesson given as one text is cut per part.
+        let rule = lesson_from_json(
+            &json!(format!(
+                "ALWAYS: {long} BECAUSE: {long} SCOPE: {long} SEVERITY: high"
+            )),
+            RuleSeverity::Low,
+            "x",
+        );
+        assert_eq!(rule.always.chars().count(), limits::LESSON_PART);
+        assert_eq!(rule.because.chars().count(), limits::LESSON_PART);
+        assert_eq!(rule.scope.chars().count(), limits::SCOPE);
+        assert_eq!(rule.severity, RuleSeverity::High);
     }
 }

@@ -2,8 +2,10 @@
 //! replies, fenced JSON, bad escapes, truncation, unknown kinds and citations, a server that never
 //! answers or answers after the timeout, a 500, every rung of the ladder (json_schema →
 //! json_object → plain) with each server's error dialect, replies lacking optional fields,
-//! request-shape adaptation (max_completion_tokens, default temperature), and post-mortem drafting
-//! by the model with its fallback.
+//! request-shape adaptation (max_completion_tokens, default temperature, no seed, a server that
+//! rejects `maxLength`), bounded answers (`maxLength` sent, long strings cut on parse, `max_tokens`
+//! from the schema's bounds, prompt and reply fitted into the context `/props` or the
+//! configuration gives), and post-mortem drafting by the model with its fallback.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,11 +41,23 @@ enum Mode {
         analysis: &'static str,
         postmortem: Option<(&'static str, &'static str)>,
     },
+    /// Like OpenAI strict mode once: a `json_schema` format with `maxLength` anywhere is a 400
+    /// naming it; without, investigation is answered with `analysis`, drafting with
+    /// `postmortem`.
+    RejectMaxLength {
+        analysis: &'static str,
+        postmortem: &'static str,
+    },
+    /// Rejects a request with `seed` (an unknown parameter to it).
+    RejectSeed(&'static str),
 }
 
 #[derive(Clone)]
 struct Stub {
     mode: Mode,
+    /// What `GET /props` answers (llama.cpp's settings); `None`: 404, like OpenAI.
+    props: Option<Value>,
+    props_calls: Arc<AtomicUsize>,
     calls: Arc<AtomicUsize>,
     schema_calls: Arc<AtomicUsize>,
     bodies: Arc<std::sync::Mutex<Vec<Value>>>,
@@ -64,8 +78,29 @@ async fn chat(State(s): State<Stub>, Json(body): Json<Value>) -> Response {
     let reply = |content: &str, finish: &str| {
         Json(json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": finish}]})).into_response()
     };
+    let is_postmortem = body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or("")
+        .contains("post-mortem");
     match s.mode {
         Mode::Content(c, f) => reply(c, f),
+        Mode::RejectMaxLength { .. }
+            if wants_schema && body["response_format"].to_string().contains("maxLength") =>
+        {
+            api_error(
+                StatusCode::BAD_REQUEST,
+                json!({"error": {"message": "Invalid schema for response_format 'analysis': In context=('properties', 'statement'), 'maxLength' is not permitted.", "type": "invalid_request_error", "param": "response_format", "code": null}}),
+            )
+        }
+        Mode::RejectMaxLength {
+            analysis,
+            postmortem,
+        } => reply(if is_postmortem { postmortem } else { analysis }, "stop"),
+        Mode::RejectSeed(_) if body.get("seed").is_some() => api_error(
+            StatusCode::BAD_REQUEST,
+            json!({"error": {"message": "Unrecognized request argument supplied: seed", "type": "invalid_request_error", "param": null, "code": null}}),
+        ),
+        Mode::RejectSeed(c) => reply(c, "stop"),
         Mode::Hang => {
             tokio::time::sleep(Duration::from_secs(60)).await;
             reply("{}", "stop")
@@ -107,10 +142,6 @@ async fn chat(State(s): State<Stub>, Json(body): Json<Value>) -> Response {
             "usage": {"prompt_tokens": 10, "completion_tokens": 20, "total_tokens": 30, "completion_tokens_details": {"reasoning_tokens": 12}}}))
         .into_response(),
         Mode::Tasks { analysis, postmortem } => {
-            let is_postmortem = body["messages"][0]["content"]
-                .as_str()
-                .unwrap_or("")
-                .contains("post-mortem");
             match (is_postmortem, postmortem) {
                 (false, _) => reply(analysis, "stop"),
                 (true, Some((c, f))) => reply(c, f),
@@ -123,15 +154,31 @@ async fn chat(State(s): State<Stub>, Json(body): Json<Value>) -> Response {
     }
 }
 
+async fn props(State(s): State<Stub>) -> Response {
+    s.props_calls.fetch_add(1, Ordering::SeqCst);
+    match &s.props {
+        Some(p) => Json(p.clone()).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
 async fn stub(mode: Mode) -> (String, Stub) {
+    stub_with_props(mode, None).await
+}
+
+/// A stub whose `GET /props` (at the server root, as llama.cpp serves it) answers `props`.
+async fn stub_with_props(mode: Mode, props_body: Option<Value>) -> (String, Stub) {
     let s = Stub {
         mode,
+        props: props_body,
+        props_calls: Arc::default(),
         calls: Arc::default(),
         schema_calls: Arc::default(),
         bodies: Arc::default(),
     };
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(chat))
+        .route("/props", axum::routing::get(props))
         .with_state(s.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -142,6 +189,15 @@ async fn stub(mode: Mode) -> (String, Stub) {
 }
 
 async fn app_with_model(base: &str, timeout: Duration) -> (TestApp, Arc<LlmAnalyst>) {
+    app_with_context(base, timeout, None).await
+}
+
+/// Like [`app_with_model`], with the configured context size of the server.
+async fn app_with_context(
+    base: &str,
+    timeout: Duration,
+    context_tokens: Option<u32>,
+) -> (TestApp, Arc<LlmAnalyst>) {
     let llm = Arc::new(
         LlmAnalyst::new(LlmConfig {
             base_url: base.into(),
@@ -149,6 +205,7 @@ async fn app_with_model(base: &str, timeout: Duration) -> (TestApp, Arc<LlmAnaly
             api_key: "sk-test".into(),
             timeout,
             token_budget: 4000,
+            context_tokens,
         })
         .unwrap(),
     );
@@ -751,4 +808,295 @@ async fn a_reply_with_nothing_usable_falls_back_to_the_built_in_result_and_the_a
         "{detail}"
     );
     assert_eq!(detail["analyst"], "built-in");
+}
+
+// ---- bounded answers: maxLength, the reply budget, the server's context ----
+
+/// `s` repeated until it is `n` characters (multi-byte on purpose: cuts must fall between
+/// characters).
+fn long(s: &str, n: usize) -> String {
+    s.chars().cycle().take(n).collect()
+}
+
+fn leak(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// Every `maxLength` in a request body.
+fn has_max_length(body: &Value) -> bool {
+    body.to_string().contains("maxLength")
+}
+
+#[tokio::test]
+async fn a_server_rejecting_max_length_gets_the_schema_without_it_and_long_strings_are_cut() {
+    let statement = long("Pool épuisé — ", 900);
+    let rationale = long("Überlast ", 2000);
+    let analysis = leak(
+        json!({
+            "hypotheses": [{"statement": statement, "confidence": "high", "cites": ["OBS-1"], "prior_incidents": []}],
+            "actions": [
+                {"kind": "rollback_deploy", "target": "payments-api", "rationale": rationale, "hypothesis": 0},
+                {"kind": "restart", "target": "payments-api", "rationale": "stopgap", "hypothesis": 0}
+            ]
+        })
+        .to_string(),
+    );
+    let summary = long("Zusammenfassung ü ", 3000);
+    let always = long("Prüfe die Verbindungen ", 1000);
+    let postmortem = leak(
+        json!({
+            "summary": summary, "trigger": "deploy", "contributing_factors": [long("ß", 500)],
+            "misleading_hypotheses": [], "action_items": [], "detection_gaps": [],
+            "lessons": [{"always": always, "because": "it leaked", "scope": "payments-api", "severity": "high"}]
+        })
+        .to_string(),
+    );
+    let (base, s) = stub(Mode::RejectMaxLength {
+        analysis,
+        postmortem,
+    })
+    .await;
+    let (app, llm) = app_with_model(&base, Duration::from_secs(5)).await;
+    assert!(llm.sends_max_length());
+    let (id, inv, _) = investigate_new(&app).await;
+    assert_eq!(inv["analyst"], "llm:stub-model", "{inv}");
+    assert_eq!(
+        llm.current_rung(),
+        Rung::JsonSchema,
+        "maxLength is not the format: the rung stays"
+    );
+    assert!(!llm.sends_max_length(), "learned");
+    {
+        let bodies = s.bodies.lock().unwrap();
+        assert_eq!(bodies.len(), 2, "one rejection, one answer");
+        assert!(has_max_length(&bodies[0]));
+        assert!(!has_max_length(&bodies[1]), "sent without maxLength");
+        assert_eq!(bodies[1]["response_format"]["type"], "json_schema");
+        assert_eq!(
+            bodies[1]["response_format"]["json_schema"]["schema"]["properties"]["hypotheses"]["maxItems"],
+            bodies[0]["response_format"]["json_schema"]["schema"]["properties"]["hypotheses"]["maxItems"],
+            "maxItems stay"
+        );
+    }
+    let report = llm.last_call().expect("a call answered");
+    assert!(report.without_max_length);
+    // Cut on parse, at a character boundary, to the schema's bounds.
+    let got = inv["hypotheses"][0]["statement"].as_str().unwrap();
+    assert!(statement.starts_with(got), "{got}");
+    assert!(
+        got.chars().count() <= 200 && got.chars().count() > 150,
+        "{got}"
+    );
+    let rec = inv["recommendations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "rollback_deploy")
+        .unwrap();
+    let r = rec["rationale"].as_str().unwrap();
+    assert!(rationale.starts_with(r) && r.chars().count() <= 400, "{r}");
+
+    // The next call goes without maxLength at once; so does post-mortem drafting.
+    let (inv2, _) = investigate(&app).await;
+    assert_eq!(inv2["analyst"], "llm:stub-model");
+    assert_eq!(s.calls.load(Ordering::SeqCst), 3, "remembered");
+    let id = {
+        // Resolve the first incident with its recorded actions to draft its post-mortem.
+        let rid = rec["id"].as_i64().unwrap();
+        let base = format!("/api/v1/incidents/{id}/recommendations");
+        let res = app
+            .post_json(&app.responder, &format!("{base}/{rid}/approve"), json!({}))
+            .await;
+        assert_eq!(res.status().as_u16(), 200);
+        let res = app
+            .post_json(
+                &app.responder,
+                &format!("{base}/{rid}/verdict"),
+                json!({"verdict": "resolved", "note": "ok"}),
+            )
+            .await;
+        assert_eq!(res.status().as_u16(), 200);
+        let res = app.post_json(&app.responder, &format!("/api/v1/incidents/{id}/resolve"), json!({"summary": "Rolled back", "root_cause": "A connection leak in the retry path."})).await;
+        assert_eq!(res.status().as_u16(), 200);
+        id
+    };
+    let (stored, _) = draft_pm(&app, &id).await;
+    assert_eq!(stored["analyst"], "llm:stub-model", "{stored}");
+    assert_eq!(s.calls.load(Ordering::SeqCst), 4, "no second rejection");
+    assert!(!has_max_length(s.bodies.lock().unwrap().last().unwrap()));
+    let p = &stored["postmortem"];
+    let sum = p["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with(sum) && sum.chars().count() <= 600,
+        "{sum}"
+    );
+    let a = p["lessons"][0]["always"].as_str().unwrap();
+    assert!(always.starts_with(a) && a.chars().count() <= 300, "{a}");
+    let f = p["contributing_factors"][0].as_str().unwrap();
+    assert_eq!(f.chars().count(), 160, "{f}");
+}
+
+#[tokio::test]
+async fn the_schema_carries_max_length_and_max_tokens_comes_from_its_bounds() {
+    let (base, s) = stub(Mode::Content(VALID, "stop")).await;
+    let (app, llm) = app_with_model(&base, Duration::from_secs(5)).await;
+    let (inv, _) = investigate(&app).await;
+    assert_eq!(inv["analyst"], "llm:stub-model", "{inv}");
+    let bodies = s.bodies.lock().unwrap();
+    let body = &bodies[0];
+    let schema = &body["response_format"]["json_schema"]["schema"];
+    assert_eq!(
+        schema,
+        &incidentmind::analyst::llm::investigation_schema(),
+        "sent as built"
+    );
+    assert!(has_max_length(body));
+    // No context known (no /props, none configured): the reply gets the schema's whole bound.
+    let bound =
+        incidentmind::analyst::llm::reply_token_bound(schema).expect("every string bounded");
+    assert_eq!(body["max_tokens"], bound);
+    assert_eq!(body["temperature"], 0);
+    assert_eq!(body["seed"], incidentmind::analyst::llm::SEED);
+    let report = llm.last_call().unwrap();
+    assert_eq!(report.context_tokens, None);
+    assert_eq!(report.reply_tokens, bound);
+    assert_eq!(report.finish_reason.as_deref(), Some("stop"));
+    assert!(!report.without_max_length);
+    assert_eq!(report.request_digest.len(), 64);
+}
+
+/// Evidence long enough that an unfitted prompt would not leave the reply room in a 2,048-token
+/// context.
+async fn incident_with_long_evidence(app: &TestApp) -> String {
+    let id = app.open_incident("Checkout slow", "payments-api").await;
+    let mut log = String::new();
+    for k in 0..400 {
+        log.push_str(&format!(
+            "2026-11-29T10:{:02}:{:02}Z ERROR HikariPool-1 - Connection is not available, request {k} timed out after 30000ms on node-{k}.\n",
+            k / 60,
+            k % 60
+        ));
+    }
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/evidence"),
+            json!({"kind": "logs", "content": log}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED.as_u16());
+    id
+}
+
+/// The request fits `ctx` tokens: its messages measured as the analyst measures them
+/// ([`incidentmind::analyst::llm::estimate_tokens`]) plus the chat template plus `max_tokens`.
+fn fits(body: &Value, ctx: u32) -> bool {
+    let chars: usize = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap().chars().count())
+        .sum();
+    let prompt = incidentmind::analyst::llm::estimate_tokens(chars) + 48;
+    let reply = body["max_tokens"].as_u64().unwrap() as u32;
+    prompt + reply <= ctx
+}
+
+#[tokio::test]
+async fn prompt_and_reply_are_fitted_into_the_context_llama_cpp_reports_at_props() {
+    let (base, s) = stub_with_props(
+        Mode::Content(VALID, "stop"),
+        Some(json!({"default_generation_settings": {"n_ctx": 2048, "params": {"seed": 4294967295u64}}, "total_slots": 1})),
+    )
+    .await;
+    // The configured context is larger: the server's own word wins.
+    let (app, llm) = app_with_context(&base, Duration::from_secs(5), Some(32_000)).await;
+    for _ in 0..2 {
+        let id = incident_with_long_evidence(&app).await;
+        let res = app
+            .post_json(
+                &app.responder,
+                &format!("/api/v1/incidents/{id}/investigate"),
+                json!({}),
+            )
+            .await;
+        assert_eq!(res.status().as_u16(), 201);
+        let inv: Value = res.json().await.unwrap();
+        assert_eq!(inv["analyst"], "llm:stub-model", "{inv}");
+    }
+    assert_eq!(
+        s.props_calls.load(Ordering::SeqCst),
+        1,
+        "asked once, remembered"
+    );
+    let report = llm.last_call().unwrap();
+    assert_eq!(report.context_tokens, Some(2048));
+    let bodies = s.bodies.lock().unwrap();
+    let body = bodies.last().unwrap();
+    assert!(fits(body, 2048), "{}", body["max_tokens"]);
+    let bound = incidentmind::analyst::llm::reply_token_bound(
+        &incidentmind::analyst::llm::investigation_schema(),
+    )
+    .unwrap();
+    let reply = body["max_tokens"].as_u64().unwrap() as u32;
+    assert!(reply < bound && reply >= 512, "{reply}");
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.starts_with("Incident INC-"),
+        "the incident comes first: {user}"
+    );
+}
+
+#[tokio::test]
+async fn without_props_the_configured_context_is_used_and_the_lower_rungs_get_less_prompt() {
+    let (base, s) = stub(Mode::RejectSchema(VALID)).await;
+    let (app, llm) = app_with_context(&base, Duration::from_secs(5), Some(3000)).await;
+    let id = incident_with_long_evidence(&app).await;
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/investigate"),
+            json!({}),
+        )
+        .await;
+    let inv: Value = res.json().await.unwrap();
+    assert_eq!(inv["analyst"], "llm:stub-model", "{inv}");
+    assert_eq!(llm.current_rung(), Rung::JsonObject);
+    assert_eq!(llm.last_call().unwrap().context_tokens, Some(3000));
+    let bodies = s.bodies.lock().unwrap();
+    assert_eq!(bodies.len(), 2);
+    for b in bodies.iter() {
+        assert!(fits(b, 3000), "{}", b["max_tokens"]);
+    }
+    let user_chars = |b: &Value| {
+        b["messages"][1]["content"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count()
+    };
+    assert!(
+        user_chars(&bodies[1]) <= user_chars(&bodies[0]),
+        "the schema in the prompt leaves no more room for the incident"
+    );
+}
+
+#[tokio::test]
+async fn a_server_rejecting_seed_is_asked_without_it_and_that_is_remembered() {
+    let (base, s) = stub(Mode::RejectSeed(VALID)).await;
+    let (app, _) = app_with_model(&base, Duration::from_secs(5)).await;
+    let (inv, _) = investigate(&app).await;
+    assert_eq!(inv["analyst"], "llm:stub-model", "{inv}");
+    let (inv2, _) = investigate(&app).await;
+    assert_eq!(inv2["analyst"], "llm:stub-model");
+    assert_eq!(s.calls.load(Ordering::SeqCst), 3, "one rejection only");
+    let bodies = s.bodies.lock().unwrap();
+    assert!(bodies[0].get("seed").is_some());
+    let last = bodies.last().unwrap();
+    assert!(last.get("seed").is_none());
+    assert_eq!(last["temperature"], 0, "temperature stays");
+    assert_eq!(
+        last["response_format"]["type"], "json_schema",
+        "the rung stays"
+    );
 }

@@ -280,6 +280,7 @@ async fn a_secret_corpus_through_every_input_path_leaks_nowhere_and_versions_sur
             api_key: String::new(),
             timeout: Duration::from_secs(10),
             token_budget: 20_000,
+            context_tokens: None,
         })
         .unwrap(),
     );
