@@ -26,7 +26,7 @@ R = random.Random(1515)
 
 USERS = ["alice", "bob", "carol", "dmitri", "erin", "farah", "gus", "hana"]
 TABLES = ["orders", "carts", "payments", "stock", "sessions", "audit_log"]
-UNITS = ["nginx.service", "redis.service", "billing-worker.service", "cron.service", "app.service"]
+UNITS = ["nginx.service", "redis.service", "ledger-sync.service", "cron.service", "app.service"]
 HOSTS = ["web-1", "web-2", "db-1", "edge-7"]
 
 
@@ -153,8 +153,8 @@ def postgres():
             f"password authentication failed for user \"{R.choice(USERS)}\"",
             "password authentication failed for user \"<*>\"")),
         (25, "P10", "ERROR", lambda: (
-            "canceling statement due to statement timeout",
-            "canceling statement due to statement timeout")),
+            "canceling statement due to user request",
+            "canceling statement due to user request")),
         (25, "P11", "LOG", lambda: (
             f"automatic vacuum of table \"shop.public.{R.choice(TABLES)}\": index scans: {R.randint(0, 3)}",
             "automatic vacuum of table \"<*>\": index scans: <*>")),
