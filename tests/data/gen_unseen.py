@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 R = random.Random(1515)
 
 USERS = ["alice", "bob", "carol", "dmitri", "erin", "farah", "gus", "hana"]
-TABLES = ["orders", "carts", "payments", "stock", "sessions", "audit_log"]
+TABLES = ["invoices", "carts", "payments", "stock", "sessions", "audit_log"]
 UNITS = ["nginx.service", "redis.service", "ledger-sync.service", "cron.service", "app.service"]
 HOSTS = ["web-1", "web-2", "db-1", "edge-7"]
 
