@@ -363,6 +363,22 @@ async fn investigation_on(live: &Live, rung: Rung, test: &str) -> Outcome {
     }
 }
 
+/// Runs `attempt` on every rung of the ladder in order (JSON schema, JSON object, plain), checks
+/// each used answer against the earlier runs' answers to the same request, prints the summary,
+/// and returns the outcomes in rung order.
+async fn every_rung(test: &str, attempt: impl AsyncFn(Rung) -> Outcome) -> Vec<Outcome> {
+    let mut outcomes = Vec::new();
+    for rung in [Rung::JsonSchema, Rung::JsonObject, Rung::Plain] {
+        let o = attempt(rung).await;
+        if o.used {
+            check_against_earlier_runs(test, o.report.as_ref());
+        }
+        outcomes.push(o);
+    }
+    summary(test, &outcomes);
+    outcomes
+}
+
 fn summary(test: &str, outcomes: &[Outcome]) {
     for o in outcomes {
         say(&format!(
@@ -390,15 +406,7 @@ async fn live_investigation_is_answered_by_the_model_on_some_rung() {
         return;
     };
     let _turn = SERVER.lock().await;
-    let mut outcomes = Vec::new();
-    for rung in [Rung::JsonSchema, Rung::JsonObject, Rung::Plain] {
-        let o = investigation_on(&live, rung, test).await;
-        if o.used {
-            check_against_earlier_runs(test, o.report.as_ref());
-        }
-        outcomes.push(o);
-    }
-    summary(test, &outcomes);
+    let outcomes = every_rung(test, async |rung| investigation_on(&live, rung, test).await).await;
     assert!(
         outcomes.iter().any(|o| o.used),
         "no rung gave a used answer: every one fell back"
@@ -619,15 +627,7 @@ async fn live_postmortem_is_drafted_by_the_model_on_some_rung() {
         return;
     };
     let _turn = SERVER.lock().await;
-    let mut outcomes = Vec::new();
-    for rung in [Rung::JsonSchema, Rung::JsonObject, Rung::Plain] {
-        let o = postmortem_on(&live, rung, test).await;
-        if o.used {
-            check_against_earlier_runs(test, o.report.as_ref());
-        }
-        outcomes.push(o);
-    }
-    summary(test, &outcomes);
+    let outcomes = every_rung(test, async |rung| postmortem_on(&live, rung, test).await).await;
     assert!(
         outcomes.iter().any(|o| o.used),
         "no rung gave a used draft: every one fell back"
