@@ -822,43 +822,43 @@ mod tests {
     }
 
     #[test]
-    fn loghub_shapes() {
+    fn classic_header_layouts() {
         let l = p(
-            "Jun 14 15:16:01 combo sshd(pam_unix)[19939]: authentication failure; logname= uid=0",
+            "Aug 21 09:12:44 lb-west-2 kbd(pam_env)[4410]: reading keymap took 12 ms; retries= 0",
         );
         assert_eq!(l.format, LogFormat::Syslog);
-        assert_eq!(l.ts, ts("2005-06-14T15:16:01Z"));
-        assert_eq!(l.content, "authentication failure; logname= uid=0");
+        assert_eq!(l.ts, ts("2005-08-21T09:12:44Z"));
+        assert_eq!(l.content, "reading keymap took 12 ms; retries= 0");
 
-        let l = p("[Sun Dec 04 04:47:44 2005] [error] mod_jk child workerEnv in error state 6");
+        let l = p("[Wed Mar 09 13:05:51 2005] [error] proxy worker pool drained for backend 4");
         assert_eq!(
             (l.format, l.level, l.ts, l.content.as_ref()),
             (
                 LogFormat::Apache,
                 Some(Level::Error),
-                ts("2005-12-04T04:47:44Z"),
-                "mod_jk child workerEnv in error state 6"
+                ts("2005-03-09T13:05:51Z"),
+                "proxy worker pool drained for backend 4"
             )
         );
 
         let l = p(
-            "081109 203615 148 INFO dfs.DataNode$PacketResponder: PacketResponder 1 for block blk_38865049064139660 terminating",
+            "090314 071502 2231 INFO store.Replicator$Worker: Worker 3 finished copy of chunk chk_99120455 to rack r7",
         );
         assert_eq!(l.format, LogFormat::Hdfs);
         assert_eq!(l.level, Some(Level::Info));
-        assert_eq!(l.ts, ts("2008-11-09T20:36:15Z"));
+        assert_eq!(l.ts, ts("2009-03-14T07:15:02Z"));
         assert_eq!(
             l.content,
-            "PacketResponder 1 for block blk_38865049064139660 terminating"
+            "Worker 3 finished copy of chunk chk_99120455 to rack r7"
         );
 
         let l = p(
-            "2015-07-29 17:41:44,747 - INFO  [QuorumPeer[myid=1]/0:0:0:0:0:0:0:0:2181:FastLeaderElection@774] - Notification time out: 3200",
+            "2019-02-11 06:30:09,118 - INFO  [Elector[node=2]/0:0:0:0:0:0:0:0:7400:LeaderVote@212] - Vote round closed after: 1800",
         );
         assert_eq!(l.format, LogFormat::Log4j);
         assert_eq!(l.level, Some(Level::Info));
-        assert_eq!(l.ts, ts("2015-07-29T17:41:44.747Z"));
-        assert_eq!(l.content, "Notification time out: 3200");
+        assert_eq!(l.ts, ts("2019-02-11T06:30:09.118Z"));
+        assert_eq!(l.content, "Vote round closed after: 1800");
     }
 
     #[test]
