@@ -228,7 +228,8 @@ pub enum EvalCommand {
         #[arg(long)]
         verbose: bool,
         /// Recall mechanisms to turn off, comma-separated (ablation): doc_bm25, doc_vector,
-        /// passages, part_vector, part_bm25, keys, synonyms, negation, load_shape, incident_prior.
+        /// passages, passage_mean, part_vector, part_bm25, keys, synonyms, negation, load_shape,
+        /// incident_prior, score_fusion.
         #[arg(long, default_value = "")]
         ablate: String,
         /// Keep the database after replaying the past incidents at this path and reuse it on

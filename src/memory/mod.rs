@@ -58,6 +58,7 @@ impl RecallTuning {
         "negation",
         "load_shape",
         "incident_prior",
+        "score_fusion",
     ];
 
     /// Parses a comma-separated list of names to turn off.

@@ -590,13 +590,16 @@ const INCIDENT_PRIOR: f64 = 1.0;
 /// Candidates each incident-level list contributes.
 const INCIDENT_LIST: usize = 30;
 
-/// Per-list weights of the incident-level fusion (RRF, k = [`INCIDENT_RRF_K`]).
+/// Per-list weights of the incident-level fusion (see [`fuse_incidents`]). The word lists weigh
+/// less than the meaning lists: a new incident is usually written in other words than the past
+/// one, and the words already enter twice (the incident document and its parts). Measured on
+/// `recall-dev-hard.json` (ablation in the README).
 const INCIDENT_LISTS: &[(&str, f64)] = &[
     ("passages", 1.0),
-    ("doc_bm25", 1.0),
+    ("doc_bm25", 0.4),
     ("doc_vector", 1.0),
     ("part_vector", 1.0),
-    ("part_bm25", 0.5),
+    ("part_bm25", 0.4),
     ("keys", 0.5),
 ];
 
@@ -604,20 +607,46 @@ const INCIDENT_LISTS: &[(&str, f64)] = &[
 /// smaller constant than the record level's keeps their first ranks decisive.
 const INCIDENT_RRF_K: f64 = 10.0;
 
-/// One incident-level list: its name and incident ids best first, each with its cosine when the
-/// list is a vector list.
+/// Share of the incident-level score that comes from the lists' own scores (min-max normalized)
+/// rather than their ranks: `λ` of the convex combination in [`fuse_incidents`].
+const SCORE_SHARE: f64 = 0.5;
+
+/// One incident-level list: its name and incident ids best first, each with its score when the
+/// list has one (a cosine for the vector lists, `-bm25` for the document search).
 type IncidentList = (&'static str, Vec<(String, Option<f32>)>);
 
-/// Fuses incident-level lists (incident ids best first, with an optional cosine) by weighted
-/// reciprocal rank: `Σ w / (k + rank)`, best first, ties by id.
-fn fuse_incidents(lists: Vec<IncidentList>) -> Vec<IncidentMatch> {
+/// Fuses incident-level lists (incident ids best first, with an optional score) into one
+/// ranking, best first, ties by id. Each list `l` with weight `w` adds, for an incident at
+/// 1-based rank `r`,
+///
+/// `w · ((1 − λ) / (k + r) + λ · n / (k + 1))`
+///
+/// where `n` is its score min-max normalized over the list (1 for the best, 0 for the worst;
+/// `1 − (r − 1) / INCIDENT_LIST` for a list without scores), `k` = [`INCIDENT_RRF_K`] and
+/// `λ` = `score_share`. The rank part is reciprocal rank fusion (Cormack, Clarke and Büttcher,
+/// SIGIR 2009); the score part is the convex combination of normalized scores that Bruch, Gai
+/// and Ingber found stronger than RRF for hybrid lexical + dense retrieval ("An Analysis of
+/// Fusion Functions for Hybrid Retrieval", ACM TOIS 2023): it keeps how far ahead the best
+/// candidate is, which ranks alone throw away. With `λ = 0` this is plain weighted RRF.
+fn fuse_incidents(lists: Vec<IncidentList>, score_share: f64) -> Vec<IncidentMatch> {
     let mut by_id: HashMap<String, IncidentMatch> = HashMap::new();
     for (name, list) in lists {
         let weight = INCIDENT_LISTS
             .iter()
             .find(|(n, _)| *n == name)
             .map_or(1.0, |(_, w)| *w);
-        for (rank, (id, cosine)) in list.into_iter().enumerate() {
+        let (lo, hi) = list
+            .iter()
+            .filter_map(|(_, s)| *s)
+            .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), s| {
+                (lo.min(s), hi.max(s))
+            });
+        for (rank, (id, score)) in list.into_iter().enumerate() {
+            let normalized = match score {
+                Some(s) if hi > lo => f64::from((s - lo) / (hi - lo)),
+                Some(_) => 1.0,
+                None => 1.0 - rank as f64 / INCIDENT_LIST as f64,
+            };
             let e = by_id.entry(id.clone()).or_insert_with(|| IncidentMatch {
                 incident_id: id,
                 score: 0.0,
@@ -625,11 +654,13 @@ fn fuse_incidents(lists: Vec<IncidentList>) -> Vec<IncidentMatch> {
                 ranks: Vec::new(),
                 cosine: None,
             });
-            e.score += weight / (INCIDENT_RRF_K + rank as f64 + 1.0);
+            e.score += weight
+                * ((1.0 - score_share) / (INCIDENT_RRF_K + rank as f64 + 1.0)
+                    + score_share * normalized / (INCIDENT_RRF_K + 1.0));
             e.lists.push(name);
             e.ranks.push(rank + 1);
             if name == "doc_vector" {
-                e.cosine = cosine;
+                e.cosine = score;
             }
         }
     }
@@ -747,7 +778,10 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     if tuning.on("doc_bm25") {
         incident_lists.push((
             "doc_bm25",
-            doc_bm25.into_iter().map(|i| (i, None)).collect(),
+            doc_bm25
+                .into_iter()
+                .map(|(i, s)| (i, Some(s as f32)))
+                .collect(),
         ));
     }
     if tuning.on("doc_vector") {
@@ -780,7 +814,12 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
             incidents_by_best_part(&index, scope_list.iter().map(|c| (c.id, None))),
         ));
     }
-    let incidents = fuse_incidents(incident_lists);
+    let score_share = if tuning.on("score_fusion") {
+        SCORE_SHARE
+    } else {
+        0.0
+    };
+    let incidents = fuse_incidents(incident_lists, score_share);
 
     // The record level ("parts").
     let mut fused: HashMap<i64, Fused> = HashMap::new();
@@ -1120,6 +1159,34 @@ mod tests {
         assert!(!is_weak(&["text", "semantic"], Some(0.12), chance));
         assert!(!is_weak(&["semantic"], Some(0.12), None));
         assert!(!is_weak(&["scope"], None, chance));
+    }
+
+    #[test]
+    fn score_fusion_keeps_the_margin_that_ranks_throw_away() {
+        let list = |name: &'static str, xs: &[(&str, f32)]| -> IncidentList {
+            (
+                name,
+                xs.iter()
+                    .map(|(i, s)| ((*i).to_string(), Some(*s)))
+                    .collect(),
+            )
+        };
+        // Each incident is first in one list and second in the other: a tie by rank. In the
+        // first list the two are almost level; in the second, "b" is far ahead.
+        let lists = || {
+            vec![
+                list("doc_vector", &[("a", 0.50), ("b", 0.49), ("c", 0.10)]),
+                list("passages", &[("b", 0.90), ("a", 0.30), ("c", 0.20)]),
+            ]
+        };
+        let ids = |m: Vec<IncidentMatch>| -> Vec<String> {
+            m.into_iter().map(|m| m.incident_id).collect()
+        };
+        assert_eq!(ids(fuse_incidents(lists(), 0.0)), ["a", "b", "c"]);
+        assert_eq!(ids(fuse_incidents(lists(), SCORE_SHARE)), ["b", "a", "c"]);
+        let fused = fuse_incidents(lists(), SCORE_SHARE);
+        assert_eq!(fused[0].ranks, [2, 1]);
+        assert_eq!(fused[0].cosine, Some(0.49));
     }
 
     #[test]

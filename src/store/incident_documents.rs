@@ -157,8 +157,8 @@ pub async fn delete(pool: &SqlitePool, incident_id: &str) -> AppResult<()> {
 }
 
 /// BM25 search of the documents for the FTS5 expression `expr` (see
-/// [`super::memory::fts_or_terms`]): incident ids best first, at most `limit`, without
-/// `exclude`.
+/// [`super::memory::fts_or_terms`]): `(incident id, −bm25)` best first (higher is better; FTS5's
+/// `bm25()` is lower-is-better), at most `limit`, without `exclude`.
 ///
 /// # Errors
 /// Database errors.
@@ -167,12 +167,12 @@ pub async fn search(
     expr: &str,
     exclude: Option<&str>,
     limit: i64,
-) -> AppResult<Vec<String>> {
+) -> AppResult<Vec<(String, f64)>> {
     if expr.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(sqlx::query_scalar(
-        "SELECT d.incident_id FROM incident_documents_fts f
+    Ok(sqlx::query_as(
+        "SELECT d.incident_id, -bm25(incident_documents_fts) FROM incident_documents_fts f
          JOIN incident_documents d ON d.id = f.rowid
          WHERE incident_documents_fts MATCH ?1 AND (?2 IS NULL OR d.incident_id != ?2)
          ORDER BY bm25(incident_documents_fts) LIMIT ?3",
