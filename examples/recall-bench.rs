@@ -1080,8 +1080,17 @@ async fn model_bench(pool: &SqlitePool, qs: &[RecallQuery], seed: u64) -> anyhow
     Ok(all)
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// The allocator's arena limit first, as the `incidentmind` binary sets it, so RSS is the
+/// product's.
+fn main() -> anyhow::Result<()> {
+    incidentmind::malloc::limit_arenas();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let mut sizes = vec![10_000usize, 100_000];
     let mut query_count = 1000usize;
     let mut seed = 42u64;

@@ -14,6 +14,7 @@ pub mod domain;
 pub mod error;
 pub mod eval;
 pub mod evidence;
+pub mod malloc;
 pub mod memory;
 pub mod redact;
 pub mod sample;

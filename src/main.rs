@@ -12,7 +12,14 @@ impl std::fmt::Debug for OneLine {
     }
 }
 
-#[tokio::main]
-async fn main() -> Result<(), OneLine> {
-    incidentmind::cli::main().await.map_err(OneLine)
+/// Sets the allocator's arena limit ([`incidentmind::malloc`]) before any thread starts, then
+/// runs the command line on a multi-threaded tokio runtime (what `#[tokio::main]` builds).
+fn main() -> Result<(), OneLine> {
+    incidentmind::malloc::limit_arenas();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| OneLine(anyhow::Error::new(e).context("cannot start the async runtime")))?
+        .block_on(incidentmind::cli::main())
+        .map_err(OneLine)
 }

@@ -148,7 +148,9 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<SqlitePool, OpenError> {
         .busy_timeout(Duration::from_secs(10))
         .foreign_keys(true)
         .pragma("mmap_size", "268435456")
-        .pragma("cache_size", "-16384");
+        // 4 MiB of page cache per connection: with the map above, pages are read from the
+        // file's mapping; a larger cache only held copies (≈ 11 MB more RSS at 100k records).
+        .pragma("cache_size", "-4096");
     let open_error = |e: sqlx::Error| match &e {
         // SQLITE_NOTADB: the file exists and is something else.
         sqlx::Error::Database(d) if d.code().as_deref() == Some("26") => OpenError::Foreign {
