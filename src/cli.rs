@@ -142,6 +142,10 @@ pub struct ServeArgs {
     /// Mark the session cookie `Secure` (set when served over HTTPS).
     #[arg(long, env = "INCIDENTMIND_SECURE_COOKIES", default_value_t = false)]
     pub secure_cookies: bool,
+    /// On SIGTERM or Ctrl-C: seconds in-flight requests get to finish (new connections are
+    /// refused at once); after it the process exits anyway.
+    #[arg(long, env = "INCIDENTMIND_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
+    pub shutdown_grace_secs: u64,
 }
 
 /// The environment variable of the model server's base URL.
@@ -169,6 +173,7 @@ impl std::fmt::Debug for ServeArgs {
             .field("llm_timeout_secs", &self.llm_timeout_secs)
             .field("llm_context_tokens", &self.llm_context_tokens)
             .field("embeddings", &self.embeddings)
+            .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .finish_non_exhaustive()
     }
 }
@@ -660,9 +665,13 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
 }
 
 /// `serve`: builds the app ([`App::build`]), runs the memory worker beside it, and serves until
-/// Ctrl-C or SIGTERM.
+/// Ctrl-C or SIGTERM. Then it stops accepting connections, tells the worker to stop at its next
+/// safe point (between batches) and lets in-flight requests finish for up to
+/// `--shutdown-grace-secs`; after that it returns anyway (exit status 0, with a warning).
 async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    use std::future::IntoFuture as _;
     let app = App::build(serve_config(args)?).await?;
+    let grace = std::time::Duration::from_secs(args.shutdown_grace_secs);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = tokio::spawn(crate::memory::embeddings::run_worker(
         app.state.memory.clone(),
@@ -671,12 +680,39 @@ async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     ));
     let listener = tokio::net::TcpListener::bind(&args.bind).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
-    axum::serve(listener, app.router)
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
-    // The worker stops between batches.
-    let _ = stop.send(true);
-    let _ = worker.await;
+    let mut signalled = stop.subscribe();
+    let server = axum::serve(
+        listener,
+        app.router
+            .into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        tracing::info!(
+            grace_secs = grace.as_secs(),
+            "shutting down: no new connections; in-flight requests may finish"
+        );
+        let _ = stop.send(true);
+    })
+    .into_future();
+    let deadline = async {
+        let _ = signalled.wait_for(|s| *s).await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        served = server => served?,
+        () = deadline => {
+            tracing::warn!(
+                grace_secs = grace.as_secs(),
+                "shutdown grace period over with requests still in flight; exiting anyway"
+            );
+            return Ok(());
+        }
+    }
+    // The worker stops between batches; a batch in progress gets the same grace period.
+    if tokio::time::timeout(grace, worker).await.is_err() {
+        tracing::warn!("the memory worker did not stop within the grace period");
+    }
     tracing::info!("shut down");
     Ok(())
 }

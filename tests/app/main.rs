@@ -8,6 +8,7 @@ mod llm;
 mod memory;
 mod postmortem;
 mod redaction;
+mod service;
 mod ui;
 mod web;
 mod webhooks;

@@ -1,0 +1,279 @@
+//! Running it like a service (issue #18): the real binary started with `serve` on a loopback
+//! port and a temporary database, driven over HTTP, signalled, and its stderr read.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+
+const BIN: &str = env!("CARGO_BIN_EXE_incidentmind");
+
+/// Runs the binary to completion (a CLI subcommand) with a clean environment.
+fn run(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(BIN)
+        .args(args)
+        .env_remove("INCIDENTMIND_DATABASE_URL")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the binary runs")
+}
+
+/// Creates user `name` with `role` in `db` and returns its API token.
+fn add_user(db: &Path, name: &str, role: &str) -> String {
+    let out = run(&[
+        "user",
+        "add",
+        name,
+        "--role",
+        role,
+        "--database-url",
+        db.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .expect("token line")
+        .trim()
+        .to_string()
+}
+
+/// `incidentmind serve` running on 127.0.0.1 (a port of its choice), with every stderr line kept.
+pub struct Served {
+    pub child: tokio::process::Child,
+    pub base: String,
+    pub addr: std::net::SocketAddr,
+    pub stderr: Arc<Mutex<Vec<String>>>,
+    pub db: PathBuf,
+    pub token: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl Served {
+    /// Starts `serve` over a fresh database (with a responder `rita`), embeddings off, plus
+    /// `extra` flags; returns once it logged its address.
+    pub async fn start(extra: &[&str]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("im.db");
+        let mut s = Self::start_on(&db, extra).await;
+        s._dir = Some(dir);
+        s
+    }
+
+    /// Like [`Served::start`] over the database at `db` (created when missing).
+    pub async fn start_on(db: &Path, extra: &[&str]) -> Self {
+        let token = add_user(db, "rita", "responder");
+        let mut child = tokio::process::Command::new(BIN)
+            .args([
+                "serve",
+                "--database-url",
+                db.to_str().unwrap(),
+                "--bind",
+                "127.0.0.1:0",
+                "--embeddings",
+                "off",
+            ])
+            .args(extra)
+            .env_remove("INCIDENTMIND_DATABASE_URL")
+            .env_remove("RUST_LOG")
+            .env_remove("INCIDENTMIND_LLM_BASE_URL")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("serve starts");
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let kept = stderr.clone();
+        tokio::spawn(async move {
+            let mut tx = Some(tx);
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(i) = line.find("listening on http://") {
+                    let rest = &line[i + "listening on http://".len()..];
+                    let addr: String = rest
+                        .chars()
+                        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+                        .collect();
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send(addr);
+                    }
+                }
+                kept.lock().unwrap().push(line);
+            }
+        });
+        let addr = tokio::time::timeout(Duration::from_secs(60), rx)
+            .await
+            .expect("serve logs its address within 60 s")
+            .expect("serve logs its address");
+        let addr: std::net::SocketAddr = addr.parse().expect("an address");
+        Self {
+            child,
+            base: format!("http://{addr}"),
+            addr,
+            stderr,
+            db: db.to_path_buf(),
+            token,
+            _dir: None,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    /// Sends `signal` (`TERM`, `INT`) to the server with the `kill` command.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().expect("running").to_string();
+        let ok = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .expect("kill runs");
+        assert!(ok.success());
+    }
+
+    /// Waits up to `limit` for the process to exit and returns its status.
+    pub async fn exit_within(&mut self, limit: Duration) -> std::process::ExitStatus {
+        tokio::time::timeout(limit, self.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("the server did not exit within {limit:?}"))
+            .expect("wait")
+    }
+
+    /// Every stderr line so far.
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Opens an incident as `rita` and returns its id.
+    pub async fn open_incident(&self, client: &reqwest::Client) -> String {
+        let res = client
+            .post(self.url("/api/v1/incidents"))
+            .bearer_auth(&self.token)
+            .json(&json!({"title": "Checkout 503s", "service": "payments-api",
+                          "severity": "SEV2", "description": "customers see errors"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::CREATED);
+        res.json::<Value>().await.unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+}
+
+/// A large evidence paste (JSON body) of `lines` log lines.
+fn evidence_body(lines: usize) -> Vec<u8> {
+    let mut log = String::new();
+    for i in 0..lines {
+        log.push_str(&format!(
+            "2026-12-01T10:{:02}:{:02}Z ERROR payments-api upstream connect error to db-{} after 3000 ms\n",
+            (i / 60) % 60,
+            i % 60,
+            i % 7
+        ));
+    }
+    serde_json::to_vec(&json!({"kind": "logs", "content": log, "source": "pod logs"})).unwrap()
+}
+
+/// Starts a raw HTTP/1.1 evidence upload and sends only the first half of its body: a request
+/// the server has accepted and is still reading.
+async fn half_sent_upload(
+    s: &Served,
+    incident: &str,
+    body: &[u8],
+) -> (tokio::net::TcpStream, usize) {
+    let mut conn = tokio::net::TcpStream::connect(s.addr).await.unwrap();
+    let head = format!(
+        "POST /api/v1/incidents/{incident}/evidence HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        s.addr,
+        s.token,
+        body.len()
+    );
+    conn.write_all(head.as_bytes()).await.unwrap();
+    let half = body.len() / 2;
+    conn.write_all(&body[..half]).await.unwrap();
+    conn.flush().await.unwrap();
+    (conn, half)
+}
+
+#[tokio::test]
+async fn sigterm_lets_the_request_in_flight_finish_refuses_new_connections_and_exits_0() {
+    let mut s = Served::start(&["--shutdown-grace-secs", "15"]).await;
+    let client = reqwest::Client::new();
+    let incident = s.open_incident(&client).await;
+    let body = evidence_body(2000);
+    let (mut conn, half) = half_sent_upload(&s, &incident, &body).await;
+    // Let the server read the head, so the request is in flight.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let signalled = Instant::now();
+    s.signal("TERM");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    // No new connections once the signal is handled.
+    assert!(
+        tokio::net::TcpStream::connect(s.addr).await.is_err(),
+        "a new connection after SIGTERM must be refused"
+    );
+    // The slow client finishes its upload; the request completes.
+    conn.write_all(&body[half..]).await.unwrap();
+    let mut response = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), conn.read_to_end(&mut response))
+        .await
+        .expect("the response arrives")
+        .unwrap();
+    let response = String::from_utf8_lossy(&response);
+    let status_line = response.lines().next().unwrap_or_default().to_string();
+    assert_eq!(status_line, "HTTP/1.1 201 Created", "{response}");
+    assert!(response.contains("\"lines\":2000"), "{response}");
+    let status = s.exit_within(Duration::from_secs(15)).await;
+    assert!(status.success(), "exit status {status:?}");
+    assert!(signalled.elapsed() < Duration::from_secs(15));
+    let log = s.stderr_lines().join("\n");
+    assert!(log.contains("shutting down"), "{log}");
+    assert!(log.contains("shut down"), "{log}");
+    // The evidence is stored: the request was not cut.
+    let pool = incidentmind::store::open(
+        s.db.to_str().unwrap(),
+        incidentmind::store::OpenMode::MustExist,
+    )
+    .await
+    .unwrap();
+    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM evidence")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(n, 1);
+}
+
+#[tokio::test]
+async fn ctrl_c_with_a_request_that_never_finishes_exits_when_the_grace_period_is_over() {
+    let mut s = Served::start(&["--shutdown-grace-secs", "1"]).await;
+    let client = reqwest::Client::new();
+    let incident = s.open_incident(&client).await;
+    let body = evidence_body(200);
+    let (_conn, _) = half_sent_upload(&s, &incident, &body).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let signalled = Instant::now();
+    s.signal("INT");
+    let status = s.exit_within(Duration::from_secs(10)).await;
+    let took = signalled.elapsed();
+    assert!(status.success(), "exit status {status:?}");
+    assert!(
+        took >= Duration::from_millis(900),
+        "waited for the grace period: {took:?}"
+    );
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let log = s.stderr_lines().join("\n");
+    assert!(log.contains("grace period over"), "{log}");
+}
