@@ -226,6 +226,33 @@ pub fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
 }
 
+/// The schema's migration state: `(applied, expected)`, where `applied` counts the successful
+/// rows of sqlx's `_sqlx_migrations` table and `expected` the up-migrations embedded in this
+/// binary (`migrations/`). Equal when the schema is current.
+///
+/// # Errors
+/// [`AppError::Internal`] when the database does not answer.
+pub async fn migration_status(pool: &SqlitePool) -> AppResult<(i64, i64)> {
+    let expected = sqlx::migrate!()
+        .iter()
+        .filter(|m| !m.migration_type.is_down_migration())
+        .count() as i64;
+    let applied: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success = 1")
+            .fetch_one(pool)
+            .await?;
+    Ok((applied, expected))
+}
+
+/// Runs `SELECT 1`: does the database answer a query?
+///
+/// # Errors
+/// [`AppError::Internal`] with the driver's error.
+pub async fn ping(pool: &SqlitePool) -> AppResult<()> {
+    sqlx::query("SELECT 1").execute(pool).await?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

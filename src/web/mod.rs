@@ -11,6 +11,7 @@ pub mod evidence;
 pub mod integrations;
 pub mod investigation;
 pub mod memory;
+pub mod ops;
 pub mod pages;
 pub mod postmortem;
 pub mod view;
@@ -129,7 +130,7 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
     Router::new()
         // Health checks.
         .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+        .route("/readyz", get(ops::readyz))
         // Static assets.
         .route("/static/{*path}", get(assets::serve))
         // Session and profile (web/pages.rs, web/api.rs).
@@ -398,15 +399,4 @@ async fn wake_memory_after_writes(
 /// `GET /healthz`: 200 while the process runs.
 async fn healthz() -> &'static str {
     "ok"
-}
-
-/// `GET /readyz`: 200 when the database answers, 503 otherwise.
-async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
-    match sqlx::query("SELECT 1").execute(&state.pool).await {
-        Ok(_) => (StatusCode::OK, "ready"),
-        Err(e) => {
-            tracing::warn!(error = %e, "database not ready");
-            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable")
-        }
-    }
 }
