@@ -19,6 +19,17 @@ use crate::web::{self, Settings};
 #[derive(Debug, Parser)]
 #[command(version, about, args_conflicts_with_subcommands = true)]
 pub struct Cli {
+    /// Log lines on stderr: `text` (for people; colour codes only when stderr is a terminal) or
+    /// `json` (one JSON object per line with the fields of the spans around the event, such as
+    /// `http.route`, `request.id` and `incident.id`, for a log collector).
+    #[arg(
+        long,
+        global = true,
+        env = "INCIDENTMIND_LOG_FORMAT",
+        default_value = "text",
+        value_parser = ["text", "json"]
+    )]
+    pub log_format: String,
     /// Options of the web server, for `incidentmind` without a command.
     #[command(flatten)]
     pub serve: ServeArgs,
@@ -304,20 +315,31 @@ pub enum AuditCommand {
 /// Any failure, printed by `main` on stderr with exit code 1 (including a broken audit chain).
 pub async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    init_tracing();
+    init_tracing(cli.log_format == "json");
     run(cli).await
 }
 
-fn init_tracing() {
+/// Installs the process's log subscriber (the one global of the program: `tracing` has one
+/// dispatcher per process), writing to stderr at `RUST_LOG` (default `incidentmind=info,
+/// tower_http=info`): JSON lines (`tracing-subscriber`'s json format, with the current span and
+/// the span list) when `json`, else text.
+fn init_tracing(json: bool) {
     use std::io::IsTerminal as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "incidentmind=info,tower_http=info".into());
-    let _ = tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        logs.json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .with_ansi(false)
+            .try_init()
+    } else {
         // Colour codes only for a person at a terminal, never into a log file or a pipe.
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+        logs.with_ansi(std::io::stderr().is_terminal()).try_init()
+    };
 }
 
 async fn open(db: &DbArgs, mode: store::OpenMode) -> anyhow::Result<SqlitePool> {

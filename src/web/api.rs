@@ -87,6 +87,7 @@ pub(super) async fn create(
         &body.description,
     )?;
     let incident = workflow::open_incident(&state.pool, &user.name, &new).await?;
+    super::log_incident(incident.id.as_str());
     Ok((StatusCode::CREATED, Json(incident)))
 }
 

@@ -322,19 +322,32 @@ pub fn router(state: AppState) -> Router {
             tower_sessions::cookie::time::Duration::hours(12),
         ));
     let request_id = HeaderName::from_static("x-request-id");
-    let trace = TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
-        let route = req
-            .extensions()
-            .get::<MatchedPath>()
-            .map(|p| p.as_str().to_string())
-            .unwrap_or_default();
-        let id = req
-            .headers()
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        tracing::info_span!("request", http.method = %req.method(), http.route = %route, request.id = %id)
-    });
+    let trace = TraceLayer::new_for_http()
+        .make_span_with(|req: &Request<_>| {
+            let route = req
+                .extensions()
+                .get::<MatchedPath>()
+                .map(|p| p.as_str().to_string())
+                .unwrap_or_default();
+            let id = req
+                .headers()
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let span = tracing::info_span!(
+                "request",
+                http.method = %req.method(),
+                http.route = %route,
+                request.id = %id,
+                incident.id = tracing::field::Empty,
+            );
+            if let Some(incident) = incident_of_path(&route, req.uri().path()) {
+                span.record("incident.id", incident.as_str());
+            }
+            span
+        })
+        // One access-log line per request (status, latency) at info, inside the request span.
+        .on_response(tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO));
     let middleware = ServiceBuilder::new()
         .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
         .layer(trace)
@@ -377,6 +390,25 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// The incident a request is about, for its log span: the path segment the route names
+/// `/incidents/{id}` (page and API routes alike), when it is a well-formed incident id.
+fn incident_of_path(route: &str, path: &str) -> Option<crate::domain::IncidentId> {
+    let mut segments = route.split('/').zip(path.split('/'));
+    let mut previous = "";
+    segments.find_map(|(pattern, actual)| {
+        let hit = previous == "incidents" && pattern == "{id}";
+        previous = pattern;
+        hit.then(|| crate::domain::IncidentId::parse(actual).ok())
+            .flatten()
+    })
+}
+
+/// Names `incident` in the current request's log span (`incident.id`), for handlers that learn
+/// the incident only from the body or the outcome (a new incident, a webhook delivery).
+pub(crate) fn log_incident(incident: &str) {
+    tracing::Span::current().record("incident.id", incident);
+}
+
 /// After every successful write (a non-GET request answered 2xx/3xx: a learn, a verdict, an
 /// import, a note edit…), wakes the memory worker, so incident documents and embeddings are
 /// written with the record rather than at the worker's next round.
@@ -399,4 +431,31 @@ async fn wake_memory_after_writes(
 /// `GET /healthz`: 200 while the process runs.
 async fn healthz() -> &'static str {
     "ok"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::incident_of_path;
+
+    #[test]
+    fn the_log_span_names_the_incident_of_page_and_api_routes_only_when_well_formed() {
+        let id = |route, path| incident_of_path(route, path).map(|i| i.as_str().to_string());
+        assert_eq!(
+            id(
+                "/api/v1/incidents/{id}/evidence",
+                "/api/v1/incidents/INC-2026-0042/evidence"
+            ),
+            Some("INC-2026-0042".into())
+        );
+        assert_eq!(
+            id(
+                "/incidents/{id}/recommendations/{rid}/approve",
+                "/incidents/INC-2026-0007/recommendations/3/approve"
+            ),
+            Some("INC-2026-0007".into())
+        );
+        assert_eq!(id("/api/v1/memories/{id}", "/api/v1/memories/12"), None);
+        assert_eq!(id("/incidents/{id}", "/incidents/not-an-id"), None);
+        assert_eq!(id("", "/incidents/INC-2026-0001"), None);
+    }
 }

@@ -89,6 +89,9 @@ async fn receive(
         ingest::authenticate(&state.pool, source, &credentials(headers, query), body).await?;
     let delivery = ingest::parse_delivery(source, body)?;
     let out = ingest::ingest(&state.pool, &integ, &delivery).await?;
+    if let Some(first) = out.incidents.first() {
+        super::log_incident(first);
+    }
     let mut v = json!({
         "incidents": out.incidents,
         "opened": out.opened,

@@ -277,3 +277,65 @@ async fn ctrl_c_with_a_request_that_never_finishes_exits_when_the_grace_period_i
     let log = s.stderr_lines().join("\n");
     assert!(log.contains("grace period over"), "{log}");
 }
+
+#[tokio::test]
+async fn json_logs_are_one_object_per_line_with_the_request_span_and_no_secrets() {
+    const PASSWORD: &str = "Jt3Kb1I3lES2xB";
+    const BEARER: &str = "eUNC5uaCQR3ARhoOOw8VWXlaxb4H";
+    let mut s = Served::start(&["--log-format", "json"]).await;
+    let client = reqwest::Client::new();
+    let incident = s.open_incident(&client).await;
+    // A paste carrying secrets (from the redaction corpus).
+    let content = format!(
+        "2026-12-01T10:00:00Z ERROR payments-api jdbc:mysql://db:3306/app?user=app&password={PASSWORD} refused\n\
+         2026-12-01T10:00:01Z WARN payments-api retrying with Authorization: Bearer {BEARER}\n"
+    );
+    let res = client
+        .post(s.url(&format!("/api/v1/incidents/{incident}/evidence")))
+        .bearer_auth(&s.token)
+        .json(&json!({"kind": "logs", "content": content, "source": "pod logs"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    // A request presenting a secret as its credentials (refused).
+    let res = client
+        .get(s.url("/api/v1/me"))
+        .header("authorization", format!("Bearer {BEARER}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let res = client.get(s.url("/healthz")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    s.signal("TERM");
+    assert!(s.exit_within(Duration::from_secs(20)).await.success());
+
+    let lines = s.stderr_lines();
+    assert!(lines.len() >= 5, "{lines:?}");
+    let mut evidence_line = None;
+    for line in &lines {
+        let v: Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not a JSON line ({e}): {line:?}"));
+        assert!(
+            v["level"].is_string() && v["timestamp"].is_string(),
+            "{line}"
+        );
+        assert!(!line.contains('\u{1b}'), "ANSI code in {line:?}");
+        for secret in [PASSWORD, BEARER, s.token.as_str()] {
+            assert!(!line.contains(secret), "a secret in the log: {line}");
+        }
+        if v["span"]["http.route"] == "/api/v1/incidents/{id}/evidence" {
+            evidence_line = Some(v);
+        }
+    }
+    let v = evidence_line.expect("a log line inside the evidence request's span");
+    assert_eq!(v["span"]["name"], "request");
+    assert_eq!(v["span"]["http.method"], "POST");
+    assert_eq!(v["span"]["incident.id"], incident.as_str());
+    let request_id = v["span"]["request.id"].as_str().unwrap();
+    assert!(uuid::Uuid::parse_str(request_id).is_ok(), "{request_id}");
+    assert_eq!(v["fields"]["status"], 201);
+    let printed = lines.join("\n");
+    assert!(printed.contains("\"http.route\":\"/healthz\""), "{printed}");
+}
