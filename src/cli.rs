@@ -153,6 +153,15 @@ pub struct ServeArgs {
     /// Mark the session cookie `Secure` (set when served over HTTPS).
     #[arg(long, env = "INCIDENTMIND_SECURE_COOKIES", default_value_t = false)]
     pub secure_cookies: bool,
+    /// Serve `GET /metrics` (Prometheus text format) to requests with `Authorization: Bearer
+    /// <this token>`; unset, `/metrics` is not served (404).
+    #[arg(
+        long,
+        env = "INCIDENTMIND_METRICS_TOKEN",
+        hide_env_values = true,
+        hide_default_value = true
+    )]
+    pub metrics_token: Option<String>,
     /// On SIGTERM or Ctrl-C: seconds in-flight requests get to finish (new connections are
     /// refused at once); after it the process exits anyway.
     #[arg(long, env = "INCIDENTMIND_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
@@ -657,6 +666,12 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
         secure_cookies: args.secure_cookies,
         max_evidence_bytes: args.max_evidence_bytes,
         allow_self_confirm: args.allow_self_confirm,
+        metrics_token_sha256: args
+            .metrics_token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| crate::digest::sha256_hex(t.as_bytes())),
     };
     let embedder = embedder(&args.embeddings, Some(&ModelServer::of(args)))?;
     let llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>> = if let Some(base) = args

@@ -15,6 +15,7 @@ pub mod error;
 pub mod eval;
 pub mod evidence;
 pub mod memory;
+pub mod metrics;
 pub mod redact;
 pub mod sample;
 pub mod services;

@@ -14,6 +14,7 @@ pub mod recall_index;
 pub mod recommendations;
 pub mod redaction;
 pub mod sessions;
+pub mod stats;
 pub mod users;
 
 use std::str::FromStr;

@@ -33,6 +33,7 @@ pub(super) async fn api_investigate(
     let version = version.or(VersionBody::parse(&body)?.version);
     workflow::ensure_version(&s.pool, &id, version).await?;
     let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &id).await?;
+    s.metrics.recall("investigation", None, view.recalled.len());
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
 
@@ -222,7 +223,11 @@ pub(super) async fn page_investigate(
     f: VersionForm,
 ) -> Result<Response, PageError> {
     let iid = incident_id(&id)?;
-    let write = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &iid);
+    let write = async {
+        let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &iid).await?;
+        s.metrics.recall("investigation", None, view.recalled.len());
+        Ok(view)
+    };
     page_write(
         &s,
         &user,

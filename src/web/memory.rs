@@ -410,7 +410,11 @@ async fn run_recall(s: &AppState, p: &RecallParams) -> Result<RecallResult, AppE
         return Err(ValidationError::new("q", "give a question or a service to recall for").into());
     }
     // A read: recall never writes (no "last recalled" bookkeeping on GET).
-    recall(&s.memory, &q).await
+    let started = std::time::Instant::now();
+    let result = recall(&s.memory, &q).await?;
+    s.metrics
+        .recall("search", Some(started.elapsed()), result.results.len());
+    Ok(result)
 }
 
 pub(super) async fn api_recall(

@@ -52,6 +52,9 @@ pub struct Settings {
     pub max_evidence_bytes: usize,
     /// Let the last editor of a post-mortem draft confirm it (small teams).
     pub allow_self_confirm: bool,
+    /// SHA-256 (hex) of the bearer token `GET /metrics` requires; `None`: `/metrics` is not
+    /// served (404). Only the digest is kept, so `Debug` cannot print the token.
+    pub metrics_token_sha256: Option<String>,
 }
 
 impl Settings {
@@ -71,6 +74,7 @@ impl Default for Settings {
             secure_cookies: false,
             max_evidence_bytes: 50 * 1024 * 1024,
             allow_self_confirm: false,
+            metrics_token_sha256: None,
         }
     }
 }
@@ -89,6 +93,8 @@ pub struct AppState {
     pub llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>>,
     /// Incident pages as last rendered.
     pub pages: std::sync::Arc<pages::RenderedPages>,
+    /// This app's Prometheus recorder (`GET /metrics`).
+    pub metrics: crate::metrics::Metrics,
 }
 
 impl AppState {
@@ -100,6 +106,7 @@ impl AppState {
             settings: std::sync::Arc::new(settings),
             llm: None,
             pages: std::sync::Arc::default(),
+            metrics: crate::metrics::Metrics::new(),
         }
     }
 
@@ -131,6 +138,7 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
         // Health checks.
         .route("/healthz", get(healthz))
         .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
         // Static assets.
         .route("/static/{*path}", get(assets::serve))
         // Session and profile (web/pages.rs, web/api.rs).
@@ -387,6 +395,11 @@ pub fn router(state: AppState) -> Router {
             wake_memory_after_writes,
         ))
         .layer(middleware)
+        // Outermost, so timeouts and refused requests are counted too.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            ops::count_requests,
+        ))
         .with_state(state)
 }
 

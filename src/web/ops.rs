@@ -63,3 +63,100 @@ pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
     };
     (code, Json(body))
 }
+
+/// Counts every request in [`crate::metrics::Metrics::http_request`] by method, matched route
+/// pattern (`unmatched` for the 404 fallback) and status, with its latency.
+pub async fn count_requests(
+    State(state): State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let started = std::time::Instant::now();
+    let method = req.method().as_str().to_string();
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let response = next.run(req).await;
+    state.metrics.http_request(
+        &method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
+}
+
+/// `GET /metrics`: every metric family in the Prometheus text exposition format (version 0.0.4,
+/// `text/plain; version=0.0.4`), with the gauges computed from the database at the scrape
+/// (incidents not yet learned by state and severity, memory records by kind, audit log entries,
+/// embedding backlog). Served only when `--metrics-token` is set (404 otherwise), and only to
+/// `Authorization: Bearer <that token>` (401 otherwise), so the counts never reach the public.
+///
+/// # Errors
+/// 404, 401 as above; 500 when the database does not answer.
+pub async fn metrics(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> Result<axum::response::Response, super::errors::ApiError> {
+    use crate::error::AppError;
+    use axum::response::IntoResponse as _;
+    let Some(expected) = state.settings.metrics_token_sha256.as_deref() else {
+        return Err(AppError::NotFound("/metrics (set --metrics-token to serve it)".into()).into());
+    };
+    let presented =
+        super::auth::bearer_token(&headers).map(|t| crate::digest::sha256_hex(t.as_bytes()));
+    if presented.as_deref() != Some(expected) {
+        return Err(AppError::Unauthenticated.into());
+    }
+    let gauges = gauges(&state).await?;
+    let body = state.metrics.render(&gauges);
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
+        body,
+    )
+        .into_response())
+}
+
+/// The scrape-time gauges: every (state, severity) and every kind, 0 where the store has none,
+/// so a series that drops to zero is reported as 0 rather than left at its last value.
+async fn gauges(state: &AppState) -> crate::error::AppResult<crate::metrics::Gauges> {
+    use crate::domain::memory::MemoryKind;
+    use crate::domain::{IncidentState, Severity};
+    let pool = &state.pool;
+    let open = store::stats::open_incidents(pool).await?;
+    let mut open_incidents = Vec::new();
+    for st in IncidentState::ALL
+        .into_iter()
+        .filter(|s| *s != IncidentState::Learned)
+    {
+        for sev in Severity::ALL {
+            let n = open
+                .iter()
+                .find(|(s, v, _)| s == st.as_str() && v == sev.as_str())
+                .map_or(0, |(_, _, n)| *n);
+            open_incidents.push((st.as_str(), sev.as_str(), n));
+        }
+    }
+    let kinds = store::stats::records_by_kind(pool).await?;
+    let records_by_kind = MemoryKind::ALL
+        .iter()
+        .map(|k| {
+            let n = kinds
+                .iter()
+                .find(|(name, _)| name == k.as_str())
+                .map_or(0, |(_, n)| *n);
+            (k.as_str(), n)
+        })
+        .collect();
+    let (done, total) = crate::memory::embeddings::progress(&state.memory).await?;
+    Ok(crate::metrics::Gauges {
+        open_incidents,
+        records_by_kind,
+        audit_entries: store::stats::audit_entries(pool).await?,
+        embedding_backlog: (total - done).max(0),
+    })
+}

@@ -78,6 +78,10 @@ fn credentials(headers: &HeaderMap, query: Option<&str>) -> ingest::Credentials 
     ingest::Credentials { secret, signature }
 }
 
+/// Authenticates, parses and applies one delivery ([`apply`]) and counts it in the metrics by
+/// source and outcome: `rejected` (any refusal: credentials, shape, size), `ignored` (nothing
+/// to apply), `opened` (an incident was opened), `updated` (new alerts or states on existing
+/// incidents) or `duplicate` (a repeat that changed nothing).
 async fn receive(
     state: &AppState,
     source: Source,
@@ -85,13 +89,16 @@ async fn receive(
     query: Option<&str>,
     body: &[u8],
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let integ =
-        ingest::authenticate(&state.pool, source, &credentials(headers, query), body).await?;
-    let delivery = ingest::parse_delivery(source, body)?;
-    let out = ingest::ingest(&state.pool, &integ, &delivery).await?;
-    if let Some(first) = out.incidents.first() {
-        super::log_incident(first);
-    }
+    let result = apply(state, source, headers, query, body).await;
+    let outcome = match &result {
+        Err(_) => "rejected",
+        Ok(out) if out.ignored.is_some() => "ignored",
+        Ok(out) if !out.opened.is_empty() => "opened",
+        Ok(out) if out.groups.iter().any(|g| g.evidence_created > 0) => "updated",
+        Ok(_) => "duplicate",
+    };
+    state.metrics.webhook_delivery(source.as_str(), outcome);
+    let out = result?;
     let mut v = json!({
         "incidents": out.incidents,
         "opened": out.opened,
@@ -102,6 +109,23 @@ async fn receive(
         v["ignored"] = Value::String(why);
     }
     Ok((StatusCode::ACCEPTED, Json(v)))
+}
+
+async fn apply(
+    state: &AppState,
+    source: Source,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    body: &[u8],
+) -> Result<ingest::IngestOutcome, ApiError> {
+    let integ =
+        ingest::authenticate(&state.pool, source, &credentials(headers, query), body).await?;
+    let delivery = ingest::parse_delivery(source, body)?;
+    let out = ingest::ingest(&state.pool, &integ, &delivery).await?;
+    if let Some(first) = out.incidents.first() {
+        super::log_incident(first);
+    }
+    Ok(out)
 }
 
 pub(super) async fn alertmanager(

@@ -339,3 +339,191 @@ async fn json_logs_are_one_object_per_line_with_the_request_span_and_no_secrets(
     let printed = lines.join("\n");
     assert!(printed.contains("\"http.route\":\"/healthz\""), "{printed}");
 }
+
+/// The value of the sample `series` (name and labels exactly as rendered) in a scrape.
+fn sample_value(scrape: &str, series: &str) -> Option<f64> {
+    scrape.lines().find_map(|l| {
+        l.strip_prefix(series)
+            .and_then(|rest| rest.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+    })
+}
+
+#[tokio::test]
+async fn metrics_after_a_scripted_workflow_report_every_family_with_exact_counts() {
+    use crate::helpers::{CapturingModel, spawn_app_full, spawn_app_with};
+    use incidentmind::analyst::llm::{LlmAnalyst, LlmConfig};
+    // Without a token /metrics is not served at all.
+    let closed = spawn_app_with(Default::default()).await;
+    let res = closed
+        .client
+        .get(closed.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+
+    const SCRAPE: &str = "scrape-secret-123";
+    let model = CapturingModel::start("this is not JSON").await;
+    let llm = LlmAnalyst::new(LlmConfig {
+        base_url: model.base.clone(),
+        model: "stub-model".into(),
+        api_key: String::new(),
+        timeout: Duration::from_secs(5),
+        token_budget: 4000,
+        context_tokens: None,
+    })
+    .unwrap();
+    let settings = incidentmind::Settings {
+        metrics_token_sha256: Some(incidentmind::digest::sha256_hex(SCRAPE.as_bytes())),
+        ..Default::default()
+    };
+    let app = spawn_app_full(settings, Some(Arc::new(llm))).await;
+    let id = app.open_incident("Checkout 503s", "payments-api").await;
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/evidence"),
+            json!({"kind": "logs", "source": "pod logs",
+                   "content": "2026-12-01T10:00:00Z ERROR payments-api connection pool exhausted\n"}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/investigate"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let res = app
+        .get(&app.responder, "/api/v1/recall?q=connection%20pool&k=5")
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    // Webhooks: one opens an incident, its repeat changes nothing, a wrong secret is refused.
+    let res = app
+        .post_json(
+            &app.admin,
+            "/api/v1/integrations",
+            json!({"name": "prod", "source": "alertmanager"}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let secret = res.json::<Value>().await.unwrap()["secret"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let body = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/alerts/alertmanager_v4_firing.captured.json"
+    ))
+    .unwrap();
+    for (token, expected) in [
+        (secret.as_str(), StatusCode::ACCEPTED),
+        (secret.as_str(), StatusCode::ACCEPTED),
+        ("whk_wrong", StatusCode::UNAUTHORIZED),
+    ] {
+        let res = app
+            .client
+            .post(app.url("/api/v1/webhooks/alertmanager"))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), expected);
+    }
+
+    // The scrape needs the token.
+    let res = app.client.get(app.url("/metrics")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let res = app.get("wrong", "/metrics").await;
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let res = app.get(SCRAPE, "/metrics").await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let scrape = res.text().await.unwrap();
+    println!("{scrape}");
+    let value = |series: &str| {
+        sample_value(&scrape, series).unwrap_or_else(|| panic!("no {series} in\n{scrape}"))
+    };
+    for family in [
+        "incidentmind_http_requests_total",
+        "incidentmind_http_request_duration_seconds",
+        "incidentmind_webhook_deliveries_total",
+        "incidentmind_recall_duration_seconds",
+        "incidentmind_recall_results",
+        "incidentmind_model_calls_total",
+        "incidentmind_model_fallbacks_total",
+        "incidentmind_incidents_open",
+        "incidentmind_memory_records",
+        "incidentmind_audit_log_entries",
+        "incidentmind_embedding_backlog",
+    ] {
+        assert!(
+            scrape.contains(&format!("# TYPE {family} ")),
+            "{family} missing:\n{scrape}"
+        );
+    }
+    assert_eq!(
+        value(
+            r#"incidentmind_http_requests_total{method="POST",route="/api/v1/incidents",status="201"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(r#"incidentmind_http_requests_total{method="GET",route="/metrics",status="401"}"#),
+        2.0
+    );
+    assert_eq!(
+        value(
+            r#"incidentmind_http_request_duration_seconds_count{method="POST",route="/api/v1/incidents/{id}/evidence",status="201"}"#
+        ),
+        1.0
+    );
+    for (outcome, n) in [("opened", 1.0), ("duplicate", 1.0), ("rejected", 1.0)] {
+        assert_eq!(
+            value(&format!(
+                r#"incidentmind_webhook_deliveries_total{{source="alertmanager",outcome="{outcome}"}}"#
+            )),
+            n
+        );
+    }
+    assert_eq!(
+        value(r#"incidentmind_recall_duration_seconds_count{origin="search"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"incidentmind_recall_results_count{origin="investigation"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"incidentmind_model_calls_total{operation="investigate",outcome="fallback"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(
+            r#"incidentmind_model_fallbacks_total{operation="investigate",reason="invalid_output"}"#
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(r#"incidentmind_incidents_open{state="investigating",severity="SEV2"}"#),
+        1.0
+    );
+    assert_eq!(
+        value(r#"incidentmind_incidents_open{state="confirmed",severity="SEV1"}"#),
+        0.0
+    );
+    assert!(value(r#"incidentmind_memory_records{kind="observation"}"#) >= 1.0);
+    assert_eq!(
+        value("incidentmind_audit_log_entries"),
+        app.count("audit_log").await as f64
+    );
+    assert_eq!(value("incidentmind_embedding_backlog"), 0.0);
+}
