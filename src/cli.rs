@@ -1,5 +1,6 @@
 //! Command line: `serve` (the default; builds the app with [`crate::App::build`]), `user add`,
-//! `user token`, `audit verify`, `export`, `import`, `history load`, `demo`, `eval recall`.
+//! `user token`, `audit verify`, `export`, `import`, `backup`, `restore`, `history load`, `demo`,
+//! `eval recall`.
 //!
 //! Every option also reads an `INCIDENTMIND_…` environment variable; `--help` lists them.
 
@@ -235,6 +236,27 @@ pub enum Command {
         #[command(flatten)]
         embeddings: EmbeddingArgs,
     },
+    /// Write an online, consistent copy of the database to FILE (SQLite `VACUUM INTO`; safe
+    /// while `serve` runs), then check the copy: `PRAGMA integrity_check` and the audit chain.
+    Backup {
+        /// Where to write the copy (must not exist yet).
+        file: std::path::PathBuf,
+        /// The database to copy (must exist).
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Replace the database with a backup written by `backup`, after checking the backup. Stop
+    /// the server first. Refuses to overwrite a database that holds anything without --force.
+    Restore {
+        /// The backup file.
+        file: std::path::PathBuf,
+        /// Overwrite a database that is not empty.
+        #[arg(long)]
+        force: bool,
+        /// The database to replace (created when missing).
+        #[command(flatten)]
+        db: DbArgs,
+    },
     /// Measure quality on a labelled set (runs on its own temporary database).
     #[command(subcommand)]
     Eval(EvalCommand),
@@ -442,6 +464,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             db,
             embeddings,
         } => import(&file, skip_existing, &db, &embeddings).await,
+        Command::Backup { file, db } => backup(&file, &db).await,
+        Command::Restore { file, force, db } => restore(&file, force, &db).await,
         Command::Audit(AuditCommand::Verify { db }) => {
             let pool = open(&db, MustExist).await?;
             match audit::verify(&pool).await? {
@@ -455,6 +479,129 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
     }
+}
+
+/// Checks the database file at `path`: opens it (it must be an IncidentMind database), runs
+/// `PRAGMA integrity_check` and verifies the audit chain; returns what it holds and the number
+/// of audit entries checked.
+async fn check_database(path: &std::path::Path) -> anyhow::Result<(store::backup::Contents, i64)> {
+    let url = path.to_string_lossy();
+    let pool = store::open(&url, store::OpenMode::MustExist).await?;
+    let checked = async {
+        let problems = store::backup::integrity_check(&pool).await?;
+        anyhow::ensure!(
+            problems == ["ok"],
+            "{}: integrity check failed: {}",
+            path.display(),
+            problems.join("; ")
+        );
+        let entries = match audit::verify(&pool).await? {
+            audit::Verification::Intact { entries } => entries,
+            audit::Verification::Broken { seq, reason } => {
+                anyhow::bail!(
+                    "{}: audit log BROKEN at entry {seq}: {reason}",
+                    path.display()
+                )
+            }
+        };
+        Ok((store::backup::contents(&pool).await?, entries))
+    }
+    .await;
+    pool.close().await;
+    checked
+}
+
+/// `backup FILE`: `VACUUM INTO` from the live database, then [`check_database`] on the copy. A
+/// copy that fails its check is left in place for inspection and the command fails.
+async fn backup(file: &std::path::Path, db: &DbArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !file.exists(),
+        "{} already exists; give a new file name (backups are never overwritten)",
+        file.display()
+    );
+    let pool = open(db, store::OpenMode::MustExist).await?;
+    let copied = store::backup::vacuum_into(&pool, file).await;
+    pool.close().await;
+    copied.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot write the backup to {}: {}; check that its folder exists and is writable",
+            file.display(),
+            std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string())
+        )
+    })?;
+    let (contents, entries) = check_database(file)
+        .await
+        .map_err(|e| e.context(format!("the backup at {} failed its check", file.display())))?;
+    let bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "backup written to {} ({bytes} bytes): integrity ok, audit log intact ({entries} \
+         entries); {contents}",
+        file.display()
+    );
+    Ok(())
+}
+
+/// `restore FILE`: checks the backup, refuses a non-empty target without `force`, writes a
+/// copy of the backup beside the target and renames it over the target (after removing the
+/// target's `-wal` and `-shm`, which belong to the old file), then checks the result.
+async fn restore(file: &std::path::Path, force: bool, db: &DbArgs) -> anyhow::Result<()> {
+    let (contents, _) = check_database(file)
+        .await
+        .map_err(|e| e.context(format!("not restoring from {}", file.display())))?;
+    let target = store::database_file(&db.database_url)?;
+    if target.exists() && !force {
+        let existing = store::open(&target.to_string_lossy(), store::OpenMode::MustExist).await;
+        match existing {
+            Ok(pool) => {
+                let held = store::backup::contents(&pool).await;
+                pool.close().await;
+                let held = held?;
+                anyhow::ensure!(
+                    held.is_empty(),
+                    "{} is not empty ({held}); pass --force to replace it with {}",
+                    target.display(),
+                    file.display()
+                );
+            }
+            Err(e) => anyhow::bail!("{e}; pass --force to replace it with {}", file.display()),
+        }
+    }
+    let side = |suffix: &str| {
+        let mut p = target.clone().into_os_string();
+        p.push(suffix);
+        std::path::PathBuf::from(p)
+    };
+    let staged = side(".restoring");
+    let _ = std::fs::remove_file(&staged);
+    let source = store::open(&file.to_string_lossy(), store::OpenMode::MustExist).await?;
+    let copied = store::backup::vacuum_into(&source, &staged).await;
+    source.close().await;
+    copied.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot write {} (beside the database): {e}; check that the folder is writable",
+            staged.display()
+        )
+    })?;
+    for stale in [side("-wal"), side("-shm")] {
+        match std::fs::remove_file(&stale) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => anyhow::bail!("cannot remove {}: {e}", stale.display()),
+        }
+    }
+    std::fs::rename(&staged, &target)
+        .map_err(|e| anyhow::anyhow!("cannot move the restored copy into place: {e}"))?;
+    let (restored, entries) = check_database(&target).await?;
+    anyhow::ensure!(
+        restored == contents,
+        "the restored database holds {restored}, the backup {contents}"
+    );
+    println!(
+        "restored {} into {}: integrity ok, audit log intact ({entries} entries); {restored}",
+        file.display(),
+        target.display()
+    );
+    Ok(())
 }
 
 /// `import FILE`: reads the file before the database is opened (a missing file creates nothing).

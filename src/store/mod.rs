@@ -3,6 +3,7 @@
 
 pub mod alerts;
 pub mod audit;
+pub mod backup;
 pub mod embeddings;
 pub mod evidence;
 pub mod incident_documents;
@@ -189,6 +190,25 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<SqlitePool, OpenError> {
             reason: e.to_string(),
         })?;
     Ok(pool)
+}
+
+/// The file a database URL (`sqlite://path.db` or a plain path, as [`open`] takes) names, made
+/// absolute.
+///
+/// # Errors
+/// [`OpenError::BadUrl`].
+pub fn database_file(url: &str) -> Result<std::path::PathBuf, OpenError> {
+    let full = if url.starts_with("sqlite:") {
+        url.to_string()
+    } else {
+        format!("sqlite://{url}")
+    };
+    let opts = SqliteConnectOptions::from_str(&full).map_err(|e| OpenError::BadUrl {
+        url: url.to_string(),
+        reason: e.to_string(),
+    })?;
+    let file = opts.get_filename();
+    Ok(std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()))
 }
 
 /// Starts a write transaction that takes SQLite's write lock at once (`BEGIN IMMEDIATE`), so

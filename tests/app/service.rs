@@ -527,3 +527,186 @@ async fn metrics_after_a_scripted_workflow_report_every_family_with_exact_counts
     );
     assert_eq!(value("incidentmind_embedding_backlog"), 0.0);
 }
+
+/// `n` symptom records written with the store's bulk insert, plus one audit entry, in one
+/// transaction.
+async fn bulk_records(pool: &sqlx::SqlitePool, from: usize, n: usize) {
+    use incidentmind::domain::MemoryKind;
+    use incidentmind::domain::memory::NewRecord;
+    let at = jiff::Timestamp::now();
+    let rows: Vec<(NewRecord, jiff::Timestamp)> = (from..from + n)
+        .map(|i| {
+            let mut r = NewRecord::new(
+                MemoryKind::Symptom,
+                format!("checkout latency reading {i} on payments-api"),
+                "victor",
+            );
+            r.services = vec!["payments-api".into()];
+            (r, at)
+        })
+        .collect();
+    let mut tx = incidentmind::store::begin_write(pool).await.unwrap();
+    incidentmind::store::memory::insert_bulk(&mut tx, &rows)
+        .await
+        .unwrap();
+    incidentmind::store::audit::append(&mut tx, "test", "bulk_insert", "records", &n.to_string())
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+}
+
+async fn cli(args: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(BIN)
+        .args(args)
+        .env_remove("INCIDENTMIND_DATABASE_URL")
+        .env_remove("RUST_LOG")
+        .output()
+        .await
+        .expect("the binary runs")
+}
+
+async fn counts(path: &Path) -> (i64, i64) {
+    let pool = incidentmind::store::open(
+        path.to_str().unwrap(),
+        incidentmind::store::OpenMode::MustExist,
+    )
+    .await
+    .unwrap();
+    let records: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM records")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    let audit: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM audit_log")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        incidentmind::store::audit::verify(&pool).await.unwrap(),
+        incidentmind::store::audit::Verification::Intact { entries: audit }
+    );
+    pool.close().await;
+    (records, audit)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_taken_while_a_writer_runs_passes_its_checks_and_restores_with_equal_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let live = dir.path().join("live.db");
+    let copy = dir.path().join("backup.db");
+    let fresh = dir.path().join("restored").join("im.db");
+    std::fs::create_dir(fresh.parent().unwrap()).unwrap();
+    let pool = incidentmind::store::open(
+        live.to_str().unwrap(),
+        incidentmind::store::OpenMode::CreateIfMissing,
+    )
+    .await
+    .unwrap();
+    bulk_records(&pool, 0, 10_000).await;
+
+    // A writer that keeps adding records and audit entries during the backup.
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let batches = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let writer = tokio::spawn({
+        let (pool, stop, batches) = (pool.clone(), stop.clone(), batches.clone());
+        async move {
+            let mut next = 10_000;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                bulk_records(&pool, next, 20).await;
+                next += 20;
+                batches.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    });
+    while batches.load(std::sync::atomic::Ordering::SeqCst) < 3 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let before = batches.load(std::sync::atomic::Ordering::SeqCst);
+    let out = cli(&[
+        "backup",
+        copy.to_str().unwrap(),
+        "--database-url",
+        live.to_str().unwrap(),
+    ])
+    .await;
+    let during = batches.load(std::sync::atomic::Ordering::SeqCst) - before;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    writer.await.unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(said.contains("integrity ok, audit log intact"), "{said}");
+    assert!(during > 0, "the writer went on during the backup");
+
+    // The copy is one consistent snapshot: its audit chain verifies, and every batch in it is
+    // whole (records come in twenties after the first 10,000, each with its audit entry).
+    let (records, audit) = counts(&copy).await;
+    assert!(records >= 10_000 + 3 * 20, "{records}");
+    assert_eq!((records - 10_000) % 20, 0, "{records}");
+    assert_eq!(audit, 1 + (records - 10_000) / 20);
+    assert!(
+        said.contains(&format!("{records} memory records")),
+        "{said}"
+    );
+
+    // Backups are never overwritten.
+    let again = cli(&[
+        "backup",
+        copy.to_str().unwrap(),
+        "--database-url",
+        live.to_str().unwrap(),
+    ])
+    .await;
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("already exists"));
+
+    // Restore into a fresh path: the same counts.
+    let out = cli(&[
+        "restore",
+        copy.to_str().unwrap(),
+        "--database-url",
+        fresh.to_str().unwrap(),
+    ])
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(counts(&fresh).await, (records, audit));
+
+    // A database that holds anything is not overwritten without --force.
+    let live_counts = counts(&live).await;
+    let refused = cli(&[
+        "restore",
+        copy.to_str().unwrap(),
+        "--database-url",
+        live.to_str().unwrap(),
+    ])
+    .await;
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("is not empty") && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(counts(&live).await, live_counts);
+    // With --force (the server stopped: the test's pool closed) it is replaced.
+    pool.close().await;
+    let forced = cli(&[
+        "restore",
+        copy.to_str().unwrap(),
+        "--force",
+        "--database-url",
+        live.to_str().unwrap(),
+    ])
+    .await;
+    assert!(
+        forced.status.success(),
+        "{}",
+        String::from_utf8_lossy(&forced.stderr)
+    );
+    assert_eq!(counts(&live).await, (records, audit));
+}
