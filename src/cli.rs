@@ -163,6 +163,22 @@ pub struct ServeArgs {
         hide_default_value = true
     )]
     pub metrics_token: Option<String>,
+    /// Sign-in attempts allowed per account name per minute (0: no limit); 429 over it.
+    #[arg(long, env = "INCIDENTMIND_RATE_SIGNIN_ACCOUNT", default_value_t = 10)]
+    pub rate_signin_account: u32,
+    /// Sign-in attempts allowed per client address per minute (0: no limit).
+    #[arg(long, env = "INCIDENTMIND_RATE_SIGNIN_ADDRESS", default_value_t = 30)]
+    pub rate_signin_address: u32,
+    /// Webhook deliveries allowed per integration per minute (0: no limit).
+    #[arg(long, env = "INCIDENTMIND_RATE_WEBHOOK", default_value_t = 600)]
+    pub rate_webhook: u32,
+    /// Requests allowed per API token per minute (0: no limit).
+    #[arg(long, env = "INCIDENTMIND_RATE_API_TOKEN", default_value_t = 600)]
+    pub rate_api_token: u32,
+    /// Addresses of reverse proxies whose `X-Forwarded-For` names the client (comma-separated
+    /// IPs); from any other peer the header is ignored.
+    #[arg(long, env = "INCIDENTMIND_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
     /// On SIGTERM or Ctrl-C: seconds in-flight requests get to finish (new connections are
     /// refused at once); after it the process exits anyway.
     #[arg(long, env = "INCIDENTMIND_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
@@ -819,6 +835,13 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
             .map(str::trim)
             .filter(|t| !t.is_empty())
             .map(|t| crate::digest::sha256_hex(t.as_bytes())),
+        rate_limits: crate::web::limits::RateLimitSettings {
+            signin_per_account: args.rate_signin_account,
+            signin_per_address: args.rate_signin_address,
+            webhook_per_integration: args.rate_webhook,
+            api_per_token: args.rate_api_token,
+            trusted_proxies: args.trusted_proxies.clone(),
+        },
     };
     let embedder = embedder(&args.embeddings, Some(&ModelServer::of(args)))?;
     let llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>> = if let Some(base) = args

@@ -10,6 +10,7 @@ pub mod errors;
 pub mod evidence;
 pub mod integrations;
 pub mod investigation;
+pub mod limits;
 pub mod memory;
 pub mod ops;
 pub mod pages;
@@ -55,6 +56,8 @@ pub struct Settings {
     /// SHA-256 (hex) of the bearer token `GET /metrics` requires; `None`: `/metrics` is not
     /// served (404). Only the digest is kept, so `Debug` cannot print the token.
     pub metrics_token_sha256: Option<String>,
+    /// Rate limits and the proxies trusted for `X-Forwarded-For`.
+    pub rate_limits: limits::RateLimitSettings,
 }
 
 impl Settings {
@@ -75,6 +78,7 @@ impl Default for Settings {
             max_evidence_bytes: 50 * 1024 * 1024,
             allow_self_confirm: false,
             metrics_token_sha256: None,
+            rate_limits: limits::RateLimitSettings::default(),
         }
     }
 }
@@ -95,12 +99,15 @@ pub struct AppState {
     pub pages: std::sync::Arc<pages::RenderedPages>,
     /// This app's Prometheus recorder (`GET /metrics`).
     pub metrics: crate::metrics::Metrics,
+    /// The rate limiters of [`Settings::rate_limits`].
+    pub limits: std::sync::Arc<limits::RateLimiters>,
 }
 
 impl AppState {
     /// Builds the state with the built-in analyst only and a memory without embeddings.
     pub fn new(pool: SqlitePool, settings: Settings) -> Self {
         Self {
+            limits: std::sync::Arc::new(limits::RateLimiters::new(&settings.rate_limits)),
             memory: crate::memory::Memory::new(pool.clone(), None),
             pool,
             settings: std::sync::Arc::new(settings),

@@ -120,6 +120,7 @@ async fn apply(
 ) -> Result<ingest::IngestOutcome, ApiError> {
     let integ =
         ingest::authenticate(&state.pool, source, &credentials(headers, query), body).await?;
+    state.limits.webhook(integ.id)?;
     let delivery = ingest::parse_delivery(source, body)?;
     let out = ingest::ingest(&state.pool, &integ, &delivery).await?;
     if let Some(first) = out.incidents.first() {

@@ -710,3 +710,185 @@ async fn a_backup_taken_while_a_writer_runs_passes_its_checks_and_restores_with_
     );
     assert_eq!(counts(&live).await, (records, audit));
 }
+
+fn limited(
+    f: impl FnOnce(&mut incidentmind::web::limits::RateLimitSettings),
+) -> incidentmind::Settings {
+    let mut rate_limits = incidentmind::web::limits::RateLimitSettings {
+        signin_per_account: 0,
+        signin_per_address: 0,
+        webhook_per_integration: 0,
+        api_per_token: 0,
+        trusted_proxies: Vec::new(),
+    };
+    f(&mut rate_limits);
+    incidentmind::Settings {
+        rate_limits,
+        ..Default::default()
+    }
+}
+
+async fn sign_in(
+    app: &crate::helpers::TestApp,
+    name: &str,
+    password: &str,
+    forwarded_for: Option<&str>,
+) -> reqwest::Response {
+    let mut req = app
+        .client
+        .post(app.url("/signin"))
+        .header("origin", &app.base)
+        .form(&[
+            ("name", name),
+            ("password", password),
+            ("next", "/incidents"),
+        ]);
+    if let Some(xff) = forwarded_for {
+        req = req.header("x-forwarded-for", xff);
+    }
+    req.send().await.unwrap()
+}
+
+/// The `Retry-After` of a 429, in seconds.
+fn retry_after(res: &reqwest::Response) -> u64 {
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+    res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn sign_in_attempts_are_limited_per_account_with_a_429_and_retry_after() {
+    let app = crate::helpers::spawn_app_with(limited(|l| l.signin_per_account = 2)).await;
+    for _ in 0..2 {
+        let res = sign_in(&app, "rita", "wrong password", None).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    }
+    // The third attempt for the account is refused, even with the right password (and the
+    // name in other case).
+    let res = sign_in(&app, "RITA", crate::helpers::PASSWORD, None).await;
+    let secs = retry_after(&res);
+    assert!((1..=30).contains(&secs), "{secs}");
+    let page = res.text().await.unwrap();
+    assert!(page.contains("Too many sign-in attempts"), "{page}");
+    // Another account is not affected.
+    let res = sign_in(&app, "victor", crate::helpers::PASSWORD, None).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn sign_in_attempts_are_limited_per_client_address_and_forwarded_for_counts_only_from_a_trusted_proxy()
+ {
+    // Not behind a trusted proxy: X-Forwarded-For is ignored, the peer (127.0.0.1) is counted.
+    let app = crate::helpers::spawn_app_with(limited(|l| l.signin_per_address = 2)).await;
+    for (i, name) in ["rita", "victor"].into_iter().enumerate() {
+        let xff = format!("203.0.113.{i}");
+        let res = sign_in(&app, name, "wrong password", Some(&xff)).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    }
+    let res = sign_in(&app, "ada", crate::helpers::PASSWORD, Some("203.0.113.9")).await;
+    assert!(retry_after(&res) >= 1);
+
+    // Behind a trusted proxy (the loopback peer): each forwarded client has its own budget.
+    let app = crate::helpers::spawn_app_with(limited(|l| {
+        l.signin_per_address = 2;
+        l.trusted_proxies = vec!["127.0.0.1".parse().unwrap()];
+    }))
+    .await;
+    for name in ["rita", "victor"] {
+        let res = sign_in(&app, name, "wrong password", Some("203.0.113.7")).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    }
+    // A spoofed left-most entry does not help: the right-most untrusted address is the client.
+    let res = sign_in(
+        &app,
+        "ada",
+        "wrong password",
+        Some("198.51.100.1, 203.0.113.7"),
+    )
+    .await;
+    assert!(retry_after(&res) >= 1);
+    let res = sign_in(&app, "ada", crate::helpers::PASSWORD, Some("203.0.113.8")).await;
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn webhook_deliveries_are_limited_per_integration() {
+    let app = crate::helpers::spawn_app_with(limited(|l| l.webhook_per_integration = 2)).await;
+    let mut secrets = Vec::new();
+    for name in ["prod", "staging"] {
+        let res = app
+            .post_json(
+                &app.admin,
+                "/api/v1/integrations",
+                json!({"name": name, "source": "alertmanager"}),
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        secrets.push(
+            res.json::<Value>().await.unwrap()["secret"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    let body = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/alerts/alertmanager_v4_firing.captured.json"
+    ))
+    .unwrap();
+    let deliver = |secret: String| {
+        let req = app
+            .client
+            .post(app.url("/api/v1/webhooks/alertmanager"))
+            .bearer_auth(secret)
+            .header("content-type", "application/json")
+            .body(body.clone());
+        async move { req.send().await.unwrap() }
+    };
+    for _ in 0..2 {
+        assert_eq!(
+            deliver(secrets[0].clone()).await.status(),
+            StatusCode::ACCEPTED
+        );
+    }
+    let res = deliver(secrets[0].clone()).await;
+    assert!(retry_after(&res) >= 1);
+    let (status, code, message) = crate::helpers::error_of(res).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(code, "rate_limited");
+    assert!(
+        message.contains("deliveries for this integration"),
+        "{message}"
+    );
+    assert_eq!(
+        deliver(secrets[1].clone()).await.status(),
+        StatusCode::ACCEPTED
+    );
+}
+
+#[tokio::test]
+async fn api_requests_are_limited_per_token() {
+    let app = crate::helpers::spawn_app_with(limited(|l| l.api_per_token = 3)).await;
+    for _ in 0..3 {
+        assert_eq!(
+            app.get(&app.responder, "/api/v1/me").await.status(),
+            StatusCode::OK
+        );
+    }
+    let res = app.get(&app.responder, "/api/v1/me").await;
+    assert!(retry_after(&res) >= 1);
+    let (_, code, _) = crate::helpers::error_of(res).await;
+    assert_eq!(code, "rate_limited");
+    // Another token (another user) has its own budget; an unknown token is a 401, not a 429.
+    assert_eq!(
+        app.get(&app.reviewer, "/api/v1/me").await.status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.get("im_unknown", "/api/v1/me").await.status(),
+        StatusCode::UNAUTHORIZED
+    );
+}
