@@ -22,6 +22,16 @@ fn incident_id(id: &str) -> Result<IncidentId, AppError> {
     IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/investigate",
+    tag = "investigation",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_investigate(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -37,6 +47,16 @@ pub(super) async fn api_investigate(
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/incidents/{id}/investigation",
+    tag = "investigation",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_latest(
     State(s): State<AppState>,
     _u: CurrentUser,
@@ -70,6 +90,16 @@ pub struct ProposeBody {
     pub rationale: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/recommendations",
+    tag = "investigation",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_propose(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -145,6 +175,16 @@ pub struct VerdictBody {
     pub note: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/recommendations/{rid}/approve",
+    tag = "investigation",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_approve(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -158,6 +198,16 @@ pub(super) async fn api_approve(
     Ok(Json(inv::approve(&s.pool, &user.0.name, &id, rid).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/recommendations/{rid}/reject",
+    tag = "investigation",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_reject(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -172,6 +222,16 @@ pub(super) async fn api_reject(
     ))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/recommendations/{rid}/verdict",
+    tag = "investigation",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_verdict(
     State(s): State<AppState>,
     user: CurrentUser,

@@ -12,6 +12,7 @@ pub mod integrations;
 pub mod investigation;
 pub mod limits;
 pub mod memory;
+pub mod openapi;
 pub mod ops;
 pub mod pages;
 pub mod postmortem;
@@ -160,6 +161,7 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
             get(pages::profile_page).post(pages::profile_submit),
         )
         .route("/api/v1/me", get(api::me))
+        .route("/api/v1/openapi.json", get(openapi::openapi_json))
         // Incidents: list, create, show, resolve, reopen (pages in web/pages.rs, JSON in
         // web/api.rs).
         .route(

@@ -129,6 +129,15 @@ async fn apply(
     Ok(out)
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks/alertmanager",
+    tag = "webhooks",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn alertmanager(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -138,6 +147,15 @@ pub(super) async fn alertmanager(
     receive(&state, Source::Alertmanager, &headers, q.as_deref(), &body).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks/pagerduty",
+    tag = "webhooks",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn pagerduty(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -147,6 +165,15 @@ pub(super) async fn pagerduty(
     receive(&state, Source::Pagerduty, &headers, q.as_deref(), &body).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks/grafana",
+    tag = "webhooks",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn grafana(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -156,6 +183,15 @@ pub(super) async fn grafana(
     receive(&state, Source::Grafana, &headers, q.as_deref(), &body).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks/opsgenie",
+    tag = "webhooks",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn opsgenie(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -167,6 +203,16 @@ pub(super) async fn opsgenie(
 
 /// `GET /api/v1/incidents/{id}/alerts`: `{"incident", "firing", "resolved", "summary",
 /// "group": {"key", "integration", "source", "follows"} | null, "alerts": [StoredAlert…]}`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/incidents/{id}/alerts",
+    tag = "webhooks",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn incident_alerts(
     State(state): State<AppState>,
     _user: CurrentUser,

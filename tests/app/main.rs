@@ -6,6 +6,7 @@ mod helpers;
 mod investigation;
 mod llm;
 mod memory;
+mod openapi;
 mod postmortem;
 mod redaction;
 mod service;
