@@ -71,7 +71,8 @@ impl App {
         let memory = Memory::new(pool.clone(), config.embedder);
         let mut state = AppState::new(pool, config.settings).with_memory(memory);
         if let Some(llm) = config.llm {
-            state = state.with_llm(llm);
+            let metered = crate::metrics::MeteredAnalyst::new(llm, state.metrics.clone());
+            state = state.with_llm(Arc::new(metered));
         }
         let router = web::router(state.clone());
         Ok(Self { state, router })

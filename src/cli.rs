@@ -1,5 +1,6 @@
 //! Command line: `serve` (the default; builds the app with [`crate::App::build`]), `user add`,
-//! `user token`, `audit verify`, `export`, `import`, `history load`, `demo`, `eval recall`.
+//! `user token`, `audit verify`, `export`, `import`, `backup`, `restore`, `history load`, `demo`,
+//! `eval recall`.
 //!
 //! Every option also reads an `INCIDENTMIND_…` environment variable; `--help` lists them.
 
@@ -19,6 +20,17 @@ use crate::web::{self, Settings};
 #[derive(Debug, Parser)]
 #[command(version, about, args_conflicts_with_subcommands = true)]
 pub struct Cli {
+    /// Log lines on stderr: `text` (for people; colour codes only when stderr is a terminal) or
+    /// `json` (one JSON object per line with the fields of the spans around the event, such as
+    /// `http.route`, `request.id` and `incident.id`, for a log collector).
+    #[arg(
+        long,
+        global = true,
+        env = "INCIDENTMIND_LOG_FORMAT",
+        default_value = "text",
+        value_parser = ["text", "json"]
+    )]
+    pub log_format: String,
     /// Options of the web server, for `incidentmind` without a command.
     #[command(flatten)]
     pub serve: ServeArgs,
@@ -142,6 +154,35 @@ pub struct ServeArgs {
     /// Mark the session cookie `Secure` (set when served over HTTPS).
     #[arg(long, env = "INCIDENTMIND_SECURE_COOKIES", default_value_t = false)]
     pub secure_cookies: bool,
+    /// Serve `GET /metrics` (Prometheus text format) to requests with `Authorization: Bearer
+    /// <this token>`; unset, `/metrics` is not served (404).
+    #[arg(
+        long,
+        env = "INCIDENTMIND_METRICS_TOKEN",
+        hide_env_values = true,
+        hide_default_value = true
+    )]
+    pub metrics_token: Option<String>,
+    /// Sign-in attempts allowed per account name per minute (0: no limit); 429 over it.
+    #[arg(long, env = "INCIDENTMIND_RATE_SIGNIN_ACCOUNT", default_value_t = 10)]
+    pub rate_signin_account: u32,
+    /// Sign-in attempts allowed per client address per minute (0: no limit).
+    #[arg(long, env = "INCIDENTMIND_RATE_SIGNIN_ADDRESS", default_value_t = 30)]
+    pub rate_signin_address: u32,
+    /// Webhook deliveries allowed per integration per minute (0: no limit).
+    #[arg(long, env = "INCIDENTMIND_RATE_WEBHOOK", default_value_t = 600)]
+    pub rate_webhook: u32,
+    /// Requests allowed per API token per minute (0: no limit).
+    #[arg(long, env = "INCIDENTMIND_RATE_API_TOKEN", default_value_t = 600)]
+    pub rate_api_token: u32,
+    /// Addresses of reverse proxies whose `X-Forwarded-For` names the client (comma-separated
+    /// IPs); from any other peer the header is ignored.
+    #[arg(long, env = "INCIDENTMIND_TRUSTED_PROXIES", value_delimiter = ',')]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// On SIGTERM or Ctrl-C: seconds in-flight requests get to finish (new connections are
+    /// refused at once); after it the process exits anyway.
+    #[arg(long, env = "INCIDENTMIND_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
+    pub shutdown_grace_secs: u64,
 }
 
 /// The environment variable of the model server's base URL.
@@ -169,6 +210,7 @@ impl std::fmt::Debug for ServeArgs {
             .field("llm_timeout_secs", &self.llm_timeout_secs)
             .field("llm_context_tokens", &self.llm_context_tokens)
             .field("embeddings", &self.embeddings)
+            .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .finish_non_exhaustive()
     }
 }
@@ -209,6 +251,27 @@ pub enum Command {
         /// Embeddings of the imported records.
         #[command(flatten)]
         embeddings: EmbeddingArgs,
+    },
+    /// Write an online, consistent copy of the database to FILE (SQLite `VACUUM INTO`; safe
+    /// while `serve` runs), then check the copy: `PRAGMA integrity_check` and the audit chain.
+    Backup {
+        /// Where to write the copy (must not exist yet).
+        file: std::path::PathBuf,
+        /// The database to copy (must exist).
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Replace the database with a backup written by `backup`, after checking the backup. Stop
+    /// the server first. Refuses to overwrite a database that holds anything without --force.
+    Restore {
+        /// The backup file.
+        file: std::path::PathBuf,
+        /// Overwrite a database that is not empty.
+        #[arg(long)]
+        force: bool,
+        /// The database to replace (created when missing).
+        #[command(flatten)]
+        db: DbArgs,
     },
     /// Measure quality on a labelled set (runs on its own temporary database).
     #[command(subcommand)]
@@ -300,20 +363,31 @@ pub enum AuditCommand {
 /// Any failure, printed by `main` on stderr with exit code 1 (including a broken audit chain).
 pub async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    init_tracing();
+    init_tracing(cli.log_format == "json");
     run(cli).await
 }
 
-fn init_tracing() {
+/// Installs the process's log subscriber (the one global of the program: `tracing` has one
+/// dispatcher per process), writing to stderr at `RUST_LOG` (default `incidentmind=info,
+/// tower_http=info`): JSON lines (`tracing-subscriber`'s json format, with the current span and
+/// the span list) when `json`, else text.
+fn init_tracing(json: bool) {
     use std::io::IsTerminal as _;
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| "incidentmind=info,tower_http=info".into());
-    let _ = tracing_subscriber::fmt()
+    let logs = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(std::io::stderr);
+    let _ = if json {
+        logs.json()
+            .with_current_span(true)
+            .with_span_list(true)
+            .with_ansi(false)
+            .try_init()
+    } else {
         // Colour codes only for a person at a terminal, never into a log file or a pipe.
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+        logs.with_ansi(std::io::stderr().is_terminal()).try_init()
+    };
 }
 
 async fn open(db: &DbArgs, mode: store::OpenMode) -> anyhow::Result<SqlitePool> {
@@ -407,6 +481,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             db,
             embeddings,
         } => import(&file, skip_existing, &db, &embeddings).await,
+        Command::Backup { file, db } => backup(&file, &db).await,
+        Command::Restore { file, force, db } => restore(&file, force, &db).await,
         Command::Audit(AuditCommand::Verify { db }) => {
             let pool = open(&db, MustExist).await?;
             match audit::verify(&pool).await? {
@@ -420,6 +496,129 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
     }
+}
+
+/// Checks the database file at `path`: opens it (it must be an IncidentMind database), runs
+/// `PRAGMA integrity_check` and verifies the audit chain; returns what it holds and the number
+/// of audit entries checked.
+async fn check_database(path: &std::path::Path) -> anyhow::Result<(store::backup::Contents, i64)> {
+    let url = path.to_string_lossy();
+    let pool = store::open(&url, store::OpenMode::MustExist).await?;
+    let checked = async {
+        let problems = store::backup::integrity_check(&pool).await?;
+        anyhow::ensure!(
+            problems == ["ok"],
+            "{}: integrity check failed: {}",
+            path.display(),
+            problems.join("; ")
+        );
+        let entries = match audit::verify(&pool).await? {
+            audit::Verification::Intact { entries } => entries,
+            audit::Verification::Broken { seq, reason } => {
+                anyhow::bail!(
+                    "{}: audit log BROKEN at entry {seq}: {reason}",
+                    path.display()
+                )
+            }
+        };
+        Ok((store::backup::contents(&pool).await?, entries))
+    }
+    .await;
+    pool.close().await;
+    checked
+}
+
+/// `backup FILE`: `VACUUM INTO` from the live database, then [`check_database`] on the copy. A
+/// copy that fails its check is left in place for inspection and the command fails.
+async fn backup(file: &std::path::Path, db: &DbArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !file.exists(),
+        "{} already exists; give a new file name (backups are never overwritten)",
+        file.display()
+    );
+    let pool = open(db, store::OpenMode::MustExist).await?;
+    let copied = store::backup::vacuum_into(&pool, file).await;
+    pool.close().await;
+    copied.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot write the backup to {}: {}; check that its folder exists and is writable",
+            file.display(),
+            std::error::Error::source(&e).map_or_else(|| e.to_string(), |s| s.to_string())
+        )
+    })?;
+    let (contents, entries) = check_database(file)
+        .await
+        .map_err(|e| e.context(format!("the backup at {} failed its check", file.display())))?;
+    let bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+    println!(
+        "backup written to {} ({bytes} bytes): integrity ok, audit log intact ({entries} \
+         entries); {contents}",
+        file.display()
+    );
+    Ok(())
+}
+
+/// `restore FILE`: checks the backup, refuses a non-empty target without `force`, writes a
+/// copy of the backup beside the target and renames it over the target (after removing the
+/// target's `-wal` and `-shm`, which belong to the old file), then checks the result.
+async fn restore(file: &std::path::Path, force: bool, db: &DbArgs) -> anyhow::Result<()> {
+    let (contents, _) = check_database(file)
+        .await
+        .map_err(|e| e.context(format!("not restoring from {}", file.display())))?;
+    let target = store::database_file(&db.database_url)?;
+    if target.exists() && !force {
+        let existing = store::open(&target.to_string_lossy(), store::OpenMode::MustExist).await;
+        match existing {
+            Ok(pool) => {
+                let held = store::backup::contents(&pool).await;
+                pool.close().await;
+                let held = held?;
+                anyhow::ensure!(
+                    held.is_empty(),
+                    "{} is not empty ({held}); pass --force to replace it with {}",
+                    target.display(),
+                    file.display()
+                );
+            }
+            Err(e) => anyhow::bail!("{e}; pass --force to replace it with {}", file.display()),
+        }
+    }
+    let side = |suffix: &str| {
+        let mut p = target.clone().into_os_string();
+        p.push(suffix);
+        std::path::PathBuf::from(p)
+    };
+    let staged = side(".restoring");
+    let _ = std::fs::remove_file(&staged);
+    let source = store::open(&file.to_string_lossy(), store::OpenMode::MustExist).await?;
+    let copied = store::backup::vacuum_into(&source, &staged).await;
+    source.close().await;
+    copied.map_err(|e| {
+        anyhow::anyhow!(
+            "cannot write {} (beside the database): {e}; check that the folder is writable",
+            staged.display()
+        )
+    })?;
+    for stale in [side("-wal"), side("-shm")] {
+        match std::fs::remove_file(&stale) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => anyhow::bail!("cannot remove {}: {e}", stale.display()),
+        }
+    }
+    std::fs::rename(&staged, &target)
+        .map_err(|e| anyhow::anyhow!("cannot move the restored copy into place: {e}"))?;
+    let (restored, entries) = check_database(&target).await?;
+    anyhow::ensure!(
+        restored == contents,
+        "the restored database holds {restored}, the backup {contents}"
+    );
+    println!(
+        "restored {} into {}: integrity ok, audit log intact ({entries} entries); {restored}",
+        file.display(),
+        target.display()
+    );
+    Ok(())
 }
 
 /// `import FILE`: reads the file before the database is opened (a missing file creates nothing).
@@ -631,6 +830,19 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
         secure_cookies: args.secure_cookies,
         max_evidence_bytes: args.max_evidence_bytes,
         allow_self_confirm: args.allow_self_confirm,
+        metrics_token_sha256: args
+            .metrics_token
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .map(|t| crate::digest::sha256_hex(t.as_bytes())),
+        rate_limits: crate::web::limits::RateLimitSettings {
+            signin_per_account: args.rate_signin_account,
+            signin_per_address: args.rate_signin_address,
+            webhook_per_integration: args.rate_webhook,
+            api_per_token: args.rate_api_token,
+            trusted_proxies: args.trusted_proxies.clone(),
+        },
     };
     let embedder = embedder(&args.embeddings, Some(&ModelServer::of(args)))?;
     let llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>> = if let Some(base) = args
@@ -661,9 +873,13 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
 }
 
 /// `serve`: builds the app ([`App::build`]), runs the memory worker beside it, and serves until
-/// Ctrl-C or SIGTERM.
+/// Ctrl-C or SIGTERM. Then it stops accepting connections, tells the worker to stop at its next
+/// safe point (between batches) and lets in-flight requests finish for up to
+/// `--shutdown-grace-secs`; after that it returns anyway (exit status 0, with a warning).
 async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
+    use std::future::IntoFuture as _;
     let app = App::build(serve_config(args)?).await?;
+    let grace = std::time::Duration::from_secs(args.shutdown_grace_secs);
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let worker = tokio::spawn(crate::memory::embeddings::run_worker(
         app.state.memory.clone(),
@@ -672,12 +888,39 @@ async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     ));
     let listener = tokio::net::TcpListener::bind(&args.bind).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
-    axum::serve(listener, app.router)
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
-    // The worker stops between batches.
-    let _ = stop.send(true);
-    let _ = worker.await;
+    let mut signalled = stop.subscribe();
+    let server = axum::serve(
+        listener,
+        app.router
+            .into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(async move {
+        shutdown_signal().await;
+        tracing::info!(
+            grace_secs = grace.as_secs(),
+            "shutting down: no new connections; in-flight requests may finish"
+        );
+        let _ = stop.send(true);
+    })
+    .into_future();
+    let deadline = async {
+        let _ = signalled.wait_for(|s| *s).await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        served = server => served?,
+        () = deadline => {
+            tracing::warn!(
+                grace_secs = grace.as_secs(),
+                "shutdown grace period over with requests still in flight; exiting anyway"
+            );
+            return Ok(());
+        }
+    }
+    // The worker stops between batches; a batch in progress gets the same grace period.
+    if tokio::time::timeout(grace, worker).await.is_err() {
+        tracing::warn!("the memory worker did not stop within the grace period");
+    }
     tracing::info!("shut down");
     Ok(())
 }

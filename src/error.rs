@@ -40,6 +40,15 @@ pub enum AppError {
     /// The resource changed under the request, or a unique key already exists (HTTP 409).
     #[error("{0}")]
     Conflict(String),
+    /// Over a rate limit (HTTP 429 Too Many Requests, RFC 6585 §4); the response carries
+    /// `Retry-After: <retry_after_secs>` (RFC 9110 §10.2.3).
+    #[error("too many {what}; try again in {retry_after_secs} s")]
+    TooManyRequests {
+        /// What was counted ("sign-in attempts for this account").
+        what: String,
+        /// Seconds until a request would be accepted (at least 1).
+        retry_after_secs: u64,
+    },
     /// Anything else: a bug or an unavailable database (HTTP 500, logged).
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -68,6 +77,7 @@ impl AppError {
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::InvalidTransition(_) | Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -83,6 +93,7 @@ impl AppError {
             Self::NotFound(_) => "not_found",
             Self::InvalidTransition(_) => "invalid_transition",
             Self::Conflict(_) => "conflict",
+            Self::TooManyRequests { .. } => "rate_limited",
             Self::Internal(_) => "internal",
         }
     }
@@ -95,6 +106,16 @@ impl AppError {
             return "something went wrong on our side; the error was logged".to_string();
         }
         self.to_string()
+    }
+
+    /// Seconds for the `Retry-After` header of a 429; `None` for other errors.
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            Self::TooManyRequests {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
+            _ => None,
+        }
     }
 
     /// Shorthand for a 403 naming the role that is needed.

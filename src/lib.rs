@@ -16,6 +16,7 @@ pub mod eval;
 pub mod evidence;
 pub mod malloc;
 pub mod memory;
+pub mod metrics;
 pub mod redact;
 pub mod sample;
 pub mod services;

@@ -3,6 +3,7 @@
 
 pub mod alerts;
 pub mod audit;
+pub mod backup;
 pub mod embeddings;
 pub mod evidence;
 pub mod incident_documents;
@@ -14,6 +15,7 @@ pub mod recall_index;
 pub mod recommendations;
 pub mod redaction;
 pub mod sessions;
+pub mod stats;
 pub mod users;
 
 use std::str::FromStr;
@@ -192,6 +194,25 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<SqlitePool, OpenError> {
     Ok(pool)
 }
 
+/// The file a database URL (`sqlite://path.db` or a plain path, as [`open`] takes) names, made
+/// absolute.
+///
+/// # Errors
+/// [`OpenError::BadUrl`].
+pub fn database_file(url: &str) -> Result<std::path::PathBuf, OpenError> {
+    let full = if url.starts_with("sqlite:") {
+        url.to_string()
+    } else {
+        format!("sqlite://{url}")
+    };
+    let opts = SqliteConnectOptions::from_str(&full).map_err(|e| OpenError::BadUrl {
+        url: url.to_string(),
+        reason: e.to_string(),
+    })?;
+    let file = opts.get_filename();
+    Ok(std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()))
+}
+
 /// Starts a write transaction that takes SQLite's write lock at once (`BEGIN IMMEDIATE`), so
 /// concurrent writers queue on the busy timeout instead of failing on a lock upgrade.
 ///
@@ -226,6 +247,33 @@ pub fn now() -> jiff::Timestamp {
 /// Whether `e` is a unique-constraint violation (used to turn races into 409s).
 pub fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(d) if d.is_unique_violation())
+}
+
+/// The schema's migration state: `(applied, expected)`, where `applied` counts the successful
+/// rows of sqlx's `_sqlx_migrations` table and `expected` the up-migrations embedded in this
+/// binary (`migrations/`). Equal when the schema is current.
+///
+/// # Errors
+/// [`AppError::Internal`] when the database does not answer.
+pub async fn migration_status(pool: &SqlitePool) -> AppResult<(i64, i64)> {
+    let expected = sqlx::migrate!()
+        .iter()
+        .filter(|m| !m.migration_type.is_down_migration())
+        .count() as i64;
+    let applied: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success = 1")
+            .fetch_one(pool)
+            .await?;
+    Ok((applied, expected))
+}
+
+/// Runs `SELECT 1`: does the database answer a query?
+///
+/// # Errors
+/// [`AppError::Internal`] with the driver's error.
+pub async fn ping(pool: &SqlitePool) -> AppResult<()> {
+    sqlx::query("SELECT 1").execute(pool).await?;
+    Ok(())
 }
 
 #[cfg(test)]

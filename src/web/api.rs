@@ -57,6 +57,15 @@ fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
     serde_urlencoded::from_str::<Vec<(String, String)>>(q).unwrap_or_default()
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/me",
+    tag = "incidents",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn me(CurrentUser(user): CurrentUser) -> Json<crate::store::users::User> {
     Json(user)
 }
@@ -75,6 +84,15 @@ pub struct CreateIncident {
     pub description: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents",
+    tag = "incidents",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn create(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -87,6 +105,7 @@ pub(super) async fn create(
         &body.description,
     )?;
     let incident = workflow::open_incident(&state.pool, &user.name, &new).await?;
+    super::log_incident(incident.id.as_str());
     Ok((StatusCode::CREATED, Json(incident)))
 }
 
@@ -178,6 +197,15 @@ pub(super) struct IncidentList {
     next: Option<String>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/incidents",
+    tag = "incidents",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn list(
     State(state): State<AppState>,
     _user: CurrentUser,
@@ -200,6 +228,16 @@ fn parse_id(id: &str) -> Result<IncidentId, ApiError> {
     IncidentId::parse(id).map_err(|_| ApiError(crate::AppError::NotFound(format!("incident {id}"))))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/incidents/{id}",
+    tag = "incidents",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn show(
     State(state): State<AppState>,
     _user: CurrentUser,
@@ -223,6 +261,16 @@ pub struct ResolveBody {
     pub version: Option<i64>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/resolve",
+    tag = "incidents",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn resolve(
     State(state): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -264,6 +312,16 @@ impl VersionBody {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/reopen",
+    tag = "incidents",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn reopen(
     State(state): State<AppState>,
     user: CurrentUser,

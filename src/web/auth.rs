@@ -110,8 +110,12 @@ impl FromRequestParts<AppState> for CurrentUser {
             let Some(token) = bearer_token(&parts.headers) else {
                 return Err(AuthRejection::Api(AppError::Unauthenticated));
             };
-            return match users::find_by_token(&state.pool, &token_digest(token)).await {
-                Ok(Some(u)) => Ok(Self(u)),
+            let digest = token_digest(token);
+            return match users::find_by_token(&state.pool, &digest).await {
+                Ok(Some(u)) => match state.limits.api_token(&digest) {
+                    Ok(()) => Ok(Self(u)),
+                    Err(e) => Err(AuthRejection::Api(e)),
+                },
                 Ok(None) => Err(AuthRejection::Api(AppError::Unauthenticated)),
                 Err(e) => Err(AuthRejection::Api(e)),
             };

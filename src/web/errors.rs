@@ -29,7 +29,12 @@ impl IntoResponse for ApiError {
         let body = serde_json::json!({
             "error": {"code": self.0.code(), "message": self.0.public_message()}
         });
-        (status, Json(body)).into_response()
+        let mut res = (status, Json(body)).into_response();
+        if let Some(secs) = self.0.retry_after_secs() {
+            res.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        res
     }
 }
 
@@ -110,11 +115,16 @@ impl IntoResponse for PageError {
         if matches!(self.0, AppError::Unauthenticated) {
             return axum::response::Redirect::to("/signin").into_response();
         }
-        ErrorPageInfo {
+        let mut res = ErrorPageInfo {
             status,
             message: self.0.public_message(),
         }
-        .page(None)
+        .page(None);
+        if let Some(secs) = self.0.retry_after_secs() {
+            res.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        res
     }
 }
 

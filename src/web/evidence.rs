@@ -222,6 +222,16 @@ fn incident_id(id: &str) -> Result<IncidentId, AppError> {
     IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/evidence",
+    tag = "evidence",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_add(
     State(s): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -270,6 +280,16 @@ pub(super) struct EvidenceList {
     observations: Vec<crate::domain::memory::MemoryRecord>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/incidents/{id}/evidence",
+    tag = "evidence",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_list(
     State(s): State<AppState>,
     _u: CurrentUser,

@@ -54,6 +54,15 @@ struct Created {
     secret: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/integrations",
+    tag = "integrations",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_create(
     State(state): State<AppState>,
     user: CurrentUser,
@@ -76,6 +85,15 @@ pub(super) struct List {
     integrations: Vec<IntegrationView>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/integrations",
+    tag = "integrations",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_list(
     State(state): State<AppState>,
     user: CurrentUser,
@@ -89,6 +107,16 @@ pub(super) async fn api_list(
     Ok(Json(List { integrations }))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/integrations/{id}",
+    tag = "integrations",
+    params(("id" = String, Path, description = "integration id")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_show(
     State(state): State<AppState>,
     user: CurrentUser,
@@ -98,6 +126,16 @@ pub(super) async fn api_show(
     Ok(Json(istore::get(&state.pool, parse_id(&id)?).await?.into()))
 }
 
+#[utoipa::path(
+    patch,
+    path = "/api/v1/integrations/{id}",
+    tag = "integrations",
+    params(("id" = String, Path, description = "integration id")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_update(
     State(state): State<AppState>,
     user: CurrentUser,

@@ -22,6 +22,16 @@ fn incident_id(id: &str) -> Result<IncidentId, AppError> {
     IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/investigate",
+    tag = "investigation",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_investigate(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -33,9 +43,20 @@ pub(super) async fn api_investigate(
     let version = version.or(VersionBody::parse(&body)?.version);
     workflow::ensure_version(&s.pool, &id, version).await?;
     let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &id).await?;
+    s.metrics.recall("investigation", None, view.recalled.len());
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/incidents/{id}/investigation",
+    tag = "investigation",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_latest(
     State(s): State<AppState>,
     _u: CurrentUser,
@@ -69,6 +90,16 @@ pub struct ProposeBody {
     pub rationale: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/recommendations",
+    tag = "investigation",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_propose(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -144,6 +175,16 @@ pub struct VerdictBody {
     pub note: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/recommendations/{rid}/approve",
+    tag = "investigation",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_approve(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -157,6 +198,16 @@ pub(super) async fn api_approve(
     Ok(Json(inv::approve(&s.pool, &user.0.name, &id, rid).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/recommendations/{rid}/reject",
+    tag = "investigation",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_reject(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -171,6 +222,16 @@ pub(super) async fn api_reject(
     ))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/recommendations/{rid}/verdict",
+    tag = "investigation",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_verdict(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -222,7 +283,11 @@ pub(super) async fn page_investigate(
     f: VersionForm,
 ) -> Result<Response, PageError> {
     let iid = incident_id(&id)?;
-    let write = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &iid);
+    let write = async {
+        let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &iid).await?;
+        s.metrics.recall("investigation", None, view.recalled.len());
+        Ok(view)
+    };
     page_write(
         &s,
         &user,

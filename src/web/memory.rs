@@ -117,6 +117,15 @@ pub(super) struct MemoryList {
     memories: Vec<MemoryRecord>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/memories",
+    tag = "memory",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_list(
     State(s): State<AppState>,
     _u: CurrentUser,
@@ -169,6 +178,16 @@ fn parse_mem_id(id: &str) -> Result<i64, AppError> {
         .map_err(|_| AppError::NotFound(format!("memory {id}")))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/memories/{id}",
+    tag = "memory",
+    params(("id" = String, Path, description = "memory record id")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_show(
     State(s): State<AppState>,
     _u: CurrentUser,
@@ -324,6 +343,15 @@ async fn create_memory(
     Ok(written)
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/memories",
+    tag = "memory",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_create(
     State(s): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -353,6 +381,16 @@ pub struct RetractBody {
     pub reason: String,
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/memories/{id}/supersede",
+    tag = "memory",
+    params(("id" = String, Path, description = "memory record id")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_supersede(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -372,6 +410,16 @@ pub(super) async fn api_supersede(
     ))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/memories/{id}/retract",
+    tag = "memory",
+    params(("id" = String, Path, description = "memory record id")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_retract(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -410,9 +458,22 @@ async fn run_recall(s: &AppState, p: &RecallParams) -> Result<RecallResult, AppE
         return Err(ValidationError::new("q", "give a question or a service to recall for").into());
     }
     // A read: recall never writes (no "last recalled" bookkeeping on GET).
-    recall(&s.memory, &q).await
+    let started = std::time::Instant::now();
+    let result = recall(&s.memory, &q).await?;
+    s.metrics
+        .recall("search", Some(started.elapsed()), result.results.len());
+    Ok(result)
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/recall",
+    tag = "memory",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_recall(
     State(s): State<AppState>,
     _u: CurrentUser,

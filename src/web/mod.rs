@@ -10,7 +10,10 @@ pub mod errors;
 pub mod evidence;
 pub mod integrations;
 pub mod investigation;
+pub mod limits;
 pub mod memory;
+pub mod openapi;
+pub mod ops;
 pub mod pages;
 pub mod postmortem;
 pub mod view;
@@ -51,6 +54,11 @@ pub struct Settings {
     pub max_evidence_bytes: usize,
     /// Let the last editor of a post-mortem draft confirm it (small teams).
     pub allow_self_confirm: bool,
+    /// SHA-256 (hex) of the bearer token `GET /metrics` requires; `None`: `/metrics` is not
+    /// served (404). Only the digest is kept, so `Debug` cannot print the token.
+    pub metrics_token_sha256: Option<String>,
+    /// Rate limits and the proxies trusted for `X-Forwarded-For`.
+    pub rate_limits: limits::RateLimitSettings,
 }
 
 impl Settings {
@@ -70,6 +78,8 @@ impl Default for Settings {
             secure_cookies: false,
             max_evidence_bytes: 50 * 1024 * 1024,
             allow_self_confirm: false,
+            metrics_token_sha256: None,
+            rate_limits: limits::RateLimitSettings::default(),
         }
     }
 }
@@ -88,17 +98,23 @@ pub struct AppState {
     pub llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>>,
     /// Incident pages as last rendered.
     pub pages: std::sync::Arc<pages::RenderedPages>,
+    /// This app's Prometheus recorder (`GET /metrics`).
+    pub metrics: crate::metrics::Metrics,
+    /// The rate limiters of [`Settings::rate_limits`].
+    pub limits: std::sync::Arc<limits::RateLimiters>,
 }
 
 impl AppState {
     /// Builds the state with the built-in analyst only and a memory without embeddings.
     pub fn new(pool: SqlitePool, settings: Settings) -> Self {
         Self {
+            limits: std::sync::Arc::new(limits::RateLimiters::new(&settings.rate_limits)),
             memory: crate::memory::Memory::new(pool.clone(), None),
             pool,
             settings: std::sync::Arc::new(settings),
             llm: None,
             pages: std::sync::Arc::default(),
+            metrics: crate::metrics::Metrics::new(),
         }
     }
 
@@ -129,7 +145,8 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
     Router::new()
         // Health checks.
         .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
         // Static assets.
         .route("/static/{*path}", get(assets::serve))
         // Session and profile (web/pages.rs, web/api.rs).
@@ -144,6 +161,7 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
             get(pages::profile_page).post(pages::profile_submit),
         )
         .route("/api/v1/me", get(api::me))
+        .route("/api/v1/openapi.json", get(openapi::openapi_json))
         // Incidents: list, create, show, resolve, reopen (pages in web/pages.rs, JSON in
         // web/api.rs).
         .route(
@@ -321,19 +339,32 @@ pub fn router(state: AppState) -> Router {
             tower_sessions::cookie::time::Duration::hours(12),
         ));
     let request_id = HeaderName::from_static("x-request-id");
-    let trace = TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
-        let route = req
-            .extensions()
-            .get::<MatchedPath>()
-            .map(|p| p.as_str().to_string())
-            .unwrap_or_default();
-        let id = req
-            .headers()
-            .get("x-request-id")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        tracing::info_span!("request", http.method = %req.method(), http.route = %route, request.id = %id)
-    });
+    let trace = TraceLayer::new_for_http()
+        .make_span_with(|req: &Request<_>| {
+            let route = req
+                .extensions()
+                .get::<MatchedPath>()
+                .map(|p| p.as_str().to_string())
+                .unwrap_or_default();
+            let id = req
+                .headers()
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let span = tracing::info_span!(
+                "request",
+                http.method = %req.method(),
+                http.route = %route,
+                request.id = %id,
+                incident.id = tracing::field::Empty,
+            );
+            if let Some(incident) = incident_of_path(&route, req.uri().path()) {
+                span.record("incident.id", incident.as_str());
+            }
+            span
+        })
+        // One access-log line per request (status, latency) at info, inside the request span.
+        .on_response(tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO));
     let middleware = ServiceBuilder::new()
         .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
         .layer(trace)
@@ -373,7 +404,31 @@ pub fn router(state: AppState) -> Router {
             wake_memory_after_writes,
         ))
         .layer(middleware)
+        // Outermost, so timeouts and refused requests are counted too.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            ops::count_requests,
+        ))
         .with_state(state)
+}
+
+/// The incident a request is about, for its log span: the path segment the route names
+/// `/incidents/{id}` (page and API routes alike), when it is a well-formed incident id.
+fn incident_of_path(route: &str, path: &str) -> Option<crate::domain::IncidentId> {
+    let mut segments = route.split('/').zip(path.split('/'));
+    let mut previous = "";
+    segments.find_map(|(pattern, actual)| {
+        let hit = previous == "incidents" && pattern == "{id}";
+        previous = pattern;
+        hit.then(|| crate::domain::IncidentId::parse(actual).ok())
+            .flatten()
+    })
+}
+
+/// Names `incident` in the current request's log span (`incident.id`), for handlers that learn
+/// the incident only from the body or the outcome (a new incident, a webhook delivery).
+pub(crate) fn log_incident(incident: &str) {
+    tracing::Span::current().record("incident.id", incident);
 }
 
 /// After every successful write (a non-GET request answered 2xx/3xx: a learn, a verdict, an
@@ -400,13 +455,29 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-/// `GET /readyz`: 200 when the database answers, 503 otherwise.
-async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
-    match sqlx::query("SELECT 1").execute(&state.pool).await {
-        Ok(_) => (StatusCode::OK, "ready"),
-        Err(e) => {
-            tracing::warn!(error = %e, "database not ready");
-            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable")
-        }
+#[cfg(test)]
+mod tests {
+    use super::incident_of_path;
+
+    #[test]
+    fn the_log_span_names_the_incident_of_page_and_api_routes_only_when_well_formed() {
+        let id = |route, path| incident_of_path(route, path).map(|i| i.as_str().to_string());
+        assert_eq!(
+            id(
+                "/api/v1/incidents/{id}/evidence",
+                "/api/v1/incidents/INC-2026-0042/evidence"
+            ),
+            Some("INC-2026-0042".into())
+        );
+        assert_eq!(
+            id(
+                "/incidents/{id}/recommendations/{rid}/approve",
+                "/incidents/INC-2026-0007/recommendations/3/approve"
+            ),
+            Some("INC-2026-0007".into())
+        );
+        assert_eq!(id("/api/v1/memories/{id}", "/api/v1/memories/12"), None);
+        assert_eq!(id("/incidents/{id}", "/incidents/not-an-id"), None);
+        assert_eq!(id("", "/incidents/INC-2026-0001"), None);
     }
 }

@@ -129,8 +129,26 @@ pub(super) struct SigninForm {
 pub(super) async fn signin_submit(
     State(state): State<AppState>,
     session: Session,
+    super::limits::ClientAddress(address): super::limits::ClientAddress,
     PageForm(form): PageForm<SigninForm>,
 ) -> PageResult {
+    if let Err(e) = state.limits.signin(&form.name, address) {
+        let secs = e.retry_after_secs().unwrap_or(1);
+        let mut res = (
+            StatusCode::TOO_MANY_REQUESTS,
+            SigninPage {
+                layout: Layout::new(None, "Sign in"),
+                next: safe_next(&form.next),
+                name: form.name,
+                error: Some(format!("Too many sign-in attempts; try again in {secs} s.")),
+                first_run: false,
+            },
+        )
+            .into_response();
+        res.headers_mut()
+            .insert(axum::http::header::RETRY_AFTER, secs.into());
+        return Ok(res);
+    }
     match auth::sign_in(&state.pool, &session, &form.name, &form.password).await {
         Ok(_) => Ok(Redirect::to(&safe_next(&form.next)).into_response()),
         Err(AppError::Unauthenticated) => Ok((

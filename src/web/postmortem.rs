@@ -40,6 +40,16 @@ async fn api_version(
     Ok(())
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/postmortem",
+    tag = "postmortem",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_draft(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -53,6 +63,16 @@ pub(super) async fn api_draft(
     Ok((StatusCode::CREATED, Json(stored)).into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/incidents/{id}/postmortem",
+    tag = "postmortem",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_get(
     State(s): State<AppState>,
     _u: CurrentUser,
@@ -74,6 +94,16 @@ pub struct PutPostmortem {
     pub version: Option<i64>,
 }
 
+#[utoipa::path(
+    put,
+    path = "/api/v1/incidents/{id}/postmortem",
+    tag = "postmortem",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_put(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -92,6 +122,16 @@ pub(super) async fn api_put(
     ))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/postmortem/confirm",
+    tag = "postmortem",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_confirm(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -112,6 +152,16 @@ async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> 
     Ok(stored.postmortem.to_markdown(&incident))
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/incidents/{id}/postmortem.md",
+    tag = "postmortem",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_markdown(
     State(s): State<AppState>,
     _u: CurrentUser,
@@ -135,6 +185,16 @@ pub(super) async fn api_markdown(
         .into_response())
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/incidents/{id}/learnings/preview",
+    tag = "postmortem",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_preview(
     State(s): State<AppState>,
     _u: CurrentUser,
@@ -143,6 +203,16 @@ pub(super) async fn api_preview(
     Ok(Json(pm::plan(&s.pool, &incident_id(&id)?).await?))
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/incidents/{id}/learn",
+    tag = "postmortem",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_learn(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -215,6 +285,15 @@ async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
     })
 }
 
+#[utoipa::path(
+    get,
+    path = "/api/v1/review",
+    tag = "postmortem",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn api_review(
     State(s): State<AppState>,
     _u: CurrentUser,

@@ -78,6 +78,10 @@ fn credentials(headers: &HeaderMap, query: Option<&str>) -> ingest::Credentials 
     ingest::Credentials { secret, signature }
 }
 
+/// Authenticates, parses and applies one delivery ([`apply`]) and counts it in the metrics by
+/// source and outcome: `rejected` (any refusal: credentials, shape, size), `ignored` (nothing
+/// to apply), `opened` (an incident was opened), `updated` (new alerts or states on existing
+/// incidents) or `duplicate` (a repeat that changed nothing).
 async fn receive(
     state: &AppState,
     source: Source,
@@ -85,10 +89,16 @@ async fn receive(
     query: Option<&str>,
     body: &[u8],
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let integ =
-        ingest::authenticate(&state.pool, source, &credentials(headers, query), body).await?;
-    let delivery = ingest::parse_delivery(source, body)?;
-    let out = ingest::ingest(&state.pool, &integ, &delivery).await?;
+    let result = apply(state, source, headers, query, body).await;
+    let outcome = match &result {
+        Err(_) => "rejected",
+        Ok(out) if out.ignored.is_some() => "ignored",
+        Ok(out) if !out.opened.is_empty() => "opened",
+        Ok(out) if out.groups.iter().any(|g| g.evidence_created > 0) => "updated",
+        Ok(_) => "duplicate",
+    };
+    state.metrics.webhook_delivery(source.as_str(), outcome);
+    let out = result?;
     let mut v = json!({
         "incidents": out.incidents,
         "opened": out.opened,
@@ -101,6 +111,33 @@ async fn receive(
     Ok((StatusCode::ACCEPTED, Json(v)))
 }
 
+async fn apply(
+    state: &AppState,
+    source: Source,
+    headers: &HeaderMap,
+    query: Option<&str>,
+    body: &[u8],
+) -> Result<ingest::IngestOutcome, ApiError> {
+    let integ =
+        ingest::authenticate(&state.pool, source, &credentials(headers, query), body).await?;
+    state.limits.webhook(integ.id)?;
+    let delivery = ingest::parse_delivery(source, body)?;
+    let out = ingest::ingest(&state.pool, &integ, &delivery).await?;
+    if let Some(first) = out.incidents.first() {
+        super::log_incident(first);
+    }
+    Ok(out)
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks/alertmanager",
+    tag = "webhooks",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn alertmanager(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -110,6 +147,15 @@ pub(super) async fn alertmanager(
     receive(&state, Source::Alertmanager, &headers, q.as_deref(), &body).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks/pagerduty",
+    tag = "webhooks",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn pagerduty(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -119,6 +165,15 @@ pub(super) async fn pagerduty(
     receive(&state, Source::Pagerduty, &headers, q.as_deref(), &body).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks/grafana",
+    tag = "webhooks",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn grafana(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -128,6 +183,15 @@ pub(super) async fn grafana(
     receive(&state, Source::Grafana, &headers, q.as_deref(), &body).await
 }
 
+#[utoipa::path(
+    post,
+    path = "/api/v1/webhooks/opsgenie",
+    tag = "webhooks",
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn opsgenie(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -139,6 +203,16 @@ pub(super) async fn opsgenie(
 
 /// `GET /api/v1/incidents/{id}/alerts`: `{"incident", "firing", "resolved", "summary",
 /// "group": {"key", "integration", "source", "follows"} | null, "alerts": [StoredAlert…]}`.
+#[utoipa::path(
+    get,
+    path = "/api/v1/incidents/{id}/alerts",
+    tag = "webhooks",
+    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    responses(
+        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+    )
+)]
 pub(super) async fn incident_alerts(
     State(state): State<AppState>,
     _user: CurrentUser,

@@ -193,7 +193,10 @@ async fn spawn_app_inner(
         .await
         .expect("bind");
     let addr = listener.local_addr().expect("addr");
-    let app = built.router;
+    // With peer addresses, as `serve` runs it (rate limits per client address).
+    let app = built
+        .router
+        .into_make_service_with_connect_info::<std::net::SocketAddr>();
     tokio::spawn(async move {
         axum::serve(listener, app).await.expect("serve");
     });

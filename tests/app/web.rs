@@ -2,7 +2,7 @@
 
 use reqwest::StatusCode;
 
-use crate::helpers::{PASSWORD, spawn_app};
+use crate::helpers::{CapturingModel, PASSWORD, spawn_app, spawn_app_with_embedder};
 
 #[tokio::test]
 async fn a_responder_signs_in_opens_an_incident_and_resolves_it_through_the_forms() {
@@ -329,10 +329,56 @@ async fn health_and_readiness_answer() {
     );
     let res = app.client.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
-    assert_eq!(res.text().await.unwrap(), "ready");
+    let v: serde_json::Value = res.json().await.unwrap();
+    let expected = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
+        .unwrap()
+        .filter(|e| {
+            let name = e.as_ref().unwrap().file_name();
+            let name = name.to_string_lossy();
+            name.ends_with(".sql") && !name.ends_with(".down.sql")
+        })
+        .count();
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "status": "ready",
+            "checks": {
+                "database": {"status": "ok"},
+                "migrations": {"status": "ok", "applied": expected, "expected": expected},
+                "embeddings": {"status": "disabled"},
+            }
+        })
+    );
     app.pool.close().await;
     let res = app.client.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let v: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(v["status"], "not_ready");
+    assert_eq!(v["checks"]["database"]["status"], "error");
+    assert_eq!(v["checks"]["migrations"]["status"], "error");
+}
+
+#[tokio::test]
+async fn readiness_names_the_embedding_model_in_use() {
+    let model = CapturingModel::start("{}").await;
+    let embedder = incidentmind::memory::embeddings::OpenAiEmbedder::new(
+        incidentmind::memory::embeddings::EmbeddingConfig {
+            base_url: model.base.clone(),
+            model: "nomic-embed-text".into(),
+            api_key: String::new(),
+            timeout: std::time::Duration::from_secs(5),
+        },
+    )
+    .unwrap();
+    let app = spawn_app_with_embedder(std::sync::Arc::new(embedder)).await;
+    let res = app.client.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let v: serde_json::Value = res.json().await.unwrap();
+    assert_eq!(v["status"], "ready");
+    assert_eq!(
+        v["checks"]["embeddings"],
+        serde_json::json!({"status": "endpoint", "model": "nomic-embed-text"})
+    );
 }
 
 #[tokio::test]

@@ -1,0 +1,269 @@
+//! Prometheus metrics (issue #18): [`Metrics`], one recorder per [`crate::AppState`] (no global
+//! recorder, so every app in a test process counts only its own requests), and what it records:
+//! HTTP requests, webhook deliveries, recall, model calls ([`MeteredAnalyst`]), and the gauges
+//! computed from the database at each scrape ([`Gauges`]). Rendered in the Prometheus text
+//! exposition format (version 0.0.4) by `GET /metrics` (`web::ops::metrics`).
+//!
+//! Metric names follow the Prometheus naming practices: `incidentmind_` prefix, base units
+//! (seconds), `_total` on counters.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
+
+use crate::analyst::{Analyst, AnalystError, AnalystOutput, InvestigationInput};
+use crate::domain::postmortem::{DraftFacts, Postmortem};
+
+/// Histogram buckets of the latency families, in seconds (5 ms … 60 s).
+pub const LATENCY_BUCKETS: [f64; 14] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0,
+];
+
+/// Histogram buckets of `incidentmind_recall_results`, in records.
+pub const RESULT_BUCKETS: [f64; 7] = [0.0, 1.0, 3.0, 5.0, 10.0, 20.0, 50.0];
+
+/// `Content-Type` of the Prometheus text exposition format.
+pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// The app's metrics: a local Prometheus recorder and the handle that renders it. Cloning
+/// shares the same recorder.
+#[derive(Clone)]
+pub struct Metrics {
+    recorder: Arc<PrometheusRecorder>,
+    handle: PrometheusHandle,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What the database says at a scrape, set as gauges before rendering.
+#[derive(Debug, Clone, Default)]
+pub struct Gauges {
+    /// Incidents not yet learned: `(state, severity, count)`, every combination (0 included).
+    pub open_incidents: Vec<(&'static str, &'static str, i64)>,
+    /// Memory records by kind: `(kind, count)`, every kind (0 included).
+    pub records_by_kind: Vec<(&'static str, i64)>,
+    /// Entries in the append-only audit log.
+    pub audit_entries: i64,
+    /// Durable records without a vector of the current embedding model (0 without one).
+    pub embedding_backlog: i64,
+}
+
+impl Metrics {
+    /// A fresh recorder with histogram buckets [`LATENCY_BUCKETS`] for the latency families,
+    /// [`RESULT_BUCKETS`] for recall results, and
+    /// the help text of every family.
+    pub fn new() -> Self {
+        use metrics_exporter_prometheus::Matcher;
+        // Only an empty bucket list is refused; ours are not.
+        let builder = PrometheusBuilder::new()
+            .set_buckets(&LATENCY_BUCKETS)
+            .and_then(|b| {
+                b.set_buckets_for_metric(
+                    Matcher::Full("incidentmind_recall_results".into()),
+                    &RESULT_BUCKETS,
+                )
+            })
+            .unwrap_or_else(|_| PrometheusBuilder::new());
+        let recorder = builder.build_recorder();
+        let handle = recorder.handle();
+        let metrics = Self {
+            recorder: Arc::new(recorder),
+            handle,
+        };
+        metrics.with(|| {
+            use metrics_rs::{Unit, describe_counter, describe_gauge, describe_histogram};
+            describe_counter!(
+                "incidentmind_http_requests_total",
+                "HTTP requests answered, by method, route pattern and status"
+            );
+            describe_histogram!(
+                "incidentmind_http_request_duration_seconds",
+                Unit::Seconds,
+                "Time to answer an HTTP request, by method, route pattern and status"
+            );
+            describe_counter!(
+                "incidentmind_webhook_deliveries_total",
+                "Alert webhook deliveries by source and outcome (opened, updated, duplicate, \
+                 ignored, rejected)"
+            );
+            describe_histogram!(
+                "incidentmind_recall_duration_seconds",
+                Unit::Seconds,
+                "Time of a recall query (GET /api/v1/recall and the memory page search)"
+            );
+            describe_histogram!(
+                "incidentmind_recall_results",
+                Unit::Count,
+                "Records a recall returned, by origin (search, investigation)"
+            );
+            describe_counter!(
+                "incidentmind_model_calls_total",
+                "Calls to the model analyst by operation and outcome (ok, fallback)"
+            );
+            describe_counter!(
+                "incidentmind_model_fallbacks_total",
+                "Model calls whose result was replaced by the built-in one, by operation and \
+                 reason (timeout, transport, invalid_output, unusable)"
+            );
+            describe_gauge!(
+                "incidentmind_incidents_open",
+                "Incidents not yet learned, by state and severity"
+            );
+            describe_gauge!(
+                "incidentmind_memory_records",
+                "Organizational memory records by kind"
+            );
+            describe_gauge!(
+                "incidentmind_audit_log_entries",
+                "Entries in the append-only audit log"
+            );
+            describe_gauge!(
+                "incidentmind_embedding_backlog",
+                "Durable memory records still waiting for an embedding"
+            );
+        });
+        metrics
+    }
+
+    fn with<T>(&self, f: impl FnOnce() -> T) -> T {
+        metrics_rs::with_local_recorder(self.recorder.as_ref(), f)
+    }
+
+    /// One HTTP request answered: `route` is the matched route pattern (`/incidents/{id}`), or
+    /// `unmatched` for the 404 fallback, so raw paths never become labels.
+    pub fn http_request(&self, method: &str, route: &str, status: u16, took: Duration) {
+        let labels = [
+            ("method", method.to_string()),
+            ("route", route.to_string()),
+            ("status", status.to_string()),
+        ];
+        self.with(|| {
+            metrics_rs::counter!("incidentmind_http_requests_total", &labels).increment(1);
+            metrics_rs::histogram!("incidentmind_http_request_duration_seconds", &labels)
+                .record(took.as_secs_f64());
+        });
+    }
+
+    /// One webhook delivery of `source` (`alertmanager`, …) with its `outcome`.
+    pub fn webhook_delivery(&self, source: &'static str, outcome: &'static str) {
+        self.with(|| {
+            metrics_rs::counter!("incidentmind_webhook_deliveries_total",
+                "source" => source, "outcome" => outcome)
+            .increment(1);
+        });
+    }
+
+    /// One recall query that took `took` (when timed) and returned `results` records; `origin`
+    /// is `search` (the recall API and page) or `investigation`.
+    pub fn recall(&self, origin: &'static str, took: Option<Duration>, results: usize) {
+        self.with(|| {
+            if let Some(took) = took {
+                metrics_rs::histogram!("incidentmind_recall_duration_seconds", "origin" => origin)
+                    .record(took.as_secs_f64());
+            }
+            metrics_rs::histogram!("incidentmind_recall_results", "origin" => origin)
+                .record(results as f64);
+        });
+    }
+
+    /// One model call for `operation` (`investigate`, `postmortem`); `fallback` is the reason
+    /// its result was not used, if so.
+    pub fn model_call(&self, operation: &'static str, fallback: Option<&'static str>) {
+        self.with(|| {
+            let outcome = if fallback.is_some() { "fallback" } else { "ok" };
+            metrics_rs::counter!("incidentmind_model_calls_total",
+                "operation" => operation, "outcome" => outcome)
+            .increment(1);
+            if let Some(reason) = fallback {
+                metrics_rs::counter!("incidentmind_model_fallbacks_total",
+                    "operation" => operation, "reason" => reason)
+                .increment(1);
+            }
+        });
+    }
+
+    /// Sets the scrape-time gauges from `g` and renders every family in the Prometheus text
+    /// exposition format.
+    pub fn render(&self, g: &Gauges) -> String {
+        self.with(|| {
+            for (state, severity, n) in &g.open_incidents {
+                metrics_rs::gauge!("incidentmind_incidents_open",
+                    "state" => *state, "severity" => *severity)
+                .set(*n as f64);
+            }
+            for (kind, n) in &g.records_by_kind {
+                metrics_rs::gauge!("incidentmind_memory_records", "kind" => *kind).set(*n as f64);
+            }
+            metrics_rs::gauge!("incidentmind_audit_log_entries").set(g.audit_entries as f64);
+            metrics_rs::gauge!("incidentmind_embedding_backlog").set(g.embedding_backlog as f64);
+        });
+        self.handle.run_upkeep();
+        self.handle.render()
+    }
+}
+
+/// Why a model result was replaced by the built-in one, as a metric label.
+fn fallback_reason(e: &AnalystError) -> &'static str {
+    match e {
+        AnalystError::Timeout(_) => "timeout",
+        AnalystError::Transport(_) => "transport",
+        AnalystError::InvalidOutput(_) => "invalid_output",
+    }
+}
+
+/// A model analyst that counts its calls and fallbacks in [`Metrics`] and otherwise answers
+/// exactly as the analyst it wraps.
+#[derive(Debug)]
+pub struct MeteredAnalyst {
+    inner: Arc<dyn Analyst>,
+    metrics: Metrics,
+}
+
+impl MeteredAnalyst {
+    /// Wraps `inner`, counting into `metrics`.
+    pub fn new(inner: Arc<dyn Analyst>, metrics: Metrics) -> Self {
+        Self { inner, metrics }
+    }
+}
+
+#[async_trait]
+impl Analyst for MeteredAnalyst {
+    fn name(&self) -> String {
+        self.inner.name()
+    }
+
+    async fn investigate(&self, input: &InvestigationInput) -> Result<AnalystOutput, AnalystError> {
+        let out = self.inner.investigate(input).await;
+        let fallback = match &out {
+            // The same test the investigation service applies before using a model's answer.
+            Ok(o) if crate::analyst::llm::has_usable_items(o) => None,
+            Ok(_) => Some("unusable"),
+            Err(e) => Some(fallback_reason(e)),
+        };
+        self.metrics.model_call("investigate", fallback);
+        out
+    }
+
+    async fn draft_postmortem(
+        &self,
+        facts: &DraftFacts,
+        builtin: &Postmortem,
+    ) -> Result<Postmortem, AnalystError> {
+        let out = self.inner.draft_postmortem(facts, builtin).await;
+        self.metrics
+            .model_call("postmortem", out.as_ref().err().map(fallback_reason));
+        out
+    }
+}

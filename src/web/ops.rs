@@ -1,0 +1,162 @@
+//! Operator endpoints beside the app (issue #18): `GET /readyz`, the readiness report a load
+//! balancer or orchestrator polls. (`GET /healthz`, liveness, stays a plain `ok` in `web/mod.rs`.)
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+
+use super::AppState;
+use crate::store;
+
+/// `GET /readyz`: whether this process should get traffic, as JSON:
+///
+/// ```json
+/// {"status": "ready",
+///  "checks": {"database":   {"status": "ok"},
+///             "migrations": {"status": "ok", "applied": 14, "expected": 14},
+///             "embeddings": {"status": "loaded", "model": "all-MiniLM-L6-v2"}}}
+/// ```
+///
+/// - `database`: `ok` when `SELECT 1` answers, else `error` with `"error"`: the driver's text.
+/// - `migrations`: `ok` when the applied migrations equal the ones built into the binary, else
+///   `pending` (or `error` when the table cannot be read).
+/// - `embeddings`: `loaded` (the built-in model is in memory), `endpoint` (an OpenAI-compatible
+///   endpoint, with its `model`), or `disabled` (`--embeddings off`: recall on words and keys).
+///   `serve` refuses to start when the built-in model cannot be loaded, so a running server has
+///   no "not loaded" state; embeddings never make the server unready.
+///
+/// `status` is `ready` (HTTP 200) when database and migrations are `ok`, else `not_ready` with
+/// HTTP 503 Service Unavailable (RFC 9110 §15.6.4).
+pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+    let database = match store::ping(&state.pool).await {
+        Ok(()) => json!({"status": "ok"}),
+        Err(e) => {
+            tracing::warn!(error = ?e, "readiness: database does not answer");
+            json!({"status": "error", "error": "the database does not answer a query"})
+        }
+    };
+    let migrations = match store::migration_status(&state.pool).await {
+        Ok((applied, expected)) => json!({
+            "status": if applied == expected { "ok" } else { "pending" },
+            "applied": applied,
+            "expected": expected,
+        }),
+        Err(_) => json!({"status": "error"}),
+    };
+    let embeddings = match state.memory.embedder() {
+        None => json!({"status": "disabled"}),
+        Some(e) if e.model() == crate::memory::minilm::MODEL_NAME => {
+            json!({"status": "loaded", "model": e.model()})
+        }
+        Some(e) => json!({"status": "endpoint", "model": e.model()}),
+    };
+    let ready = database["status"] == "ok" && migrations["status"] == "ok";
+    let body = json!({
+        "status": if ready { "ready" } else { "not_ready" },
+        "checks": {"database": database, "migrations": migrations, "embeddings": embeddings},
+    });
+    let code = if ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, Json(body))
+}
+
+/// Counts every request in [`crate::metrics::Metrics::http_request`] by method, matched route
+/// pattern (`unmatched` for the 404 fallback) and status, with its latency.
+pub async fn count_requests(
+    State(state): State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let started = std::time::Instant::now();
+    let method = req.method().as_str().to_string();
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_string(), |p| p.as_str().to_string());
+    let response = next.run(req).await;
+    state.metrics.http_request(
+        &method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
+}
+
+/// `GET /metrics`: every metric family in the Prometheus text exposition format (version 0.0.4,
+/// `text/plain; version=0.0.4`), with the gauges computed from the database at the scrape
+/// (incidents not yet learned by state and severity, memory records by kind, audit log entries,
+/// embedding backlog). Served only when `--metrics-token` is set (404 otherwise), and only to
+/// `Authorization: Bearer <that token>` (401 otherwise), so the counts never reach the public.
+///
+/// # Errors
+/// 404, 401 as above; 500 when the database does not answer.
+pub async fn metrics(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> Result<axum::response::Response, super::errors::ApiError> {
+    use crate::error::AppError;
+    use axum::response::IntoResponse as _;
+    let Some(expected) = state.settings.metrics_token_sha256.as_deref() else {
+        return Err(AppError::NotFound("/metrics (set --metrics-token to serve it)".into()).into());
+    };
+    let presented =
+        super::auth::bearer_token(&headers).map(|t| crate::digest::sha256_hex(t.as_bytes()));
+    if presented.as_deref() != Some(expected) {
+        return Err(AppError::Unauthenticated.into());
+    }
+    let gauges = gauges(&state).await?;
+    let body = state.metrics.render(&gauges);
+    Ok((
+        [(
+            axum::http::header::CONTENT_TYPE,
+            crate::metrics::CONTENT_TYPE,
+        )],
+        body,
+    )
+        .into_response())
+}
+
+/// The scrape-time gauges: every (state, severity) and every kind, 0 where the store has none,
+/// so a series that drops to zero is reported as 0 rather than left at its last value.
+async fn gauges(state: &AppState) -> crate::error::AppResult<crate::metrics::Gauges> {
+    use crate::domain::memory::MemoryKind;
+    use crate::domain::{IncidentState, Severity};
+    let pool = &state.pool;
+    let open = store::stats::open_incidents(pool).await?;
+    let mut open_incidents = Vec::new();
+    for st in IncidentState::ALL
+        .into_iter()
+        .filter(|s| *s != IncidentState::Learned)
+    {
+        for sev in Severity::ALL {
+            let n = open
+                .iter()
+                .find(|(s, v, _)| s == st.as_str() && v == sev.as_str())
+                .map_or(0, |(_, _, n)| *n);
+            open_incidents.push((st.as_str(), sev.as_str(), n));
+        }
+    }
+    let kinds = store::stats::records_by_kind(pool).await?;
+    let records_by_kind = MemoryKind::ALL
+        .iter()
+        .map(|k| {
+            let n = kinds
+                .iter()
+                .find(|(name, _)| name == k.as_str())
+                .map_or(0, |(_, n)| *n);
+            (k.as_str(), n)
+        })
+        .collect();
+    let (done, total) = crate::memory::embeddings::progress(&state.memory).await?;
+    Ok(crate::metrics::Gauges {
+        open_incidents,
+        records_by_kind,
+        audit_entries: store::stats::audit_entries(pool).await?,
+        embedding_backlog: (total - done).max(0),
+    })
+}
