@@ -761,7 +761,7 @@ pub async fn nearest_records(
         scored.clear();
         set.vectors.scan(query, |id, c| scored.push((c, id)));
     }
-    let floor = chance_level(sample.into_iter());
+    let floor = chance_level(sample);
     // A rule is as close as its closest part (the whole, or its ALWAYS, BECAUSE or SCOPE line
     // on its own): parts join as more rows of their record, and each record keeps its best.
     set.parts.scan(query, |id, c| scored.push((c, id)));

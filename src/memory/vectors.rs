@@ -497,7 +497,8 @@ mod tests {
             all.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
             let mut expected: Vec<i64> = (0..10).map(|k| (t * 7_919 + k * 811) as i64).collect();
             let mut top: Vec<i64> = all[..10].iter().map(|(_, id)| *id).collect();
-            (expected.sort(), top.sort());
+            expected.sort();
+            top.sort();
             assert_eq!(top, expected, "the topic's rows are its ten nearest");
             let (mut short, mut sample) = (Vec::new(), Vec::new());
             let full = set.scan_nearest(&q, 1_024, |id, c| short.push((c, id)), |c| sample.push(c));
