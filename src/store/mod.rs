@@ -122,21 +122,12 @@ pub async fn connect(url: &str) -> AppResult<SqlitePool> {
 /// 10 s busy timeout and foreign keys on, and runs the embedded migrations. With
 /// [`OpenMode::MustExist`] a missing file, or one this program did not write, is refused before
 /// anything is written. Reads go through a memory map of up to 256 MiB (shared by every
-/// connection, no copy per page read) and a 16 MiB page cache per connection: recall touches
-/// thousands of index pages per query.
+/// connection, no copy per page read) and a 4 MiB page cache per connection.
 ///
 /// # Errors
 /// [`OpenError`], naming the file.
 pub async fn open(url: &str, mode: OpenMode) -> Result<SqlitePool, OpenError> {
-    let full = if url.starts_with("sqlite:") {
-        url.to_string()
-    } else {
-        format!("sqlite://{url}")
-    };
-    let opts = SqliteConnectOptions::from_str(&full).map_err(|e| OpenError::BadUrl {
-        url: url.to_string(),
-        reason: e.to_string(),
-    })?;
+    let (full, opts) = connect_options(url)?;
     let file = opts.get_filename();
     let path = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
     let in_memory = file.as_os_str() == ":memory:" || full.contains("mode=memory");
@@ -200,6 +191,14 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<SqlitePool, OpenError> {
 /// # Errors
 /// [`OpenError::BadUrl`].
 pub fn database_file(url: &str) -> Result<std::path::PathBuf, OpenError> {
+    let (_, opts) = connect_options(url)?;
+    let file = opts.get_filename();
+    Ok(std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()))
+}
+
+/// `url` as a full `sqlite:` URL (a plain path gets `sqlite://` in front) and its parsed
+/// options, for [`open`] and [`database_file`].
+fn connect_options(url: &str) -> Result<(String, SqliteConnectOptions), OpenError> {
     let full = if url.starts_with("sqlite:") {
         url.to_string()
     } else {
@@ -209,8 +208,7 @@ pub fn database_file(url: &str) -> Result<std::path::PathBuf, OpenError> {
         url: url.to_string(),
         reason: e.to_string(),
     })?;
-    let file = opts.get_filename();
-    Ok(std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()))
+    Ok((full, opts))
 }
 
 /// Starts a write transaction that takes SQLite's write lock at once (`BEGIN IMMEDIATE`), so
