@@ -159,7 +159,11 @@ async fn main() -> anyhow::Result<()> {
     .await?;
     incidentmind::services::investigation::investigate(&memory, None, "rita", &inc.id).await?;
 
-    let state = AppState::new(pool.clone(), Settings::default()).with_memory(memory);
+    // The API token's rate limit (600 a minute by default) is off: this measures rendering,
+    // and 200 connections on one token would mostly be answered 429.
+    let mut settings = Settings::default();
+    settings.rate_limits.api_per_token = 0;
+    let state = AppState::new(pool.clone(), settings).with_memory(memory);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     tokio::spawn(async move {
