@@ -82,8 +82,17 @@ async fn load(url: &str, token: &str, connections: usize, seconds: u64) -> anyho
     })
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// The process settings first (`incidentmind::startup`), as the `incidentmind` binary makes
+/// them, then the bench on a multi-threaded runtime.
+fn main() -> anyhow::Result<()> {
+    incidentmind::startup::prepare();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let mut connections = 200usize;
     let mut seconds = 10u64;
     let mut with_model = true;

@@ -1080,10 +1080,10 @@ async fn model_bench(pool: &SqlitePool, qs: &[RecallQuery], seed: u64) -> anyhow
     Ok(all)
 }
 
-/// The allocator's arena limit first, as the `incidentmind` binary sets it, so RSS is the
-/// product's.
+/// The process settings first (`incidentmind::startup`: allocator arenas, model threads), as
+/// the `incidentmind` binary makes them, so RSS and latency are the product's.
 fn main() -> anyhow::Result<()> {
-    incidentmind::malloc::limit_arenas();
+    incidentmind::startup::prepare();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?

@@ -14,12 +14,12 @@ pub mod domain;
 pub mod error;
 pub mod eval;
 pub mod evidence;
-pub mod malloc;
 pub mod memory;
 pub mod metrics;
 pub mod redact;
 pub mod sample;
 pub mod services;
+pub mod startup;
 pub mod store;
 pub mod web;
 

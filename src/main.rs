@@ -12,10 +12,10 @@ impl std::fmt::Debug for OneLine {
     }
 }
 
-/// Sets the allocator's arena limit ([`incidentmind::malloc`]) before any thread starts, then
+/// Makes the process settings of [`incidentmind::startup`] before any thread starts, then
 /// runs the command line on a multi-threaded tokio runtime (what `#[tokio::main]` builds).
 fn main() -> Result<(), OneLine> {
-    incidentmind::malloc::limit_arenas();
+    incidentmind::startup::prepare();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -1,0 +1,76 @@
+//! Process settings made once at start, before any thread: the C allocator's arena limit and
+//! the built-in model's thread count. [`prepare`] makes both.
+//!
+//! ## The allocator's arenas
+//!
+//! glibc's `malloc` gives threads their own arenas (up to 8 per core on 64-bit Linux), and
+//! memory freed into one arena is only reused from that arena. IncidentMind allocates from many
+//! threads: tokio's workers, the blocking pool that runs the built-in model's forward passes,
+//! and one thread per SQLite connection that reads vectors and search results. Each arena keeps
+//! its own freed memory mapped, so after a memory of 100,000 records has been loaded and
+//! queried the process held ~57 MB more than with one arena (`recall-bench --n 100000`, RSS
+//! 330 MB with the default, 286 MB with two arenas).
+//!
+//! Source: glibc manual, "Memory Allocation Tunables" (`glibc.malloc.arena_max`), and
+//! mallopt(3) (`M_ARENA_MAX`).
+//!
+//! ## The model's thread count
+//!
+//! candle asks how many threads a matrix product may use on every product, and unless
+//! `RAYON_NUM_THREADS` is set it answers by counting physical cores in `/proc/cpuinfo`
+//! (`num_cpus::get_physical`), a file the kernel formats anew on each read. A query's forward
+//! pass makes about 50 products, so a 200-character query spent a fifth of its time there:
+//! `examples/embed-bench`, 37 word pieces, p50 29–31 ms unset against 22–25 ms set, two runs
+//! each. [`fix_model_threads`] counts once and sets the variable to that count, so the model
+//! uses the same threads and stops asking the kernel.
+
+/// Makes every setting of this module: [`limit_arenas`], then [`fix_model_threads`]. Call first
+/// thing in `main`, before any thread is started.
+pub fn prepare() {
+    limit_arenas();
+    fix_model_threads();
+}
+
+/// Sets `RAYON_NUM_THREADS` to the thread count candle would choose by itself
+/// (`candle_core::utils::get_num_threads`: physical cores, or the CPU mask it is confined to),
+/// unless the operator set it. Returns the count in effect. Call before any thread is started:
+/// changing the environment while another thread reads it is undefined behaviour on glibc.
+pub fn fix_model_threads() -> usize {
+    const VAR: &str = "RAYON_NUM_THREADS";
+    if let Some(n) = std::env::var(VAR)
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        if n > 0 {
+            return n;
+        }
+    }
+    let n = candle_core::utils::get_num_threads().max(1);
+    // SAFETY: called from `main` before the runtime or any other thread exists (see above),
+    // so nothing reads the environment concurrently.
+    #[allow(unsafe_code)]
+    unsafe {
+        std::env::set_var(VAR, n.to_string());
+    }
+    n
+}
+
+/// Arenas allowed: one per core of the machines this is sized for (2).
+pub const ARENAS: i32 = 2;
+
+/// Limits glibc `malloc` to [`ARENAS`] arenas. Call before any thread is started (the limit only shapes arenas created after it). Returns whether the limit was
+/// set: `false` on other C libraries (musl, macOS), where there is nothing to set.
+pub fn limit_arenas() -> bool {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: `mallopt` takes two integers and only changes allocator parameters; glibc
+        // documents `M_ARENA_MAX` as settable at any time, and no Rust invariant depends on it.
+        #[allow(unsafe_code)]
+        let ok = unsafe { libc::mallopt(libc::M_ARENA_MAX, ARENAS) };
+        ok == 1
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        false
+    }
+}
