@@ -6,13 +6,24 @@
 //!
 //! Builds the real router (`incidentmind::router` over an `AppState` wired as `serve` wires it,
 //! with the built-in embedding model unless `--embeddings off`) on a fresh SQLite file, replays
-//! the sample history, opens an incident with a paste and investigates it, then for each of
-//! `GET /healthz` and `GET /incidents/{id}` (signed in with an API token) runs `--connections`
-//! client tasks for `--seconds`, each sending one request after another on its own
-//! keep-alive connection. Prints requests/s, p50 and p99 (ms) and PASS/FAIL against the
-//! issue's floors: the page's p99 ≤ 20 ms and its rate ≥ 30 % of `/healthz`'s. Client and server
-//! share this process and its cores, as a load balancer and the app would not: the figures are a
-//! lower bound.
+//! the sample history, opens an incident with a paste and investigates it, then measures, signed
+//! in with an API token, in two ways:
+//!
+//! 1. **Saturated (closed loop)**: for each of `GET /healthz` and `GET /incidents/{id}`,
+//!    `--connections` client tasks for `--seconds`, each sending one request after another on
+//!    its own keep-alive connection. This gives each route's capacity; the floor is the page's
+//!    rate ≥ 30 % of `/healthz`'s. Latency here is queueing: with `c` connections always
+//!    waiting, the mean is `c / rate` (Little's law), so `/healthz` itself shows a p99 near
+//!    20 ms at 200 connections on two cores. It is printed, not judged.
+//! 2. **Paced (open loop)**: the same connections send the page at a fixed total rate, 30 % of
+//!    `/healthz`'s saturated rate (the rate floor above), each on its own schedule, and a
+//!    request's latency counts from when it was due, not from when it was sent, so a stall is
+//!    charged to every request it delayed (the "coordinated omission" correction of wrk2, after
+//!    Gil Tene, "How NOT to Measure Latency", 2015). The floor is the page's p99 ≤ 20 ms.
+//!
+//! Prints requests/s, p50 and p99 (ms) and PASS/FAIL against both floors. Client and server
+//! share this process and its cores, as a load balancer and the app would not: the figures are
+//! a lower bound.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,10 +31,11 @@ use std::time::{Duration, Instant};
 use incidentmind::memory::embeddings::BuiltinEmbedder;
 use incidentmind::{AppState, Settings, cli::add_user, router, store};
 
-/// Floor: the incident page's p99 at most this many milliseconds…
-const PAGE_P99_MAX_MS: f64 = 20.0;
-/// …and its rate at least this share of `/healthz`'s.
+/// Floor: the incident page's saturated rate at least this share of `/healthz`'s, and its p99
+/// when paced at that share of `/healthz`'s rate…
 const PAGE_RATE_MIN: f64 = 0.30;
+/// …at most this many milliseconds.
+const PAGE_P99_MAX_MS: f64 = 20.0;
 
 /// One route's figures: requests per second, p50 and p99 in ms, non-2xx responses.
 struct Figures {
@@ -69,17 +81,73 @@ async fn load(url: &str, token: &str, connections: usize, seconds: u64) -> anyho
         errors += e;
     }
     let elapsed = started.elapsed().as_secs_f64().max(seconds as f64);
+    Ok(figures(all, errors, elapsed))
+}
+
+/// Sends `url` on `connections` connections at `rate` requests per second in total for
+/// `seconds`: connection `i` sends its `j`-th request when it is due, at
+/// `(i / connections + j) / per_connection` seconds, where `per_connection = rate /
+/// connections`, or at once when the previous answer came after that. A latency is measured
+/// from when the request was due (see the module doc).
+async fn paced(
+    url: &str,
+    token: &str,
+    connections: usize,
+    seconds: u64,
+    rate: f64,
+) -> anyhow::Result<Figures> {
+    let start = Instant::now() + Duration::from_millis(100);
+    let until = start + Duration::from_secs(seconds);
+    let period = Duration::from_secs_f64(connections as f64 / rate.max(1.0));
+    let mut tasks = Vec::with_capacity(connections);
+    for i in 0..connections {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .build()?;
+        let url = url.to_string();
+        let token = token.to_string();
+        let first = start + period.mul_f64(i as f64 / connections as f64);
+        tasks.push(tokio::spawn(async move {
+            let mut times = Vec::new();
+            let mut errors = 0usize;
+            let mut due = first;
+            while due < until {
+                tokio::time::sleep_until(due.into()).await;
+                match client.get(&url).bearer_auth(&token).send().await {
+                    Ok(res) if res.status().is_success() => {
+                        let _ = res.bytes().await;
+                    }
+                    _ => errors += 1,
+                }
+                times.push(due.elapsed());
+                due += period;
+            }
+            (times, errors)
+        }));
+    }
+    let mut all = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (times, e) = t.await?;
+        all.extend(times);
+        errors += e;
+    }
+    Ok(figures(all, errors, seconds as f64))
+}
+
+/// Figures of `times` (latencies) over `seconds`, with `errors` non-2xx answers.
+fn figures(mut all: Vec<Duration>, errors: usize, seconds: f64) -> Figures {
     all.sort();
     let at = |p: f64| {
         let i = ((p * all.len() as f64).ceil() as usize).clamp(1, all.len().max(1)) - 1;
         all.get(i).map_or(0.0, |d| d.as_secs_f64() * 1000.0)
     };
-    Ok(Figures {
-        rate: all.len() as f64 / elapsed,
+    Figures {
+        rate: all.len() as f64 / seconds,
         p50: at(0.50),
         p99: at(0.99),
         errors,
-    })
+    }
 }
 
 /// The process settings first (`incidentmind::startup`), as the `incidentmind` binary makes
@@ -188,32 +256,43 @@ async fn run() -> anyhow::Result<()> {
         res.status()
     );
 
-    println!("{connections} connections, {seconds} s per route, client and server in one process");
+    println!("{connections} connections, {seconds} s per run, client and server in one process");
+    println!("saturated (each connection sends the next request when answered):");
     let health = load(&format!("{base}/healthz"), &token, connections, seconds).await?;
     let incident = load(&page, &token, connections, seconds).await?;
-    for (name, f) in [("/healthz", &health), ("/incidents/{id}", &incident)] {
+    let show = |name: &str, f: &Figures| {
         println!(
             "  {name:<16} {:>8.0} req/s  p50 {:>7.2} ms  p99 {:>7.2} ms  errors {}",
             f.rate, f.p50, f.p99, f.errors
         );
-    }
-    let share = incident.rate / health.rate.max(1e-9);
-    let p99_ok = incident.p99 <= PAGE_P99_MAX_MS;
-    let share_ok = share >= PAGE_RATE_MIN;
+    };
+    show("/healthz", &health);
+    show("/incidents/{id}", &incident);
+    let target = health.rate * PAGE_RATE_MIN;
     println!(
-        "  {} incident page p99 {:.2} ms (floor {PAGE_P99_MAX_MS} ms)",
-        if p99_ok { "PASS" } else { "FAIL" },
-        incident.p99
+        "paced at {target:.0} req/s in total ({:.0} % of /healthz's rate), latency from when due:",
+        PAGE_RATE_MIN * 100.0
     );
+    let steady = paced(&page, &token, connections, seconds, target).await?;
+    show("/incidents/{id}", &steady);
+    let share = incident.rate / health.rate.max(1e-9);
+    let share_ok = share >= PAGE_RATE_MIN;
+    let p99_ok = steady.p99 <= PAGE_P99_MAX_MS;
     println!(
-        "  {} incident page rate {:.0} % of /healthz (floor {:.0} %)",
+        "  {} incident page saturated rate {:.0} % of /healthz (floor {:.0} %)",
         if share_ok { "PASS" } else { "FAIL" },
         share * 100.0,
         PAGE_RATE_MIN * 100.0
     );
     println!(
+        "  {} incident page p99 {:.2} ms paced at {:.0} % of /healthz's rate (floor {PAGE_P99_MAX_MS} ms)",
+        if p99_ok { "PASS" } else { "FAIL" },
+        steady.p99,
+        PAGE_RATE_MIN * 100.0
+    );
+    println!(
         "{}",
-        if p99_ok && share_ok && incident.errors == 0 {
+        if p99_ok && share_ok && incident.errors == 0 && steady.errors == 0 {
             "PASS"
         } else {
             "FAIL"

@@ -343,8 +343,7 @@ pub fn extract(text: &str) -> Extraction {
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         let when = match (a.starts_at, a.ends_at) {
-            (Some(s), Some(e)) => format!(" {} → {} UTC", time::fmt_minute(s), time::fmt_hm(e)),
-            (Some(s), None) => format!(" since {} UTC", time::fmt_minute(s)),
+            (Some(s), e) => format!(" {}", time::fmt_window(s, e)),
             _ => String::new(),
         };
         let sev = a

@@ -692,7 +692,7 @@ pub fn extract(text: &str) -> Extraction {
             num(a.max),
             num(a.last),
             thousands(a.points as u64),
-            span.map(|(f, l)| format!(", {} → {} UTC", time::fmt_minute(f), time::fmt_hm(l)))
+            span.map(|(f, l)| format!(", {}", time::fmt_window(f, Some(l))))
                 .unwrap_or_default()
         );
         let tags: Vec<String> = if a.trend != Trend::Flat {

@@ -933,7 +933,7 @@ impl LogExtractor {
                 let pct = 100 - (s.first_line - 1) * 100 / lines;
                 let at = s
                     .first_ts
-                    .map(|t| format!(" ({} UTC)", time::fmt_hm(t)))
+                    .map(|t| format!(" ({})", time::fmt_instant(t)))
                     .unwrap_or_default();
                 reasons.push(format!(
                     "first seen at line {}{at}, only in the last {pct}% of the window",
@@ -987,18 +987,12 @@ impl LogExtractor {
         let format = self.format_name();
         let mut summary = format!("{} lines", thousands(lines));
         if let (Some(a), Some(b)) = (self.first_ts, self.last_ts) {
-            let fa = time::fmt_minute(a);
-            let fb = time::fmt_minute(b);
-            let fb = if fa[..10] == fb[..10] {
-                fb[11..].to_string()
-            } else {
-                fb
-            };
-            summary.push_str(&format!(", {fa} → {fb} UTC"));
+            summary.push_str(&format!(", {}", time::fmt_window(a, Some(b))));
         }
         summary.push_str(&format!(
-            ", {} templates, {} error{}",
+            ", {} template{}, {} error{}",
             thousands(templates as u64),
+            if templates == 1 { "" } else { "s" },
             thousands(error_lines),
             if error_lines == 1 { "" } else { "s" }
         ));

@@ -589,17 +589,122 @@ pub fn fmt_minute(ns: i64) -> String {
     }
 }
 
-/// Render epoch nanoseconds as `HH:MM` UTC.
-pub fn fmt_hm(ns: i64) -> String {
-    match to_timestamp(ns) {
-        Some(ts) => ts.strftime("%H:%M").to_string(),
-        None => String::from("?"),
+/// An instant as statements write it: `2026-06-02 09:14 UTC` (minutes; epoch nanoseconds in).
+/// Pages show it in the viewer's zone through [`mentions`].
+pub fn fmt_instant(ns: i64) -> String {
+    format!("{} UTC", fmt_minute(ns))
+}
+
+/// A time window as statements write it, from epoch nanoseconds: `2026-06-02 09:00 → 09:40
+/// UTC` within one day, `2026-06-02 23:50 → 2026-06-03 00:10 UTC` across midnight, `since
+/// 2026-06-02 09:00 UTC` without an end. Pages show it in the viewer's zone through
+/// [`mentions`].
+pub fn fmt_window(first: i64, last: Option<i64>) -> String {
+    let a = fmt_minute(first);
+    match last {
+        None => format!("since {a} UTC"),
+        Some(last) => {
+            let b = fmt_minute(last);
+            let b = if a.get(..10) == b.get(..10) {
+                b.get(11..).unwrap_or(&b).to_string()
+            } else {
+                b
+            };
+            format!("{a} → {b} UTC")
+        }
     }
+}
+
+/// An instant or window written by [`fmt_instant`] or [`fmt_window`], found in a statement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimeMention {
+    /// Byte range of the mention in the text, `UTC` included.
+    pub range: std::ops::Range<usize>,
+    /// Written with `since` (a window without an end).
+    pub since: bool,
+    /// The instant, or the window's start.
+    pub start: jiff::Timestamp,
+    /// The window's end, when it has one.
+    pub end: Option<jiff::Timestamp>,
+}
+
+/// Mentions of instants and windows in `text` in the forms [`fmt_instant`] and [`fmt_window`]
+/// write, in order. Statements are stored with UTC times (the export and the model read them as
+/// they are); a page rewrites each mention in its viewer's zone.
+pub fn mentions(text: &str) -> Vec<TimeMention> {
+    static MENTION: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(since )?(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2})(?: → (\d{4}-\d{2}-\d{2} )?(\d{2}:\d{2}))? UTC\b",
+        )
+        .unwrap_or_else(|e| unreachable!("the mention pattern is valid: {e}"))
+    });
+    let at = |date: &str, hm: &str| -> Option<jiff::Timestamp> {
+        let civil: jiff::civil::DateTime = format!("{date}T{hm}:00").parse().ok()?;
+        civil
+            .to_zoned_datetime(jiff::tz::TimeZone::UTC)
+            .ok()
+            .map(|z| z.timestamp())
+    };
+    MENTION
+        .captures_iter(text)
+        .filter_map(|c| {
+            let whole = c.get(0)?;
+            let date = c.get(2)?.as_str();
+            let start = at(date, c.get(3)?.as_str())?;
+            let end = match c.get(5) {
+                Some(hm) => {
+                    let end_date = c.get(4).map_or(date, |d| d.as_str().trim_end());
+                    Some(at(end_date, hm.as_str())?)
+                }
+                None => None,
+            };
+            Some(TimeMention {
+                range: whole.range(),
+                since: c.get(1).is_some(),
+                start,
+                end,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows_are_written_and_found_again() {
+        let nine = 1_780_390_800 * NS; // 2026-06-02 09:00 UTC
+        let w = fmt_window(nine, Some(nine + 40 * 60 * NS));
+        assert_eq!(w, "2026-06-02 09:00 → 09:40 UTC");
+        let night = fmt_window(
+            nine + 14 * 3600 * NS + 50 * 60 * NS,
+            Some(nine + 15 * 3600 * NS + 10 * 60 * NS),
+        );
+        assert_eq!(night, "2026-06-02 23:50 → 2026-06-03 00:10 UTC");
+        let open = fmt_window(nine, None);
+        assert_eq!(open, "since 2026-06-02 09:00 UTC");
+        let text = format!(
+            "12 lines, {w}, and later {night}; alert {open}; first at {}.",
+            fmt_instant(nine)
+        );
+        let found = mentions(&text);
+        assert_eq!(found.len(), 4);
+        assert_eq!(&text[found[0].range.clone()], w);
+        assert_eq!(found[0].start.as_second(), 1_780_390_800);
+        assert_eq!(
+            found[0].end.map(|e| e.as_second()),
+            Some(1_780_390_800 + 2400)
+        );
+        assert_eq!(&text[found[1].range.clone()], night);
+        assert_eq!(
+            found[1].end.map(|e| e.as_second()),
+            Some(1_780_390_800 + 15 * 3600 + 600)
+        );
+        assert!(found[2].since && found[2].end.is_none());
+        assert_eq!(&text[found[3].range.clone()], "2026-06-02 09:00 UTC");
+        assert!(mentions("deploy 2026-06-02 at 09:00 in UTC+2").is_empty());
+    }
 
     fn ts(s: &str) -> i64 {
         s.parse::<jiff::Timestamp>().unwrap().as_nanosecond() as i64

@@ -440,6 +440,9 @@ pub struct MemoryFilter {
     pub oldest_first: bool,
     /// Keyset pagination without `q`: only records after this id in the list's order.
     pub after_id: Option<i64>,
+    /// With `q`: skip this many of the best matches (a search's later pages; relevance has no
+    /// stable key to page on). Ignored without `q`.
+    pub offset: Option<i64>,
 }
 
 /// Durable kinds as a JSON array, for `IN (SELECT value FROM json_each(?))`.
@@ -510,6 +513,9 @@ pub async fn list(pool: &SqlitePool, f: &MemoryFilter) -> AppResult<Vec<MemoryRe
     });
     b.push(" LIMIT ")
         .push_bind(f.limit.unwrap_or(200).clamp(1, 1000));
+    if let (Some(_), Some(skip)) = (&fts, f.offset.filter(|n| *n > 0)) {
+        b.push(" OFFSET ").push_bind(skip);
+    }
     let rows: Vec<Row> = b.build_query_as().fetch_all(pool).await?;
     rows.into_iter().map(Row::into_record).collect()
 }

@@ -48,10 +48,17 @@ pub struct MemoryQuery {
     /// Keyset pagination: the last record id of the previous page (`MEM-` prefix allowed).
     #[serde(default)]
     pub after: String,
+    /// A search's page, from 1 (default) to [`SEARCH_PAGES`]: matches are ranked by relevance,
+    /// which has no key to page on, so a search pages by position.
+    #[serde(default)]
+    pub page: String,
 }
 
 /// Records per page in the memory browser.
 const PAGE_SIZE: i64 = 50;
+
+/// Pages a search may go to (the best 1,000 matches at [`PAGE_SIZE`] a page).
+const SEARCH_PAGES: i64 = 20;
 
 fn nonempty(s: &str) -> Option<String> {
     Some(s.trim()).filter(|s| !s.is_empty()).map(str::to_string)
@@ -89,12 +96,36 @@ impl MemoryQuery {
                     })
                 })
                 .transpose()?,
+            offset: Some((self.search_page()? - 1) * PAGE_SIZE),
         })
+    }
+
+    /// The search page asked for ([`MemoryQuery::page`]), 1 when absent.
+    fn search_page(&self) -> Result<i64, ValidationError> {
+        match nonempty(&self.page) {
+            None => Ok(1),
+            Some(p) => p
+                .parse::<i64>()
+                .ok()
+                .filter(|n| (1..=SEARCH_PAGES).contains(n))
+                .ok_or_else(|| {
+                    ValidationError::new(
+                        "page",
+                        format!("is a search page from 1 to {SEARCH_PAGES}, not '{p}'"),
+                    )
+                }),
+        }
     }
 
     /// Query string of the same filters (for page links), with `after` when given.
     fn query_string(&self, after: Option<i64>) -> String {
+        self.query_string_at(after, None)
+    }
+
+    /// Query string of the same filters with `after` or a search `page` when given.
+    fn query_string_at(&self, after: Option<i64>, page: Option<i64>) -> String {
         let after = after.map(|a| a.to_string());
+        let page = page.map(|p| p.to_string());
         let mut pairs: Vec<(&str, &str)> = vec![
             ("q", self.q.as_str()),
             ("kind", self.kind.as_str()),
@@ -106,6 +137,9 @@ impl MemoryQuery {
         ];
         if let Some(a) = &after {
             pairs.push(("after", a));
+        }
+        if let Some(p) = &page {
+            pairs.push(("page", p));
         }
         pairs.retain(|(_, v)| !v.is_empty());
         serde_urlencoded::to_string(pairs).unwrap_or_default()
@@ -571,18 +605,20 @@ pub(super) async fn browser_page(
     let mut filter = bq.filter.to_filter()?;
     filter.limit = Some(PAGE_SIZE + 1);
     let mut records = mstore::list(&s.pool, &filter).await?;
-    // A search is ranked by relevance: its first page only (refine the words for more).
-    let next = if records.len() as i64 > PAGE_SIZE {
-        records.truncate(PAGE_SIZE as usize);
-        records
-            .last()
-            .filter(|_| filter.q.is_none())
-            .map(|m| bq.filter.query_string(Some(m.id)))
-    } else {
-        None
+    // A search is ranked by relevance and pages by position, up to SEARCH_PAGES; a list pages
+    // by key (the last id shown).
+    let page = bq.filter.search_page()?;
+    let full = records.len() as i64 > PAGE_SIZE;
+    records.truncate(PAGE_SIZE as usize);
+    let next = match (&filter.q, records.last()) {
+        (Some(_), Some(_)) if full && page < SEARCH_PAGES => {
+            Some(bq.filter.query_string_at(None, Some(page + 1)))
+        }
+        (None, Some(m)) if full => Some(bq.filter.query_string(Some(m.id))),
+        _ => None,
     };
-    let more_matches = filter.q.is_some() && next.is_none() && records.len() as i64 == PAGE_SIZE;
-    let later_page = filter.after_id.is_some();
+    let more_matches = filter.q.is_some() && full && next.is_none();
+    let later_page = filter.after_id.is_some() || (filter.q.is_some() && page > 1);
     let first = bq.filter.query_string(None);
     let items: Vec<Item> = records.into_iter().map(|m| item(m, &clock)).collect();
     let memory_empty = mstore::list(

@@ -430,10 +430,12 @@ pub struct ObservationView {
 }
 
 /// Groups an incident's observations by failure mode (an observation with several tags appears
-/// under each), most populated group first; untagged ones last under `other`.
+/// under each), most populated group first; untagged ones last under `other`. Times in the
+/// statements are shown in `clock`'s zone ([`Clock::localize`]).
 pub fn group_observations(
     incident: &IncidentId,
     obs: &[crate::domain::memory::MemoryRecord],
+    clock: &Clock,
 ) -> Vec<ObservationGroup> {
     let mut groups: Vec<ObservationGroup> = Vec::new();
     for o in obs {
@@ -463,7 +465,7 @@ pub fn group_observations(
             .unwrap_or_default();
         let view = || ObservationView {
             reference: o.reference(),
-            text: o.text.clone(),
+            text: clock.localize(&o.text),
             links: links.clone(),
         };
         let tags: Vec<String> = if o.failure_modes.is_empty() {
@@ -674,9 +676,12 @@ async fn build_page(
     }
     let timeline = events
         .into_iter()
-        .map(|e| Event {
-            at: clock.fmt(&e.at),
-            event: e,
+        .map(|mut e| {
+            e.detail = clock.localize(&e.detail);
+            Event {
+                at: clock.fmt(&e.at),
+                event: e,
+            }
         })
         .collect();
     let (status, error) = match error {
@@ -690,7 +695,7 @@ async fn build_page(
         ..Default::default()
     };
     let observations = crate::store::memory::list(&state.pool, &obs_filter).await?;
-    let observation_groups = group_observations(id, &observations);
+    let observation_groups = group_observations(id, &observations, &clock);
     let evidence = crate::store::evidence::list(&state.pool, id.as_str()).await?;
     let investigation = match crate::store::recommendations::latest_investigation(
         &state.pool,
@@ -699,7 +704,12 @@ async fn build_page(
     .await?
     {
         Some(i) => {
-            Some(crate::services::investigation::view_investigation(&state.pool, i.id).await?)
+            let mut view =
+                crate::services::investigation::view_investigation(&state.pool, i.id).await?;
+            for h in &mut view.hypotheses {
+                h.statement = clock.localize(&h.statement);
+            }
+            Some(view)
         }
         None => None,
     };
@@ -720,7 +730,7 @@ async fn build_page(
             id: r.memory.id,
             incident_id: r.memory.incident_id.clone().unwrap_or_default(),
             kind: r.memory.kind.to_string(),
-            text: r.memory.text.clone(),
+            text: clock.localize(&r.memory.text),
             why: super::memory::why_text(&r.why),
             marks: r.marks.join(", "),
         };
@@ -775,6 +785,8 @@ async fn build_page(
         open_recommendations,
         may_confirm,
     );
+    let mut incident = incident;
+    incident.summary = incident.summary.map(|text| clock.localize(&text));
     let page = ShowPage {
         layout: Layout::new(Some(user), format!("{} · {}", incident.id, incident.title))
             .with_current("incidents"),

@@ -65,6 +65,54 @@ impl Clock {
             .map_or_else(|_| stored.to_string(), |t| self.fmt(&t))
     }
 
+    /// `text` with each instant and window that statements write in UTC
+    /// ([`crate::evidence::time::mentions`]) rewritten in this zone, with its offset:
+    /// `2026-06-02 09:00 → 09:40 UTC` is `2026-06-02 11:00 → 11:40 +02:00` for a viewer in
+    /// Berlin in June. The end carries its own date when it falls on another local day, and its
+    /// own offset when a DST change lies between.
+    pub fn localize(&self, text: &str) -> String {
+        let found = crate::evidence::time::mentions(text);
+        if found.is_empty() {
+            return text.to_string();
+        }
+        let mut out = String::with_capacity(text.len() + 8 * found.len());
+        let mut last = 0;
+        for m in found {
+            out.push_str(&text[last..m.range.start]);
+            let start = m.start.to_zoned_datetime(self.tz.clone());
+            let minute = |z: &jiff::ZonedDateTime| z.strftime("%Y-%m-%d %H:%M").to_string();
+            let offset = |z: &jiff::ZonedDateTime| z.strftime("%:z").to_string();
+            if m.since {
+                out.push_str("since ");
+            }
+            out.push_str(&minute(&start));
+            match m.end.map(|e| e.to_zoned_datetime(self.tz.clone())) {
+                Some(end) => {
+                    let same_day = end.date() == start.date();
+                    if offset(&end) != offset(&start) {
+                        out.push(' ');
+                        out.push_str(&offset(&start));
+                    }
+                    out.push_str(" → ");
+                    if same_day {
+                        out.push_str(&end.strftime("%H:%M").to_string());
+                    } else {
+                        out.push_str(&minute(&end));
+                    }
+                    out.push(' ');
+                    out.push_str(&offset(&end));
+                }
+                None => {
+                    out.push(' ');
+                    out.push_str(&offset(&start));
+                }
+            }
+            last = m.range.end;
+        }
+        out.push_str(&text[last..]);
+        out
+    }
+
     /// Like [`Clock::fmt`] for an optional instant; `—` when absent.
     pub fn fmt_opt(&self, ts: &Option<jiff::Timestamp>) -> String {
         ts.as_ref().map_or_else(|| "—".to_string(), |t| self.fmt(t))
@@ -443,6 +491,34 @@ mod tests {
         assert_eq!(c.fmt(&ts), "2026-07-01 12:00:00 +00:00");
         h.insert(header::COOKIE, "tz=Not/AZone".parse().unwrap());
         assert_eq!(Clock::for_viewer(None, &h).zone_name, "UTC");
+    }
+
+    #[test]
+    fn statements_are_shown_in_the_viewers_zone_with_the_offset() {
+        let berlin = Clock {
+            tz: TimeZone::get("Europe/Berlin").expect("zone"),
+            zone_name: "Europe/Berlin".into(),
+        };
+        let text = "40 lines, 2026-06-02 09:00 → 09:40 UTC, 3 templates; firing since 2026-06-02 22:30 UTC";
+        assert_eq!(
+            berlin.localize(text),
+            "40 lines, 2026-06-02 11:00 → 11:40 +02:00, 3 templates; firing since 2026-06-03 00:30 +02:00"
+        );
+        // Crossing local midnight: the end keeps its date.
+        assert_eq!(
+            berlin.localize("2026-06-02 21:50 → 22:10 UTC"),
+            "2026-06-02 23:50 → 2026-06-03 00:10 +02:00"
+        );
+        // Across the autumn DST change each end keeps its own offset.
+        assert_eq!(
+            berlin.localize("2026-10-25 00:30 → 01:30 UTC"),
+            "2026-10-25 02:30 +02:00 → 02:30 +01:00"
+        );
+        assert_eq!(
+            Clock::utc().localize("first at 2026-06-02 09:14 UTC."),
+            "first at 2026-06-02 09:14 +00:00."
+        );
+        assert_eq!(berlin.localize("no times here"), "no times here");
     }
 }
 

@@ -875,6 +875,31 @@ async fn the_memory_browser_pages_through_records_and_sorts() {
     let html = page(&app, &rita, "/memories?sort=oldest").await;
     let oldest = ids(&html);
     assert!(oldest.windows(2).all(|w| w[0] < w[1]), "oldest first");
+    // A search is ranked by relevance and pages by position: page 2 holds other matches.
+    let html = page(&app, &rita, "/memories?q=the+to+of+and").await;
+    let best = ids(&html);
+    assert_eq!(best.len(), 50);
+    let next = html
+        .split(r#"<a href="/memories?"#)
+        .find_map(|s| {
+            s.split_once(r#"" id="next-page""#)
+                .map(|(q, _)| q.replace("&amp;", "&").replace("&#38;", "&"))
+        })
+        .expect("a search's next page");
+    assert!(next.contains("page=2"), "{next}");
+    let html = page(&app, &rita, &format!("/memories?{next}")).await;
+    let more = ids(&html);
+    assert!(!more.is_empty());
+    assert!(more.iter().all(|i| !best.contains(i)), "no overlap");
+    assert!(html.contains("First page"));
+    for bad in ["0", "21", "two"] {
+        let res = rita
+            .get(app.url(&format!("/memories?q=the&page={bad}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "page={bad}");
+    }
     let res = rita
         .get(app.url("/memories?after=xyz"))
         .send()

@@ -396,6 +396,43 @@ async fn pages_show_times_in_the_viewers_zone_with_the_offset() {
     let html = res.text().await.unwrap();
     assert!(html.contains("+05:30"), "browser-reported zone used");
     assert!(html.contains("Asia/Kolkata"));
+    // Observation statements are stored with UTC windows and shown in the viewer's zone.
+    let lines: Vec<String> = (0..30)
+        .map(|n| format!("2026-06-02T09:{n:02}:00Z ERROR cache refill failed for shard {n}"))
+        .collect();
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/evidence"),
+            serde_json::json!({"kind": "logs", "content": lines.join("\n")}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let html = app
+        .client
+        .get(app.url(&format!("/incidents/{id}")))
+        .bearer_auth(&app.responder)
+        .header("cookie", "tz=Asia%2FKolkata")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("30 lines, 2026-06-02 14:30 → 14:59 +05:30, 1 template, 30 errors"),
+        "observation window in the viewer's zone: {}",
+        html.split("30 lines")
+            .nth(1)
+            .unwrap_or("")
+            .chars()
+            .take(80)
+            .collect::<String>()
+    );
+    assert!(
+        !html.contains("09:00 → 09:29 UTC"),
+        "no UTC window left on the page"
+    );
     // A profile setting wins over the browser.
     let b = app.browser("rita").await;
     let res = b
