@@ -283,6 +283,68 @@ impl Rule {
             self.always, self.because, self.scope, self.severity
         )
     }
+
+    /// Rules as the post-mortem editor shows them: each [`Rule::text`], a blank line between.
+    /// [`Rule::parse_blocks`] reads it back.
+    pub fn blocks_text(rules: &[Rule]) -> String {
+        rules
+            .iter()
+            .map(Rule::text)
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    /// Parses lesson blocks as the editor sends them: blocks split by a blank line, each line
+    /// `ALWAYS:`, `BECAUSE:`, `SCOPE:` or `SEVERITY:` (any case) then its text, up to the first
+    /// colon. Any line endings (browsers send CRLF). A block without `SCOPE` applies to `all`;
+    /// without `SEVERITY` it is `medium`.
+    ///
+    /// # Errors
+    /// [`ValidationError`] on field `lessons`, naming the lesson (from 1): a line without a
+    /// colon, an unknown key, or a severity that is not low, medium, high or critical.
+    pub fn parse_blocks(s: &str) -> Result<Vec<Rule>, ValidationError> {
+        let s = super::postmortem::unix_newlines(s);
+        let mut out = Vec::new();
+        for (n, block) in s
+            .split("\n\n")
+            .map(str::trim)
+            .filter(|b| !b.is_empty())
+            .enumerate()
+        {
+            let mut rule = Rule {
+                always: String::new(),
+                because: String::new(),
+                scope: "all".into(),
+                severity: RuleSeverity::Medium,
+            };
+            for line in block.lines() {
+                let (k, v) = line.split_once(':').ok_or_else(|| {
+                    ValidationError::new(
+                        "lessons",
+                        format!(
+                            "lesson {}: every line starts with ALWAYS:, BECAUSE:, SCOPE: or SEVERITY:",
+                            n + 1
+                        ),
+                    )
+                })?;
+                let v = v.trim().to_string();
+                match k.trim().to_ascii_uppercase().as_str() {
+                    "ALWAYS" => rule.always = v,
+                    "BECAUSE" => rule.because = v,
+                    "SCOPE" => rule.scope = v,
+                    "SEVERITY" => rule.severity = RuleSeverity::parse(&v.to_lowercase())?,
+                    other => {
+                        return Err(ValidationError::new(
+                            "lessons",
+                            format!("lesson {}: unknown line '{other}:'", n + 1),
+                        ));
+                    }
+                }
+            }
+            out.push(rule);
+        }
+        Ok(out)
+    }
 }
 
 /// What [`confidence_ceiling`] needs to know about each cited source.
@@ -508,6 +570,22 @@ pub fn is_summary(o: &MemoryRecord) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lessons_typed_in_a_browser_textarea_parse_with_crlf_line_endings() {
+        let text = "ALWAYS: drain the queue before a schema change\r\nBECAUSE: writes piled up\r\n\
+                    SCOPE: billing\r\nSEVERITY: high\r\n\r\nALWAYS: page the owner\r\n\
+                    BECAUSE: nobody knew\r\nSCOPE: all\r\nSEVERITY: low";
+        let rules = Rule::parse_blocks(text).expect("two lessons");
+        assert_eq!(rules.len(), 2);
+        assert_eq!(rules[0].always, "drain the queue before a schema change");
+        assert_eq!(rules[0].severity, RuleSeverity::High);
+        assert_eq!(rules[1].because, "nobody knew");
+        assert_eq!(
+            super::super::postmortem::unix_newlines("a\r\nb\rc"),
+            "a\nb\nc"
+        );
+    }
 
     #[test]
     fn there_are_at_least_15_durable_kinds_and_each_has_a_lifetime() {

@@ -15,9 +15,9 @@ use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
 use super::pages::{KeptInput, Layout, VersionForm, incident_error};
 use super::view::{Clock, SafeHtml, render_markdown};
-use crate::domain::memory::{Rule, RuleSeverity};
+use crate::domain::memory::Rule;
 use crate::domain::postmortem::{Postmortem, unix_newlines};
-use crate::domain::{ConfirmRefusal, IncidentId, IncidentState, ValidationError};
+use crate::domain::{ConfirmRefusal, IncidentId, IncidentState};
 use crate::error::AppError;
 use crate::services::postmortem as pm;
 use crate::services::workflow;
@@ -402,64 +402,6 @@ fn parse_lines(s: &str) -> Vec<String> {
         .collect()
 }
 
-fn lessons_text(rules: &[Rule]) -> String {
-    rules
-        .iter()
-        .map(|r| {
-            format!(
-                "ALWAYS: {}\nBECAUSE: {}\nSCOPE: {}\nSEVERITY: {}",
-                r.always, r.because, r.scope, r.severity
-            )
-        })
-        .collect::<Vec<_>>()
-        .join("\n\n")
-}
-
-/// Parses lesson blocks (any line endings).
-fn parse_lessons(s: &str) -> Result<Vec<Rule>, ValidationError> {
-    let s = unix_newlines(s);
-    let mut out = Vec::new();
-    for (n, block) in s
-        .split("\n\n")
-        .map(str::trim)
-        .filter(|b| !b.is_empty())
-        .enumerate()
-    {
-        let mut rule = Rule {
-            always: String::new(),
-            because: String::new(),
-            scope: "all".into(),
-            severity: RuleSeverity::Medium,
-        };
-        for line in block.lines() {
-            let (k, v) = line.split_once(':').ok_or_else(|| {
-                ValidationError::new(
-                    "lessons",
-                    format!(
-                        "lesson {}: every line starts with ALWAYS:, BECAUSE:, SCOPE: or SEVERITY:",
-                        n + 1
-                    ),
-                )
-            })?;
-            let v = v.trim().to_string();
-            match k.trim().to_ascii_uppercase().as_str() {
-                "ALWAYS" => rule.always = v,
-                "BECAUSE" => rule.because = v,
-                "SCOPE" => rule.scope = v,
-                "SEVERITY" => rule.severity = RuleSeverity::parse(&v.to_lowercase())?,
-                other => {
-                    return Err(ValidationError::new(
-                        "lessons",
-                        format!("lesson {}: unknown line '{other}:'", n + 1),
-                    ));
-                }
-            }
-        }
-        out.push(rule);
-    }
-    Ok(out)
-}
-
 fn form_of(p: &Postmortem, version: i64) -> EditForm {
     EditForm {
         summary: p.summary.clone(),
@@ -469,7 +411,7 @@ fn form_of(p: &Postmortem, version: i64) -> EditForm {
         trigger: p.trigger.clone(),
         contributing_factors: lines(&p.contributing_factors),
         misleading_hypotheses: lines(&p.misleading_hypotheses),
-        lessons: lessons_text(&p.lessons),
+        lessons: Rule::blocks_text(&p.lessons),
         action_items: lines(&p.action_items),
         detection_gaps: lines(&p.detection_gaps),
         version: Some(version),
@@ -558,7 +500,7 @@ pub(super) async fn page_edit(
         p.trigger = f.trigger.trim().to_string();
         p.contributing_factors = parse_lines(&f.contributing_factors);
         p.misleading_hypotheses = parse_lines(&f.misleading_hypotheses);
-        p.lessons = parse_lessons(&f.lessons)?;
+        p.lessons = Rule::parse_blocks(&f.lessons)?;
         p.action_items = parse_lines(&f.action_items);
         p.detection_gaps = parse_lines(&f.detection_gaps);
         pm::edit(&s.pool, &user.0, &id, p, f.version).await?;
@@ -686,22 +628,4 @@ pub(super) async fn page_review(
         q: review(&s).await?,
     }
     .into_response())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn lessons_typed_in_a_browser_textarea_parse_with_crlf_line_endings() {
-        let text = "ALWAYS: drain the queue before a schema change\r\nBECAUSE: writes piled up\r\n\
-                    SCOPE: billing\r\nSEVERITY: high\r\n\r\nALWAYS: page the owner\r\n\
-                    BECAUSE: nobody knew\r\nSCOPE: all\r\nSEVERITY: low";
-        let rules = parse_lessons(text).expect("two lessons");
-        assert_eq!(rules.len(), 2);
-        assert_eq!(rules[0].always, "drain the queue before a schema change");
-        assert_eq!(rules[0].severity, RuleSeverity::High);
-        assert_eq!(rules[1].because, "nobody knew");
-        assert_eq!(unix_newlines("a\r\nb\rc"), "a\nb\nc");
-    }
 }
