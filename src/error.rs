@@ -49,13 +49,35 @@ pub enum AppError {
         /// Seconds until a request would be accepted (at least 1).
         retry_after_secs: u64,
     },
+    /// The database's disk is full (SQLite `SQLITE_FULL`, result code 13): the write was rolled
+    /// back, nothing was stored, and reads still work (HTTP 503 Service Unavailable with
+    /// `Retry-After`, RFC 9110 §15.6.4; logged).
+    #[error(
+        "the database's disk is full, so nothing was written: free space on the volume that holds \
+         the database, then try again"
+    )]
+    StorageFull,
     /// Anything else: a bug or an unavailable database (HTTP 500, logged).
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
 
+/// SQLite's primary result code for a full disk (`SQLITE_FULL`; sqlite.org/rescode.html).
+const SQLITE_FULL: i64 = 13;
+
 impl From<sqlx::Error> for AppError {
+    /// [`AppError::StorageFull`] for `SQLITE_FULL` (sqlx reports the extended result code,
+    /// whose low byte is the primary one), else [`AppError::Internal`].
     fn from(e: sqlx::Error) -> Self {
+        let full = e
+            .as_database_error()
+            .and_then(|d| d.code())
+            .and_then(|c| c.parse::<i64>().ok())
+            .is_some_and(|c| c & 0xff == SQLITE_FULL);
+        if full {
+            tracing::error!(error = %e, "the database's disk is full; the write was rolled back");
+            return Self::StorageFull;
+        }
         Self::Internal(e.into())
     }
 }
@@ -65,6 +87,9 @@ impl From<sqlx::migrate::MigrateError> for AppError {
         Self::Internal(e.into())
     }
 }
+
+/// `Retry-After` on a full disk's 503: long enough for an operator to act.
+const STORAGE_FULL_RETRY_SECS: u64 = 60;
 
 impl AppError {
     /// The HTTP status for this error.
@@ -78,6 +103,7 @@ impl AppError {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::InvalidTransition(_) | Self::Conflict(_) => StatusCode::CONFLICT,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::StorageFull => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -94,6 +120,7 @@ impl AppError {
             Self::InvalidTransition(_) => "invalid_transition",
             Self::Conflict(_) => "conflict",
             Self::TooManyRequests { .. } => "rate_limited",
+            Self::StorageFull => "storage_full",
             Self::Internal(_) => "internal",
         }
     }
@@ -108,12 +135,14 @@ impl AppError {
         self.to_string()
     }
 
-    /// Seconds for the `Retry-After` header of a 429; `None` for other errors.
+    /// Seconds for the `Retry-After` header of a 429 or a full disk's 503; `None` for other
+    /// errors.
     pub fn retry_after_secs(&self) -> Option<u64> {
         match self {
             Self::TooManyRequests {
                 retry_after_secs, ..
             } => Some(*retry_after_secs),
+            Self::StorageFull => Some(STORAGE_FULL_RETRY_SECS),
             _ => None,
         }
     }

@@ -157,6 +157,7 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<SqlitePool, OpenError> {
     };
     let pool = SqlitePoolOptions::new()
         .max_connections(8)
+        .before_acquire(|conn, _| Box::pin(outside_transaction(conn)))
         .connect_with(opts)
         .await
         .map_err(open_error)?;
@@ -272,6 +273,26 @@ pub async fn migration_status(pool: &SqlitePool) -> AppResult<(i64, i64)> {
 pub async fn ping(pool: &SqlitePool) -> AppResult<()> {
     sqlx::query("SELECT 1").execute(pool).await?;
     Ok(())
+}
+
+/// Whether a pooled connection may be handed out: only outside a transaction, as SQLite sees it
+/// and as sqlx counts it.
+///
+/// A write that fails with `SQLITE_FULL` (or `SQLITE_IOERR`, `SQLITE_NOMEM`) makes SQLite roll the
+/// transaction back by itself (sqlite.org/lang_transaction.html, "Response To Errors Within A
+/// Transaction"). The dropped `Transaction` then sends `ROLLBACK`, which fails with "no
+/// transaction is active", and sqlx 0.9 keeps counting the connection as one level deep, so
+/// every later `BEGIN IMMEDIATE` on it fails ("attempted to call begin_with at non-zero
+/// transaction depth"): after a full disk the app answered 500 to writes until a restart. Such
+/// a connection is closed here and the pool opens a fresh one. The queued `ROLLBACK` of a
+/// transaction dropped just before runs ahead of a ping, so a connection is judged after it.
+async fn outside_transaction(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
+    use sqlx::Connection as _;
+    if !conn.is_in_transaction() {
+        return Ok(true);
+    }
+    conn.ping().await?;
+    Ok(!conn.is_in_transaction())
 }
 
 #[cfg(test)]

@@ -1,11 +1,16 @@
-//! The server killed with SIGKILL in the middle of Learn (issue #22), at several points: after
-//! a restart the incident is either learned with every record of its preview, or still confirmed
-//! with none of them; a second Learn completes it; `audit verify` finds the chain intact.
+//! Faults (issue #22), against the real `incidentmind` binary (`serve` on a loopback port,
+//! `user add`, `audit verify`) on a fresh SQLite file each, with the built-in embedding model
+//! off:
 //!
-//! Runs the real `incidentmind` binary (`serve` on a loopback port, `user add`, `audit verify`)
-//! on a fresh SQLite file per point, with the built-in embedding model off (a kill lands in
-//! Learn's own transaction, not in the model). The points are delays after the Learn request is
-//! sent, from at once to after it has surely finished; the outcome at each is printed.
+//! - **SIGKILL in the middle of Learn**, at several points: after a restart the incident is
+//!   either learned with every record of its preview, or still confirmed with none of them; a
+//!   second Learn completes it; `audit verify` finds the chain intact. The points are delays
+//!   after the Learn request is sent, from at once to after it has surely finished; the outcome
+//!   at each is printed.
+//! - **A full disk**: the database on a small tmpfs that a filler file fills. A write answers
+//!   503 with a message that says what to do and `Retry-After`, reads go on working, nothing is
+//!   half-written, and writes succeed again once space returns. Mounting needs root
+//!   (`CAP_SYS_ADMIN`); without it the test says so and is skipped.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -22,16 +27,23 @@ fn kill_after_ms() -> Vec<u64> {
     (0..=40).step_by(2).chain([200]).collect()
 }
 
-/// A running `incidentmind serve`.
+/// A running `incidentmind serve`, its log in a temporary directory (printed when a test
+/// fails).
 struct Server {
     child: Child,
     base: String,
+    log: tempfile::TempDir,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log =
+                std::fs::read_to_string(self.log.path().join("server.log")).unwrap_or_default();
+            eprintln!("server log:\n{log}");
+        }
     }
 }
 
@@ -45,6 +57,7 @@ fn free_port() -> u16 {
 
 async fn start(db: &Path) -> Server {
     let port = free_port();
+    let log = tempfile::tempdir().expect("log dir");
     let child = Command::new(BIN)
         .args(["serve", "--database-url"])
         .arg(db)
@@ -55,7 +68,10 @@ async fn start(db: &Path) -> Server {
             "off",
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(
+            std::fs::File::create(log.path().join("server.log"))
+                .map_or_else(|_| Stdio::null(), Stdio::from),
+        )
         .spawn()
         .expect("incidentmind serve starts");
     let base = format!("http://127.0.0.1:{port}");
@@ -64,7 +80,7 @@ async fn start(db: &Path) -> Server {
         if let Ok(r) = client.get(format!("{base}/healthz")).send().await
             && r.status().is_success()
         {
-            return Server { child, base };
+            return Server { child, base, log };
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -283,5 +299,145 @@ async fn a_learn_killed_at_any_point_is_all_or_nothing_and_the_audit_chain_stays
     assert!(
         outcomes.contains(&"learned"),
         "the last point is after Learn finished"
+    );
+}
+
+/// A tmpfs mounted for the test, unmounted when dropped.
+struct Tmpfs(std::path::PathBuf);
+
+impl Tmpfs {
+    /// Mounts a tmpfs of `size` (`mount -o size=…`) on a new directory; `None` without the
+    /// right to mount.
+    fn mount(size: &str) -> Option<(tempfile::TempDir, Self)> {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then(|| {
+            let at = dir.path().to_path_buf();
+            (dir, Self(at))
+        })
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// Writes `path` until the file system refuses (ENOSPC); returns the bytes written.
+fn fill(path: &Path) -> u64 {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).expect("filler file");
+    let chunk = vec![0u8; 64 * 1024];
+    let mut n = 0u64;
+    while let Ok(w) = f.write(&chunk) {
+        if w == 0 {
+            break;
+        }
+        n += w as u64;
+    }
+    let _ = f.sync_all();
+    n
+}
+
+#[tokio::test]
+async fn a_full_disk_answers_503_keeps_reads_and_recovers_when_space_returns() {
+    let Some((_dir, fs)) = Tmpfs::mount("12m") else {
+        eprintln!(
+            "SKIPPED: cannot mount a tmpfs here (needs root); the full-disk test did not run"
+        );
+        return;
+    };
+    let db = fs.0.join("full.db");
+    let rita = add_user(&db, "rita", "responder");
+    let server = start(&db).await;
+    let base = server.base.clone();
+    let inc = post(&base, &rita, "/api/v1/incidents", json!({"title": "Search index writes stall", "service": "search-api", "severity": "SEV3", "description": "Indexing lag grows."})).await;
+    let id = inc["id"].as_str().expect("an id").to_string();
+    let paste: String = (0..8_000)
+        .map(|n| format!("2026-03-04T11:00:{:02}Z WARN search-api: segment merge {n} took 900 ms on shard {}\n", n % 60, n % 7))
+        .collect();
+    let evidence = format!("/api/v1/incidents/{id}/evidence");
+    let filler = fs.0.join("filler");
+    let filled = fill(&filler);
+    assert!(filled > 0, "the filler took the space");
+
+    let client = reqwest::Client::new();
+    let res = client
+        .post(format!("{base}{evidence}"))
+        .bearer_auth(&rita)
+        .json(&json!({"kind": "logs", "content": paste}))
+        .send()
+        .await
+        .expect("the server answers");
+    assert_eq!(res.status(), reqwest::StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        res.headers().contains_key("retry-after"),
+        "503 says when to retry"
+    );
+    let body: Value = res.json().await.expect("a JSON error");
+    assert_eq!(body["error"]["code"], "storage_full", "{body}");
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("disk is full") && message.contains("free space"),
+        "{message}"
+    );
+    // Reads go on; nothing was half-written.
+    let shown = get(&base, &rita, &format!("/api/v1/incidents/{id}")).await;
+    assert_eq!(shown["state"], "investigating", "{shown}");
+    let listed = get(&base, &rita, &evidence).await;
+    assert_eq!(
+        listed["evidence"].as_array().map_or(0, Vec::len),
+        0,
+        "no evidence stored: {listed}"
+    );
+    assert_eq!(
+        listed["observations"].as_array().map_or(0, Vec::len),
+        0,
+        "no observation stored"
+    );
+
+    // Space returns: the same write succeeds.
+    std::fs::remove_file(&filler).expect("filler removed");
+    post(
+        &base,
+        &rita,
+        &evidence,
+        json!({"kind": "logs", "content": paste}),
+    )
+    .await;
+    let listed = get(&base, &rita, &evidence).await;
+    assert_eq!(
+        listed["evidence"].as_array().map_or(0, Vec::len),
+        1,
+        "{listed}"
+    );
+    drop(server);
+    let verify = Command::new(BIN)
+        .args(["audit", "verify", "--database-url"])
+        .arg(&db)
+        .output()
+        .expect("audit verify runs");
+    assert!(
+        verify.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verify.stderr)
+    );
+    let check = Command::new(BIN)
+        .arg("backup")
+        .arg(fs.0.join("copy.db"))
+        .arg("--database-url")
+        .arg(&db)
+        .output()
+        .expect("backup runs");
+    assert!(
+        check.status.success(),
+        "integrity check of the database after the full disk: {}",
+        String::from_utf8_lossy(&check.stderr)
     );
 }
