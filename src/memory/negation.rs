@@ -60,6 +60,93 @@ pub fn strip_negated(text: &str) -> String {
     out
 }
 
+/// Phrases after which a root cause says that what came before it in the clause was *not* the
+/// cause: "the pool size was not the cause", "a bad deploy wasn't to blame".
+const DENIED_BEFORE: &[&str] = &[
+    " was not the cause",
+    " was not the root cause",
+    " wasn't the cause",
+    " wasn't the root cause",
+    " is not the cause",
+    " was not to blame",
+    " wasn't to blame",
+    " was a red herring",
+    " did not cause",
+    " didn't cause",
+    " was ruled out",
+];
+
+/// Phrases after which what follows in the clause is denied: "it was not the pool size",
+/// "rather than the pool size", "not the pool size".
+const DENIED_AFTER: &[&str] = &["it was not ", "it wasn't ", "rather than ", "instead of ", "not "];
+
+/// What a record's text denies, each claim as its content words
+/// ([`super::recall::content_words`], plurals folded): the words before a [`DENIED_BEFORE`]
+/// phrase or after a [`DENIED_AFTER`] one, within their clause. "Pool size was NOT the cause;
+/// stale DNS TTL was" denies `{pool, size}`. Claims of fewer than two content words are left
+/// out: one word is too little to say what an older record claimed.
+pub fn denied_claims(text: &str) -> Vec<std::collections::BTreeSet<String>> {
+    let mut out = Vec::new();
+    for (clause, _) in clauses(text) {
+        let lower = clause.to_lowercase();
+        let mut claim = None;
+        for p in DENIED_BEFORE {
+            if let Some(at) = lower.find(p) {
+                claim = Some(lower[..at].to_string());
+                break;
+            }
+        }
+        if claim.is_none() {
+            for p in DENIED_AFTER {
+                let found = lower
+                    .match_indices(p)
+                    .find(|(at, _)| *at == 0 || lower[..*at].ends_with(' '));
+                if let Some((at, _)) = found {
+                    claim = Some(lower[at + p.len()..].to_string());
+                    break;
+                }
+            }
+        }
+        if let Some(words) = claim.map(|c| folded_words(&c))
+            && words.len() >= 2
+        {
+            out.push(words);
+        }
+    }
+    out
+}
+
+/// Content words of `text` with a plural `s` folded (`pools` → `pool`), for comparing claims.
+fn folded_words(text: &str) -> std::collections::BTreeSet<String> {
+    super::recall::content_words(text)
+        .into_iter()
+        .map(|w| match w.strip_suffix('s') {
+            Some(stem) if stem.chars().count() >= 3 && !stem.ends_with('s') => stem.to_string(),
+            _ => w,
+        })
+        .collect()
+}
+
+/// Whether `newer` contradicts `older`: a claim `newer` denies ([`denied_claims`]) is affirmed
+/// in `older`, which has at least two of the claim's content words, and at least two thirds of
+/// them, outside its own denials ("connection pool size was not the cause" against "the
+/// connection pools were too small"). Returns the shared words (sorted), or `None`.
+///
+/// This is the negation-cue-plus-shared-terms test of issue #22; it is meant for records of one
+/// kind on one service (two root causes), where shared words name the same thing.
+pub fn contradiction(newer: &str, older: &str) -> Option<Vec<String>> {
+    let denied_in_older: std::collections::BTreeSet<String> =
+        denied_claims(older).into_iter().flatten().collect();
+    let affirmed: std::collections::BTreeSet<String> = folded_words(older)
+        .into_iter()
+        .filter(|w| !denied_in_older.contains(w))
+        .collect();
+    denied_claims(newer).into_iter().find_map(|claim| {
+        let shared: Vec<String> = claim.intersection(&affirmed).cloned().collect();
+        (shared.len() >= 2 && shared.len() * 3 >= claim.len() * 2).then_some(shared)
+    })
+}
+
 /// Byte range in `clause` of the first negated scope (cue included), if any: from the cue to the
 /// next [`SCOPE_END`] word or the end of the clause. Both ends fall on ASCII bytes, so they are
 /// character boundaries of `clause`.
@@ -97,4 +184,46 @@ fn negated_span(clause: &str) -> Option<(usize, usize)> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_later_root_cause_that_denies_an_earlier_one_contradicts_it() {
+        let older = "The connection pools were too small for the holiday traffic.";
+        let newer =
+            "Connection pool size was NOT the cause; a stale DNS TTL sent writes to the old primary.";
+        assert_eq!(
+            contradiction(newer, older),
+            Some(vec!["connection".to_string(), "pool".to_string()])
+        );
+        // Other phrasings of the denial.
+        for newer in [
+            "It was not the connection pool: the DNS TTL was stale.",
+            "A stale DNS TTL, rather than connection pools, sent writes to the old primary.",
+            "The connection pool was a red herring; the DNS TTL was stale.",
+        ] {
+            assert!(contradiction(newer, older).is_some(), "{newer}");
+        }
+        // No denial, a denial of something the older one never said, or one word only.
+        assert_eq!(
+            contradiction("A stale DNS TTL sent writes to the old primary.", older),
+            None
+        );
+        assert_eq!(
+            contradiction("The load balancer health check was not the cause.", older),
+            None
+        );
+        assert_eq!(contradiction("Traffic was not the cause.", older), None);
+        // The older record denied it too: no contradiction.
+        assert_eq!(
+            contradiction(
+                newer,
+                "Connection pool size was not the cause; the disk filled up."
+            ),
+            None
+        );
+    }
 }
