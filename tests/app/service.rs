@@ -470,6 +470,23 @@ async fn metrics_after_a_scripted_workflow_report_every_family_with_exact_counts
             "{family} missing:\n{scrape}"
         );
     }
+    // The shipped dashboard and alert rules query only families this scrape has.
+    let names = regex::Regex::new(r"incidentmind_[a-z_]+").unwrap();
+    for example in ["grafana-dashboard.json", "compose/alert-rules.yml"] {
+        let text =
+            std::fs::read_to_string(format!("{}/examples/{example}", env!("CARGO_MANIFEST_DIR")))
+                .unwrap();
+        for name in names.find_iter(&text).map(|m| m.as_str()) {
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(name);
+            assert!(
+                scrape.contains(&format!("# TYPE {family} ")),
+                "examples/{example} names {name}, which /metrics does not serve"
+            );
+        }
+    }
     assert_eq!(
         value(
             r#"incidentmind_http_requests_total{method="POST",route="/api/v1/incidents",status="201"}"#
