@@ -123,7 +123,7 @@ pub(super) struct MemoryList {
     tag = "memory",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_list(
@@ -185,7 +185,7 @@ fn parse_mem_id(id: &str) -> Result<i64, AppError> {
     params(("id" = String, Path, description = "memory record id")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_show(
@@ -349,7 +349,7 @@ async fn create_memory(
     tag = "memory",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_create(
@@ -388,7 +388,7 @@ pub struct RetractBody {
     params(("id" = String, Path, description = "memory record id")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_supersede(
@@ -417,7 +417,7 @@ pub(super) async fn api_supersede(
     params(("id" = String, Path, description = "memory record id")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_retract(
@@ -471,7 +471,7 @@ async fn run_recall(s: &AppState, p: &RecallParams) -> Result<RecallResult, AppE
     tag = "memory",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_recall(
