@@ -163,6 +163,11 @@ pub struct ServeArgs {
         hide_default_value = true
     )]
     pub metrics_token: Option<String>,
+    /// Also serve `GET /metrics` on this address (e.g. `127.0.0.1:9464`, or an interface only
+    /// Prometheus reaches), without a token: that address serves nothing else. Independent of
+    /// --metrics-token, which governs `/metrics` on --bind.
+    #[arg(long, env = "INCIDENTMIND_METRICS_LISTEN")]
+    pub metrics_listen: Option<String>,
     /// Sign-in attempts allowed per account name per minute (0: no limit); 429 over it.
     #[arg(long, env = "INCIDENTMIND_RATE_SIGNIN_ACCOUNT", default_value_t = 10)]
     pub rate_signin_account: u32,
@@ -211,6 +216,7 @@ impl std::fmt::Debug for ServeArgs {
             .field("llm_context_tokens", &self.llm_context_tokens)
             .field("embeddings", &self.embeddings)
             .field("shutdown_grace_secs", &self.shutdown_grace_secs)
+            .field("metrics_listen", &self.metrics_listen)
             .finish_non_exhaustive()
     }
 }
@@ -886,6 +892,20 @@ async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
         std::time::Duration::from_secs(10),
         stopped,
     ));
+    // Bound before the app's listener, so a taken address fails the start.
+    if let Some(addr) = args
+        .metrics_listen
+        .as_deref()
+        .filter(|a| !a.trim().is_empty())
+    {
+        let metrics = tokio::net::TcpListener::bind(addr.trim())
+            .await
+            .map_err(|e| {
+                anyhow::Error::new(e).context(format!("cannot listen on --metrics-listen {addr}"))
+            })?;
+        tracing::info!("serving /metrics on http://{}", metrics.local_addr()?);
+        crate::web::ops::spawn_metrics_listener(metrics, app.state.clone(), stop.subscribe());
+    }
     let listener = tokio::net::TcpListener::bind(&args.bind).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
     let mut signalled = stop.subscribe();

@@ -40,10 +40,9 @@ pub fn fix_model_threads() -> usize {
     if let Some(n) = std::env::var(VAR)
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
+        .filter(|n| *n > 0)
     {
-        if n > 0 {
-            return n;
-        }
+        return n;
     }
     let n = candle_core::utils::get_num_threads().max(1);
     // SAFETY: called from `main` before the runtime or any other thread exists (see above),

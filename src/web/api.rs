@@ -63,7 +63,7 @@ fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
     tag = "incidents",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn me(CurrentUser(user): CurrentUser) -> Json<crate::store::users::User> {
@@ -90,7 +90,7 @@ pub struct CreateIncident {
     tag = "incidents",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn create(
@@ -203,7 +203,7 @@ pub(super) struct IncidentList {
     tag = "incidents",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn list(
@@ -235,7 +235,7 @@ fn parse_id(id: &str) -> Result<IncidentId, ApiError> {
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn show(
@@ -268,7 +268,7 @@ pub struct ResolveBody {
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn resolve(
@@ -319,7 +319,7 @@ impl VersionBody {
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn reopen(

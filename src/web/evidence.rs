@@ -229,7 +229,7 @@ fn incident_id(id: &str) -> Result<IncidentId, AppError> {
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_add(
@@ -287,7 +287,7 @@ pub(super) struct EvidenceList {
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_list(

@@ -60,7 +60,7 @@ struct Created {
     tag = "integrations",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_create(
@@ -91,7 +91,7 @@ pub(super) struct List {
     tag = "integrations",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_list(
@@ -114,7 +114,7 @@ pub(super) async fn api_list(
     params(("id" = String, Path, description = "integration id")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_show(
@@ -133,7 +133,7 @@ pub(super) async fn api_show(
     params(("id" = String, Path, description = "integration id")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_update(

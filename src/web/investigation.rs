@@ -29,7 +29,7 @@ fn incident_id(id: &str) -> Result<IncidentId, AppError> {
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_investigate(
@@ -54,7 +54,7 @@ pub(super) async fn api_investigate(
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_latest(
@@ -97,7 +97,7 @@ pub struct ProposeBody {
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_propose(
@@ -182,7 +182,7 @@ pub struct VerdictBody {
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_approve(
@@ -205,7 +205,7 @@ pub(super) async fn api_approve(
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_reject(
@@ -229,7 +229,7 @@ pub(super) async fn api_reject(
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_verdict(

@@ -157,7 +157,7 @@ pub(super) struct MemoryList {
     tag = "memory",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_list(
@@ -219,7 +219,7 @@ fn parse_mem_id(id: &str) -> Result<i64, AppError> {
     params(("id" = String, Path, description = "memory record id")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_show(
@@ -383,7 +383,7 @@ async fn create_memory(
     tag = "memory",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_create(
@@ -422,7 +422,7 @@ pub struct RetractBody {
     params(("id" = String, Path, description = "memory record id")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_supersede(
@@ -451,7 +451,7 @@ pub(super) async fn api_supersede(
     params(("id" = String, Path, description = "memory record id")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_retract(
@@ -505,7 +505,7 @@ async fn run_recall(s: &AppState, p: &RecallParams) -> Result<RecallResult, AppE
     tag = "memory",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_recall(

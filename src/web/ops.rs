@@ -1,5 +1,7 @@
 //! Operator endpoints beside the app (issue #18): `GET /readyz`, the readiness report a load
-//! balancer or orchestrator polls. (`GET /healthz`, liveness, stays a plain `ok` in `web/mod.rs`.)
+//! balancer or orchestrator polls; `GET /metrics`, on the app's address behind
+//! `--metrics-token` and/or on the separate `--metrics-listen` address ([`metrics_router`]).
+//! (`GET /healthz`, liveness, stays a plain `ok` in `web/mod.rs`.)
 
 use axum::Json;
 use axum::extract::State;
@@ -90,8 +92,10 @@ pub async fn count_requests(
 /// `GET /metrics`: every metric family in the Prometheus text exposition format (version 0.0.4,
 /// `text/plain; version=0.0.4`), with the gauges computed from the database at the scrape
 /// (incidents not yet learned by state and severity, memory records by kind, audit log entries,
-/// embedding backlog). Served only when `--metrics-token` is set (404 otherwise), and only to
-/// `Authorization: Bearer <that token>` (401 otherwise), so the counts never reach the public.
+/// embedding backlog). Served on the app's address only when `--metrics-token` is set (404
+/// otherwise), and only to `Authorization: Bearer <that token>` (401 otherwise), so the counts
+/// never reach the public. `--metrics-listen` serves the same text on a separate address
+/// ([`metrics_router`]).
 ///
 /// # Errors
 /// 404, 401 as above; 500 when the database does not answer.
@@ -100,16 +104,24 @@ pub async fn metrics(
     headers: axum::http::HeaderMap,
 ) -> Result<axum::response::Response, super::errors::ApiError> {
     use crate::error::AppError;
-    use axum::response::IntoResponse as _;
     let Some(expected) = state.settings.metrics_token_sha256.as_deref() else {
-        return Err(AppError::NotFound("/metrics (set --metrics-token to serve it)".into()).into());
+        return Err(AppError::NotFound(
+            "/metrics (set --metrics-token to serve it here, or --metrics-listen)".into(),
+        )
+        .into());
     };
     let presented =
         super::auth::bearer_token(&headers).map(|t| crate::digest::sha256_hex(t.as_bytes()));
     if presented.as_deref() != Some(expected) {
         return Err(AppError::Unauthenticated.into());
     }
-    let gauges = gauges(&state).await?;
+    scrape(&state).await
+}
+
+/// The scrape itself: the scrape-time gauges ([`gauges`]) and every family rendered.
+async fn scrape(state: &AppState) -> Result<axum::response::Response, super::errors::ApiError> {
+    use axum::response::IntoResponse as _;
+    let gauges = gauges(state).await?;
     let body = state.metrics.render(&gauges);
     Ok((
         [(
@@ -119,6 +131,50 @@ pub async fn metrics(
         body,
     )
         .into_response())
+}
+
+/// The router of the `--metrics-listen` address: `GET /metrics` as [`metrics`] renders it but
+/// without a token (who can reach that address is the operator's access control: a loopback or
+/// an internal interface only Prometheus reaches), whatever `--metrics-token` says; every other
+/// path is a 404 with the JSON error body, so nothing else of the app is reachable there. The
+/// scrapes are not counted in `incidentmind_http_requests_total` (that family is the app's
+/// traffic).
+pub fn metrics_router(state: AppState) -> axum::Router {
+    use crate::error::AppError;
+    async fn open_metrics(
+        State(state): State<AppState>,
+    ) -> Result<axum::response::Response, super::errors::ApiError> {
+        scrape(&state).await
+    }
+    async fn nothing_else(uri: axum::http::Uri) -> super::errors::ApiError {
+        super::errors::ApiError(AppError::NotFound(format!(
+            "{} (this address serves only /metrics)",
+            uri.path()
+        )))
+    }
+    axum::Router::new()
+        .route("/metrics", axum::routing::get(open_metrics))
+        .fallback(nothing_else)
+        .with_state(state)
+}
+
+/// Serves [`metrics_router`] on `listener` in a task of its own until `stopped` turns true (the
+/// same shutdown signal as the app's listener; a scrape in flight finishes).
+pub fn spawn_metrics_listener(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    mut stopped: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let served = axum::serve(listener, metrics_router(state))
+            .with_graceful_shutdown(async move {
+                let _ = stopped.wait_for(|s| *s).await;
+            })
+            .await;
+        if let Err(e) = served {
+            tracing::error!(error = %e, "the metrics listener stopped");
+        }
+    })
 }
 
 /// The scrape-time gauges: every (state, severity) and every kind, 0 where the store has none,

@@ -47,7 +47,7 @@ async fn api_version(
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_draft(
@@ -70,7 +70,7 @@ pub(super) async fn api_draft(
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_get(
@@ -101,7 +101,7 @@ pub struct PutPostmortem {
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_put(
@@ -129,7 +129,7 @@ pub(super) async fn api_put(
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_confirm(
@@ -159,7 +159,7 @@ async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> 
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_markdown(
@@ -192,7 +192,7 @@ pub(super) async fn api_markdown(
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_preview(
@@ -210,7 +210,7 @@ pub(super) async fn api_preview(
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_learn(
@@ -291,7 +291,7 @@ async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
     tag = "postmortem",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn api_review(

@@ -135,7 +135,7 @@ async fn apply(
     tag = "webhooks",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn alertmanager(
@@ -153,7 +153,7 @@ pub(super) async fn alertmanager(
     tag = "webhooks",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn pagerduty(
@@ -171,7 +171,7 @@ pub(super) async fn pagerduty(
     tag = "webhooks",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn grafana(
@@ -189,7 +189,7 @@ pub(super) async fn grafana(
     tag = "webhooks",
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn opsgenie(
@@ -210,7 +210,7 @@ pub(super) async fn opsgenie(
     params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
     responses(
         (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
-        (status = "4XX", description = "`{\"error\": {\"code\", \"message\"}}`")
+        super::openapi::ApiErrors
     )
 )]
 pub(super) async fn incident_alerts(

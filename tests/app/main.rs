@@ -1,4 +1,5 @@
 //! Integration tests: the real router over HTTP on loopback, a fresh SQLite file per test.
+mod alertmanager;
 mod cli;
 mod embeddings;
 mod evidence;

@@ -109,3 +109,78 @@ async fn the_openapi_document_lists_every_api_route_of_the_route_table_and_no_ot
         .collect();
     assert_eq!(names, ["id", "rid"]);
 }
+
+#[tokio::test]
+async fn every_operation_lists_the_one_error_schema_and_real_errors_have_its_shape() {
+    let app = spawn_app().await;
+    let doc: Value = app
+        .client
+        .get(app.url("/api/v1/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let error_ref = "#/components/schemas/ErrorBody";
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if path == "/api/v1/openapi.json" {
+            continue; // a static document: it has no error response
+        }
+        for (method, op) in item.as_object().unwrap() {
+            for status in ["4XX", "5XX"] {
+                assert_eq!(
+                    op["responses"][status]["content"]["application/json"]["schema"]["$ref"],
+                    error_ref,
+                    "{method} {path} {status}"
+                );
+            }
+        }
+    }
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["ErrorBody"]["required"],
+        serde_json::json!(["error"])
+    );
+    assert_eq!(
+        schemas["ErrorBody"]["example"]["error"]["code"],
+        "invalid_transition"
+    );
+    let codes: BTreeSet<String> = schemas["ErrorCode"]["enum"]
+        .as_array()
+        .expect("ErrorCode is an enum")
+        .iter()
+        .map(|c| c.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        codes.contains("rate_limited") && codes.contains("not_found"),
+        "{codes:?}"
+    );
+    // Errors the router really answers have that shape, with a documented code.
+    let id = app.open_incident("Checkout 503s", "payments-api").await;
+    let unknown = app
+        .get(&app.responder, "/api/v1/incidents/INC-2026-9999")
+        .await;
+    let no_token = app.client.get(app.url("/api/v1/me")).send().await.unwrap();
+    let too_early = app
+        .post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/learn"),
+            serde_json::json!({}),
+        )
+        .await;
+    for (res, status) in [
+        (unknown, StatusCode::NOT_FOUND),
+        (no_token, StatusCode::UNAUTHORIZED),
+        (too_early, StatusCode::CONFLICT),
+    ] {
+        assert_eq!(res.status(), status);
+        let body: Value = res.json().await.unwrap();
+        let obj = body.as_object().unwrap();
+        assert_eq!(obj.keys().collect::<Vec<_>>(), ["error"], "{body}");
+        let error = body["error"].as_object().unwrap();
+        assert_eq!(error.len(), 2, "{body}");
+        assert!(codes.contains(error["code"].as_str().unwrap()), "{body}");
+        assert!(!error["message"].as_str().unwrap().is_empty(), "{body}");
+    }
+}

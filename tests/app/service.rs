@@ -470,6 +470,23 @@ async fn metrics_after_a_scripted_workflow_report_every_family_with_exact_counts
             "{family} missing:\n{scrape}"
         );
     }
+    // The shipped dashboard and alert rules query only families this scrape has.
+    let names = regex::Regex::new(r"incidentmind_[a-z_]+").unwrap();
+    for example in ["grafana-dashboard.json", "compose/alert-rules.yml"] {
+        let text =
+            std::fs::read_to_string(format!("{}/examples/{example}", env!("CARGO_MANIFEST_DIR")))
+                .unwrap();
+        for name in names.find_iter(&text).map(|m| m.as_str()) {
+            let family = ["_bucket", "_sum", "_count"]
+                .iter()
+                .find_map(|s| name.strip_suffix(s))
+                .unwrap_or(name);
+            assert!(
+                scrape.contains(&format!("# TYPE {family} ")),
+                "examples/{example} names {name}, which /metrics does not serve"
+            );
+        }
+    }
     assert_eq!(
         value(
             r#"incidentmind_http_requests_total{method="POST",route="/api/v1/incidents",status="201"}"#
@@ -526,6 +543,139 @@ async fn metrics_after_a_scripted_workflow_report_every_family_with_exact_counts
         app.count("audit_log").await as f64
     );
     assert_eq!(value("incidentmind_embedding_backlog"), 0.0);
+}
+
+/// The address `serve` logged for `--metrics-listen` (`serving /metrics on http://ADDR`).
+fn metrics_address(served: &Served) -> String {
+    let lines = served.stderr_lines();
+    let line = lines
+        .iter()
+        .find_map(|l| l.split("serving /metrics on http://").nth(1))
+        .unwrap_or_else(|| panic!("no metrics address logged: {lines:?}"));
+    line.chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+        .collect()
+}
+
+#[tokio::test]
+async fn metrics_listen_serves_metrics_on_a_separate_address_without_a_token_and_nothing_else() {
+    let client = reqwest::Client::new();
+    // --metrics-listen alone: /metrics on its own address, not on --bind.
+    let mut served = Served::start(&["--metrics-listen", "127.0.0.1:0"]).await;
+    let metrics = format!("http://{}", metrics_address(&served));
+    assert_ne!(metrics, served.base);
+    served.open_incident(&client).await;
+    let res = client
+        .get(format!("{metrics}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(
+        res.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let scrape = res.text().await.unwrap();
+    assert_eq!(
+        sample_value(
+            &scrape,
+            r#"incidentmind_http_requests_total{method="POST",route="/api/v1/incidents",status="201"}"#
+        ),
+        Some(1.0),
+        "{scrape}"
+    );
+    assert_eq!(
+        sample_value(
+            &scrape,
+            r#"incidentmind_incidents_open{state="investigating",severity="SEV2"}"#
+        ),
+        Some(1.0)
+    );
+    let res = client.get(served.url("/metrics")).send().await.unwrap();
+    assert_eq!(
+        res.status(),
+        StatusCode::NOT_FOUND,
+        "no token: not on --bind"
+    );
+    for path in ["/api/v1/me", "/healthz", "/incidents"] {
+        let res = client
+            .get(format!("{metrics}{path}"))
+            .bearer_auth(&served.token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::NOT_FOUND, "{path}");
+    }
+    // It stops with the app on SIGTERM.
+    served.signal("TERM");
+    assert!(served.exit_within(Duration::from_secs(10)).await.success());
+    assert!(
+        client
+            .get(format!("{metrics}/metrics"))
+            .send()
+            .await
+            .is_err(),
+        "the metrics address is closed after shutdown"
+    );
+
+    // With --metrics-token as well: the token guards /metrics on --bind only.
+    let served = Served::start(&[
+        "--metrics-listen",
+        "127.0.0.1:0",
+        "--metrics-token",
+        "scrape-secret",
+    ])
+    .await;
+    let metrics = format!("http://{}", metrics_address(&served));
+    let status = |res: reqwest::Response| res.status();
+    assert_eq!(
+        status(
+            client
+                .get(format!("{metrics}/metrics"))
+                .send()
+                .await
+                .unwrap()
+        ),
+        StatusCode::OK
+    );
+    assert_eq!(
+        status(client.get(served.url("/metrics")).send().await.unwrap()),
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        status(
+            client
+                .get(served.url("/metrics"))
+                .bearer_auth("scrape-secret")
+                .send()
+                .await
+                .unwrap()
+        ),
+        StatusCode::OK
+    );
+
+    // A taken address fails the start with a message naming the option.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("im.db");
+    let out = run(&[
+        "serve",
+        "--database-url",
+        db.to_str().unwrap(),
+        "--bind",
+        "127.0.0.1:0",
+        "--embeddings",
+        "off",
+        "--metrics-listen",
+        &addr,
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("cannot listen on --metrics-listen {addr}")),
+        "{stderr}"
+    );
 }
 
 /// `n` symptom records written with the store's bulk insert, plus one audit entry, in one
