@@ -356,11 +356,13 @@ pub struct SourceInfo {
     pub kind: MemoryKind,
     /// Its age in days.
     pub age_days: f64,
+    /// The later confirmed record that contradicts it, if one does (issue #22).
+    pub contradicted_by: Option<i64>,
 }
 
 /// Caps `wanted` by the sources an inference cites (DESIGN.md §2): without any observation among
-/// them at most `low`; each level down once if any cited source is older than its kind's
-/// half-life.
+/// them at most `low`; one level down if any cited source is older than its kind's half-life,
+/// and one more if any is contradicted by a later confirmed record (issue #22).
 pub fn confidence_ceiling(wanted: Confidence, sources: &[SourceInfo]) -> Confidence {
     let has_observation = sources
         .iter()
@@ -371,6 +373,9 @@ pub fn confidence_ceiling(wanted: Confidence, sources: &[SourceInfo]) -> Confide
         Confidence::Low
     };
     if sources.iter().any(|s| s.kind.is_stale(s.age_days)) {
+        c = c.down();
+    }
+    if sources.iter().any(|s| s.contradicted_by.is_some()) {
         c = c.down();
     }
     c
@@ -622,11 +627,13 @@ mod tests {
             epistemic_type: EpistemicType::Observation,
             kind: MemoryKind::Observation,
             age_days: 0.0,
+            contradicted_by: None,
         };
         let old_cause = SourceInfo {
             epistemic_type: EpistemicType::Inference,
             kind: MemoryKind::RootCause,
             age_days: 400.0,
+            contradicted_by: None,
         };
         let fresh_cause = SourceInfo {
             age_days: 10.0,
@@ -649,6 +656,15 @@ mod tests {
         assert_eq!(
             confidence_ceiling(Confidence::Medium, &[obs, old_cause]),
             Confidence::Low
+        );
+        let denied_cause = SourceInfo {
+            contradicted_by: Some(7),
+            ..fresh_cause
+        };
+        assert_eq!(
+            confidence_ceiling(Confidence::High, &[obs, denied_cause]),
+            Confidence::Medium,
+            "contradicted ⇒ one down"
         );
     }
 

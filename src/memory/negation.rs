@@ -77,8 +77,9 @@ const DENIED_BEFORE: &[&str] = &[
 ];
 
 /// Phrases after which what follows in the clause is denied: "it was not the pool size",
-/// "rather than the pool size", "not the pool size".
-const DENIED_AFTER: &[&str] = &["it was not ", "it wasn't ", "rather than ", "instead of ", "not "];
+/// "rather than the pool size". A bare "not" is not one: "not enough connections in the pool"
+/// affirms a pool problem.
+const DENIED_AFTER: &[&str] = &["it was not ", "it wasn't ", "rather than ", "instead of "];
 
 /// What a record's text denies, each claim as its content words
 /// ([`super::recall::content_words`], plurals folded): the words before a [`DENIED_BEFORE`]
@@ -193,8 +194,7 @@ mod tests {
     #[test]
     fn a_later_root_cause_that_denies_an_earlier_one_contradicts_it() {
         let older = "The connection pools were too small for the holiday traffic.";
-        let newer =
-            "Connection pool size was NOT the cause; a stale DNS TTL sent writes to the old primary.";
+        let newer = "Connection pool size was NOT the cause; a stale DNS TTL sent writes to the old primary.";
         assert_eq!(
             contradiction(newer, older),
             Some(vec!["connection".to_string(), "pool".to_string()])
@@ -217,6 +217,11 @@ mod tests {
             None
         );
         assert_eq!(contradiction("Traffic was not the cause.", older), None);
+        assert_eq!(
+            contradiction("There were not enough connections in the pool.", older),
+            None,
+            "a bare not affirms"
+        );
         // The older record denied it too: no contradiction.
         assert_eq!(
             contradiction(

@@ -958,6 +958,9 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
             if r.validation == Validation::Superseded {
                 marks.push("superseded");
             }
+            if r.data.get("contradicted_by").is_some() {
+                marks.push("contradicted");
+            }
             if weak {
                 marks.push("weak match");
             }
@@ -1066,7 +1069,8 @@ fn mark_contradictions(results: &mut [Recalled]) {
         };
         if outcomes.iter().any(|(oa, ok, os)| {
             *oa == a && *ok == opposite && os.iter().any(|s| r.memory.services.contains(s))
-        }) {
+        }) && !r.marks.contains(&"contradicted")
+        {
             r.marks.push("contradicted");
         }
     }

@@ -666,6 +666,7 @@ async fn store_investigation(
                 epistemic_type: o.epistemic_type,
                 kind: o.kind,
                 age_days: o.age_days(now),
+                contradicted_by: None,
             },
         );
     }
@@ -676,6 +677,11 @@ async fn store_investigation(
                 epistemic_type: r.memory.epistemic_type,
                 kind: r.memory.kind,
                 age_days: r.memory.age_days(now),
+                contradicted_by: r
+                    .memory
+                    .data
+                    .get("contradicted_by")
+                    .and_then(|v| v.as_i64()),
             },
         );
     }
@@ -724,7 +730,22 @@ async fn store_investigation(
         if memory_empty {
             confidence = Confidence::Low;
         }
-        hyps.push((i, h.statement.clone(), confidence, cites, prior));
+        // Say why a contradicted source lowered it (issue #22).
+        let denied: Vec<String> = cites
+            .iter()
+            .filter_map(|c| Some((c, known.get(c)?.contradicted_by?)))
+            .map(|(c, by)| format!("MEM-{c} is contradicted by the later MEM-{by}"))
+            .collect();
+        let statement = if denied.is_empty() {
+            h.statement.clone()
+        } else {
+            format!(
+                "{} (confidence lowered: {})",
+                h.statement,
+                denied.join("; ")
+            )
+        };
+        hyps.push((i, statement, confidence, cites, prior));
     }
     // What the team decided before: rejections earlier in this incident, what worked or was
     // rejected during the similar past incidents (most similar first).

@@ -436,6 +436,23 @@ pub struct PlannedMemory {
     pub source_refs: Vec<String>,
     /// An existing record it duplicates (linked and its evidence count bumped instead).
     pub duplicate_of: Option<i64>,
+    /// Earlier confirmed records this one contradicts: Learn marks each `contradicted_by` the
+    /// new record (see [`Contradicted`]).
+    pub contradicts: Vec<Contradicted>,
+}
+
+/// An earlier confirmed root cause on the same service that a planned root cause denies
+/// ([`crate::memory::negation::contradiction`]): "pool size was NOT the cause" against "the
+/// pool was too small". Learn marks it; the reviewer queue lists it until a reviewer supersedes
+/// it; recall marks it `contradicted`; hypotheses citing it are capped one level lower.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Contradicted {
+    /// The earlier record.
+    pub id: i64,
+    /// Its text.
+    pub text: String,
+    /// The words of the claim the new record denies and the earlier one affirmed.
+    pub claim: Vec<String>,
 }
 
 /// The learnings preview (`GET …/learnings/preview`).
@@ -519,6 +536,7 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
             // Named once the duplicates are known (below).
             source_refs: Vec::new(),
             duplicate_of: None,
+            contradicts: Vec::new(),
         });
         plan.len() - 1
     };
@@ -718,6 +736,39 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
             }
         }
     }
+    // A root cause that denies what an earlier confirmed root cause on the service affirmed
+    // contradicts it (issue #22): the preview shows it, Learn marks the earlier one.
+    if plan.iter().any(|p| p.record.kind == MemoryKind::RootCause) {
+        let earlier = mstore::list(
+            pool,
+            &mstore::MemoryFilter {
+                kind: Some(MemoryKind::RootCause),
+                service: Some(incident.service.clone()),
+                validation: Some(crate::domain::Validation::Confirmed),
+                limit: Some(500),
+                ..Default::default()
+            },
+        )
+        .await?;
+        for p in plan
+            .iter_mut()
+            .filter(|p| p.record.kind == MemoryKind::RootCause && p.duplicate_of.is_none())
+        {
+            for e in earlier
+                .iter()
+                .filter(|e| e.incident_id.as_deref() != Some(id.as_str()))
+            {
+                if let Some(claim) = crate::memory::negation::contradiction(&p.record.text, &e.text)
+                {
+                    p.contradicts.push(Contradicted {
+                        id: e.id,
+                        text: e.text.clone(),
+                        claim,
+                    });
+                }
+            }
+        }
+    }
     // Sources in the words of the preview table: its row (and kind) when the source will be
     // written, the existing memory it links to when it duplicates one.
     let mut row = 0;
@@ -871,6 +922,21 @@ pub async fn learn_with_failpoint(
         // The text was redacted for the preview; write it as is.
         let (rid, _) = mstore::insert(&mut tx, &r, at).await?;
         audit::append(&mut tx, &user.name, "memory.write", &format!("MEM-{rid}"), &serde_json::json!({"id": rid, "kind": r.kind, "epistemic_type": r.epistemic_type, "incident": id.as_str(), "validation": r.validation}).to_string()).await?;
+        for c in &p.contradicts {
+            let detail = format!(
+                "{id}'s root cause MEM-{rid} says it was not {}",
+                c.claim.join(" ")
+            );
+            mstore::mark_contradicted(&mut tx, c.id, rid, &user.name, &detail).await?;
+            audit::append(
+                &mut tx,
+                &user.name,
+                "memory.contradict",
+                &format!("MEM-{}", c.id),
+                &serde_json::json!({"id": c.id, "contradicted_by": rid, "claim": c.claim, "incident": id.as_str()}).to_string(),
+            )
+            .await?;
+        }
         ids_by_plan.insert(idx, rid);
         written.push(rid);
     }

@@ -880,6 +880,31 @@ pub async fn bump_evidence(tx: &mut Tx, id: i64, actor: &str, detail: &str) -> A
     add_history(tx, id, actor, "evidence", detail, now()).await
 }
 
+/// Marks record `id` contradicted by record `by` (`data.contradicted_by`; issue #22), with a
+/// history entry `contradicted` carrying `detail`, and bumps the recall generation so cached
+/// recall results show the mark at once. The record stays as it is otherwise: a reviewer
+/// resolves the contradiction by superseding it.
+///
+/// # Errors
+/// Database errors.
+pub async fn mark_contradicted(
+    tx: &mut Tx,
+    id: i64,
+    by: i64,
+    actor: &str,
+    detail: &str,
+) -> AppResult<()> {
+    sqlx::query("UPDATE records SET data = json_set(data, '$.contradicted_by', ?) WHERE id = ?")
+        .bind(by)
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    sqlx::query("UPDATE recall_generation SET value = value + 1 WHERE id = 1")
+        .execute(&mut **tx)
+        .await?;
+    add_history(tx, id, actor, "contradicted", detail, now()).await
+}
+
 /// Marks records as returned by recall (count and instant).
 ///
 /// # Errors

@@ -225,3 +225,19 @@ pub async fn review_queue(
     .await?;
     Ok((ungrounded, ruleless))
 }
+
+/// Confirmed records marked contradicted by a later one and not yet superseded
+/// (`(id, text, contradicted_by)`), oldest first: the reviewer queue's contradictions to
+/// resolve (issue #22).
+///
+/// # Errors
+/// Database errors.
+pub async fn contradictions(pool: &SqlitePool) -> AppResult<Vec<(i64, String, i64)>> {
+    Ok(sqlx::query_as(
+        "SELECT id, text, CAST(json_extract(data, '$.contradicted_by') AS INTEGER) FROM records
+          WHERE json_extract(data, '$.contradicted_by') IS NOT NULL AND validation = 'confirmed'
+          ORDER BY id LIMIT 500",
+    )
+    .fetch_all(pool)
+    .await?)
+}

@@ -230,6 +230,7 @@ pub(super) struct ReviewQueue {
     drafts_waiting_for_confirmation: Vec<ReviewItem>,
     rules_without_grounding: Vec<ReviewItem>,
     learned_incidents_without_rules: Vec<ReviewItem>,
+    contradictions_to_resolve: Vec<ReviewItem>,
 }
 
 #[derive(serde::Serialize)]
@@ -242,6 +243,7 @@ struct ReviewItem {
 
 async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
     let (ungrounded, ruleless) = pstore::review_queue(&s.pool).await?;
+    let contradicted = pstore::contradictions(&s.pool).await?;
     let drafts = incidents::list(
         &s.pool,
         &incidents::IncidentFilter {
@@ -280,6 +282,17 @@ async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
                 id,
                 text: title,
                 fix: "Add a lesson (ALWAYS / BECAUSE / SCOPE / SEVERITY) for this incident".into(),
+            })
+            .collect(),
+        contradictions_to_resolve: contradicted
+            .into_iter()
+            .map(|(id, text, by)| ReviewItem {
+                id: format!("MEM-{id}"),
+                text,
+                fix: format!(
+                    "MEM-{by} says otherwise: supersede MEM-{id} with MEM-{by}, or retract MEM-{by} if it is wrong"
+                ),
+                href: format!("/memories/{id}"),
             })
             .collect(),
     })

@@ -1045,3 +1045,185 @@ async fn html_in_alerts_and_root_causes_shows_as_written_text_and_the_export_is_
     assert!(!md.to_lowercase().contains("javascript:"), "{md}");
     assert!(md.contains("&lt;script&gt;alert(7)&lt;/script&gt;"), "{md}");
 }
+
+/// Resolves `id` with `root_cause`, drafts, confirms and learns its post-mortem; returns the
+/// preview Learn wrote and Learn's result.
+async fn learn_with_root_cause(app: &TestApp, id: &str, root_cause: &str) -> (Value, Value) {
+    let res = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/resolve"),
+            json!({"summary": "Service restored.", "root_cause": root_cause}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    draft(app, id).await;
+    let res = app
+        .post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/postmortem/confirm"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let preview: Value = app
+        .get(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/learnings/preview"),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let res = app
+        .post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/learn"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    (preview, res.json().await.unwrap())
+}
+
+/// The root-cause record Learn wrote, from its result.
+async fn root_cause_of(app: &TestApp, learned: &Value) -> Value {
+    for id in learned["written"].as_array().unwrap() {
+        let m: Value = app
+            .get(&app.responder, &format!("/api/v1/memories/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        if m["kind"] == "root_cause" {
+            return m;
+        }
+    }
+    panic!("Learn wrote no root cause: {learned}");
+}
+
+/// Issue #22: a later confirmed root cause that says an earlier one was wrong marks it
+/// contradicted (shown in the preview first), recall marks it, the reviewer queue lists it, and
+/// the audit log has the mark.
+#[tokio::test]
+async fn a_later_root_cause_that_denies_an_earlier_one_marks_it_contradicted() {
+    let app = spawn_app().await;
+    let first = app
+        .open_incident("Orders time out at checkout", "orders-api")
+        .await;
+    let (_, learned) = learn_with_root_cause(
+        &app,
+        &first,
+        "The connection pools were too small for the evening traffic.",
+    )
+    .await;
+    let earlier = root_cause_of(&app, &learned).await;
+    let earlier_id = earlier["id"].as_i64().unwrap();
+    assert!(earlier["data"].get("contradicted_by").is_none());
+
+    let second = app
+        .open_incident("Orders fail again at checkout", "orders-api")
+        .await;
+    let (preview, learned) = learn_with_root_cause(
+        &app,
+        &second,
+        "Connection pool size was NOT the cause; a stale DNS TTL kept writes on the old primary.",
+    )
+    .await;
+    let planned: Vec<&Value> = preview["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| !m["contradicts"].as_array().unwrap().is_empty())
+        .collect();
+    assert_eq!(
+        planned.len(),
+        1,
+        "one planned record contradicts: {preview}"
+    );
+    assert_eq!(planned[0]["kind"], "root_cause");
+    assert_eq!(planned[0]["contradicts"][0]["id"], earlier_id);
+    assert_eq!(
+        planned[0]["contradicts"][0]["claim"],
+        json!(["connection", "pool"])
+    );
+    let later_id = root_cause_of(&app, &learned).await["id"].as_i64().unwrap();
+
+    let marked: Value = app
+        .get(&app.responder, &format!("/api/v1/memories/{earlier_id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(marked["data"]["contradicted_by"], later_id, "{marked}");
+    assert_eq!(
+        marked["validation"], "confirmed",
+        "marked, not hidden or changed"
+    );
+
+    let recalled: Value = app
+        .get(
+            &app.responder,
+            "/api/v1/recall?q=connection+pools+too+small+for+the+evening+traffic&service=orders-api&k=50",
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let hit = recalled["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == earlier_id)
+        .unwrap_or_else(|| panic!("the earlier root cause is still recalled: {recalled}"));
+    assert!(
+        hit["marks"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("contradicted")),
+        "{hit}"
+    );
+
+    let q: Value = app
+        .get(&app.reviewer, "/api/v1/review")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let item = &q["contradictions_to_resolve"][0];
+    assert_eq!(item["id"], format!("MEM-{earlier_id}"), "{q}");
+    assert!(
+        item["fix"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("supersede MEM-{earlier_id} with MEM-{later_id}")),
+        "{item}"
+    );
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM audit_log WHERE action = 'memory.contradict' AND subject = ?",
+    )
+    .bind(format!("MEM-{earlier_id}"))
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(audited, 1);
+
+    // A root cause that agrees marks nothing.
+    let third = app
+        .open_incident("Orders slow at checkout", "orders-api")
+        .await;
+    let (preview, _) = learn_with_root_cause(
+        &app,
+        &third,
+        "A stale DNS TTL kept writes on the old primary after the failover.",
+    )
+    .await;
+    assert!(
+        preview["memories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["contradicts"].as_array().unwrap().is_empty()),
+        "{preview}"
+    );
+}
