@@ -2,7 +2,8 @@
 //! against `/healthz` in the same run, on loopback.
 //!
 //! Usage: `cargo run --release --example page-bench -- [--connections 200] [--seconds 10]
-//! [--embeddings builtin|off]`.
+//! [--embeddings builtin|off] [--also PATH]…` (`--also` measures more paths saturated, for
+//! information, e.g. `/api/v1/me` for the cost of authentication alone).
 //!
 //! Builds the real router (`incidentmind::router` over an `AppState` wired as `serve` wires it,
 //! with the built-in embedding model unless `--embeddings off`) on a fresh SQLite file, replays
@@ -88,7 +89,8 @@ async fn load(url: &str, token: &str, connections: usize, seconds: u64) -> anyho
 /// `seconds`: connection `i` sends its `j`-th request when it is due, at
 /// `(i / connections + j) / per_connection` seconds, where `per_connection = rate /
 /// connections`, or at once when the previous answer came after that. A latency is measured
-/// from when the request was due (see the module doc).
+/// from when the request was due (see the module doc). Each connection sends one request first,
+/// unmeasured, to open it.
 async fn paced(
     url: &str,
     token: &str,
@@ -96,7 +98,9 @@ async fn paced(
     seconds: u64,
     rate: f64,
 ) -> anyhow::Result<Figures> {
-    let start = Instant::now() + Duration::from_millis(100);
+    // Each connection is opened and used once before the schedule starts (within 2 s), so
+    // the figures are of requests on open connections, as a load balancer's are.
+    let start = Instant::now() + Duration::from_secs(2);
     let until = start + Duration::from_secs(seconds);
     let period = Duration::from_secs_f64(connections as f64 / rate.max(1.0));
     let mut tasks = Vec::with_capacity(connections);
@@ -110,6 +114,9 @@ async fn paced(
         tasks.push(tokio::spawn(async move {
             let mut times = Vec::new();
             let mut errors = 0usize;
+            if let Ok(res) = client.get(&url).bearer_auth(&token).send().await {
+                let _ = res.bytes().await;
+            }
             let mut due = first;
             while due < until {
                 tokio::time::sleep_until(due.into()).await;
@@ -164,6 +171,7 @@ async fn run() -> anyhow::Result<()> {
     let mut connections = 200usize;
     let mut seconds = 10u64;
     let mut with_model = true;
+    let mut also: Vec<String> = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || {
@@ -180,8 +188,9 @@ async fn run() -> anyhow::Result<()> {
                     other => anyhow::bail!("--embeddings takes builtin or off, not {other}"),
                 }
             }
+            "--also" => also.push(value()?),
             other => anyhow::bail!(
-                "unknown argument {other}; usage: page-bench [--connections 200] [--seconds 10] [--embeddings builtin|off]"
+                "unknown argument {other}; usage: page-bench [--connections 200] [--seconds 10] [--embeddings builtin|off] [--also PATH]…"
             ),
         }
     }
@@ -268,6 +277,10 @@ async fn run() -> anyhow::Result<()> {
     };
     show("/healthz", &health);
     show("/incidents/{id}", &incident);
+    for path in &also {
+        let f = load(&format!("{base}{path}"), &token, connections, seconds).await?;
+        show(path, &f);
+    }
     let target = health.rate * PAGE_RATE_MIN;
     println!(
         "paced at {target:.0} req/s in total ({:.0} % of /healthz's rate), latency from when due:",
@@ -275,6 +288,12 @@ async fn run() -> anyhow::Result<()> {
     );
     let steady = paced(&page, &token, connections, seconds, target).await?;
     show("/incidents/{id}", &steady);
+    // For information: the same at three quarters of the page's own capacity, the load a
+    // deployment is sized for.
+    let own = incident.rate * 0.75;
+    println!("paced at {own:.0} req/s (75 % of the page's own saturated rate), for information:");
+    let sized = paced(&page, &token, connections, seconds, own).await?;
+    show("/incidents/{id}", &sized);
     let share = incident.rate / health.rate.max(1e-9);
     let share_ok = share >= PAGE_RATE_MIN;
     let p99_ok = steady.p99 <= PAGE_P99_MAX_MS;

@@ -102,6 +102,8 @@ pub struct AppState {
     pub metrics: crate::metrics::Metrics,
     /// The rate limiters of [`Settings::rate_limits`].
     pub limits: std::sync::Arc<limits::RateLimiters>,
+    /// Users recently authenticated ([`auth::KnownUsers`]).
+    pub users: std::sync::Arc<auth::KnownUsers>,
 }
 
 impl AppState {
@@ -115,6 +117,7 @@ impl AppState {
             llm: None,
             pages: std::sync::Arc::default(),
             metrics: crate::metrics::Metrics::new(),
+            users: std::sync::Arc::default(),
         }
     }
 

@@ -216,6 +216,7 @@ pub(super) async fn profile_submit(
         return Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response());
     }
     users::set_time_zone(&state.pool, user.id, Some(zone).filter(|z| !z.is_empty())).await?;
+    state.users.forget(user.id);
     Ok(Redirect::to("/profile").into_response())
 }
 
@@ -850,8 +851,13 @@ pub(super) async fn show_page(
 /// the page shows: the incident's version and revision and the memory's recall generation
 /// ([`incidents::page_state`]), the viewer's name, role and time zone, and the minute (the page
 /// shows ages). A view of an unchanged incident costs one indexed read, not a dozen queries
-/// and a render. Held in [`AppState`].
-pub struct RenderedPages(std::sync::Mutex<lru::LruCache<String, axum::body::Bytes>>);
+/// and a render. Each entry is filled once: views that miss together (every viewer at the turn
+/// of a minute) wait for one render instead of each rendering (at 200 connections that herd
+/// stalled the page for half a second each minute). Held in [`AppState`].
+pub struct RenderedPages(std::sync::Mutex<lru::LruCache<String, std::sync::Arc<RenderedPage>>>);
+
+/// One incident page as rendered, with the status it is served with; filled once.
+type RenderedPage = tokio::sync::OnceCell<(StatusCode, axum::body::Bytes)>;
 
 /// Incident pages kept by [`RenderedPages`] (each a few tens of kB)…
 const RENDERED_PAGES: usize = 256;
@@ -876,7 +882,9 @@ impl Default for RenderedPages {
 impl RenderedPages {
     /// The pages; a panic while the lock was held left nothing half-written (an LRU put is one
     /// step), so a poisoned lock is taken over.
-    fn pages(&self) -> std::sync::MutexGuard<'_, lru::LruCache<String, axum::body::Bytes>> {
+    fn pages(
+        &self,
+    ) -> std::sync::MutexGuard<'_, lru::LruCache<String, std::sync::Arc<RenderedPage>>> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -898,18 +906,30 @@ async fn cached_page(
         "{id}|{version}|{revision}|{epoch}|{generation}|{}|{}|{zone}|{minute}",
         user.name, user.role
     );
-    let cached = state.pages.pages().get(&key).cloned();
-    if let Some(html) = cached {
-        return Ok(axum::response::Html(html).into_response());
-    }
-    let (status, page) =
-        build_page(state, user, headers, id, KeptInput::default(), None, None).await?;
-    let html = axum::body::Bytes::from(
-        page.render()
-            .map_err(|e| PageError(AppError::Internal(anyhow::anyhow!("incident page: {e}"))))?,
-    );
-    if status == StatusCode::OK && html.len() <= RENDERED_PAGE_MAX {
-        state.pages.pages().put(key, html.clone());
+    let cell = {
+        let mut pages = state.pages.pages();
+        match pages.get(&key) {
+            Some(c) => std::sync::Arc::clone(c),
+            None => {
+                let c = std::sync::Arc::new(RenderedPage::new());
+                pages.put(key.clone(), std::sync::Arc::clone(&c));
+                c
+            }
+        }
+    };
+    let (status, html) = cell
+        .get_or_try_init(|| async {
+            let (status, page) =
+                build_page(state, user, headers, id, KeptInput::default(), None, None).await?;
+            let html = axum::body::Bytes::from(page.render().map_err(|e| {
+                PageError(AppError::Internal(anyhow::anyhow!("incident page: {e}")))
+            })?);
+            Ok::<_, PageError>((status, html))
+        })
+        .await?
+        .clone();
+    if status != StatusCode::OK || html.len() > RENDERED_PAGE_MAX {
+        state.pages.pages().pop(&key);
     }
     Ok((status, axum::response::Html(html)).into_response())
 }
