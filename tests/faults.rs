@@ -74,13 +74,18 @@ async fn start(db: &Path) -> Server {
         )
         .spawn()
         .expect("incidentmind serve starts");
-    let base = format!("http://127.0.0.1:{port}");
+    // Owned by `Server` at once, so every path (the panic below too) kills and reaps it.
+    let server = Server {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+        log,
+    };
     let client = reqwest::Client::new();
     for _ in 0..200 {
-        if let Ok(r) = client.get(format!("{base}/healthz")).send().await
+        if let Ok(r) = client.get(format!("{}/healthz", server.base)).send().await
             && r.status().is_success()
         {
-            return Server { child, base, log };
+            return server;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
