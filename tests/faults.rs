@@ -92,6 +92,22 @@ async fn start(db: &Path) -> Server {
     panic!("the server did not answer /healthz within 10 s");
 }
 
+/// Runs `audit verify` on `db`, asserts it succeeds and says "intact", returns what it printed.
+fn audit_verify(db: &Path) -> String {
+    let out = Command::new(BIN)
+        .args(["audit", "verify", "--database-url"])
+        .arg(db)
+        .output()
+        .expect("audit verify runs");
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && said.contains("intact"),
+        "audit verify: {said} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    said
+}
+
 /// Adds a user with `role` and returns its API token (the last line `user add` prints).
 fn add_user(db: &Path, name: &str, role: &str) -> String {
     let out = Command::new(BIN)
@@ -283,18 +299,7 @@ async fn a_learn_killed_at_any_point_is_all_or_nothing_and_the_audit_chain_stays
         }
         drop(server);
 
-        let verify = Command::new(BIN)
-            .args(["audit", "verify", "--database-url"])
-            .arg(&db)
-            .output()
-            .expect("audit verify runs");
-        let said = String::from_utf8_lossy(&verify.stdout).to_string();
-        assert!(
-            verify.status.success(),
-            "audit verify after a kill at {delay} ms: {said} {}",
-            String::from_utf8_lossy(&verify.stderr)
-        );
-        assert!(said.contains("intact"), "{said}");
+        let said = audit_verify(&db);
         println!(
             "SIGKILL {delay:>3} ms after Learn was sent: {outcome}; Learn again wrote {written} of {planned}; {}",
             said.trim()
@@ -423,16 +428,7 @@ async fn a_full_disk_answers_503_keeps_reads_and_recovers_when_space_returns() {
         "{listed}"
     );
     drop(server);
-    let verify = Command::new(BIN)
-        .args(["audit", "verify", "--database-url"])
-        .arg(&db)
-        .output()
-        .expect("audit verify runs");
-    assert!(
-        verify.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verify.stderr)
-    );
+    audit_verify(&db);
     let check = Command::new(BIN)
         .arg("backup")
         .arg(fs.0.join("copy.db"))
