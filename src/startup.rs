@@ -57,8 +57,9 @@ pub fn fix_model_threads() -> usize {
 /// Arenas allowed: one per core of the machines this is sized for (2).
 pub const ARENAS: i32 = 2;
 
-/// Limits glibc `malloc` to [`ARENAS`] arenas. Call before any thread is started (the limit only shapes arenas created after it). Returns whether the limit was
-/// set: `false` on other C libraries (musl, macOS), where there is nothing to set.
+/// Limits glibc `malloc` to [`ARENAS`] arenas. Call before any thread is started (the limit
+/// only shapes arenas created after it). Returns whether the limit was set: `false` on other C
+/// libraries (musl, macOS), where there is nothing to set.
 pub fn limit_arenas() -> bool {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
