@@ -308,6 +308,14 @@ impl LlmAnalyst {
         }
     }
 
+    /// Whether the server is llama.cpp's: it answered `GET /props` with a context size.
+    fn is_llama_cpp(&self) -> bool {
+        !matches!(
+            self.server_context.load(Ordering::Relaxed),
+            CONTEXT_UNPROBED | CONTEXT_NOT_GIVEN
+        )
+    }
+
     /// `GET /props` at the server root ([`props_url`]). llama.cpp's server answers it with its
     /// settings, the context size at `default_generation_settings.n_ctx` (llama.cpp
     /// `tools/server/README.md`, "GET /props: Get server global properties"); other servers
@@ -401,6 +409,14 @@ impl LlmAnalyst {
             }
             if quirks & QUIRK_NO_SEED == 0 {
                 req["seed"] = json!(SEED);
+            }
+            if self.is_llama_cpp() {
+                // llama.cpp reuses the previous request's KV cache by default, and its logits
+                // differ between prompt-processing and generation batch sizes, so the same
+                // request answered differently the first time and after (llama.cpp
+                // tools/server/README.md, `cache_prompt`; seen in `tests/llm_live.rs`). Only
+                // sent to llama.cpp: OpenAI refuses fields it does not know.
+                req["cache_prompt"] = json!(false);
             }
             let reply_tokens = if quirks & QUIRK_MAX_COMPLETION_TOKENS == 0 {
                 req["max_tokens"] = json!(budget.reply_tokens);

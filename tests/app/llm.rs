@@ -1034,6 +1034,10 @@ async fn prompt_and_reply_are_fitted_into_the_context_llama_cpp_reports_at_props
     let bodies = s.bodies.lock().unwrap();
     let body = bodies.last().unwrap();
     assert!(fits(body, 2048), "{}", body["max_tokens"]);
+    assert_eq!(
+        body["cache_prompt"], false,
+        "llama.cpp: no KV-cache reuse, so the same request gets the same answer"
+    );
     let bound = incidentmind::analyst::llm::reply_token_bound(
         &incidentmind::analyst::llm::investigation_schema(),
     )
@@ -1067,6 +1071,10 @@ async fn without_props_the_configured_context_is_used_and_the_lower_rungs_get_le
     assert_eq!(bodies.len(), 2);
     for b in bodies.iter() {
         assert!(fits(b, 3000), "{}", b["max_tokens"]);
+        assert!(
+            b.get("cache_prompt").is_none(),
+            "not llama.cpp (no /props): no field it would not know"
+        );
     }
     let user_chars = |b: &Value| {
         b["messages"][1]["content"]
