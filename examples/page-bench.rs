@@ -46,34 +46,25 @@ struct Figures {
     errors: usize,
 }
 
-/// Runs `connections` tasks against `url` for `seconds`; each has its own client (its own
-/// connection) and sends the next request when the last one is answered.
-async fn load(url: &str, token: &str, connections: usize, seconds: u64) -> anyhow::Result<Figures> {
-    let until = Instant::now() + Duration::from_secs(seconds);
-    let mut tasks = Vec::with_capacity(connections);
-    for _ in 0..connections {
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(1)
-            .build()?;
-        let url = url.to_string();
-        let token = token.to_string();
-        tasks.push(tokio::spawn(async move {
-            let mut times = Vec::new();
-            let mut errors = 0usize;
-            while Instant::now() < until {
-                let t = Instant::now();
-                match client.get(&url).bearer_auth(&token).send().await {
-                    Ok(res) if res.status().is_success() => {
-                        let _ = res.bytes().await;
-                    }
-                    _ => errors += 1,
-                }
-                times.push(t.elapsed());
-            }
-            (times, errors)
-        }));
+/// A client of its own, so each task holds its own keep-alive connection.
+fn connection() -> anyhow::Result<reqwest::Client> {
+    Ok(reqwest::Client::builder()
+        .pool_max_idle_per_host(1)
+        .build()?)
+}
+
+/// Sends one GET of `url` with `token` and reads the body; whether it answered 2xx.
+async fn fetch(client: &reqwest::Client, url: &str, token: &str) -> bool {
+    match client.get(url).bearer_auth(token).send().await {
+        Ok(res) if res.status().is_success() => res.bytes().await.is_ok(),
+        _ => false,
     }
-    let started = Instant::now();
+}
+
+/// Every task's latencies and its count of failed requests, together.
+async fn gather(
+    tasks: Vec<tokio::task::JoinHandle<(Vec<Duration>, usize)>>,
+) -> anyhow::Result<(Vec<Duration>, usize)> {
     let mut all = Vec::new();
     let mut errors = 0;
     for t in tasks {
@@ -81,6 +72,33 @@ async fn load(url: &str, token: &str, connections: usize, seconds: u64) -> anyho
         all.extend(times);
         errors += e;
     }
+    Ok((all, errors))
+}
+
+/// Runs `connections` tasks against `url` for `seconds`; each has its own client (its own
+/// connection) and sends the next request when the last one is answered.
+async fn load(url: &str, token: &str, connections: usize, seconds: u64) -> anyhow::Result<Figures> {
+    let until = Instant::now() + Duration::from_secs(seconds);
+    let mut tasks = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        let client = connection()?;
+        let url = url.to_string();
+        let token = token.to_string();
+        tasks.push(tokio::spawn(async move {
+            let mut times = Vec::new();
+            let mut errors = 0usize;
+            while Instant::now() < until {
+                let t = Instant::now();
+                if !fetch(&client, &url, &token).await {
+                    errors += 1;
+                }
+                times.push(t.elapsed());
+            }
+            (times, errors)
+        }));
+    }
+    let started = Instant::now();
+    let (all, errors) = gather(tasks).await?;
     let elapsed = started.elapsed().as_secs_f64().max(seconds as f64);
     Ok(figures(all, errors, elapsed))
 }
@@ -105,26 +123,19 @@ async fn paced(
     let period = Duration::from_secs_f64(connections as f64 / rate.max(1.0));
     let mut tasks = Vec::with_capacity(connections);
     for i in 0..connections {
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(1)
-            .build()?;
+        let client = connection()?;
         let url = url.to_string();
         let token = token.to_string();
         let first = start + period.mul_f64(i as f64 / connections as f64);
         tasks.push(tokio::spawn(async move {
             let mut times = Vec::new();
             let mut errors = 0usize;
-            if let Ok(res) = client.get(&url).bearer_auth(&token).send().await {
-                let _ = res.bytes().await;
-            }
+            fetch(&client, &url, &token).await;
             let mut due = first;
             while due < until {
                 tokio::time::sleep_until(due.into()).await;
-                match client.get(&url).bearer_auth(&token).send().await {
-                    Ok(res) if res.status().is_success() => {
-                        let _ = res.bytes().await;
-                    }
-                    _ => errors += 1,
+                if !fetch(&client, &url, &token).await {
+                    errors += 1;
                 }
                 times.push(due.elapsed());
                 due += period;
@@ -132,13 +143,7 @@ async fn paced(
             (times, errors)
         }));
     }
-    let mut all = Vec::new();
-    let mut errors = 0;
-    for t in tasks {
-        let (times, e) = t.await?;
-        all.extend(times);
-        errors += e;
-    }
+    let (all, errors) = gather(tasks).await?;
     Ok(figures(all, errors, seconds as f64))
 }
 

@@ -114,6 +114,27 @@ async fn draft(app: &TestApp, id: &str) -> Value {
     res.json().await.unwrap()
 }
 
+/// A reviewer confirms the drafted post-mortem of `id` (asserting 200); returns the learnings
+/// preview.
+async fn confirm_and_preview(app: &TestApp, id: &str) -> Value {
+    let res = app
+        .post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/postmortem/confirm"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    app.get(
+        &app.responder,
+        &format!("/api/v1/incidents/{id}/learnings/preview"),
+    )
+    .await
+    .json()
+    .await
+    .unwrap()
+}
+
 #[tokio::test]
 async fn the_draft_reflects_what_happened_and_preview_equals_what_learn_writes() {
     let app = spawn_app().await;
@@ -841,23 +862,7 @@ async fn the_learnings_preview_names_each_source_by_its_row_and_kind() {
     let app = spawn_app().await;
     let id = worked_incident(&app).await;
     draft(&app, &id).await;
-    let res = app
-        .post_json(
-            &app.reviewer,
-            &format!("/api/v1/incidents/{id}/postmortem/confirm"),
-            json!({}),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::OK);
-    let preview: Value = app
-        .get(
-            &app.responder,
-            &format!("/api/v1/incidents/{id}/learnings/preview"),
-        )
-        .await
-        .json()
-        .await
-        .unwrap();
+    let preview = confirm_and_preview(&app, &id).await;
     let rows = preview["memories"].as_array().unwrap();
     let kinds: Vec<&str> = rows.iter().map(|m| m["kind"].as_str().unwrap()).collect();
     let refs: Vec<String> = rows
@@ -1058,23 +1063,7 @@ async fn learn_with_root_cause(app: &TestApp, id: &str, root_cause: &str) -> (Va
         .await;
     assert_eq!(res.status(), StatusCode::OK);
     draft(app, id).await;
-    let res = app
-        .post_json(
-            &app.reviewer,
-            &format!("/api/v1/incidents/{id}/postmortem/confirm"),
-            json!({}),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::OK);
-    let preview: Value = app
-        .get(
-            &app.responder,
-            &format!("/api/v1/incidents/{id}/learnings/preview"),
-        )
-        .await
-        .json()
-        .await
-        .unwrap();
+    let preview = confirm_and_preview(app, id).await;
     let res = app
         .post_json(
             &app.reviewer,

@@ -2,7 +2,7 @@
 
 use reqwest::StatusCode;
 
-use crate::helpers::{CapturingModel, PASSWORD, spawn_app, spawn_app_with_embedder};
+use crate::helpers::{CapturingModel, PASSWORD, TestApp, spawn_app, spawn_app_with_embedder};
 
 #[tokio::test]
 async fn a_responder_signs_in_opens_an_incident_and_resolves_it_through_the_forms() {
@@ -381,19 +381,26 @@ async fn readiness_names_the_embedding_model_in_use() {
     );
 }
 
-#[tokio::test]
-async fn pages_show_times_in_the_viewers_zone_with_the_offset() {
-    let app = spawn_app().await;
-    let id = app.open_incident("tz", "svc").await;
-    let res = app
-        .client
+/// The incident page `id` as the responder's token sees it from a browser that reports
+/// Asia/Kolkata (the `tz` cookie).
+async fn kolkata_page(app: &TestApp, id: &str) -> String {
+    app.client
         .get(app.url(&format!("/incidents/{id}")))
         .bearer_auth(&app.responder)
         .header("cookie", "tz=Asia%2FKolkata")
         .send()
         .await
-        .unwrap();
-    let html = res.text().await.unwrap();
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn pages_show_times_in_the_viewers_zone_with_the_offset() {
+    let app = spawn_app().await;
+    let id = app.open_incident("tz", "svc").await;
+    let html = kolkata_page(&app, &id).await;
     assert!(html.contains("+05:30"), "browser-reported zone used");
     assert!(html.contains("Asia/Kolkata"));
     // Observation statements are stored with UTC windows and shown in the viewer's zone.
@@ -408,17 +415,7 @@ async fn pages_show_times_in_the_viewers_zone_with_the_offset() {
         )
         .await;
     assert_eq!(res.status(), StatusCode::CREATED);
-    let html = app
-        .client
-        .get(app.url(&format!("/incidents/{id}")))
-        .bearer_auth(&app.responder)
-        .header("cookie", "tz=Asia%2FKolkata")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = kolkata_page(&app, &id).await;
     assert!(
         html.contains("30 lines, 2026-06-02 14:30 → 14:59 +05:30, 1 template, 30 errors"),
         "observation window in the viewer's zone: {}",
@@ -451,17 +448,7 @@ async fn pages_show_times_in_the_viewers_zone_with_the_offset() {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let html = app
-        .client
-        .get(app.url(&format!("/incidents/{id}")))
-        .bearer_auth(&app.responder)
-        .header("cookie", "tz=Asia%2FKolkata")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = kolkata_page(&app, &id).await;
     assert!(
         html.contains("+12:45") || html.contains("+13:45"),
         "Chatham offset shown"
