@@ -1,6 +1,6 @@
 //! The built-in embedding model computes what sentence-transformers computes: every reference
 //! vector of `../shared/data/minilm-reference.json` (all-MiniLM-L6-v2 through
-//! sentence-transformers, normalised) is reproduced at cosine ≥ 0.999, with the same number of
+//! sentence-transformers, normalised) is reproduced at cosine ≥ 0.99999, with the same number of
 //! word pieces, including the emoji/CJK text and the one cut at 256 pieces. A missing reference
 //! file is a loud skip locally and a failure under `CI=true`.
 
@@ -62,7 +62,7 @@ fn the_built_in_model_reproduces_the_sentence_transformers_reference_vectors() {
         let c_batch = cosine(got, &item.embedding);
         let c_alone = cosine(&alone[0], &item.embedding);
         assert!(
-            c_batch >= 0.999 && c_alone >= 0.999,
+            c_batch >= 0.99999 && c_alone >= 0.99999,
             "{:?}: cosine {c_batch:.5} (batch) {c_alone:.5} (alone)",
             item.text
         );

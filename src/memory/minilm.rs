@@ -1,7 +1,8 @@
 //! The built-in sentence-embedding model: all-MiniLM-L6-v2 (Wang et al., "MiniLM: Deep
 //! Self-Attention Distillation for Task-Agnostic Compression of Pre-Trained Transformers",
 //! NeurIPS 2020; fine-tuned for sentence similarity by sentence-transformers; Apache-2.0),
-//! run in process with candle's BERT. No network, no key.
+//! run in process by our own BERT encoder ([`bert_encoder`]; the weights are read with candle).
+//! No network, no key.
 //!
 //! It computes what sentence-transformers' `encode(…, normalize_embeddings=True)` computes
 //! for this model: lower-cased WordPiece from the model's own `tokenizer.json`, at most
@@ -17,9 +18,9 @@
 use std::path::{Path, PathBuf};
 
 use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
+
+use bert_encoder as bert;
 
 /// The model's name, stored with every vector it computes.
 pub const MODEL_NAME: &str = "all-MiniLM-L6-v2";
@@ -63,16 +64,22 @@ pub enum ModelError {
     /// The tokenizer failed to load or to encode.
     #[error("embedding tokenizer: {0}")]
     Tokenizer(String),
-    /// The network failed to load or to run.
+    /// The model file could not be read as tensors.
     #[error("embedding model: {0}")]
     Tensor(#[from] candle_core::Error),
+    /// The model file lacks a tensor the encoder needs.
+    #[error("embedding model: no tensor {0}")]
+    Missing(String),
+    /// The model's tensors do not fit its configuration or the encoder.
+    #[error("embedding model: {0}")]
+    Shape(#[from] bert::ShapeError),
 }
 
-/// all-MiniLM-L6-v2, loaded.
+/// all-MiniLM-L6-v2, loaded: its encoder ([`bert::Encoder`], weights repacked for it) and
+/// tokenizer.
 pub struct MiniLm {
-    model: BertModel,
+    encoder: bert::Encoder,
     tokenizer: Tokenizer,
-    device: Device,
 }
 
 impl std::fmt::Debug for MiniLm {
@@ -81,8 +88,29 @@ impl std::fmt::Debug for MiniLm {
     }
 }
 
+/// The fields of `config.json` the encoder needs (Hugging Face's `BertConfig` names).
+#[derive(Debug, serde::Deserialize)]
+struct Config {
+    hidden_size: usize,
+    intermediate_size: usize,
+    num_attention_heads: usize,
+    num_hidden_layers: usize,
+    #[serde(default = "default_eps")]
+    layer_norm_eps: f64,
+    #[serde(default = "default_act")]
+    hidden_act: String,
+}
+
+fn default_eps() -> f64 {
+    1e-12
+}
+
+fn default_act() -> String {
+    "gelu".into()
+}
+
 impl MiniLm {
-    /// Loads the model from `dir` (see the module doc for its files), on the CPU.
+    /// Loads the model from `dir` (see the module doc for its files).
     ///
     /// # Errors
     /// [`ModelError`] for a missing or malformed file.
@@ -97,6 +125,12 @@ impl MiniLm {
                 path: config_path,
                 source,
             })?;
+        if config.hidden_act != "gelu" {
+            return Err(ModelError::Shape(bert::ShapeError::Unsupported(format!(
+                "activation {:?} (only BERT's erf GELU, \"gelu\", is implemented)",
+                config.hidden_act
+            ))));
+        }
         let mut tokenizer = Tokenizer::from_bytes(read("tokenizer.json")?)
             .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
         tokenizer
@@ -105,19 +139,10 @@ impl MiniLm {
                 ..Default::default()
             }))
             .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
-        tokenizer.with_padding(Some(PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            ..Default::default()
-        }));
-        let device = Device::Cpu;
+        tokenizer.with_padding(None);
         let weights = read("model.safetensors")?;
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)?;
-        let model = BertModel::load(vb, &config)?;
-        Ok(Self {
-            model,
-            tokenizer,
-            device,
-        })
+        let encoder = encoder(&weights, &config)?;
+        Ok(Self { encoder, tokenizer })
     }
 
     /// Word pieces of `text` after truncation, `[CLS]` and `[SEP]` included.
@@ -129,20 +154,17 @@ impl MiniLm {
             .tokenizer
             .encode(text, true)
             .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
-        Ok(enc.get_attention_mask().iter().filter(|m| **m == 1).count())
+        Ok(enc.get_ids().len())
     }
 
-    /// One unit vector of [`DIMENSIONS`] per text, in order. Blocking.
-    ///
-    /// Texts are run in groups of similar length ([`length_groups`]), each padded only to its own
-    /// longest: padding costs as much as real word pieces in every layer, so one batch padded to
-    /// its longest text would spend most of its time on padding when lengths differ. The
-    /// attention mask keeps padding out of both attention and pooling, so a text's vector does
-    /// not depend on its batch or group.
+    /// One unit vector of [`DIMENSIONS`] per text, in order. Blocking. Each text runs through
+    /// the encoder on its own (no padding, so a text's vector never depends on what it is
+    /// embedded with); several texts run on rayon's pool side by side.
     ///
     /// # Errors
-    /// [`ModelError`] when tokenizing or the forward pass fails.
+    /// [`ModelError`] when tokenizing fails.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, ModelError> {
+        use rayon::prelude::*;
         if texts.is_empty() {
             return Ok(Vec::new());
         }
@@ -150,115 +172,118 @@ impl MiniLm {
             .tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| ModelError::Tokenizer(e.to_string()))?;
-        let lengths: Vec<usize> = encodings
-            .iter()
-            .map(|e| {
-                e.get_attention_mask()
-                    .iter()
-                    .filter(|m| **m == 1)
-                    .count()
-                    .max(1)
-            })
-            .collect();
-        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for group in length_groups(&lengths) {
-            let len = group.iter().map(|&i| lengths[i]).max().unwrap_or(1);
-            let rows = group.len();
-            let mut ids = Vec::with_capacity(rows * len);
-            let mut types = Vec::with_capacity(rows * len);
-            let mut mask = Vec::with_capacity(rows * len);
-            for &i in &group {
-                // Right padding: a text's real pieces come first, so its first `len` are all of
-                // them, padded by what the batch-wide padding put after.
-                let e = &encodings[i];
-                ids.extend(e.get_ids().iter().take(len).map(|&x| i64::from(x)));
-                types.extend(e.get_type_ids().iter().take(len).map(|&x| i64::from(x)));
-                mask.extend(
-                    e.get_attention_mask()
-                        .iter()
-                        .take(len)
-                        .map(|&x| i64::from(x)),
-                );
-            }
-            for (slot, v) in group.iter().zip(self.forward(ids, types, mask, rows, len)?) {
-                out[*slot] = v;
-            }
-        }
-        Ok(out)
+        Ok(encodings
+            .par_iter()
+            .map(|e| self.vector(e.get_ids(), e.get_type_ids()))
+            .collect())
     }
 
-    /// Unit vectors of `rows` texts of `len` word pieces each (row-major ids, type ids and
-    /// attention mask): the forward pass, mean pooling over the mask, L2 normalisation.
-    fn forward(
-        &self,
-        ids: Vec<i64>,
-        types: Vec<i64>,
-        mask: Vec<i64>,
-        rows: usize,
-        len: usize,
-    ) -> Result<Vec<Vec<f32>>, ModelError> {
-        let ids = Tensor::from_vec(ids, (rows, len), &self.device)?;
-        let types = Tensor::from_vec(types, (rows, len), &self.device)?;
-        let mask = Tensor::from_vec(mask, (rows, len), &self.device)?;
-        let hidden = self.model.forward(&ids, &types, Some(&mask))?;
-        // Mean over the real tokens: sum(hidden * mask) / sum(mask).
-        let mask_f = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
-        let summed = hidden.broadcast_mul(&mask_f)?.sum(1)?;
-        let counts = mask_f.sum(1)?.clamp(1e-9, f64::MAX)?;
-        let mean = summed.broadcast_div(&counts)?;
-        let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
-        let unit = mean.broadcast_div(&norms)?;
-        Ok(unit.to_vec2::<f32>()?)
+    /// The unit vector of one tokenized text: the encoder's last layer, mean-pooled over every
+    /// piece, L2-normalised.
+    fn vector(&self, ids: &[u32], types: &[u32]) -> Vec<f32> {
+        let hidden = self.encoder.forward(ids, types);
+        let mut mean = vec![0f32; DIMENSIONS];
+        let rows = (hidden.len() / DIMENSIONS).max(1);
+        for row in hidden.chunks_exact(DIMENSIONS) {
+            for (m, v) in mean.iter_mut().zip(row) {
+                *m += v;
+            }
+        }
+        for m in &mut mean {
+            *m /= rows as f32;
+        }
+        let norm = mean.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
+        for m in &mut mean {
+            *m /= norm;
+        }
+        mean
     }
 }
 
-/// Padded word pieces a group may spend per real one before a longer text starts a new group.
-const PADDING_SLACK: f64 = 1.25;
-
-/// Word pieces of padding any group may carry regardless of [`PADDING_SLACK`] (a forward pass
-/// has a fixed cost too, so very short texts are not split further).
-const PADDING_FREE: usize = 48;
-
-/// Indices of texts of the given `lengths` (word pieces), grouped so that padding each group to
-/// its longest costs at most [`PADDING_SLACK`] times its real pieces plus [`PADDING_FREE`]:
-/// shortest first, a text joins the current group while that holds. Every index appears once.
-pub fn length_groups(lengths: &[usize]) -> Vec<Vec<usize>> {
-    let mut order: Vec<usize> = (0..lengths.len()).collect();
-    order.sort_by_key(|&i| lengths[i]);
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut current: Vec<usize> = Vec::new();
-    let mut real = 0usize;
-    for i in order {
-        let len = lengths[i];
-        let padded = len * (current.len() + 1);
-        let allowed = ((real + len) as f64 * PADDING_SLACK) as usize + PADDING_FREE;
-        if !current.is_empty() && padded > allowed {
-            groups.push(std::mem::take(&mut current));
-            real = 0;
-        }
-        current.push(i);
-        real += len;
+/// The encoder from the model file's tensors (Hugging Face `BertModel` names, with or without a
+/// `bert.` prefix), read with candle and repacked.
+fn encoder(weights: &[u8], config: &Config) -> Result<bert::Encoder, ModelError> {
+    let tensors = candle_core::safetensors::load_buffer(weights, &Device::Cpu)?;
+    let get = |name: &str| -> Result<&Tensor, ModelError> {
+        tensors
+            .get(name)
+            .or_else(|| tensors.get(&format!("bert.{name}")))
+            .ok_or_else(|| ModelError::Missing(name.to_string()))
+    };
+    let f32s = |name: &str| -> Result<Vec<f32>, ModelError> {
+        Ok(get(name)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?)
+    };
+    let dense = |prefix: &str, role: &'static str| -> Result<bert::Dense, ModelError> {
+        let w = get(&format!("{prefix}.weight"))?;
+        let (outputs, inputs) = w.dims2()?;
+        let w: Vec<f32> = w.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?;
+        let b = f32s(&format!("{prefix}.bias"))?;
+        Ok(bert::Dense::new(role, &w, &b, outputs, inputs)?)
+    };
+    let norm = |prefix: &str| -> Result<(Vec<f32>, Vec<f32>), ModelError> {
+        Ok((
+            f32s(&format!("{prefix}.LayerNorm.weight"))?,
+            f32s(&format!("{prefix}.LayerNorm.bias"))?,
+        ))
+    };
+    let mut layers = Vec::with_capacity(config.num_hidden_layers);
+    for l in 0..config.num_hidden_layers {
+        let p = format!("encoder.layer.{l}");
+        layers.push(bert::Layer {
+            qkv: bert::Dense::fused(&[
+                dense(&format!("{p}.attention.self.query"), "query")?,
+                dense(&format!("{p}.attention.self.key"), "key")?,
+                dense(&format!("{p}.attention.self.value"), "value")?,
+            ])?,
+            attention_out: dense(&format!("{p}.attention.output.dense"), "attention output")?,
+            attention_norm: norm(&format!("{p}.attention.output"))?,
+            intermediate: dense(&format!("{p}.intermediate.dense"), "intermediate")?,
+            output: dense(&format!("{p}.output.dense"), "output")?,
+            output_norm: norm(&format!("{p}.output"))?,
+        });
     }
-    if !current.is_empty() {
-        groups.push(current);
-    }
-    groups
+    let words: Vec<half::f16> = get("embeddings.word_embeddings.weight")?
+        .to_dtype(DType::F16)?
+        .flatten_all()?
+        .to_vec1()?;
+    let shape = bert::Shape {
+        hidden: config.hidden_size,
+        intermediate: config.intermediate_size,
+        heads: config.num_attention_heads,
+        eps: config.layer_norm_eps as f32,
+    };
+    Ok(bert::Encoder::new(
+        shape,
+        words,
+        f32s("embeddings.position_embeddings.weight")?,
+        f32s("embeddings.token_type_embeddings.weight")?,
+        norm("embeddings")?,
+        layers,
+    )?)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::length_groups;
+    use super::*;
 
+    // Agreement with sentence-transformers' own vectors is `tests/minilm.rs`.
     #[test]
-    fn length_groups_cover_every_text_once_and_keep_long_texts_apart_from_short_ones() {
-        let lengths = [12, 250, 14, 16, 240, 13, 60];
-        let groups = length_groups(&lengths);
-        let mut seen: Vec<usize> = groups.iter().flatten().copied().collect();
-        seen.sort_unstable();
-        assert_eq!(seen, (0..lengths.len()).collect::<Vec<_>>());
-        // The four short texts run together, the two long ones together, 60 on its own.
-        assert_eq!(groups, vec![vec![0, 5, 2, 3], vec![6], vec![4, 1]]);
-        assert_eq!(length_groups(&[]), Vec::<Vec<usize>>::new());
-        assert_eq!(length_groups(&[30, 30, 30]), vec![vec![0, 1, 2]]);
+    fn a_text_gets_the_same_vector_alone_as_with_others_and_long_texts_are_cut() {
+        let texts = [
+            "db",
+            "Checkout requests time out after the connection pool ran dry.",
+            &"disk pressure on the ingest nodes ".repeat(40),
+        ];
+        let model = MiniLm::load(&default_dir()).expect("the model under models/ loads");
+        let together = model.embed(&texts).expect("embeds");
+        for (t, v) in texts.iter().zip(&together) {
+            assert_eq!(v.len(), DIMENSIONS);
+            assert_eq!(&model.embed(&[t]).expect("embeds")[0], v, "{t:?}");
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-5, "{t:?}: norm {norm}");
+        }
+        assert_eq!(model.word_pieces("db").expect("tokenizes"), 3);
+        assert_eq!(model.word_pieces(texts[2]).expect("tokenizes"), MAX_WORD_PIECES);
+        assert!(model.embed(&[]).expect("nothing to embed").is_empty());
     }
 }
