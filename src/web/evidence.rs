@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::{ApiError, PageError};
+use super::openapi::{IncidentPath, examples};
 use super::pages::{KeptInput, Layout, incident_error};
 use crate::domain::{IncidentId, ValidationError};
 use crate::error::AppError;
@@ -21,12 +22,17 @@ use crate::evidence::EvidenceKind;
 use crate::services::evidence as esvc;
 use crate::store::{evidence as estore, memory as mstore};
 
-#[derive(Debug, Deserialize, Default)]
+/// Evidence as submitted (a JSON body, a form, multipart fields or the query of a raw body).
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
 struct Submission {
+    /// `logs`, `metrics`, `alert` or `note`.
     #[serde(default)]
+    #[schema(value_type = EvidenceKind)]
     kind: String,
+    /// The text (up to the evidence limit; secrets are redacted before it is stored).
     #[serde(default)]
     content: String,
+    /// Where it came from: a file name, a host, a tool.
     #[serde(default)]
     source: String,
     /// The incident version the page showed (empty: no check).
@@ -226,9 +232,20 @@ fn incident_id(id: &str) -> Result<IncidentId, AppError> {
     post,
     path = "/api/v1/incidents/{id}/evidence",
     tag = "evidence",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(
+        description = "Logs, metrics, an alert body or a note: JSON `{kind, content, source?}`, raw text \
+                       (`?kind=&source=`, default `logs`) or `multipart/form-data` with a `file`",
+        content(
+            (Submission = "application/json", example = json!(examples::evidence())),
+            (String = "text/plain", example = json!(examples::evidence_text()))
+        )
+    ),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 201, description = "The evidence and the observations extracted from it", body = EvidenceResponse,
+         example = json!(examples::evidence_added())),
+        (status = 200, description = "The same content was already evidence of this incident: nothing added, `notice` says which",
+         body = EvidenceResponse, example = json!(examples::evidence_duplicate())),
         super::openapi::ApiErrors
     )
 )]
@@ -267,16 +284,32 @@ pub(super) async fn api_add(
     )
     .await?;
     if !added.created {
-        let mut body = serde_json::to_value(&added).map_err(|e| AppError::Internal(e.into()))?;
-        body["notice"] = duplicate_notice(&added.evidence).into();
-        return Ok((StatusCode::OK, Json(body)).into_response());
+        let notice = Some(duplicate_notice(&added.evidence));
+        return Ok((StatusCode::OK, Json(EvidenceResponse { added, notice })).into_response());
     }
-    Ok((StatusCode::CREATED, Json(added)).into_response())
+    let body = EvidenceResponse {
+        added,
+        notice: None,
+    };
+    Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
-#[derive(serde::Serialize)]
+/// The answer of `POST …/evidence`: what was stored and, for a repeat, why nothing was.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub(super) struct EvidenceResponse {
+    #[serde(flatten)]
+    added: esvc::EvidenceAdded,
+    /// Set when the same content was already there (status 200).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    notice: Option<String>,
+}
+
+/// `GET …/evidence`: the incident's evidence and observations.
+#[derive(serde::Serialize, utoipa::ToSchema)]
 pub(super) struct EvidenceList {
+    /// Every piece of evidence, without its content.
     evidence: Vec<estore::EvidenceMeta>,
+    /// The observations extracted from it.
     observations: Vec<crate::domain::memory::MemoryRecord>,
 }
 
@@ -284,9 +317,10 @@ pub(super) struct EvidenceList {
     get,
     path = "/api/v1/incidents/{id}/evidence",
     tag = "evidence",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The incident's evidence (without content) and its observations",
+         body = EvidenceList, example = json!(examples::evidence_list())),
         super::openapi::ApiErrors
     )
 )]

@@ -12,6 +12,7 @@ use super::AppState;
 use super::api::{BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::openapi::{IncidentPath, RecommendationPath, examples};
 use super::pages::{KeptInput, VersionForm, incident_error};
 use crate::domain::IncidentId;
 use crate::error::AppError;
@@ -26,9 +27,12 @@ fn incident_id(id: &str) -> Result<IncidentId, AppError> {
     post,
     path = "/api/v1/incidents/{id}/investigate",
     tag = "investigation",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
+                 example = json!(examples::version())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 201, description = "Hypotheses, recommendations (flagged dead ends last), what recall returned",
+         body = inv::InvestigationView, example = json!(examples::investigation())),
         super::openapi::ApiErrors
     )
 )]
@@ -51,9 +55,10 @@ pub(super) async fn api_investigate(
     get,
     path = "/api/v1/incidents/{id}/investigation",
     tag = "investigation",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The latest investigation (404 before the first)",
+         body = inv::InvestigationView, example = json!(examples::investigation())),
         super::openapi::ApiErrors
     )
 )]
@@ -74,12 +79,12 @@ pub(super) async fn api_latest(
 }
 
 /// Body of `POST …/recommendations`: an action a person proposes.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
 pub struct ProposeBody {
     /// The incident version the request is based on (409 when stale); optional.
     #[serde(default)]
     pub version: Option<i64>,
-    /// ActionKind name (aliases accepted).
+    /// ActionKind name (aliases accepted: "bump the pool size" → `raise_pool_limit`).
     #[serde(default)]
     pub kind: String,
     /// Target; the incident's service when empty.
@@ -94,9 +99,12 @@ pub struct ProposeBody {
     post,
     path = "/api/v1/incidents/{id}/recommendations",
     tag = "investigation",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = ProposeBody, description = "An action from the closed vocabulary, its target and why",
+                 example = json!(examples::propose())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 201, description = "The recommendation, proposed", body = inv::RecommendationView,
+         example = json!(examples::recommendation("proposed"))),
         super::openapi::ApiErrors
     )
 )]
@@ -151,7 +159,7 @@ pub(super) async fn page_propose(
 }
 
 /// Body of reject.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
 pub struct RejectBody {
     /// The incident version the request is based on (409 when stale); optional.
     #[serde(default)]
@@ -162,13 +170,14 @@ pub struct RejectBody {
 }
 
 /// Body of verdict.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
 pub struct VerdictBody {
     /// The incident version the request is based on (409 when stale); optional.
     #[serde(default)]
     pub version: Option<i64>,
     /// resolved / partially_resolved / did_not_resolve / made_worse.
     #[serde(default)]
+    #[schema(value_type = super::openapi::VerdictCode)]
     pub verdict: String,
     /// What happened.
     #[serde(default)]
@@ -179,9 +188,12 @@ pub struct VerdictBody {
     post,
     path = "/api/v1/incidents/{id}/recommendations/{rid}/approve",
     tag = "investigation",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
+    params(RecommendationPath),
+    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
+                 example = json!(examples::version())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The recommendation, approved, with its simulated transcript",
+         body = inv::RecommendationView, example = json!(examples::recommendation("approved"))),
         super::openapi::ApiErrors
     )
 )]
@@ -202,9 +214,11 @@ pub(super) async fn api_approve(
     post,
     path = "/api/v1/incidents/{id}/recommendations/{rid}/reject",
     tag = "investigation",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
+    params(RecommendationPath),
+    request_body(content = RejectBody, description = "Why (required)", example = json!(examples::reject())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The recommendation, rejected", body = inv::RecommendationView,
+         example = json!(examples::recommendation("rejected"))),
         super::openapi::ApiErrors
     )
 )]
@@ -226,9 +240,12 @@ pub(super) async fn api_reject(
     post,
     path = "/api/v1/incidents/{id}/recommendations/{rid}/verdict",
     tag = "investigation",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
+    params(RecommendationPath),
+    request_body(content = VerdictBody, description = "What the approved action did",
+                 example = json!(examples::verdict())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The approved recommendation with its verdict (`did_not_resolve` / `made_worse` also write a remediation failure to memory)",
+         body = inv::RecommendationView, example = json!(examples::recommendation_with_verdict())),
         super::openapi::ApiErrors
     )
 )]

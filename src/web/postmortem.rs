@@ -13,6 +13,7 @@ use super::AppState;
 use super::api::{BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::openapi::{IncidentPath, examples};
 use super::pages::{KeptInput, Layout, VersionForm, incident_error};
 use super::view::{Clock, SafeHtml, render_markdown};
 use crate::domain::memory::Rule;
@@ -44,9 +45,12 @@ async fn api_version(
     post,
     path = "/api/v1/incidents/{id}/postmortem",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
+                 example = json!(examples::version())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 201, description = "The draft (resolved → postmortem_draft)", body = pstore::StoredPostmortem,
+         example = json!(examples::draft())),
         super::openapi::ApiErrors
     )
 )]
@@ -67,9 +71,10 @@ pub(super) async fn api_draft(
     get,
     path = "/api/v1/incidents/{id}/postmortem",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The post-mortem", body = pstore::StoredPostmortem,
+         example = json!(examples::draft())),
         super::openapi::ApiErrors
     )
 )]
@@ -84,7 +89,7 @@ pub(super) async fn api_get(
 }
 
 /// Body of `PUT …/postmortem`: the whole document, optionally with the version it was loaded at.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct PutPostmortem {
     /// The document.
     #[serde(flatten)]
@@ -98,9 +103,12 @@ pub struct PutPostmortem {
     put,
     path = "/api/v1/incidents/{id}/postmortem",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = PutPostmortem, description = "The whole document; `version`: the post-mortem version the editor loaded (409 when stale)",
+                 example = json!(examples::postmortem())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The post-mortem as saved (its version incremented)",
+         body = pstore::StoredPostmortem, example = json!(examples::draft())),
         super::openapi::ApiErrors
     )
 )]
@@ -126,9 +134,12 @@ pub(super) async fn api_put(
     post,
     path = "/api/v1/incidents/{id}/postmortem/confirm",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
+                 example = json!(examples::version())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The post-mortem, confirmed (postmortem_draft → confirmed); needs a reviewer who did not edit it last",
+         body = pstore::StoredPostmortem, example = json!(examples::confirmed())),
         super::openapi::ApiErrors
     )
 )]
@@ -156,9 +167,10 @@ async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> 
     get,
     path = "/api/v1/incidents/{id}/postmortem.md",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The post-mortem as Markdown (an attachment)", body = String,
+         content_type = "text/markdown", example = json!(examples::markdown())),
         super::openapi::ApiErrors
     )
 )]
@@ -189,9 +201,10 @@ pub(super) async fn api_markdown(
     get,
     path = "/api/v1/incidents/{id}/learnings/preview",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "Exactly what Learn will write", body = pm::LearningsPreview,
+         example = json!(examples::learnings_preview())),
         super::openapi::ApiErrors
     )
 )]
@@ -207,9 +220,12 @@ pub(super) async fn api_preview(
     post,
     path = "/api/v1/incidents/{id}/learn",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
+                 example = json!(examples::version())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "What Learn wrote (confirmed → learned; a repeat returns the same)",
+         body = pm::LearnResult, example = json!(examples::learn_result())),
         super::openapi::ApiErrors
     )
 )]
@@ -225,19 +241,29 @@ pub(super) async fn api_learn(
     Ok(Json(pm::learn(&s.pool, &user.0, &id).await?))
 }
 
-#[derive(serde::Serialize)]
+/// `GET /api/v1/review`: what waits for a reviewer.
+#[derive(serde::Serialize, utoipa::ToSchema)]
 pub(super) struct ReviewQueue {
+    /// Post-mortem drafts to confirm, oldest first.
     drafts_waiting_for_confirmation: Vec<ReviewItem>,
+    /// Lessons that name no grounding incident.
     rules_without_grounding: Vec<ReviewItem>,
+    /// Learned incidents that gave no lesson.
     learned_incidents_without_rules: Vec<ReviewItem>,
+    /// Confirmed records a later one contradicts.
     contradictions_to_resolve: Vec<ReviewItem>,
 }
 
-#[derive(serde::Serialize)]
+/// One entry of the [`ReviewQueue`].
+#[derive(serde::Serialize, utoipa::ToSchema)]
 struct ReviewItem {
+    /// `INC-…` or `MEM-…`.
     id: String,
+    /// What it is.
     text: String,
+    /// What to do about it.
     fix: String,
+    /// Where to do it (a page of the app).
     href: String,
 }
 
@@ -303,7 +329,8 @@ async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
     path = "/api/v1/review",
     tag = "postmortem",
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The reviewers' queue", body = ReviewQueue,
+         example = json!(examples::review())),
         super::openapi::ApiErrors
     )
 )]
