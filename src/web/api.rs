@@ -61,6 +61,8 @@ fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
 #[utoipa::path(
     get,
     path = "/api/v1/me",
+    operation_id = "me",
+    summary = "Who the token belongs to",
     tag = "incidents",
     responses(
         (status = 200, description = "The user the token belongs to", body = crate::store::users::User,
@@ -90,6 +92,8 @@ pub struct CreateIncident {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents",
+    operation_id = "openIncident",
+    summary = "Open an incident",
     tag = "incidents",
     request_body(content = CreateIncident, description = "The new incident",
                  example = json!(examples::create_incident())),
@@ -209,6 +213,8 @@ pub(super) struct IncidentList {
 #[utoipa::path(
     get,
     path = "/api/v1/incidents",
+    operation_id = "listIncidents",
+    summary = "List incidents, newest first, filtered and paged",
     tag = "incidents",
     params(ListQuery),
     responses(
@@ -244,6 +250,8 @@ fn parse_id(id: &str) -> Result<IncidentId, ApiError> {
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}",
+    operation_id = "getIncident",
+    summary = "Show an incident with its timeline",
     tag = "incidents",
     params(IncidentPath),
     responses(
@@ -278,6 +286,8 @@ pub struct ResolveBody {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/resolve",
+    operation_id = "resolveIncident",
+    summary = "Resolve an incident",
     tag = "incidents",
     params(IncidentPath),
     request_body(content = ResolveBody, description = "What happened and why",
@@ -332,6 +342,8 @@ impl VersionBody {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/reopen",
+    operation_id = "reopenIncident",
+    summary = "Reopen an incident",
     tag = "incidents",
     params(IncidentPath),
     request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",

@@ -231,6 +231,8 @@ fn incident_id(id: &str) -> Result<IncidentId, AppError> {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/evidence",
+    operation_id = "addEvidence",
+    summary = "Add evidence (logs, metrics, an alert, a note)",
     tag = "evidence",
     params(IncidentPath),
     request_body(
@@ -316,6 +318,8 @@ pub(super) struct EvidenceList {
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}/evidence",
+    operation_id = "listEvidence",
+    summary = "List an incident's evidence and observations",
     tag = "evidence",
     params(IncidentPath),
     responses(

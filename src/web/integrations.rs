@@ -60,6 +60,8 @@ struct Created {
 #[utoipa::path(
     post,
     path = "/api/v1/integrations",
+    operation_id = "createIntegration",
+    summary = "Create an integration and its webhook secret (admins)",
     tag = "integrations",
     request_body(content = IntegrationInput, description = "The sender, its default service and severity mapping (admins)",
                  example = json!(examples::create_integration())),
@@ -96,6 +98,8 @@ pub(super) struct List {
 #[utoipa::path(
     get,
     path = "/api/v1/integrations",
+    operation_id = "listIntegrations",
+    summary = "List integrations (admins)",
     tag = "integrations",
     responses(
         (status = 200, description = "Every integration (admins)", body = List,
@@ -119,6 +123,8 @@ pub(super) async fn api_list(
 #[utoipa::path(
     get,
     path = "/api/v1/integrations/{id}",
+    operation_id = "getIntegration",
+    summary = "Show an integration (admins)",
     tag = "integrations",
     params(IntegrationPath),
     responses(
@@ -139,6 +145,8 @@ pub(super) async fn api_show(
 #[utoipa::path(
     patch,
     path = "/api/v1/integrations/{id}",
+    operation_id = "updateIntegration",
+    summary = "Update an integration (admins)",
     tag = "integrations",
     params(IntegrationPath),
     request_body(content = IntegrationUpdate, description = "Absent fields stay as they are",

@@ -26,6 +26,8 @@ fn incident_id(id: &str) -> Result<IncidentId, AppError> {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/investigate",
+    operation_id = "investigate",
+    summary = "Investigate: recall, hypotheses and recommendations",
     tag = "investigation",
     params(IncidentPath),
     request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
@@ -54,6 +56,8 @@ pub(super) async fn api_investigate(
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}/investigation",
+    operation_id = "getInvestigation",
+    summary = "Show the latest investigation",
     tag = "investigation",
     params(IncidentPath),
     responses(
@@ -98,6 +102,8 @@ pub struct ProposeBody {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/recommendations",
+    operation_id = "proposeAction",
+    summary = "Propose an action yourself",
     tag = "investigation",
     params(IncidentPath),
     request_body(content = ProposeBody, description = "An action from the closed vocabulary, its target and why",
@@ -187,6 +193,8 @@ pub struct VerdictBody {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/recommendations/{rid}/approve",
+    operation_id = "approveAction",
+    summary = "Approve a recommendation (simulated, never executed)",
     tag = "investigation",
     params(RecommendationPath),
     request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
@@ -213,6 +221,8 @@ pub(super) async fn api_approve(
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/recommendations/{rid}/reject",
+    operation_id = "rejectAction",
+    summary = "Reject a recommendation",
     tag = "investigation",
     params(RecommendationPath),
     request_body(content = RejectBody, description = "Why (required)", example = json!(examples::reject())),
@@ -239,6 +249,8 @@ pub(super) async fn api_reject(
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/recommendations/{rid}/verdict",
+    operation_id = "recordVerdict",
+    summary = "Record what an approved action did",
     tag = "investigation",
     params(RecommendationPath),
     request_body(content = VerdictBody, description = "What the approved action did",

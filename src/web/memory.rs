@@ -158,6 +158,8 @@ pub(super) struct MemoryList {
 #[utoipa::path(
     get,
     path = "/api/v1/memories",
+    operation_id = "listMemories",
+    summary = "List durable memory records",
     tag = "memory",
     params(MemoryQuery),
     responses(
@@ -229,6 +231,8 @@ fn parse_mem_id(id: &str) -> Result<i64, AppError> {
 #[utoipa::path(
     get,
     path = "/api/v1/memories/{id}",
+    operation_id = "getMemory",
+    summary = "Show a memory record with its sources and history",
     tag = "memory",
     params(MemoryPath),
     responses(
@@ -395,6 +399,8 @@ async fn create_memory(
 #[utoipa::path(
     post,
     path = "/api/v1/memories",
+    operation_id = "writeMemory",
+    summary = "Write a note or a runbook",
     tag = "memory",
     request_body(content = CreateMemory, description = "A note (service_fact, dependency) or a runbook",
                  example = json!(examples::create_memory())),
@@ -436,6 +442,8 @@ pub struct RetractBody {
 #[utoipa::path(
     post,
     path = "/api/v1/memories/{id}/supersede",
+    operation_id = "supersedeMemory",
+    summary = "Supersede a memory record by a newer one (reviewers)",
     tag = "memory",
     params(MemoryPath),
     request_body(content = SupersedeBody, description = "The record that replaces it and why",
@@ -468,6 +476,8 @@ pub(super) async fn api_supersede(
 #[utoipa::path(
     post,
     path = "/api/v1/memories/{id}/retract",
+    operation_id = "retractMemory",
+    summary = "Retract a memory record (reviewers)",
     tag = "memory",
     params(MemoryPath),
     request_body(content = RetractBody, description = "Why (required)", example = json!(examples::retract())),
@@ -526,6 +536,8 @@ async fn run_recall(s: &AppState, p: &RecallParams) -> Result<RecallResult, AppE
 #[utoipa::path(
     get,
     path = "/api/v1/recall",
+    operation_id = "recall",
+    summary = "Recall organizational memory for a question or a service",
     tag = "memory",
     params(RecallParams),
     responses(

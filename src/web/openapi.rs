@@ -203,6 +203,8 @@ pub enum VerdictCode {
 #[utoipa::path(
     get,
     path = "/api/v1/openapi.json",
+    operation_id = "openapi",
+    summary = "This OpenAPI 3.1 document",
     tag = "meta",
     responses((status = 200, description = "The OpenAPI 3.1 document (this document)", body = Object))
 )]

@@ -44,6 +44,8 @@ async fn api_version(
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/postmortem",
+    operation_id = "draftPostmortem",
+    summary = "Draft the post-mortem of a resolved incident",
     tag = "postmortem",
     params(IncidentPath),
     request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
@@ -70,6 +72,8 @@ pub(super) async fn api_draft(
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}/postmortem",
+    operation_id = "getPostmortem",
+    summary = "Show the post-mortem",
     tag = "postmortem",
     params(IncidentPath),
     responses(
@@ -102,6 +106,8 @@ pub struct PutPostmortem {
 #[utoipa::path(
     put,
     path = "/api/v1/incidents/{id}/postmortem",
+    operation_id = "editPostmortem",
+    summary = "Edit the post-mortem draft",
     tag = "postmortem",
     params(IncidentPath),
     request_body(content = PutPostmortem, description = "The whole document; `version`: the post-mortem version the editor loaded (409 when stale)",
@@ -133,6 +139,8 @@ pub(super) async fn api_put(
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/postmortem/confirm",
+    operation_id = "confirmPostmortem",
+    summary = "Confirm the post-mortem (reviewers)",
     tag = "postmortem",
     params(IncidentPath),
     request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
@@ -166,6 +174,8 @@ async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> 
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}/postmortem.md",
+    operation_id = "exportPostmortem",
+    summary = "Export the post-mortem as Markdown",
     tag = "postmortem",
     params(IncidentPath),
     responses(
@@ -200,6 +210,8 @@ pub(super) async fn api_markdown(
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}/learnings/preview",
+    operation_id = "previewLearnings",
+    summary = "Preview what Learn will write",
     tag = "postmortem",
     params(IncidentPath),
     responses(
@@ -219,6 +231,8 @@ pub(super) async fn api_preview(
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/learn",
+    operation_id = "learn",
+    summary = "Learn: write the confirmed knowledge to memory",
     tag = "postmortem",
     params(IncidentPath),
     request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
@@ -327,6 +341,8 @@ async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
 #[utoipa::path(
     get,
     path = "/api/v1/review",
+    operation_id = "reviewQueue",
+    summary = "The reviewers' queue",
     tag = "postmortem",
     responses(
         (status = 200, description = "The reviewers' queue", body = ReviewQueue,

@@ -190,6 +190,8 @@ async fn apply(
 #[utoipa::path(
     post,
     path = "/api/v1/webhooks/alertmanager",
+    operation_id = "alertmanagerWebhook",
+    summary = "Receive a Prometheus Alertmanager delivery",
     tag = "webhooks",
     request_body(content = Object, description = "Prometheus Alertmanager webhook v4 body (`receivers[].webhook_configs`), as the sender posts it; authenticated by the integration secret (`Authorization: Bearer whk_…` or `?token=`)",
                  example = json!(examples::alertmanager())),
@@ -211,6 +213,8 @@ pub(super) async fn alertmanager(
 #[utoipa::path(
     post,
     path = "/api/v1/webhooks/pagerduty",
+    operation_id = "pagerdutyWebhook",
+    summary = "Receive a PagerDuty v3 webhook event",
     tag = "webhooks",
     request_body(content = Object, description = "PagerDuty webhooks v3 event (`incident.*`), as the sender posts it; authenticated by the integration secret (`Authorization: Bearer whk_…` or `?token=`)",
                  example = json!(examples::pagerduty())),
@@ -232,6 +236,8 @@ pub(super) async fn pagerduty(
 #[utoipa::path(
     post,
     path = "/api/v1/webhooks/grafana",
+    operation_id = "grafanaWebhook",
+    summary = "Receive a Grafana alerting delivery",
     tag = "webhooks",
     request_body(content = Object, description = "Grafana-managed alerting webhook contact point body, as the sender posts it; authenticated by the integration secret (`Authorization: Bearer whk_…` or `?token=`)",
                  example = json!(examples::grafana())),
@@ -253,6 +259,8 @@ pub(super) async fn grafana(
 #[utoipa::path(
     post,
     path = "/api/v1/webhooks/opsgenie",
+    operation_id = "opsgenieWebhook",
+    summary = "Receive an Opsgenie delivery",
     tag = "webhooks",
     request_body(content = Object, description = "Opsgenie Webhook integration event (`Create`, `Close`, …), as the sender posts it; authenticated by the integration secret (`Authorization: Bearer whk_…` or `?token=`)",
                  example = json!(examples::opsgenie())),
@@ -276,6 +284,8 @@ pub(super) async fn opsgenie(
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}/alerts",
+    operation_id = "listIncidentAlerts",
+    summary = "Show the alerts of an incident",
     tag = "webhooks",
     params(super::openapi::IncidentPath),
     responses(

@@ -757,3 +757,94 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
         x.failures.join("\n")
     );
 }
+
+#[tokio::test]
+async fn the_api_reference_page_lists_every_operation_of_the_document() {
+    let app = spawn_app().await;
+    let doc: Value = app
+        .client
+        .get(app.url("/api/v1/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    // Read without signing in, like the JSON document.
+    let res = app.client.get(app.url("/api/docs")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(
+        res.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let html = res.text().await.unwrap();
+    let mut ids = BTreeSet::new();
+    let mut missing = Vec::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let id = op["operationId"].as_str().unwrap();
+            assert!(ids.insert(id.to_string()), "operationId {id} twice");
+            let summary = op["summary"].as_str().unwrap_or_default();
+            assert!(!summary.is_empty(), "{method} {path} has no summary");
+            let heading = format!(
+                "<h3 id=\"{id}-h\"><span class=\"method {method}\">{}</span> <code class=\"api-path\">{path}</code></h3>",
+                method.to_uppercase()
+            );
+            if !html.contains(&heading) || !html.contains(&format!("<p>{}</p>", escape(summary))) {
+                missing.push(format!("{method} {path}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "operations /api/docs lacks: {missing:?}"
+    );
+    assert_eq!(ids.len(), 38);
+    // Every schema has its section, and the examples are on the page.
+    for name in doc["components"]["schemas"].as_object().unwrap().keys() {
+        assert!(html.contains(&format!("id=\"schema-{name}\"")), "{name}");
+    }
+    assert!(html.contains("Checkout p99 latency above 2 s"));
+    assert!(
+        html.contains(&escape(r#""severity": "SEV2""#)),
+        "the JSON examples"
+    );
+    // Scripts and styles are the app's own embedded assets (no CDN), and nothing else loads.
+    let assets: Vec<&str> = html
+        .split("<script src=\"")
+        .skip(1)
+        .chain(html.split("<link rel=\"stylesheet\" href=\"").skip(1))
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    assert_eq!(assets.len(), 3, "{assets:?}");
+    assert!(
+        assets.iter().all(|a| a.starts_with("/static/")),
+        "{assets:?}"
+    );
+    for tag in ["<img", "<iframe", "<object", "<embed", "@import"] {
+        assert!(!html.contains(tag), "{tag}");
+    }
+    // Signed in, the navigation is there.
+    let browser = app.browser("rita").await;
+    let signed_in = browser
+        .get(app.url("/api/docs"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(signed_in.contains("href=\"/incidents/new\""));
+    assert!(!html.contains("href=\"/incidents/new\""));
+}
+
+/// HTML-escapes text as askama does.
+fn escape(s: &str) -> String {
+    s.replace('&', "&#38;")
+        .replace('<', "&#60;")
+        .replace('>', "&#62;")
+        .replace('"', "&#34;")
+        .replace('\'', "&#39;")
+}
