@@ -24,6 +24,7 @@ use crate::store::{evidence as estore, memory as mstore};
 
 /// Evidence as submitted (a JSON body, a form, multipart fields or the query of a raw body).
 #[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
+#[schema(as = EvidenceSubmission)]
 struct Submission {
     /// `logs`, `metrics`, `alert` or `note`.
     #[serde(default)]
@@ -35,9 +36,28 @@ struct Submission {
     /// Where it came from: a file name, a host, a tool.
     #[serde(default)]
     source: String,
-    /// The incident version the page showed (empty: no check).
-    #[serde(default)]
+    /// The incident version the page or client based it on (empty: no check); a number in
+    /// JSON, text in a form.
+    #[serde(default, deserialize_with = "number_or_text")]
+    #[schema(value_type = Option<i64>)]
     version: String,
+}
+
+/// Reads a version sent as a JSON number (`"version": 3`, as every other JSON body takes it), as
+/// text (forms, multipart, the query of a raw body) or as `null`.
+fn number_or_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Version {
+        Number(i64),
+        Text(String),
+        Null(()),
+    }
+    Ok(match Version::deserialize(d)? {
+        Version::Number(n) => n.to_string(),
+        Version::Text(s) => s,
+        Version::Null(()) => String::new(),
+    })
 }
 
 /// A submission as read from any encoding.
