@@ -70,7 +70,7 @@ struct ParamView {
     location: String,
     required: bool,
     kind: TypeLabel,
-    description: String,
+    description: SafeHtml,
     example: Option<String>,
 }
 
@@ -113,7 +113,7 @@ struct FieldView {
     name: String,
     kind: TypeLabel,
     required: bool,
-    description: String,
+    description: SafeHtml,
 }
 
 /// `GET /api/docs`.
@@ -171,7 +171,7 @@ fn operations(doc: &Value, tag: &str) -> Vec<OperationView> {
                         location: p["in"].as_str().unwrap_or_default().to_string(),
                         required: p["required"].as_bool().unwrap_or(false),
                         kind: type_label(&p["schema"]),
-                        description: p["description"].as_str().unwrap_or_default().to_string(),
+                        description: render_markdown(p["description"].as_str().unwrap_or_default()),
                         example: p.get("example").map(example_text),
                     })
                     .collect(),
@@ -309,7 +309,9 @@ fn schemas(doc: &Value) -> Vec<SchemaView> {
                             name: field.clone(),
                             kind: type_label(s),
                             required: required.contains(&field.as_str()),
-                            description: s["description"].as_str().unwrap_or_default().to_string(),
+                            description: render_markdown(
+                                s["description"].as_str().unwrap_or_default(),
+                            ),
                         })
                 })
                 .collect();

@@ -50,6 +50,7 @@ impl From<Integration> for IntegrationView {
 
 /// `201 {…integration, "webhook_path", "secret"}`: the secret is shown only here.
 #[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = IntegrationCreated)]
 struct Created {
     #[serde(flatten)]
     view: IntegrationView,
@@ -90,6 +91,7 @@ pub(super) async fn api_create(
 
 /// `GET /api/v1/integrations`.
 #[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = IntegrationList)]
 pub(super) struct List {
     /// Every integration.
     integrations: Vec<IntegrationView>,
