@@ -223,6 +223,68 @@ fn violations(doc: &Value, schema: &Value, instance: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Fields of `instance` its `schema` does not name, as JSON pointers: the generated schemas
+/// leave objects open (`additionalProperties` unset), so a field a handler returns and the
+/// document forgot would validate; this walks both (through `$ref`, `allOf`, `oneOf`, arrays) and
+/// lists it. Maps (`additionalProperties: {…}`) and untyped values (`{}`) take any key.
+fn undocumented(doc: &Value, schema: &Value, instance: &Value, at: &str) -> Vec<String> {
+    let resolve = |s: &Value| -> Value {
+        match s["$ref"].as_str() {
+            Some(r) => doc["components"]["schemas"][r.rsplit('/').next().unwrap()].clone(),
+            None => s.clone(),
+        }
+    };
+    let schema = resolve(schema);
+    if let Some(alternatives) = schema["oneOf"].as_array() {
+        if instance.is_null() {
+            return Vec::new();
+        }
+        let branch = alternatives
+            .iter()
+            .find(|b| b["type"] != "null")
+            .cloned()
+            .unwrap_or(Value::Null);
+        return undocumented(doc, &branch, instance, at);
+    }
+    match instance {
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .flat_map(|(i, item)| undocumented(doc, &schema["items"], item, &format!("{at}/{i}")))
+            .collect(),
+        Value::Object(fields) => {
+            let parts: Vec<Value> = match schema["allOf"].as_array() {
+                Some(parts) => parts.iter().map(resolve).collect(),
+                None => vec![schema.clone()],
+            };
+            // A part may itself be a flattened type (allOf again): take its parts too.
+            let parts: Vec<Value> = parts
+                .into_iter()
+                .flat_map(|p| match p["allOf"].as_array() {
+                    Some(inner) => inner.iter().map(resolve).collect(),
+                    None => vec![p],
+                })
+                .collect();
+            if parts
+                .iter()
+                .any(|p| p["additionalProperties"].is_object() || p["properties"].is_null())
+            {
+                return Vec::new();
+            }
+            let mut out = Vec::new();
+            for (name, value) in fields {
+                let field = format!("{at}/{name}");
+                match parts.iter().find_map(|p| p["properties"].get(name)) {
+                    None => out.push(field),
+                    Some(s) => out.extend(undocumented(doc, s, value, &field)),
+                }
+            }
+            out
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// Sends documented examples to the app, validates each answer against the documented schema of
 /// its status and keeps every failure, so one run lists them all.
 struct Exerciser<'a> {
@@ -316,6 +378,10 @@ impl Exerciser<'_> {
                 for v in violations(&self.doc, &schema, &value) {
                     self.failures.push(format!("{op}: {v}"));
                 }
+                for field in undocumented(&self.doc, &schema, &value, "") {
+                    self.failures
+                        .push(format!("{op}: field {field} is not in the schema"));
+                }
             }
         }
         (status, value)
@@ -369,6 +435,9 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
                             for v in violations(&doc, &body["schema"], example) {
                                 failures.push(format!("{name}: request example: {v}"));
                             }
+                            for f in undocumented(&doc, &body["schema"], example, "") {
+                                failures.push(format!("{name}: request example field {f}"));
+                            }
                         }
                     }
                 }
@@ -386,6 +455,9 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
                         Some(example) => {
                             for v in violations(&doc, &body["schema"], example) {
                                 failures.push(format!("{name} {status}: example: {v}"));
+                            }
+                            for f in undocumented(&doc, &body["schema"], example, "") {
+                                failures.push(format!("{name} {status}: example field {f}"));
                             }
                         }
                     }
@@ -419,6 +491,17 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
     let (_, opened) = x.send_example(&r, "post", incidents, incidents).await;
     let id = opened["id"].as_str().expect("an incident id").to_string();
     assert_eq!(opened["title"], "Checkout p99 latency above 2 s");
+    // The field check is not a no-op: a field the schema lacks is named, nested ones too.
+    let incident = serde_json::json!({"$ref": "#/components/schemas/Incident"});
+    let mut extra = opened.clone();
+    extra["owner"] = "rita".into();
+    assert_eq!(undocumented(&x.doc, &incident, &extra, ""), ["/owner"]);
+    let list = serde_json::json!({"$ref": "#/components/schemas/IncidentList"});
+    let nested = serde_json::json!({"incidents": [extra]});
+    assert_eq!(
+        undocumented(&x.doc, &list, &nested, ""),
+        ["/incidents/0/owner"]
+    );
     x.send(
         &r,
         "get",

@@ -303,7 +303,7 @@ fn planned_lesson() -> Value {
         "rule": {"always": "Check for a connection leak before raising the pool limit",
                  "because": "During INC-2026-0042 the pool was full of connections a leaked transaction held",
                  "scope": "checkout, connection_pool_exhausted", "severity": "high"},
-        "author": "victor", "sources": [], "data": {},
+        "author": "victor", "cites": [], "origin": "learn:INC-2026-0042:0", "data": {},
         "source_refs": ["row 1 (root cause)"], "duplicate_of": null, "contradicts": []
     })
 }
