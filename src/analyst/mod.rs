@@ -40,7 +40,7 @@ pub struct InvestigationInput {
 }
 
 /// A prior incident a hypothesis leans on, and why it is relevant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PriorIncident {
     /// `INC-YYYY-NNNN`.
     pub id: String,

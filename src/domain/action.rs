@@ -10,7 +10,7 @@ use super::ValidationError;
 macro_rules! action_kinds {
     ($($(#[$vm:meta])* $v:ident => $s:literal, $label:literal;)+) => {
         /// A remediation or investigation action. Approving one only simulates it.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
         #[serde(rename_all = "snake_case")]
         pub enum ActionKind { $($(#[$vm])* $v),+ }
 

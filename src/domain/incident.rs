@@ -16,7 +16,7 @@ pub const TEXT_MAX: usize = 20_000;
 
 /// Incident identifier `INC-YYYY-NNNN`: year of opening and a per-year sequence starting at 1,
 /// zero-padded to at least four digits (`INC-2026-0007`, `INC-2026-12345`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(transparent)]
 pub struct IncidentId(String);
 
@@ -59,7 +59,19 @@ impl fmt::Display for IncidentId {
 }
 
 /// Incident severity, SEV1 (most severe: customer-facing outage) to SEV4 (minor).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 pub enum Severity {
     /// Critical: a core service down for many customers.
     #[serde(rename = "SEV1")]
@@ -114,7 +126,7 @@ impl fmt::Display for Severity {
 }
 
 /// Where an incident is in the workflow (DESIGN.md §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IncidentState {
     /// Being worked: evidence, hypotheses, actions.
@@ -359,7 +371,7 @@ pub fn required_role(t: Transition) -> super::Role {
 }
 
 /// An incident as stored: identity, description, workflow state and its compare-and-set version.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Incident {
     /// `INC-YYYY-NNNN`.
     pub id: IncidentId,
@@ -376,10 +388,13 @@ pub struct Incident {
     /// User name of whoever opened it (or the integration that did).
     pub opened_by: String,
     /// When it was opened (UTC).
+    #[schema(value_type = String, format = DateTime)]
     pub opened_at: jiff::Timestamp,
     /// Last change (UTC).
+    #[schema(value_type = String, format = DateTime)]
     pub updated_at: jiff::Timestamp,
     /// When it was last resolved (UTC), if it has been.
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub resolved_at: Option<jiff::Timestamp>,
     /// Resolution summary, once resolved.
     pub summary: Option<String>,
@@ -390,11 +405,12 @@ pub struct Incident {
 }
 
 /// One entry on an incident's timeline.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct TimelineEvent {
     /// Monotonic id (order of recording).
     pub id: i64,
     /// When it happened (UTC).
+    #[schema(value_type = String, format = DateTime)]
     pub at: jiff::Timestamp,
     /// Who did it: a user name, an integration, or `system`.
     pub actor: String,

@@ -11,7 +11,7 @@ use super::action::ActionKind;
 macro_rules! string_enum {
     ($(#[$m:meta])* $name:ident, $field:literal { $($(#[$vm:meta])* $v:ident => $s:literal),+ $(,)? }) => {
         $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
         #[serde(rename_all = "snake_case")]
         pub enum $name { $($(#[$vm])* $v),+ }
 
@@ -262,7 +262,7 @@ impl RuleSeverity {
 }
 
 /// A lesson as a prescriptive rule (DESIGN.md §3).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Rule {
     /// The imperative: "Check for a connection leak before raising the pool limit".
     pub always: String,
@@ -407,7 +407,7 @@ pub fn check_citations(
 }
 
 /// A stored record as the rest of the app sees it; the JSON shape of `GET /api/v1/memories`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct MemoryRecord {
     /// Row id.
     pub id: i64,
@@ -438,8 +438,10 @@ pub struct MemoryRecord {
     /// Who wrote it (user, `system`, an integration).
     pub author: String,
     /// When it was written (UTC).
+    #[schema(value_type = String, format = DateTime)]
     pub created_at: jiff::Timestamp,
     /// When recall last returned it.
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub last_recalled_at: Option<jiff::Timestamp>,
     /// How often recall returned it.
     pub recall_count: i64,
@@ -488,7 +490,7 @@ pub fn record_ref(id: i64, kind: MemoryKind, t: EpistemicType) -> String {
 }
 
 /// A record to write. Text is redacted by the service before it reaches the store.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct NewRecord {
     /// Kind.
     pub kind: MemoryKind,

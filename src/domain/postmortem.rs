@@ -9,15 +9,19 @@ use super::{ActionKind, Incident, Severity};
 
 /// Impact timing. Instants are UTC; durations are whole seconds, never negative (a clock skew
 /// that would make one negative gives 0).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Impact {
     /// When impact began (earliest evidence, else when the incident was opened).
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub started_at: Option<jiff::Timestamp>,
     /// When it was detected (incident opened).
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub detected_at: Option<jiff::Timestamp>,
     /// When it was mitigated (first action judged resolved / partially, else resolution).
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub mitigated_at: Option<jiff::Timestamp>,
     /// When the incident was resolved.
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub resolved_at: Option<jiff::Timestamp>,
     /// detected − started, seconds, ≥ 0.
     pub time_to_detect_secs: i64,
@@ -41,7 +45,7 @@ impl Impact {
 }
 
 /// An action and what came of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ActionOutcome {
     /// The action.
     pub kind: ActionKind,
@@ -54,7 +58,7 @@ pub struct ActionOutcome {
 }
 
 /// A post-mortem document.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Postmortem {
     /// What happened, in a paragraph (Markdown).
     pub summary: String,

@@ -8,7 +8,19 @@ use super::ValidationError;
 
 /// What a user may do. Ordered: a reviewer can do everything a responder can, an admin
 /// everything.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    utoipa::ToSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Role {
     /// Works incidents: opens, adds evidence, approves simulated actions, resolves.

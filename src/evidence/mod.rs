@@ -58,7 +58,7 @@ pub const SAMPLE_LINES: usize = 256;
 const CACHE_MAX: usize = 1 << 16;
 
 /// What kind of text was submitted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EvidenceKind {
     /// Log lines.

@@ -62,7 +62,7 @@ pub struct RecallQuery {
 }
 
 /// Why a record was recalled.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Why {
     /// Query words found in the record (after stemming-insensitive comparison).
     pub matched_terms: Vec<String>,
@@ -74,6 +74,7 @@ pub struct Why {
     pub action_kinds: Vec<String>,
     /// Which candidate lists found it: `text`, `rules` (BM25), `scope` (structured keys),
     /// `semantic` (nearest by vector).
+    #[schema(value_type = Vec<String>)]
     pub lists: Vec<&'static str>,
     /// Cosine similarity of its vector with the query's, when the vector list found it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -81,7 +82,7 @@ pub struct Why {
 }
 
 /// One recalled record.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Recalled {
     /// The record (all fields of `GET /api/v1/memories`).
     #[serde(flatten)]
@@ -92,11 +93,12 @@ pub struct Recalled {
     pub why: Why,
     /// `stale` (older than its half-life), `superseded`, `contradicted` (the same action is
     /// recorded both as failing and as working).
+    #[schema(value_type = Vec<String>)]
     pub marks: Vec<&'static str>,
 }
 
 /// The answer of [`recall`].
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RecallResult {
     /// Best first.
     pub results: Vec<Recalled>,
@@ -569,7 +571,7 @@ struct Fused {
 
 /// A past incident as recall ranks it for a new one ("the incident level"): fused by rank over
 /// its document's BM25 and vector lists and its best parts' (records') lists.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct IncidentMatch {
     /// The past incident.
     pub incident_id: String,
@@ -577,6 +579,7 @@ pub struct IncidentMatch {
     pub score: f64,
     /// Lists that ranked it: `passages`, `doc_bm25`, `doc_vector`, `part_vector`, `part_bm25`,
     /// `keys`.
+    #[schema(value_type = Vec<String>)]
     pub lists: Vec<&'static str>,
     /// Its 1-based rank in each of `lists`, in the same order.
     pub ranks: Vec<usize>,

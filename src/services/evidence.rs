@@ -13,7 +13,7 @@ use crate::store::{self, audit, evidence as estore, incidents, memory as mstore}
 pub const SOURCE_MAX: usize = 200;
 
 /// What the service stored.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 pub struct EvidenceAdded {
     /// The evidence row (without content).
     pub evidence: estore::EvidenceMeta,

@@ -20,7 +20,7 @@ use crate::memory::recall::{self, IncidentMatch, RecallQuery, Recalled};
 use crate::store::{self, audit, incidents, memory as mstore, recommendations as rstore};
 
 /// A dead-end warning on a recommendation.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct Warning {
     /// The banner text.
     pub message: String,
@@ -300,7 +300,7 @@ pub fn precedent(
 }
 
 /// A hypothesis as returned by the API.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct HypothesisView {
     /// Record id.
     pub id: i64,
@@ -317,7 +317,7 @@ pub struct HypothesisView {
 }
 
 /// A recommendation as returned by the API.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RecommendationView {
     /// Id for the approve / reject / verdict routes.
     pub id: i64,
@@ -346,7 +346,7 @@ pub struct RecommendationView {
 }
 
 /// The answer of an investigation (and the latest one, for the page).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct InvestigationView {
     /// Investigation id.
     pub investigation_id: i64,
@@ -365,7 +365,7 @@ pub struct InvestigationView {
 }
 
 /// A recalled memory in the investigation answer.
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct RecalledView {
     /// Memory id.
     pub id: i64,

@@ -423,7 +423,7 @@ pub async fn confirm(
 }
 
 /// One record Learn will write (or link to, when it duplicates one already in memory).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct PlannedMemory {
     /// The record as it will be written (text already redacted).
     #[serde(flatten)]
@@ -445,7 +445,7 @@ pub struct PlannedMemory {
 /// ([`crate::memory::negation::contradiction`]): "pool size was NOT the cause" against "the
 /// pool was too small". Learn marks it; the reviewer queue lists it until a reviewer supersedes
 /// it; recall marks it `contradicted`; hypotheses citing it are capped one level lower.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Contradicted {
     /// The earlier record.
     pub id: i64,
@@ -456,7 +456,7 @@ pub struct Contradicted {
 }
 
 /// The learnings preview (`GET …/learnings/preview`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct LearningsPreview {
     /// Exactly the records Learn will write, in order (same shape as `GET /api/v1/memories`
     /// without ids).
@@ -810,7 +810,7 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
 }
 
 /// What Learn returns (also stored, so a repeat returns the same).
-#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct LearnResult {
     /// Incident.
     pub incident_id: String,

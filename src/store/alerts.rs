@@ -100,7 +100,7 @@ pub async fn move_group(
 }
 
 /// An alert's state as stored.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct StoredAlert {
     /// Row id.
     pub id: i64,
@@ -121,14 +121,19 @@ pub struct StoredAlert {
     /// Service the alert names (or the integration's default).
     pub service: String,
     /// Sender's start instant (UTC), as given (possibly flagged).
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub starts_at: Option<jiff::Timestamp>,
     /// Sender's end instant (UTC), as given (possibly flagged); `None` while firing.
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub ends_at: Option<jiff::Timestamp>,
     /// When IncidentMind first received it (UTC).
+    #[schema(value_type = String, format = DateTime)]
     pub first_received_at: jiff::Timestamp,
     /// When IncidentMind last received it (UTC).
+    #[schema(value_type = String, format = DateTime)]
     pub last_received_at: jiff::Timestamp,
     /// When IncidentMind received its resolution (UTC).
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub resolved_received_at: Option<jiff::Timestamp>,
     /// Why the sender's instants are not trusted: `starts_in_future`, `ends_in_future`,
     /// `ends_before_start`.

@@ -6,7 +6,7 @@ use super::{Tx, db_time};
 use crate::error::{AppError, AppResult};
 
 /// A stored piece of evidence without its content.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow, serde::Serialize, utoipa::ToSchema)]
 pub struct EvidenceMeta {
     /// Row id.
     pub id: i64,

@@ -13,7 +13,7 @@ use crate::domain::Severity;
 use crate::error::{AppError, AppResult};
 
 /// A stored integration. `signing_secret` is never serialised.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct Integration {
     /// Row id.
     pub id: i64,

@@ -7,7 +7,7 @@ use crate::domain::postmortem::Postmortem;
 use crate::error::{AppError, AppResult};
 
 /// A stored post-mortem with who drafted, edited and confirmed it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, utoipa::ToSchema)]
 pub struct StoredPostmortem {
     /// Incident.
     pub incident_id: String,
@@ -18,10 +18,12 @@ pub struct StoredPostmortem {
     /// Who edited it last (the drafter until someone edits).
     pub edited_by: String,
     /// When it was last edited (UTC).
+    #[schema(value_type = String, format = DateTime)]
     pub edited_at: jiff::Timestamp,
     /// The reviewer who confirmed it, while confirmed.
     pub confirmed_by: Option<String>,
     /// When.
+    #[schema(value_type = Option<String>, format = DateTime)]
     pub confirmed_at: Option<jiff::Timestamp>,
     /// `built-in` or `llm:<model>`.
     pub analyst: String,

@@ -8,7 +8,7 @@ use crate::domain::{Role, UserName};
 use crate::error::{AppError, AppResult};
 
 /// A user account as the rest of the app sees it (no secrets).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct User {
     /// Row id.
     pub id: i64,

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson};
+use super::openapi::{IncidentPath, examples};
 use crate::domain::{
     Incident, IncidentId, IncidentState, NewIncident, Resolution, Severity, TimelineEvent,
     Transition,
@@ -60,9 +61,12 @@ fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
 #[utoipa::path(
     get,
     path = "/api/v1/me",
+    operation_id = "me",
+    summary = "Who the token belongs to",
     tag = "incidents",
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The user the token belongs to", body = crate::store::users::User,
+         example = json!(examples::me())),
         super::openapi::ApiErrors
     )
 )]
@@ -71,13 +75,14 @@ pub(super) async fn me(CurrentUser(user): CurrentUser) -> Json<crate::store::use
 }
 
 /// Body of `POST /api/v1/incidents`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct CreateIncident {
     /// 1–200 characters.
     pub title: String,
     /// Service name.
     pub service: String,
     /// `SEV1`…`SEV4`.
+    #[schema(value_type = Severity)]
     pub severity: String,
     /// Optional free text.
     #[serde(default)]
@@ -87,9 +92,14 @@ pub struct CreateIncident {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents",
+    operation_id = "openIncident",
+    summary = "Open an incident",
     tag = "incidents",
+    request_body(content = CreateIncident, description = "The new incident",
+                 example = json!(examples::create_incident())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 201, description = "The incident, opened (state `investigating`, version 1)",
+         body = Incident, example = json!(examples::incident())),
         super::openapi::ApiErrors
     )
 )]
@@ -110,7 +120,8 @@ pub(super) async fn create(
 }
 
 /// Query of `GET /api/v1/incidents` (and the list page): empty values mean "any".
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// State name, `active` (not learned) or `all`.
     #[serde(default)]
@@ -189,8 +200,10 @@ pub async fn page_of(
     Ok((rows, next))
 }
 
-#[derive(Serialize)]
+/// `GET /api/v1/incidents`: one page of incidents.
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct IncidentList {
+    /// The incidents of this page.
     incidents: Vec<Incident>,
     /// Cursor of the next page (`?after=`), absent on the last page.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -200,9 +213,13 @@ pub(super) struct IncidentList {
 #[utoipa::path(
     get,
     path = "/api/v1/incidents",
+    operation_id = "listIncidents",
+    summary = "List incidents, newest first, filtered and paged",
     tag = "incidents",
+    params(ListQuery),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "One page of incidents, newest first (`next`: the cursor of the following page)",
+         body = IncidentList, example = json!(examples::incident_list())),
         super::openapi::ApiErrors
     )
 )]
@@ -217,10 +234,12 @@ pub(super) async fn list(
     Ok(Json(IncidentList { incidents, next }))
 }
 
-#[derive(Serialize)]
+/// `GET /api/v1/incidents/{id}`: the incident's fields and its timeline.
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct IncidentWithTimeline {
     #[serde(flatten)]
     incident: Incident,
+    /// Every event, oldest first.
     timeline: Vec<TimelineEvent>,
 }
 
@@ -231,10 +250,13 @@ fn parse_id(id: &str) -> Result<IncidentId, ApiError> {
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}",
+    operation_id = "getIncident",
+    summary = "Show an incident with its timeline",
     tag = "incidents",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The incident with its timeline",
+         body = IncidentWithTimeline, example = json!(examples::incident_with_timeline())),
         super::openapi::ApiErrors
     )
 )]
@@ -250,7 +272,7 @@ pub(super) async fn show(
 }
 
 /// Body of `POST /api/v1/incidents/{id}/resolve`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ResolveBody {
     /// What happened and how it was mitigated.
     pub summary: String,
@@ -264,10 +286,15 @@ pub struct ResolveBody {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/resolve",
+    operation_id = "resolveIncident",
+    summary = "Resolve an incident",
     tag = "incidents",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = ResolveBody, description = "What happened and why",
+                 example = json!(examples::resolve())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The incident, resolved", body = Incident,
+         example = json!(examples::resolved_incident())),
         super::openapi::ApiErrors
     )
 )]
@@ -291,7 +318,7 @@ pub(super) async fn resolve(
 }
 
 /// Optional JSON body of body-less actions (reopen, draft, confirm, learn…): `{"version": 3}`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 pub struct VersionBody {
     /// The incident version the request is based on.
     #[serde(default)]
@@ -315,10 +342,15 @@ impl VersionBody {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/reopen",
+    operation_id = "reopenIncident",
+    summary = "Reopen an incident",
     tag = "incidents",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
+                 example = json!(examples::version())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The incident, back to `investigating` (a confirmed one: back to `postmortem_draft`)",
+         body = Incident, example = json!(examples::reopened_incident())),
         super::openapi::ApiErrors
     )
 )]

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::{ApiError, PageError};
+use super::openapi::{IncidentPath, examples};
 use super::pages::{KeptInput, Layout, incident_error};
 use crate::domain::{IncidentId, ValidationError};
 use crate::error::AppError;
@@ -21,17 +22,42 @@ use crate::evidence::EvidenceKind;
 use crate::services::evidence as esvc;
 use crate::store::{evidence as estore, memory as mstore};
 
-#[derive(Debug, Deserialize, Default)]
+/// Evidence as submitted (a JSON body, a form, multipart fields or the query of a raw body).
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
+#[schema(as = EvidenceSubmission)]
 struct Submission {
+    /// `logs`, `metrics`, `alert` or `note`.
     #[serde(default)]
+    #[schema(value_type = EvidenceKind)]
     kind: String,
+    /// The text (up to the evidence limit; secrets are redacted before it is stored).
     #[serde(default)]
     content: String,
+    /// Where it came from: a file name, a host, a tool.
     #[serde(default)]
     source: String,
-    /// The incident version the page showed (empty: no check).
-    #[serde(default)]
+    /// The incident version the page or client based it on (empty: no check); a number in
+    /// JSON, text in a form.
+    #[serde(default, deserialize_with = "number_or_text")]
+    #[schema(value_type = Option<i64>)]
     version: String,
+}
+
+/// Reads a version sent as a JSON number (`"version": 3`, as every other JSON body takes it), as
+/// text (forms, multipart, the query of a raw body) or as `null`.
+fn number_or_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Version {
+        Number(i64),
+        Text(String),
+        Null(()),
+    }
+    Ok(match Version::deserialize(d)? {
+        Version::Number(n) => n.to_string(),
+        Version::Text(s) => s,
+        Version::Null(()) => String::new(),
+    })
 }
 
 /// A submission as read from any encoding.
@@ -225,10 +251,23 @@ fn incident_id(id: &str) -> Result<IncidentId, AppError> {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/evidence",
+    operation_id = "addEvidence",
+    summary = "Add evidence (logs, metrics, an alert, a note)",
     tag = "evidence",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(
+        description = "Logs, metrics, an alert body or a note: JSON `{kind, content, source?}`, raw text \
+                       (`?kind=&source=`, default `logs`) or `multipart/form-data` with a `file`",
+        content(
+            (Submission = "application/json", example = json!(examples::evidence())),
+            (String = "text/plain", example = json!(examples::evidence_text()))
+        )
+    ),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 201, description = "The evidence and the observations extracted from it", body = EvidenceResponse,
+         example = json!(examples::evidence_added())),
+        (status = 200, description = "The same content was already evidence of this incident: nothing added, `notice` says which",
+         body = EvidenceResponse, example = json!(examples::evidence_duplicate())),
         super::openapi::ApiErrors
     )
 )]
@@ -267,26 +306,45 @@ pub(super) async fn api_add(
     )
     .await?;
     if !added.created {
-        let mut body = serde_json::to_value(&added).map_err(|e| AppError::Internal(e.into()))?;
-        body["notice"] = duplicate_notice(&added.evidence).into();
-        return Ok((StatusCode::OK, Json(body)).into_response());
+        let notice = Some(duplicate_notice(&added.evidence));
+        return Ok((StatusCode::OK, Json(EvidenceResponse { added, notice })).into_response());
     }
-    Ok((StatusCode::CREATED, Json(added)).into_response())
+    let body = EvidenceResponse {
+        added,
+        notice: None,
+    };
+    Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
-#[derive(serde::Serialize)]
+/// The answer of `POST …/evidence`: what was stored and, for a repeat, why nothing was.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub(super) struct EvidenceResponse {
+    #[serde(flatten)]
+    added: esvc::EvidenceAdded,
+    /// Set when the same content was already there (status 200).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    notice: Option<String>,
+}
+
+/// `GET …/evidence`: the incident's evidence and observations.
+#[derive(serde::Serialize, utoipa::ToSchema)]
 pub(super) struct EvidenceList {
+    /// Every piece of evidence, without its content.
     evidence: Vec<estore::EvidenceMeta>,
+    /// The observations extracted from it.
     observations: Vec<crate::domain::memory::MemoryRecord>,
 }
 
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}/evidence",
+    operation_id = "listEvidence",
+    summary = "List an incident's evidence and observations",
     tag = "evidence",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The incident's evidence (without content) and its observations",
+         body = EvidenceList, example = json!(examples::evidence_list())),
         super::openapi::ApiErrors
     )
 )]

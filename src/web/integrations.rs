@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::openapi::{IntegrationPath, examples};
 use super::pages::Layout;
 use super::view::Clock;
 use crate::domain::{Role, Severity};
@@ -30,10 +31,11 @@ fn parse_id(id: &str) -> Result<i64, AppError> {
 }
 
 /// An integration as the API shows it, with its webhook path.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct IntegrationView {
     #[serde(flatten)]
     integration: Integration,
+    /// Where its sender posts (`/api/v1/webhooks/{source}`).
     webhook_path: String,
 }
 
@@ -47,19 +49,26 @@ impl From<Integration> for IntegrationView {
 }
 
 /// `201 {…integration, "webhook_path", "secret"}`: the secret is shown only here.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = IntegrationCreated)]
 struct Created {
     #[serde(flatten)]
     view: IntegrationView,
+    /// The webhook secret (`whk_…`): the sender's bearer credential. Only its SHA-256 is kept.
     secret: String,
 }
 
 #[utoipa::path(
     post,
     path = "/api/v1/integrations",
+    operation_id = "createIntegration",
+    summary = "Create an integration and its webhook secret (admins)",
     tag = "integrations",
+    request_body(content = IntegrationInput, description = "The sender, its default service and severity mapping (admins)",
+                 example = json!(examples::create_integration())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 201, description = "The integration with its webhook secret (shown only here)", body = Created,
+         example = json!(examples::integration_created())),
         super::openapi::ApiErrors
     )
 )]
@@ -80,17 +89,23 @@ pub(super) async fn api_create(
     ))
 }
 
-#[derive(Serialize)]
+/// `GET /api/v1/integrations`.
+#[derive(Serialize, utoipa::ToSchema)]
+#[schema(as = IntegrationList)]
 pub(super) struct List {
+    /// Every integration.
     integrations: Vec<IntegrationView>,
 }
 
 #[utoipa::path(
     get,
     path = "/api/v1/integrations",
+    operation_id = "listIntegrations",
+    summary = "List integrations (admins)",
     tag = "integrations",
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "Every integration (admins)", body = List,
+         example = json!(examples::integration_list())),
         super::openapi::ApiErrors
     )
 )]
@@ -110,10 +125,13 @@ pub(super) async fn api_list(
 #[utoipa::path(
     get,
     path = "/api/v1/integrations/{id}",
+    operation_id = "getIntegration",
+    summary = "Show an integration (admins)",
     tag = "integrations",
-    params(("id" = String, Path, description = "integration id")),
+    params(IntegrationPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The integration (admins)", body = IntegrationView,
+         example = json!(examples::integration())),
         super::openapi::ApiErrors
     )
 )]
@@ -129,10 +147,15 @@ pub(super) async fn api_show(
 #[utoipa::path(
     patch,
     path = "/api/v1/integrations/{id}",
+    operation_id = "updateIntegration",
+    summary = "Update an integration (admins)",
     tag = "integrations",
-    params(("id" = String, Path, description = "integration id")),
+    params(IntegrationPath),
+    request_body(content = IntegrationUpdate, description = "Absent fields stay as they are",
+                 example = json!(examples::update_integration())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The integration as updated (admins)", body = IntegrationView,
+         example = json!(examples::integration_updated())),
         super::openapi::ApiErrors
     )
 )]

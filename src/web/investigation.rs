@@ -12,6 +12,7 @@ use super::AppState;
 use super::api::{BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::openapi::{IncidentPath, RecommendationPath, examples};
 use super::pages::{KeptInput, VersionForm, incident_error};
 use crate::domain::IncidentId;
 use crate::error::AppError;
@@ -25,10 +26,15 @@ fn incident_id(id: &str) -> Result<IncidentId, AppError> {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/investigate",
+    operation_id = "investigate",
+    summary = "Investigate: recall, hypotheses and recommendations",
     tag = "investigation",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
+                 example = json!(examples::version())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 201, description = "Hypotheses, recommendations (flagged dead ends last), what recall returned",
+         body = inv::InvestigationView, example = json!(examples::investigation())),
         super::openapi::ApiErrors
     )
 )]
@@ -50,10 +56,13 @@ pub(super) async fn api_investigate(
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}/investigation",
+    operation_id = "getInvestigation",
+    summary = "Show the latest investigation",
     tag = "investigation",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The latest investigation (404 before the first)",
+         body = inv::InvestigationView, example = json!(examples::investigation())),
         super::openapi::ApiErrors
     )
 )]
@@ -74,12 +83,12 @@ pub(super) async fn api_latest(
 }
 
 /// Body of `POST …/recommendations`: an action a person proposes.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
 pub struct ProposeBody {
     /// The incident version the request is based on (409 when stale); optional.
     #[serde(default)]
     pub version: Option<i64>,
-    /// ActionKind name (aliases accepted).
+    /// ActionKind name (aliases accepted: "bump the pool size" → `raise_pool_limit`).
     #[serde(default)]
     pub kind: String,
     /// Target; the incident's service when empty.
@@ -93,10 +102,15 @@ pub struct ProposeBody {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/recommendations",
+    operation_id = "proposeAction",
+    summary = "Propose an action yourself",
     tag = "investigation",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = ProposeBody, description = "An action from the closed vocabulary, its target and why",
+                 example = json!(examples::propose())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 201, description = "The recommendation, proposed", body = inv::RecommendationView,
+         example = json!(examples::recommendation("proposed"))),
         super::openapi::ApiErrors
     )
 )]
@@ -151,7 +165,7 @@ pub(super) async fn page_propose(
 }
 
 /// Body of reject.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
 pub struct RejectBody {
     /// The incident version the request is based on (409 when stale); optional.
     #[serde(default)]
@@ -162,13 +176,14 @@ pub struct RejectBody {
 }
 
 /// Body of verdict.
-#[derive(Debug, Deserialize, Default)]
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
 pub struct VerdictBody {
     /// The incident version the request is based on (409 when stale); optional.
     #[serde(default)]
     pub version: Option<i64>,
     /// resolved / partially_resolved / did_not_resolve / made_worse.
     #[serde(default)]
+    #[schema(value_type = super::openapi::VerdictCode)]
     pub verdict: String,
     /// What happened.
     #[serde(default)]
@@ -178,10 +193,15 @@ pub struct VerdictBody {
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/recommendations/{rid}/approve",
+    operation_id = "approveAction",
+    summary = "Approve a recommendation (simulated, never executed)",
     tag = "investigation",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
+    params(RecommendationPath),
+    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
+                 example = json!(examples::version())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The recommendation, approved, with its simulated transcript",
+         body = inv::RecommendationView, example = json!(examples::recommendation("approved"))),
         super::openapi::ApiErrors
     )
 )]
@@ -201,10 +221,14 @@ pub(super) async fn api_approve(
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/recommendations/{rid}/reject",
+    operation_id = "rejectAction",
+    summary = "Reject a recommendation",
     tag = "investigation",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
+    params(RecommendationPath),
+    request_body(content = RejectBody, description = "Why (required)", example = json!(examples::reject())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The recommendation, rejected", body = inv::RecommendationView,
+         example = json!(examples::recommendation("rejected"))),
         super::openapi::ApiErrors
     )
 )]
@@ -225,10 +249,15 @@ pub(super) async fn api_reject(
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/recommendations/{rid}/verdict",
+    operation_id = "recordVerdict",
+    summary = "Record what an approved action did",
     tag = "investigation",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)"), ("rid" = String, Path, description = "recommendation id")),
+    params(RecommendationPath),
+    request_body(content = VerdictBody, description = "What the approved action did",
+                 example = json!(examples::verdict())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The approved recommendation with its verdict (`did_not_resolve` / `made_worse` also write a remediation failure to memory)",
+         body = inv::RecommendationView, example = json!(examples::recommendation_with_verdict())),
         super::openapi::ApiErrors
     )
 )]

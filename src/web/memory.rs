@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::openapi::{MemoryPath, examples};
 use super::pages::Layout;
 use super::view::Clock;
 use crate::domain::memory::{MemoryRecord, NewRecord};
@@ -22,7 +23,8 @@ use crate::services::memory as msvc;
 use crate::store::memory::{self as mstore, MemoryFilter};
 
 /// Query of the memory list (API and browser); empty = any.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct MemoryQuery {
     /// Full-text search.
     #[serde(default)]
@@ -146,17 +148,23 @@ impl MemoryQuery {
     }
 }
 
-#[derive(Serialize)]
+/// `GET /api/v1/memories`.
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct MemoryList {
+    /// One page of records.
     memories: Vec<MemoryRecord>,
 }
 
 #[utoipa::path(
     get,
     path = "/api/v1/memories",
+    operation_id = "listMemories",
+    summary = "List durable memory records",
     tag = "memory",
+    params(MemoryQuery),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "Durable memory records, newest first (50 a page)", body = MemoryList,
+         example = json!(examples::memory_list())),
         super::openapi::ApiErrors
     )
 )]
@@ -170,19 +178,27 @@ pub(super) async fn api_list(
     }))
 }
 
-#[derive(Serialize)]
+/// `GET /api/v1/memories/{id}`: the record's fields, what it cites and what happened to it.
+#[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct MemoryDetail {
     #[serde(flatten)]
     memory: MemoryRecord,
+    /// The records of its `sources`.
     source_records: Vec<MemoryRecord>,
+    /// Writes, supersessions and retractions, oldest first.
     history: Vec<HistoryEntry>,
 }
 
-#[derive(Serialize)]
+/// One change of a memory record.
+#[derive(Serialize, utoipa::ToSchema)]
 struct HistoryEntry {
+    /// When (RFC 3339 UTC).
     at: String,
+    /// Who.
     actor: String,
+    /// `written`, `superseded`, `retracted`, …
     change: String,
+    /// In words.
     detail: String,
 }
 
@@ -215,10 +231,13 @@ fn parse_mem_id(id: &str) -> Result<i64, AppError> {
 #[utoipa::path(
     get,
     path = "/api/v1/memories/{id}",
+    operation_id = "getMemory",
+    summary = "Show a memory record with its sources and history",
     tag = "memory",
-    params(("id" = String, Path, description = "memory record id")),
+    params(MemoryPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The record, the records it cites and its history", body = MemoryDetail,
+         example = json!(examples::memory_detail())),
         super::openapi::ApiErrors
     )
 )]
@@ -233,7 +252,7 @@ pub(super) async fn api_show(
 /// Body of `POST /api/v1/memories`: a note (service_fact, dependency) or runbook written by a
 /// person. Runbooks carry `title`, `steps` and `common_causes`; a dependency carries
 /// `depends_on`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 pub struct CreateMemory {
     /// `service_fact`, `dependency` or `runbook`.
     pub kind: String,
@@ -380,9 +399,14 @@ async fn create_memory(
 #[utoipa::path(
     post,
     path = "/api/v1/memories",
+    operation_id = "writeMemory",
+    summary = "Write a note or a runbook",
     tag = "memory",
+    request_body(content = CreateMemory, description = "A note (service_fact, dependency) or a runbook",
+                 example = json!(examples::create_memory())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 201, description = "The record, written (confirmed)", body = MemoryRecord,
+         example = json!(examples::memory_record())),
         super::openapi::ApiErrors
     )
 )]
@@ -398,7 +422,7 @@ pub(super) async fn api_create(
 }
 
 /// Body of supersede.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct SupersedeBody {
     /// Id of the newer record.
     pub by: i64,
@@ -408,7 +432,7 @@ pub struct SupersedeBody {
 }
 
 /// Body of retract.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct RetractBody {
     /// Why (required).
     #[serde(default)]
@@ -418,10 +442,15 @@ pub struct RetractBody {
 #[utoipa::path(
     post,
     path = "/api/v1/memories/{id}/supersede",
+    operation_id = "supersedeMemory",
+    summary = "Supersede a memory record by a newer one (reviewers)",
     tag = "memory",
-    params(("id" = String, Path, description = "memory record id")),
+    params(MemoryPath),
+    request_body(content = SupersedeBody, description = "The record that replaces it and why",
+                 example = json!(examples::supersede())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The record, superseded (reviewers)", body = MemoryRecord,
+         example = json!(examples::superseded_record())),
         super::openapi::ApiErrors
     )
 )]
@@ -447,10 +476,14 @@ pub(super) async fn api_supersede(
 #[utoipa::path(
     post,
     path = "/api/v1/memories/{id}/retract",
+    operation_id = "retractMemory",
+    summary = "Retract a memory record (reviewers)",
     tag = "memory",
-    params(("id" = String, Path, description = "memory record id")),
+    params(MemoryPath),
+    request_body(content = RetractBody, description = "Why (required)", example = json!(examples::retract())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The record, retracted (reviewers)", body = MemoryRecord,
+         example = json!(examples::retracted_record())),
         super::openapi::ApiErrors
     )
 )]
@@ -468,7 +501,8 @@ pub(super) async fn api_retract(
 }
 
 /// Query of `GET /api/v1/recall`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct RecallParams {
     /// Free text.
     #[serde(default)]
@@ -502,9 +536,13 @@ async fn run_recall(s: &AppState, p: &RecallParams) -> Result<RecallResult, AppE
 #[utoipa::path(
     get,
     path = "/api/v1/recall",
+    operation_id = "recall",
+    summary = "Recall organizational memory for a question or a service",
     tag = "memory",
+    params(RecallParams),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "Recalled records with `score` and `why`, and past incidents ranked",
+         body = RecallResult, example = json!(examples::recall())),
         super::openapi::ApiErrors
     )
 )]

@@ -6,6 +6,7 @@
 pub mod api;
 pub mod assets;
 pub mod auth;
+pub mod docs;
 pub mod errors;
 pub mod evidence;
 pub mod integrations;
@@ -165,6 +166,7 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
         )
         .route("/api/v1/me", get(api::me))
         .route("/api/v1/openapi.json", get(openapi::openapi_json))
+        .route("/api/docs", get(docs::page))
         // Incidents: list, create, show, resolve, reopen (pages in web/pages.rs, JSON in
         // web/api.rs).
         .route(

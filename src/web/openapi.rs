@@ -2,10 +2,14 @@
 //! `utoipa` from the `#[utoipa::path]` attribute on each `/api/v1` handler. A test walks the
 //! route table (`web/mod.rs::routes`) and fails on an `/api/v1` route the document lacks.
 //! Every operation's error responses are the one shared [`ApiErrors`] (4XX and 5XX, body
-//! [`ErrorBody`]: what `web::errors::ApiError` renders), so the shape is written once.
+//! [`ErrorBody`]: what `web::errors::ApiError` renders), so the shape is written once. Every
+//! request and response body has a schema and an example ([`examples`]); `GET /api/docs`
+//! renders the same document as a page (`web::docs`).
 
 use axum::Json;
 use utoipa::OpenApi;
+
+pub mod examples;
 
 /// The document: every `/api/v1` operation with its path parameters, tag and response classes.
 /// Requests authenticate with `Authorization: Bearer <API token>` (webhooks: the integration's
@@ -59,7 +63,17 @@ use utoipa::OpenApi;
     ),
     // The error schemas [`ApiErrors`] refers to (utoipa does not collect them from an
     // `IntoResponses` type by itself).
-    components(schemas(ErrorBody, ErrorDetail, ErrorCode))
+    components(schemas(ErrorBody, ErrorDetail, ErrorCode)),
+    tags(
+        (name = "meta", description = "The API's own description"),
+        (name = "incidents", description = "Open, list, show, resolve and reopen incidents; who am I"),
+        (name = "evidence", description = "Logs, metrics, alerts and notes, and the observations extracted from them"),
+        (name = "investigation", description = "Recall and the analyst's hypotheses; recommendations, simulated approvals, verdicts"),
+        (name = "postmortem", description = "Draft, edit, confirm, preview the learnings, Learn; the reviewers' queue"),
+        (name = "memory", description = "Organizational memory: records, notes and runbooks, curation, recall"),
+        (name = "webhooks", description = "Alert senders (authenticated by an integration secret) and an incident's alerts"),
+        (name = "integrations", description = "The alert senders' integrations (admins)")
+    )
 )]
 pub struct ApiDoc;
 
@@ -132,12 +146,67 @@ pub enum ApiErrors {
     Server(ErrorBody),
 }
 
+/// The `{id}` of an incident's routes.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct IncidentPath {
+    /// Incident id, `INC-YYYY-NNNN`.
+    #[param(example = "INC-2026-0042")]
+    pub id: String,
+}
+
+/// The `{id}` and `{rid}` of a recommendation's routes.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct RecommendationPath {
+    /// Incident id, `INC-YYYY-NNNN`.
+    #[param(example = "INC-2026-0042")]
+    pub id: String,
+    /// Recommendation id (`id` of a recommendation in the investigation).
+    #[param(example = 9)]
+    pub rid: i64,
+}
+
+/// The `{id}` of a memory record's routes.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct MemoryPath {
+    /// Record id, with or without its `MEM-` prefix.
+    #[param(example = "MEM-62")]
+    pub id: String,
+}
+
+/// The `{id}` of an integration's routes.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct IntegrationPath {
+    /// Integration id.
+    #[param(example = 1)]
+    pub id: i64,
+}
+
+/// A verdict on an approved action, as `POST …/verdict` takes it.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "snake_case")]
+pub enum VerdictCode {
+    /// The action resolved the incident.
+    Resolved,
+    /// It helped, not fully.
+    PartiallyResolved,
+    /// It did not help: a remediation failure is written to memory at once.
+    DidNotResolve,
+    /// It made things worse: also a remediation failure.
+    MadeWorse,
+}
+
 /// `GET /api/v1/openapi.json`: the OpenAPI 3.1 document of the JSON API.
 #[utoipa::path(
     get,
     path = "/api/v1/openapi.json",
+    operation_id = "openapi",
+    summary = "This OpenAPI 3.1 document",
     tag = "meta",
-    responses((status = 200, description = "The OpenAPI 3.1 document"))
+    responses((status = 200, description = "The OpenAPI 3.1 document (this document)", body = Object))
 )]
 pub async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())

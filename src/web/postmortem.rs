@@ -13,6 +13,7 @@ use super::AppState;
 use super::api::{BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::openapi::{IncidentPath, examples};
 use super::pages::{KeptInput, Layout, VersionForm, incident_error};
 use super::view::{Clock, SafeHtml, render_markdown};
 use crate::domain::memory::Rule;
@@ -43,10 +44,15 @@ async fn api_version(
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/postmortem",
+    operation_id = "draftPostmortem",
+    summary = "Draft the post-mortem of a resolved incident",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
+                 example = json!(examples::version())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 201, description = "The draft (resolved → postmortem_draft)", body = pstore::StoredPostmortem,
+         example = json!(examples::draft())),
         super::openapi::ApiErrors
     )
 )]
@@ -66,10 +72,13 @@ pub(super) async fn api_draft(
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}/postmortem",
+    operation_id = "getPostmortem",
+    summary = "Show the post-mortem",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The post-mortem", body = pstore::StoredPostmortem,
+         example = json!(examples::draft())),
         super::openapi::ApiErrors
     )
 )]
@@ -84,7 +93,7 @@ pub(super) async fn api_get(
 }
 
 /// Body of `PUT …/postmortem`: the whole document, optionally with the version it was loaded at.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct PutPostmortem {
     /// The document.
     #[serde(flatten)]
@@ -97,10 +106,15 @@ pub struct PutPostmortem {
 #[utoipa::path(
     put,
     path = "/api/v1/incidents/{id}/postmortem",
+    operation_id = "editPostmortem",
+    summary = "Edit the post-mortem draft",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = PutPostmortem, description = "The whole document; `version`: the post-mortem version the editor loaded (409 when stale)",
+                 example = json!(examples::postmortem())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The post-mortem as saved (its version incremented)",
+         body = pstore::StoredPostmortem, example = json!(examples::draft())),
         super::openapi::ApiErrors
     )
 )]
@@ -125,10 +139,15 @@ pub(super) async fn api_put(
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/postmortem/confirm",
+    operation_id = "confirmPostmortem",
+    summary = "Confirm the post-mortem (reviewers)",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
+                 example = json!(examples::version())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The post-mortem, confirmed (postmortem_draft → confirmed); needs a reviewer who did not edit it last",
+         body = pstore::StoredPostmortem, example = json!(examples::confirmed())),
         super::openapi::ApiErrors
     )
 )]
@@ -155,10 +174,13 @@ async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> 
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}/postmortem.md",
+    operation_id = "exportPostmortem",
+    summary = "Export the post-mortem as Markdown",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The post-mortem as Markdown (an attachment)", body = String,
+         content_type = "text/markdown", example = json!(examples::markdown())),
         super::openapi::ApiErrors
     )
 )]
@@ -188,10 +210,13 @@ pub(super) async fn api_markdown(
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}/learnings/preview",
+    operation_id = "previewLearnings",
+    summary = "Preview what Learn will write",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "Exactly what Learn will write", body = pm::LearningsPreview,
+         example = json!(examples::learnings_preview())),
         super::openapi::ApiErrors
     )
 )]
@@ -206,10 +231,15 @@ pub(super) async fn api_preview(
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/learn",
+    operation_id = "learn",
+    summary = "Learn: write the confirmed knowledge to memory",
     tag = "postmortem",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(IncidentPath),
+    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
+                 example = json!(examples::version())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "What Learn wrote (confirmed → learned; a repeat returns the same)",
+         body = pm::LearnResult, example = json!(examples::learn_result())),
         super::openapi::ApiErrors
     )
 )]
@@ -225,19 +255,29 @@ pub(super) async fn api_learn(
     Ok(Json(pm::learn(&s.pool, &user.0, &id).await?))
 }
 
-#[derive(serde::Serialize)]
+/// `GET /api/v1/review`: what waits for a reviewer.
+#[derive(serde::Serialize, utoipa::ToSchema)]
 pub(super) struct ReviewQueue {
+    /// Post-mortem drafts to confirm, oldest first.
     drafts_waiting_for_confirmation: Vec<ReviewItem>,
+    /// Lessons that name no grounding incident.
     rules_without_grounding: Vec<ReviewItem>,
+    /// Learned incidents that gave no lesson.
     learned_incidents_without_rules: Vec<ReviewItem>,
+    /// Confirmed records a later one contradicts.
     contradictions_to_resolve: Vec<ReviewItem>,
 }
 
-#[derive(serde::Serialize)]
+/// One entry of the [`ReviewQueue`].
+#[derive(serde::Serialize, utoipa::ToSchema)]
 struct ReviewItem {
+    /// `INC-…` or `MEM-…`.
     id: String,
+    /// What it is.
     text: String,
+    /// What to do about it.
     fix: String,
+    /// Where to do it (a page of the app).
     href: String,
 }
 
@@ -301,9 +341,12 @@ async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
 #[utoipa::path(
     get,
     path = "/api/v1/review",
+    operation_id = "reviewQueue",
+    summary = "The reviewers' queue",
     tag = "postmortem",
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The reviewers' queue", body = ReviewQueue,
+         example = json!(examples::review())),
         super::openapi::ApiErrors
     )
 )]

@@ -18,12 +18,12 @@ use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{FromRequest, Path, RawQuery, Request, State};
 use axum::http::{HeaderMap, StatusCode};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::ApiError;
+use super::openapi::examples;
 use crate::domain::IncidentId;
 use crate::error::AppError;
 use crate::services::ingest::{self, Source};
@@ -88,7 +88,7 @@ async fn receive(
     headers: &HeaderMap,
     query: Option<&str>,
     body: &[u8],
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<WebhookAccepted>), ApiError> {
     let result = apply(state, source, headers, query, body).await;
     let outcome = match &result {
         Err(_) => "rejected",
@@ -99,16 +99,74 @@ async fn receive(
     };
     state.metrics.webhook_delivery(source.as_str(), outcome);
     let out = result?;
-    let mut v = json!({
-        "incidents": out.incidents,
-        "opened": out.opened,
-        "alerts": {"firing": out.firing, "resolved": out.resolved},
-        "groups": out.groups,
-    });
-    if let Some(why) = out.ignored {
-        v["ignored"] = Value::String(why);
-    }
-    Ok((StatusCode::ACCEPTED, Json(v)))
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(WebhookAccepted {
+            incidents: out.incidents,
+            opened: out.opened,
+            alerts: AlertCounts {
+                firing: out.firing,
+                resolved: out.resolved,
+            },
+            groups: out.groups,
+            ignored: out.ignored,
+        }),
+    ))
+}
+
+/// The `202` answer of every webhook.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct WebhookAccepted {
+    /// Incidents the delivery's groups map to (opened or updated), without repeats.
+    incidents: Vec<String>,
+    /// Of those, the ones this delivery opened.
+    opened: Vec<String>,
+    /// Alerts firing / resolved across those incidents after the delivery.
+    alerts: AlertCounts,
+    /// What the delivery did to each group.
+    groups: Vec<ingest::GroupOutcome>,
+    /// Why nothing was applied (a test notification, an event of another kind); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ignored: Option<String>,
+}
+
+/// Alerts firing and resolved.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct AlertCounts {
+    /// Firing now.
+    firing: i64,
+    /// Resolved.
+    resolved: i64,
+}
+
+/// `GET /api/v1/incidents/{id}/alerts`.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct IncidentAlerts {
+    /// The incident.
+    incident: IncidentId,
+    /// Its alerts firing now.
+    firing: i64,
+    /// Its alerts resolved.
+    resolved: i64,
+    /// For people: `2 of 3 firing`.
+    summary: String,
+    /// The alert group that opened it, when an alert did.
+    group: Option<AlertGroupView>,
+    /// Every alert, with its instants and flags.
+    alerts: Vec<astore::StoredAlert>,
+}
+
+/// The alert group of an incident.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub(super) struct AlertGroupView {
+    /// The sender's group key.
+    key: String,
+    /// The integration's name.
+    integration: String,
+    /// Its source (`alertmanager`, …).
+    source: String,
+    /// The learned incident this one follows, when the group fired again after learning.
+    follows: Option<String>,
 }
 
 async fn apply(
@@ -132,9 +190,14 @@ async fn apply(
 #[utoipa::path(
     post,
     path = "/api/v1/webhooks/alertmanager",
+    operation_id = "alertmanagerWebhook",
+    summary = "Receive a Prometheus Alertmanager delivery",
     tag = "webhooks",
+    request_body(content = Object, description = "Prometheus Alertmanager webhook v4 body (`receivers[].webhook_configs`), as the sender posts it; authenticated by the integration secret (`Authorization: Bearer whk_…` or `?token=`)",
+                 example = json!(examples::alertmanager())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 202, description = "Applied: the incidents the delivery's groups opened or updated (`ignored` says why nothing was applied)",
+         body = WebhookAccepted, example = json!(examples::webhook_accepted())),
         super::openapi::ApiErrors
     )
 )]
@@ -143,16 +206,21 @@ pub(super) async fn alertmanager(
     headers: HeaderMap,
     RawQuery(q): RawQuery,
     RawBody(body): RawBody,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<WebhookAccepted>), ApiError> {
     receive(&state, Source::Alertmanager, &headers, q.as_deref(), &body).await
 }
 
 #[utoipa::path(
     post,
     path = "/api/v1/webhooks/pagerduty",
+    operation_id = "pagerdutyWebhook",
+    summary = "Receive a PagerDuty v3 webhook event",
     tag = "webhooks",
+    request_body(content = Object, description = "PagerDuty webhooks v3 event (`incident.*`), as the sender posts it; authenticated by the integration secret (`Authorization: Bearer whk_…` or `?token=`)",
+                 example = json!(examples::pagerduty())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 202, description = "Applied: the incidents the delivery's groups opened or updated (`ignored` says why nothing was applied)",
+         body = WebhookAccepted, example = json!(examples::webhook_accepted())),
         super::openapi::ApiErrors
     )
 )]
@@ -161,16 +229,21 @@ pub(super) async fn pagerduty(
     headers: HeaderMap,
     RawQuery(q): RawQuery,
     RawBody(body): RawBody,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<WebhookAccepted>), ApiError> {
     receive(&state, Source::Pagerduty, &headers, q.as_deref(), &body).await
 }
 
 #[utoipa::path(
     post,
     path = "/api/v1/webhooks/grafana",
+    operation_id = "grafanaWebhook",
+    summary = "Receive a Grafana alerting delivery",
     tag = "webhooks",
+    request_body(content = Object, description = "Grafana-managed alerting webhook contact point body, as the sender posts it; authenticated by the integration secret (`Authorization: Bearer whk_…` or `?token=`)",
+                 example = json!(examples::grafana())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 202, description = "Applied: the incidents the delivery's groups opened or updated (`ignored` says why nothing was applied)",
+         body = WebhookAccepted, example = json!(examples::webhook_accepted())),
         super::openapi::ApiErrors
     )
 )]
@@ -179,16 +252,21 @@ pub(super) async fn grafana(
     headers: HeaderMap,
     RawQuery(q): RawQuery,
     RawBody(body): RawBody,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<WebhookAccepted>), ApiError> {
     receive(&state, Source::Grafana, &headers, q.as_deref(), &body).await
 }
 
 #[utoipa::path(
     post,
     path = "/api/v1/webhooks/opsgenie",
+    operation_id = "opsgenieWebhook",
+    summary = "Receive an Opsgenie delivery",
     tag = "webhooks",
+    request_body(content = Object, description = "Opsgenie Webhook integration event (`Create`, `Close`, …), as the sender posts it; authenticated by the integration secret (`Authorization: Bearer whk_…` or `?token=`)",
+                 example = json!(examples::opsgenie())),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 202, description = "Applied: the incidents the delivery's groups opened or updated (`ignored` says why nothing was applied)",
+         body = WebhookAccepted, example = json!(examples::webhook_accepted())),
         super::openapi::ApiErrors
     )
 )]
@@ -197,7 +275,7 @@ pub(super) async fn opsgenie(
     headers: HeaderMap,
     RawQuery(q): RawQuery,
     RawBody(body): RawBody,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<WebhookAccepted>), ApiError> {
     receive(&state, Source::Opsgenie, &headers, q.as_deref(), &body).await
 }
 
@@ -206,10 +284,13 @@ pub(super) async fn opsgenie(
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}/alerts",
+    operation_id = "listIncidentAlerts",
+    summary = "Show the alerts of an incident",
     tag = "webhooks",
-    params(("id" = String, Path, description = "incident id (INC-YYYY-NNNN)")),
+    params(super::openapi::IncidentPath),
     responses(
-        (status = "2XX", description = "Success (JSON unless the path says otherwise)"),
+        (status = 200, description = "The alerts of the incident and their group", body = IncidentAlerts,
+         example = json!(examples::incident_alerts())),
         super::openapi::ApiErrors
     )
 )]
@@ -217,7 +298,7 @@ pub(super) async fn incident_alerts(
     State(state): State<AppState>,
     _user: CurrentUser,
     Path(id): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<IncidentAlerts>, ApiError> {
     let id = IncidentId::parse(&id)
         .map_err(|_| ApiError(AppError::NotFound(format!("incident {id}"))))?;
     incidents::get(&state.pool, &id).await?;
@@ -225,16 +306,18 @@ pub(super) async fn incident_alerts(
     let (firing, resolved) = astore::counts(&state.pool, id.as_str()).await?;
     let group = astore::group_of_incident(&state.pool, id.as_str())
         .await?
-        .map(|(g, name, source)| {
-            json!({"key": g.group_key, "integration": name, "source": source,
-                   "follows": g.previous_incident_id})
+        .map(|(g, integration, source)| AlertGroupView {
+            key: g.group_key,
+            integration,
+            source,
+            follows: g.previous_incident_id,
         });
-    Ok(Json(json!({
-        "incident": id,
-        "firing": firing,
-        "resolved": resolved,
-        "summary": ingest::summary(firing, resolved),
-        "group": group,
-        "alerts": alerts,
-    })))
+    Ok(Json(IncidentAlerts {
+        summary: ingest::summary(firing, resolved),
+        incident: id,
+        firing,
+        resolved,
+        group,
+        alerts,
+    }))
 }

@@ -317,3 +317,33 @@ async fn a_loghub_sample_is_grouped_into_templates() {
         obs[0]["text"]
     );
 }
+
+#[tokio::test]
+async fn a_json_paste_takes_its_incident_version_as_a_number_like_every_other_json_body() {
+    let app = spawn_app().await;
+    let id = app
+        .open_incident("Checkout p99 latency above 2 s", "checkout")
+        .await;
+    let path = format!("/api/v1/incidents/{id}/evidence");
+    let paste = |version: Value| json!({"kind": "note", "content": "p99 2.4 s since 14:02 UTC", "version": version});
+    // Version 1 is the incident as opened: accepted.
+    let res = app.post_json(&app.responder, &path, paste(json!(1))).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    // Evidence leaves the incident at version 1, so a client that says 2 is out of step: a
+    // 409 that adds nothing.
+    let mut stale = paste(json!(2));
+    stale["content"] = "another note".into();
+    let (status, code, _) = error_of(app.post_json(&app.responder, &path, stale).await).await;
+    assert_eq!((status, code.as_str()), (StatusCode::CONFLICT, "conflict"));
+    assert_eq!(app.count("evidence").await, 1);
+    // As text (what forms send) and null (no check) still work.
+    let mut text = paste(json!("1"));
+    text["content"] = "a third note".into();
+    let res = app.post_json(&app.responder, &path, text).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let mut none = paste(Value::Null);
+    none["content"] = "a fourth note".into();
+    let res = app.post_json(&app.responder, &path, none).await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    assert_eq!(app.count("evidence").await, 3);
+}

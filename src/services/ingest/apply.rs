@@ -13,7 +13,7 @@ use crate::store::{self, alerts as astore, audit, incidents};
 use super::*;
 
 /// What a delivery did to one group.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct GroupOutcome {
     /// Sender's group key.
     pub group_key: String,

@@ -108,22 +108,25 @@ pub async fn authenticate(
 }
 
 /// Body of `POST /api/v1/integrations` (and the admin form).
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, utoipa::ToSchema)]
 pub struct IntegrationInput {
     /// Unique name, 1–100 characters.
     #[serde(default)]
     pub name: String,
     /// `alertmanager`, `pagerduty`, `grafana` or `opsgenie`.
     #[serde(default)]
+    #[schema(example = "alertmanager")]
     pub source: String,
     /// Service for alerts that name none (default `unassigned`).
     #[serde(default)]
     pub default_service: Option<String>,
     /// Severity for alerts whose severity is missing or unmapped (default `SEV3`).
     #[serde(default)]
+    #[schema(value_type = Option<Severity>)]
     pub default_severity: Option<String>,
     /// Sender value → `SEV1`…`SEV4`, merged over [`default_severity_map`].
     #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, Severity>>)]
     pub severity_map: Option<BTreeMap<String, String>>,
     /// PagerDuty only: the subscription's signing secret.
     #[serde(default)]
@@ -131,16 +134,18 @@ pub struct IntegrationInput {
 }
 
 /// Body of `PATCH /api/v1/integrations/{id}`: absent fields stay as they are.
-#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Default, serde::Deserialize, utoipa::ToSchema)]
 pub struct IntegrationUpdate {
     /// New default service.
     #[serde(default)]
     pub default_service: Option<String>,
     /// New default severity.
     #[serde(default)]
+    #[schema(value_type = Option<Severity>)]
     pub default_severity: Option<String>,
     /// New mapping, merged over [`default_severity_map`] (replaces the previous one).
     #[serde(default)]
+    #[schema(value_type = Option<BTreeMap<String, Severity>>)]
     pub severity_map: Option<BTreeMap<String, String>>,
     /// PagerDuty only: new signing secret; an empty string removes it.
     #[serde(default)]

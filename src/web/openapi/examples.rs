@@ -1,0 +1,604 @@
+//! The examples of the OpenAPI document: one function per request or response body, written as
+//! an on-call engineer would see them (a checkout latency incident, its evidence, a lesson).
+//! `#[utoipa::path(…, example = json!(examples::incident()))]` refers to them, so a shape shared
+//! by several operations (an incident, a memory record) is written once. A test sends every
+//! request example to the running app and validates the answer against the documented schema.
+
+use serde_json::{Value, json};
+
+/// The incident every example is about.
+pub const INCIDENT: &str = "INC-2026-0042";
+
+/// `POST /api/v1/incidents`.
+pub fn create_incident() -> Value {
+    json!({
+        "title": "Checkout p99 latency above 2 s",
+        "service": "checkout",
+        "severity": "SEV2",
+        "description": "Since 14:02 UTC the checkout p99 is 2.4 s (normally 350 ms); \
+                        card payments time out for about 8 % of customers."
+    })
+}
+
+/// An incident as the API returns it, in `state`, at `version`.
+pub fn incident_in(state: &str, version: i64) -> Value {
+    let resolved = state != "investigating";
+    json!({
+        "id": INCIDENT,
+        "title": "Checkout p99 latency above 2 s",
+        "service": "checkout",
+        "severity": "SEV2",
+        "description": "Since 14:02 UTC the checkout p99 is 2.4 s (normally 350 ms); \
+                        card payments time out for about 8 % of customers.",
+        "state": state,
+        "opened_by": "rita",
+        "opened_at": "2026-11-29T14:06:10Z",
+        "updated_at": "2026-11-29T15:12:44Z",
+        "resolved_at": if resolved { json!("2026-11-29T15:12:44Z") } else { Value::Null },
+        "summary": if resolved {
+            json!("Connection pool of checkout-db exhausted by a leaked transaction; the deploy was rolled back.")
+        } else { Value::Null },
+        "root_cause": if resolved {
+            json!("Release 2026.11.29-1 left a transaction open on the refund path, holding pool connections.")
+        } else { Value::Null },
+        "version": version
+    })
+}
+
+/// A newly opened incident (`201` of `POST /api/v1/incidents`).
+pub fn incident() -> Value {
+    incident_in("investigating", 1)
+}
+
+/// A resolved incident (`POST …/resolve`).
+pub fn resolved_incident() -> Value {
+    incident_in("resolved", 6)
+}
+
+/// An incident back in investigation (`POST …/reopen`).
+pub fn reopened_incident() -> Value {
+    let mut v = incident_in("investigating", 7);
+    v["resolved_at"] = json!("2026-11-29T15:12:44Z");
+    v
+}
+
+/// `GET /api/v1/incidents`.
+pub fn incident_list() -> Value {
+    json!({"incidents": [incident()], "next": "MjAyNi0xMS0yOVQxNDowNjoxMFp8NDI"})
+}
+
+/// `GET /api/v1/incidents/{id}`.
+pub fn incident_with_timeline() -> Value {
+    let mut v = incident_in("investigating", 2);
+    v["timeline"] = json!([
+        {"id": 311, "at": "2026-11-29T14:06:10Z", "actor": "rita", "kind": "opened",
+         "detail": "opened SEV2 on checkout"},
+        {"id": 312, "at": "2026-11-29T14:08:31Z", "actor": "rita", "kind": "evidence_added",
+         "detail": "logs from checkout-7f9c.log: 3 observations"}
+    ]);
+    v
+}
+
+/// `POST …/resolve`.
+pub fn resolve() -> Value {
+    json!({
+        "summary": "Connection pool of checkout-db exhausted by a leaked transaction; the deploy was rolled back.",
+        "root_cause": "Release 2026.11.29-1 left a transaction open on the refund path, holding pool connections."
+    })
+}
+
+/// The optional body of reopen, investigate, approve, draft, confirm and learn: the incident
+/// version the caller saw (a stale one is a 409).
+pub fn version() -> Value {
+    json!({"version": 6})
+}
+
+/// `GET /api/v1/me`.
+pub fn me() -> Value {
+    json!({"id": 3, "name": "rita", "role": "responder", "time_zone": "Europe/Berlin"})
+}
+
+/// `POST …/evidence` as JSON.
+pub fn evidence() -> Value {
+    json!({
+        "kind": "logs",
+        "source": "checkout-7f9c.log",
+        "content": "2026-11-29T14:05:12Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.\n\
+                    2026-11-29T14:05:13Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.\n\
+                    2026-11-29T14:05:15Z WARN  checkout POST /api/checkout took 2412 ms"
+    })
+}
+
+/// `POST …/evidence` as raw text (`?kind=logs&source=…`).
+pub fn evidence_text() -> Value {
+    json!(
+        "2026-11-29T14:07:40Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms."
+    )
+}
+
+/// An observation record extracted from the example logs.
+pub fn observation() -> Value {
+    json!({
+        "id": 101, "kind": "observation", "epistemic_type": "observation",
+        "text": "HikariPool-1 - Connection is not available, request timed out after <NUM>ms. (2 lines)",
+        "services": ["checkout"], "failure_modes": ["connection_pool_exhausted", "timeout"],
+        "action_kind": null, "target": null, "incident_id": INCIDENT,
+        "validation": "confirmed", "confidence": null, "importance": 3, "rule": null,
+        "author": "rita", "created_at": "2026-11-29T14:08:31Z", "last_recalled_at": null,
+        "recall_count": 0, "evidence_count": 1, "superseded_by": null, "sources": [],
+        "data": {"evidence_id": 17, "lines": [{"from": 1, "to": 2}], "count": 2, "salience": 3}
+    })
+}
+
+/// Evidence metadata (no content).
+pub fn evidence_meta() -> Value {
+    json!({
+        "id": 17, "incident_id": INCIDENT, "kind": "logs", "source": "checkout-7f9c.log",
+        "bytes": 287, "lines": 3, "format": "plain", "author": "rita",
+        "created_at": "2026-11-29T14:08:31Z"
+    })
+}
+
+/// `201` of `POST …/evidence`.
+pub fn evidence_added() -> Value {
+    json!({"evidence": evidence_meta(), "observations": [observation()], "created": true})
+}
+
+/// `200` of `POST …/evidence`: the same paste again.
+pub fn evidence_duplicate() -> Value {
+    json!({
+        "evidence": evidence_meta(), "observations": [], "created": false,
+        "notice": "the same content is already evidence #17 (added by rita); nothing was added"
+    })
+}
+
+/// `GET …/evidence`.
+pub fn evidence_list() -> Value {
+    json!({"evidence": [evidence_meta()], "observations": [observation()]})
+}
+
+/// A recommendation (approve, reject, verdict and propose answer with one).
+pub fn recommendation(status: &str) -> Value {
+    let approved = status == "approved";
+    json!({
+        "id": 9, "kind": "rollback_deploy", "label": "Roll back the last deploy",
+        "target": "checkout",
+        "rationale": "Pool exhaustion started two minutes after release 2026.11.29-1.",
+        "warning": null, "status": status,
+        "reject_reason": if status == "rejected" { json!("The release is already rolled back by the deploy bot.") } else { Value::Null },
+        "verdict": null, "verdict_note": null,
+        "transcript": if approved { json!("[simulated] rollback_deploy checkout: 2026.11.29-1 → 2026.11.28-3 … done") } else { Value::Null },
+        "hypothesis_id": 102
+    })
+}
+
+/// A recommendation with a verdict.
+pub fn recommendation_with_verdict() -> Value {
+    let mut v = recommendation("approved");
+    v["verdict"] = json!("resolved");
+    v["verdict_note"] = json!("p99 back to 340 ms five minutes after the rollback.");
+    v
+}
+
+/// `POST …/recommendations`.
+pub fn propose() -> Value {
+    json!({
+        "kind": "rollback_deploy",
+        "target": "checkout",
+        "rationale": "Pool exhaustion started two minutes after release 2026.11.29-1."
+    })
+}
+
+/// `POST …/reject`.
+pub fn reject() -> Value {
+    json!({"reason": "The release is already rolled back by the deploy bot."})
+}
+
+/// `POST …/verdict`.
+pub fn verdict() -> Value {
+    json!({"verdict": "resolved", "note": "p99 back to 340 ms five minutes after the rollback."})
+}
+
+/// `POST …/investigate` and `GET …/investigation`.
+pub fn investigation() -> Value {
+    let mut flagged = recommendation("proposed");
+    flagged["id"] = json!(10);
+    flagged["kind"] = json!("raise_pool_limit");
+    flagged["label"] = json!("Raise the connection-pool limit");
+    flagged["rationale"] = json!("Requests wait for a pool connection for 30 s.");
+    flagged["warning"] = json!({
+        "message": "Raising the pool limit did not resolve INC-2026-0007 (a connection leak): check for a leak first.",
+        "incident_ids": ["INC-2026-0007"], "memory_ids": [40], "worked_in": []
+    });
+    json!({
+        "investigation_id": 5,
+        "analyst": "built-in",
+        "hypotheses": [{
+            "id": 102, "reference": "INF-102",
+            "statement": "The checkout-db connection pool is exhausted by connections that are never returned.",
+            "confidence": "medium", "cites": ["OBS-101", "MEM-40"],
+            "prior_incidents": [{"id": "INC-2026-0007",
+                                 "why": "same failure mode (connection_pool_exhausted) on checkout"}]
+        }],
+        "recommendations": [recommendation("proposed"), flagged],
+        "recalled": [{"id": 40, "kind": "remediation_failure", "incident_id": "INC-2026-0007",
+                      "text": "raise_pool_limit on checkout did not resolve: the pool filled again within minutes.",
+                      "why": "service checkout; tag connection_pool_exhausted; lists: scope, semantic"}],
+        "notice": null,
+        "dropped": []
+    })
+}
+
+/// A post-mortem document.
+pub fn postmortem() -> Value {
+    json!({
+        "summary": "Checkout p99 rose to 2.4 s for 62 minutes; about 8 % of card payments timed out.",
+        "impact": {
+            "started_at": "2026-11-29T14:02:00Z", "detected_at": "2026-11-29T14:06:10Z",
+            "mitigated_at": "2026-11-29T15:04:00Z", "resolved_at": "2026-11-29T15:12:44Z",
+            "time_to_detect_secs": 250, "time_to_resolve_secs": 4244,
+            "description": "Customers paying by card in the EU region."
+        },
+        "symptoms": ["checkout p99 above 2 s", "HikariPool-1 connection timeouts"],
+        "root_cause": "Release 2026.11.29-1 left a transaction open on the refund path, holding pool connections.",
+        "trigger": "Deploy of release 2026.11.29-1 at 14:00 UTC.",
+        "contributing_factors": ["No alert on pool wait time"],
+        "what_worked": [{"kind": "rollback_deploy", "target": "checkout", "outcome": "resolved",
+                         "note": "p99 back to 340 ms five minutes after the rollback."}],
+        "what_did_not_work": [],
+        "rejected": [],
+        "misleading_hypotheses": ["A slow payment provider (its latency was flat at 180 ms)"],
+        "lessons": [{
+            "always": "Check for a connection leak before raising the pool limit",
+            "because": "During INC-2026-0042 the pool was full of connections a leaked transaction held",
+            "scope": "checkout, connection_pool_exhausted",
+            "severity": "high"
+        }],
+        "action_items": ["Alert when pool wait time exceeds 500 ms"],
+        "detection_gaps": ["The latency alert fired 4 minutes after impact began"]
+    })
+}
+
+/// A stored post-mortem, as drafted (`confirmed_by` empty) or confirmed.
+pub fn stored_postmortem(confirmed: bool) -> Value {
+    json!({
+        "incident_id": INCIDENT,
+        "postmortem": postmortem(),
+        "drafted_by": "rita",
+        "edited_by": "rita",
+        "edited_at": "2026-11-29T15:30:02Z",
+        "confirmed_by": if confirmed { json!("victor") } else { Value::Null },
+        "confirmed_at": if confirmed { json!("2026-11-29T16:01:17Z") } else { Value::Null },
+        "analyst": "built-in",
+        "notice": null,
+        "version": 2
+    })
+}
+
+/// A stored post-mortem draft.
+pub fn draft() -> Value {
+    stored_postmortem(false)
+}
+
+/// A confirmed post-mortem.
+pub fn confirmed() -> Value {
+    stored_postmortem(true)
+}
+
+/// `GET …/postmortem.md`.
+pub fn markdown() -> Value {
+    json!(
+        "# INC-2026-0042: Checkout p99 latency above 2 s\n\n**Severity:** SEV2 · **Service:** checkout\n\n## Summary\n\nCheckout p99 rose to 2.4 s for 62 minutes …\n"
+    )
+}
+
+/// The lesson record Learn writes from [`postmortem`] (as planned: no id yet).
+fn planned_lesson() -> Value {
+    json!({
+        "kind": "lesson", "epistemic_type": "inference",
+        "text": "ALWAYS: Check for a connection leak before raising the pool limit\nBECAUSE: During INC-2026-0042 the pool was full of connections a leaked transaction held\nSCOPE: checkout, connection_pool_exhausted\nSEVERITY: high",
+        "services": ["checkout"], "failure_modes": ["connection_pool_exhausted"],
+        "action_kind": null, "target": null, "incident_id": INCIDENT,
+        "validation": "confirmed", "confidence": null, "importance": 3,
+        "rule": {"always": "Check for a connection leak before raising the pool limit",
+                 "because": "During INC-2026-0042 the pool was full of connections a leaked transaction held",
+                 "scope": "checkout, connection_pool_exhausted", "severity": "high"},
+        "author": "victor", "cites": [], "origin": "learn:INC-2026-0042:0", "data": {},
+        "source_refs": ["row 1 (root cause)"], "duplicate_of": null, "contradicts": []
+    })
+}
+
+/// `GET …/learnings/preview`.
+pub fn learnings_preview() -> Value {
+    json!({
+        "memories": [planned_lesson()],
+        "duplicates": [],
+        "already_in_memory": [],
+        "message": "1 durable memory would be written"
+    })
+}
+
+/// `POST …/learn`.
+pub fn learn_result() -> Value {
+    json!({"incident_id": INCIDENT, "written": [61], "linked": [], "message": "1 durable memory written"})
+}
+
+/// `GET /api/v1/review`.
+pub fn review() -> Value {
+    json!({
+        "drafts_waiting_for_confirmation": [{
+            "id": INCIDENT, "text": "Checkout p99 latency above 2 s (SEV2, checkout)",
+            "fix": "Read the draft and confirm it (a reviewer who did not edit it last)",
+            "href": "/incidents/INC-2026-0042/postmortem"
+        }],
+        "rules_without_grounding": [],
+        "learned_incidents_without_rules": [],
+        "contradictions_to_resolve": []
+    })
+}
+
+/// `POST /api/v1/memories`: a service fact.
+pub fn create_memory() -> Value {
+    json!({
+        "kind": "service_fact",
+        "service": "checkout",
+        "text": "checkout-db allows 200 connections; each checkout pod opens a pool of 20.",
+        "failure_modes": ["connection_pool_exhausted"]
+    })
+}
+
+/// A durable memory record (a service fact).
+pub fn memory_record() -> Value {
+    json!({
+        "id": 62, "kind": "service_fact", "epistemic_type": "observation",
+        "text": "checkout-db allows 200 connections; each checkout pod opens a pool of 20.",
+        "services": ["checkout"], "failure_modes": ["connection_pool_exhausted"],
+        "action_kind": null, "target": null, "incident_id": null,
+        "validation": "confirmed", "confidence": null, "importance": 2, "rule": null,
+        "author": "rita", "created_at": "2026-11-30T09:12:00Z", "last_recalled_at": null,
+        "recall_count": 0, "evidence_count": 1, "superseded_by": null, "sources": [],
+        "data": {"version": 1}
+    })
+}
+
+/// A memory record after `supersede`.
+pub fn superseded_record() -> Value {
+    let mut v = memory_record();
+    v["validation"] = json!("superseded");
+    v["superseded_by"] = json!(63);
+    v
+}
+
+/// A memory record after `retract`.
+pub fn retracted_record() -> Value {
+    let mut v = memory_record();
+    v["validation"] = json!("retracted");
+    v
+}
+
+/// `GET /api/v1/memories`.
+pub fn memory_list() -> Value {
+    json!({"memories": [memory_record()]})
+}
+
+/// `GET /api/v1/memories/{id}`.
+pub fn memory_detail() -> Value {
+    let mut v = memory_record();
+    v["source_records"] = json!([]);
+    v["history"] = json!([{"at": "2026-11-30T09:12:00Z", "actor": "rita", "change": "written",
+                           "detail": "service_fact MEM-62"}]);
+    v
+}
+
+/// `POST …/supersede`.
+pub fn supersede() -> Value {
+    json!({"by": 63, "reason": "The pool is 30 per pod since the 2026-12 resize."})
+}
+
+/// `POST …/retract`.
+pub fn retract() -> Value {
+    json!({"reason": "Written for the wrong service: this is payments-db, not checkout-db."})
+}
+
+/// `GET /api/v1/recall`.
+pub fn recall() -> Value {
+    let mut rec = memory_record();
+    rec["score"] = json!(0.0312);
+    rec["why"] = json!({"matched_terms": ["pool", "connections"], "tags": ["connection_pool_exhausted"],
+                        "services": ["checkout"], "action_kinds": [], "lists": ["text", "scope"]});
+    rec["marks"] = json!([]);
+    json!({
+        "results": [rec],
+        "incidents": [{"incident_id": "INC-2026-0007", "score": 0.0328, "lists": ["doc_bm25", "keys"],
+                       "ranks": [1, 1], "cosine": null}],
+        "derived_tags": ["connection_pool_exhausted"],
+        "notice": null
+    })
+}
+
+/// `POST /api/v1/integrations`.
+pub fn create_integration() -> Value {
+    json!({
+        "name": "prod-alertmanager",
+        "source": "alertmanager",
+        "default_service": "checkout",
+        "default_severity": "SEV3",
+        "severity_map": {"critical": "SEV1", "page": "SEV2"}
+    })
+}
+
+/// An integration as the API shows it.
+pub fn integration() -> Value {
+    json!({
+        "id": 1, "name": "prod-alertmanager", "source": "alertmanager",
+        "default_service": "checkout", "default_severity": "SEV3",
+        "severity_map": {"critical": "SEV1", "page": "SEV2", "warning": "SEV3"},
+        "has_signing_secret": false, "created_by": "ada",
+        "created_at": "2026-11-20T10:00:00Z", "updated_at": "2026-11-20T10:00:00Z",
+        "webhook_path": "/api/v1/webhooks/alertmanager"
+    })
+}
+
+/// `201` of `POST /api/v1/integrations`: with its secret, shown once.
+pub fn integration_created() -> Value {
+    let mut v = integration();
+    v["secret"] = json!("whk_3q7Zr1xKfA9bLm2VtN8sYc0pWd4eHj6u");
+    v
+}
+
+/// `GET /api/v1/integrations`.
+pub fn integration_list() -> Value {
+    json!({"integrations": [integration()]})
+}
+
+/// `PATCH /api/v1/integrations/{id}`.
+pub fn update_integration() -> Value {
+    json!({"default_service": "payments-api", "severity_map": {"critical": "SEV1", "page": "SEV1"}})
+}
+
+/// An integration after the update.
+pub fn integration_updated() -> Value {
+    let mut v = integration();
+    v["default_service"] = json!("payments-api");
+    v["severity_map"] = json!({"critical": "SEV1", "page": "SEV1", "warning": "SEV3"});
+    v["updated_at"] = json!("2026-11-29T16:20:00Z");
+    v
+}
+
+/// `POST /api/v1/webhooks/alertmanager`: Alertmanager's webhook v4 body.
+pub fn alertmanager() -> Value {
+    json!({
+        "version": "4",
+        "groupKey": "{}:{alertname=\"CheckoutLatencyHigh\", service=\"checkout\"}",
+        "truncatedAlerts": 0,
+        "status": "firing",
+        "receiver": "incidentmind",
+        "groupLabels": {"alertname": "CheckoutLatencyHigh", "service": "checkout"},
+        "commonLabels": {"alertname": "CheckoutLatencyHigh", "service": "checkout", "severity": "page"},
+        "commonAnnotations": {"summary": "checkout p99 above 2 s for 5 minutes"},
+        "externalURL": "http://alertmanager.internal:9093",
+        "alerts": [{
+            "status": "firing",
+            "labels": {"alertname": "CheckoutLatencyHigh", "service": "checkout", "severity": "page",
+                       "instance": "checkout-7f9c:8080"},
+            "annotations": {"summary": "checkout p99 above 2 s for 5 minutes"},
+            "startsAt": "2026-11-29T14:02:00Z",
+            "endsAt": "0001-01-01T00:00:00Z",
+            "generatorURL": "http://prometheus.internal:9090/graph?g0.expr=checkout_p99",
+            "fingerprint": "a1c3e5f7b9d20468"
+        }]
+    })
+}
+
+/// `POST /api/v1/webhooks/grafana`: Grafana's webhook contact point body.
+pub fn grafana() -> Value {
+    json!({
+        "receiver": "incidentmind",
+        "status": "firing",
+        "orgId": 1,
+        "groupKey": "{}/{}:{alertname=\"Checkout error rate\"}",
+        "groupLabels": {"alertname": "Checkout error rate"},
+        "commonLabels": {"alertname": "Checkout error rate", "service": "checkout", "severity": "critical"},
+        "commonAnnotations": {},
+        "externalURL": "https://grafana.internal/",
+        "version": "1",
+        "truncatedAlerts": 0,
+        "title": "[FIRING:1] Checkout error rate",
+        "state": "alerting",
+        "message": "checkout 5xx rate 4.2 % over 5 minutes",
+        "alerts": [{
+            "status": "firing",
+            "labels": {"alertname": "Checkout error rate", "service": "checkout", "severity": "critical"},
+            "annotations": {"summary": "checkout 5xx rate 4.2 % over 5 minutes"},
+            "startsAt": "2026-11-29T14:03:00Z",
+            "endsAt": "0001-01-01T00:00:00Z",
+            "generatorURL": "https://grafana.internal/alerting/grafana/checkout-5xx/view",
+            "fingerprint": "5be1d7c0a0f3e2b4",
+            "silenceURL": "https://grafana.internal/alerting/silence/new",
+            "dashboardURL": "",
+            "panelURL": "",
+            "values": {"B": 4.2}
+        }]
+    })
+}
+
+/// `POST /api/v1/webhooks/pagerduty`: a PagerDuty v3 webhook event.
+pub fn pagerduty() -> Value {
+    json!({
+        "event": {
+            "id": "01DEN4HPBQAAAG05V5QQYBRZMF",
+            "event_type": "incident.triggered",
+            "resource_type": "incident",
+            "occurred_at": "2026-11-29T14:04:00.000Z",
+            "agent": null,
+            "client": null,
+            "data": {
+                "id": "Q2W9X8RT5LK1ZP",
+                "type": "incident",
+                "number": 4711,
+                "status": "triggered",
+                "incident_key": "checkout-latency-2026-11-29",
+                "created_at": "2026-11-29T14:04:00Z",
+                "title": "Checkout p99 latency above 2 s",
+                "service": {"id": "PCHK01", "summary": "checkout", "type": "service_reference"},
+                "priority": {"id": "PPRI2", "summary": "P2", "type": "priority_reference"},
+                "urgency": "high"
+            }
+        }
+    })
+}
+
+/// `POST /api/v1/webhooks/opsgenie`: an Opsgenie Webhook integration event.
+pub fn opsgenie() -> Value {
+    json!({
+        "action": "Create",
+        "alert": {
+            "alertId": "7b2c4f1e-93d0-4c7a-8e55-0c1d2e3f4a5b",
+            "message": "Checkout p99 latency above 2 s",
+            "alias": "checkout-latency",
+            "tinyId": "812",
+            "entity": "checkout",
+            "source": "prometheus",
+            "priority": "P2",
+            "tags": ["service:checkout"],
+            "createdAt": 1796565840000_i64,
+            "updatedAt": 1796565840000_i64
+        },
+        "source": {"name": "prometheus", "type": "API"},
+        "integrationId": "3f9a0c2e-1b2d-4e5f-8a9b-0c1d2e3f4a5b",
+        "integrationName": "IncidentMind"
+    })
+}
+
+/// `202` of every webhook.
+pub fn webhook_accepted() -> Value {
+    json!({
+        "incidents": [INCIDENT],
+        "opened": [INCIDENT],
+        "alerts": {"firing": 1, "resolved": 0},
+        "groups": [{
+            "group_key": "{}:{alertname=\"CheckoutLatencyHigh\", service=\"checkout\"}",
+            "incident": INCIDENT, "opened": true, "follows": null,
+            "firing": 1, "resolved": 0, "summary": "1 of 1 firing", "evidence_created": 1
+        }]
+    })
+}
+
+/// `GET /api/v1/incidents/{id}/alerts`.
+pub fn incident_alerts() -> Value {
+    json!({
+        "incident": INCIDENT,
+        "firing": 1,
+        "resolved": 0,
+        "summary": "1 of 1 firing",
+        "group": {"key": "{}:{alertname=\"CheckoutLatencyHigh\", service=\"checkout\"}",
+                  "integration": "prod-alertmanager", "source": "alertmanager", "follows": null},
+        "alerts": [{
+            "id": 1, "incident_id": INCIDENT, "fingerprint": "a1c3e5f7b9d20468",
+            "name": "CheckoutLatencyHigh", "status": "firing", "severity": "SEV2",
+            "service": "checkout", "starts_at": "2026-11-29T14:02:00Z", "ends_at": null,
+            "first_received_at": "2026-11-29T14:06:10Z", "last_received_at": "2026-11-29T14:06:10Z",
+            "resolved_received_at": null, "flags": [], "duration_seconds": null
+        }]
+    })
+}
