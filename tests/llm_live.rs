@@ -133,7 +133,7 @@ fn call_line(report: Option<&CallReport>) -> String {
     match report {
         None => "no model answer".into(),
         Some(r) => format!(
-            "model call: rung {}, context {}, max_tokens {}, prompt {} chars ≈ {} tokens (server counted {}), reply {} tokens, finish_reason {}, maxLength {}, {:.1} s, request {}, answer {}",
+            "model call: rung {}, context {}, max_tokens {}, prompt {} chars ≈ {} tokens (server counted {}), reply {} tokens ({} chars, ending {:?}), finish_reason {}, maxLength {}, {:.1} s, request {}, answer {}",
             r.rung.as_str(),
             r.context_tokens.map_or("unknown".into(), |c| c.to_string()),
             r.reply_tokens,
@@ -141,6 +141,8 @@ fn call_line(report: Option<&CallReport>) -> String {
             r.prompt_tokens_estimate,
             r.prompt_tokens.map_or("-".into(), |n| n.to_string()),
             r.completion_tokens.map_or("-".into(), |n| n.to_string()),
+            r.reply_chars,
+            r.reply_tail,
             r.finish_reason.as_deref().unwrap_or("-"),
             if r.without_max_length {
                 "not sent (rejected)"

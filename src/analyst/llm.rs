@@ -214,6 +214,11 @@ pub struct CallReport {
     pub request_digest: String,
     /// SHA-256 hex of the reply's message content (empty content: of the empty string).
     pub reply_digest: String,
+    /// The reply's characters and its last [`REPLY_TAIL_CHARS`] characters: where a truncated
+    /// reply (`finish_reason=length`) stopped, for the log and the live tests.
+    pub reply_chars: usize,
+    /// See [`CallReport::reply_chars`].
+    pub reply_tail: String,
     /// Wall time from the start of the call (the `/props` probe and the ladder included) to
     /// the answer.
     pub elapsed: Duration,
@@ -448,6 +453,8 @@ impl LlmAnalyst {
                     self.quirks.store(quirks, Ordering::Relaxed);
                     let content = reply_content(&resp);
                     let choice = &resp["choices"][0];
+                    // As sent, also when `reply_content` refused it (a truncated reply).
+                    let raw_reply = choice["message"]["content"].as_str().unwrap_or_default();
                     let report = CallReport {
                         rung,
                         context_tokens: context,
@@ -462,8 +469,18 @@ impl LlmAnalyst {
                         reply_digest: crate::digest::sha256_hex(
                             content.as_deref().unwrap_or_default().as_bytes(),
                         ),
+                        reply_chars: raw_reply.chars().count(),
+                        reply_tail: reply_tail(raw_reply),
                         elapsed: started.elapsed(),
                     };
+                    if report.finish_reason.as_deref() == Some("length") {
+                        tracing::warn!(
+                            rung = rung.as_str(),
+                            reply_chars = report.reply_chars,
+                            tail = %report.reply_tail,
+                            "model reply truncated at its token budget"
+                        );
+                    }
                     tracing::info!(
                         rung = rung.as_str(),
                         model = %self.config.model,
@@ -639,6 +656,18 @@ pub fn fit_budget(
         reply_tokens: reply,
         user_prompt_chars: user_tokens.saturating_mul(FIT_CHARS_PER_TOKEN),
     }
+}
+
+/// Characters of a reply kept in [`CallReport::reply_tail`].
+pub const REPLY_TAIL_CHARS: usize = 240;
+
+/// The last [`REPLY_TAIL_CHARS`] characters of `reply`.
+fn reply_tail(reply: &str) -> String {
+    let n = reply.chars().count();
+    reply
+        .chars()
+        .skip(n.saturating_sub(REPLY_TAIL_CHARS))
+        .collect()
 }
 
 /// The most tokens a reply valid under `schema` can take, or `None` when a string or an array

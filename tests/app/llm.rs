@@ -314,7 +314,7 @@ async fn a_truncated_reply_falls_back_to_the_built_in_analysis_with_a_notice() {
         "length",
     ))
     .await;
-    let (app, _) = app_with_model(&base, Duration::from_secs(5)).await;
+    let (app, llm) = app_with_model(&base, Duration::from_secs(5)).await;
     let (inv, _) = investigate(&app).await;
     assert_eq!(inv["analyst"], "built-in");
     let notice = inv["notice"].as_str().unwrap();
@@ -323,6 +323,14 @@ async fn a_truncated_reply_falls_back_to_the_built_in_analysis_with_a_notice() {
         "{notice}"
     );
     assert!(!inv["recommendations"].as_array().unwrap().is_empty());
+    // Where the reply stopped is kept for the log (a reply this short is its own tail).
+    let report = llm.last_call().expect("a call was made");
+    assert_eq!(report.finish_reason.as_deref(), Some("length"));
+    assert_eq!(
+        report.reply_tail,
+        r#"{"hypotheses": [{"statement": "The pool le"#
+    );
+    assert_eq!(report.reply_chars, 42);
 }
 
 #[tokio::test]
