@@ -1292,3 +1292,45 @@ async fn a_lesson_naming_no_incident_is_queued_for_review_and_a_learned_one_is_n
         assert!(!ungrounded.iter().any(|i| i["id"] == format!("MEM-{g}")));
     }
 }
+
+#[tokio::test]
+async fn the_post_mortem_page_shows_its_instants_in_the_viewers_zone() {
+    let app = spawn_app().await;
+    let id = worked_incident(&app).await;
+    let pm = draft(&app, &id).await;
+    // The impact starts with the first log line, 10:00 UTC: 15:30 in Kolkata.
+    assert_eq!(
+        pm["postmortem"]["impact"]["started_at"],
+        "2026-11-29T10:00:00Z"
+    );
+    let local = "2026-11-29 15:30:00 +05:30";
+    let utc = "2026-11-29 10:00:00 UTC";
+    let html = app
+        .client
+        .get(app.url(&format!("/incidents/{id}/postmortem")))
+        .bearer_auth(&app.responder)
+        .header("cookie", "tz=Asia%2FKolkata")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains(&format!("<td>started</td><td>{local}</td>")),
+        "started at {local} in the impact table: {html}"
+    );
+    assert!(!html.contains(utc), "no UTC instant on the page");
+    assert!(!html.contains(" UTC</td>"), "no UTC instant on the page");
+    // The export keeps UTC.
+    let md = app
+        .get(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/postmortem.md"),
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(md.contains(&format!("| started | {utc} |")), "{md}");
+}
