@@ -1334,3 +1334,51 @@ async fn the_post_mortem_page_shows_its_instants_in_the_viewers_zone() {
         .unwrap();
     assert!(md.contains(&format!("| started | {utc} |")), "{md}");
 }
+
+#[tokio::test]
+async fn confirming_and_learning_from_the_pages_confirm_each_step_after_the_redirect() {
+    let app = spawn_app().await;
+    let id = worked_incident(&app).await;
+    draft(&app, &id).await;
+    let b = app.browser("victor").await;
+    let res = b
+        .post(app.url(&format!("/incidents/{id}/postmortem/confirm")))
+        .header("origin", &app.base)
+        .form(&Vec::<(String, String)>::new())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let location = res.headers()["location"].to_str().unwrap().to_string();
+    assert_eq!(location, format!("/incidents/{id}/learnings?done=confirmed"));
+    let html = b.get(app.url(&location)).send().await.unwrap().text().await.unwrap();
+    assert!(
+        html.contains("<p class=\"flash info\" role=\"status\" id=\"flash\">Post-mortem confirmed: preview the learnings, then Learn.</p>"),
+        "{html}"
+    );
+    let res = b
+        .post(app.url(&format!("/incidents/{id}/learn")))
+        .header("origin", &app.base)
+        .form(&Vec::<(String, String)>::new())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let location = res.headers()["location"].to_str().unwrap().to_string();
+    assert_eq!(location, format!("/incidents/{id}/learnings?done=learned"));
+    let html = b.get(app.url(&location)).send().await.unwrap().text().await.unwrap();
+    assert!(
+        html.contains("<p class=\"flash info\" role=\"status\" id=\"flash\">Learned: the records below are in the organization&#39;s memory.</p>"),
+        "{html}"
+    );
+    // Without the code the page shows no confirmation.
+    let html = b
+        .get(app.url(&format!("/incidents/{id}/learnings")))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!html.contains("id=\"flash\""));
+}
