@@ -1268,7 +1268,12 @@ async fn a_lesson_naming_no_incident_is_queued_for_review_and_a_learned_one_is_n
         "Name the incident it comes from (write a new version citing it) or retract it"
     );
     // The page lists it in its section, linked, and none of the grounded lessons.
-    let html = app.get(&app.reviewer, "/review").await.text().await.unwrap();
+    let html = app
+        .get(&app.reviewer, "/review")
+        .await
+        .text()
+        .await
+        .unwrap();
     let section = html
         .split("<section class=\"card\" id=\"review-ungrounded\">")
         .nth(1)
@@ -1277,10 +1282,7 @@ async fn a_lesson_naming_no_incident_is_queued_for_review_and_a_learned_one_is_n
         .next()
         .unwrap();
     assert!(
-        section.contains(&format!(
-            "<a href=\"/memories/{0}\">MEM-{0}</a>",
-            orphan.id
-        )),
+        section.contains(&format!("<a href=\"/memories/{0}\">MEM-{0}</a>", orphan.id)),
         "{section}"
     );
     assert!(!section.contains("None."), "{section}");
@@ -1350,8 +1352,18 @@ async fn confirming_and_learning_from_the_pages_confirm_each_step_after_the_redi
         .unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let location = res.headers()["location"].to_str().unwrap().to_string();
-    assert_eq!(location, format!("/incidents/{id}/learnings?done=confirmed"));
-    let html = b.get(app.url(&location)).send().await.unwrap().text().await.unwrap();
+    assert_eq!(
+        location,
+        format!("/incidents/{id}/learnings?done=confirmed")
+    );
+    let html = b
+        .get(app.url(&location))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(
         html.contains("<p class=\"flash info\" role=\"status\" id=\"flash\">Post-mortem confirmed: preview the learnings, then Learn.</p>"),
         "{html}"
@@ -1366,7 +1378,14 @@ async fn confirming_and_learning_from_the_pages_confirm_each_step_after_the_redi
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let location = res.headers()["location"].to_str().unwrap().to_string();
     assert_eq!(location, format!("/incidents/{id}/learnings?done=learned"));
-    let html = b.get(app.url(&location)).send().await.unwrap().text().await.unwrap();
+    let html = b
+        .get(app.url(&location))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(
         html.contains("<p class=\"flash info\" role=\"status\" id=\"flash\">Learned: the records below are in the organization&#39;s memory.</p>"),
         "{html}"
