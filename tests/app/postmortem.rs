@@ -1216,3 +1216,188 @@ async fn a_later_root_cause_that_denies_an_earlier_one_marks_it_contradicted() {
         "{preview}"
     );
 }
+
+#[tokio::test]
+async fn a_lesson_naming_no_incident_is_queued_for_review_and_a_learned_one_is_not() {
+    use incidentmind::domain::MemoryKind;
+    use incidentmind::domain::memory::NewRecord;
+    let app = spawn_app().await;
+    // A lesson learned from an incident (grounded).
+    let id = worked_incident(&app).await;
+    draft(&app, &id).await;
+    confirm_and_preview(&app, &id).await;
+    let res = app
+        .post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/learn"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let grounded: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM records WHERE kind = 'lesson' AND incident_id = ?")
+            .bind(&id)
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert!(!grounded.is_empty(), "Learn wrote a grounded lesson");
+    // A lesson that names no incident (people cannot write lessons over the API, so the
+    // memory service writes it as an import would).
+    let mut r = NewRecord::new(
+        MemoryKind::Lesson,
+        "ALWAYS: drain the ledger queue before resizing it\nBECAUSE: resizing dropped messages\nSCOPE: ledger-writer\nSEVERITY: medium",
+        "victor",
+    );
+    r.services = vec!["ledger-writer".into()];
+    let orphan = incidentmind::services::memory::write(&app.pool, r)
+        .await
+        .unwrap();
+    let q: Value = app
+        .get(&app.reviewer, "/api/v1/review")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let ungrounded = q["rules_without_grounding"].as_array().unwrap();
+    assert_eq!(ungrounded.len(), 1, "{q}");
+    assert_eq!(ungrounded[0]["id"], format!("MEM-{}", orphan.id));
+    assert_eq!(ungrounded[0]["href"], format!("/memories/{}", orphan.id));
+    assert_eq!(ungrounded[0]["text"], orphan.text);
+    assert_eq!(
+        ungrounded[0]["fix"],
+        "Name the incident it comes from (write a new version citing it) or retract it"
+    );
+    // The page lists it in its section, linked, and none of the grounded lessons.
+    let html = app
+        .get(&app.reviewer, "/review")
+        .await
+        .text()
+        .await
+        .unwrap();
+    let section = html
+        .split("<section class=\"card\" id=\"review-ungrounded\">")
+        .nth(1)
+        .unwrap()
+        .split("</section>")
+        .next()
+        .unwrap();
+    assert!(
+        section.contains(&format!("<a href=\"/memories/{0}\">MEM-{0}</a>", orphan.id)),
+        "{section}"
+    );
+    assert!(!section.contains("None."), "{section}");
+    for g in &grounded {
+        assert!(
+            !section.contains(&format!("/memories/{g}\"")),
+            "grounded MEM-{g} not queued: {section}"
+        );
+        assert!(!ungrounded.iter().any(|i| i["id"] == format!("MEM-{g}")));
+    }
+}
+
+#[tokio::test]
+async fn the_post_mortem_page_shows_its_instants_in_the_viewers_zone() {
+    let app = spawn_app().await;
+    let id = worked_incident(&app).await;
+    let pm = draft(&app, &id).await;
+    // The impact starts with the first log line, 10:00 UTC: 15:30 in Kolkata.
+    assert_eq!(
+        pm["postmortem"]["impact"]["started_at"],
+        "2026-11-29T10:00:00Z"
+    );
+    let local = "2026-11-29 15:30:00 +05:30";
+    let utc = "2026-11-29 10:00:00 UTC";
+    let html = app
+        .client
+        .get(app.url(&format!("/incidents/{id}/postmortem")))
+        .bearer_auth(&app.responder)
+        .header("cookie", "tz=Asia%2FKolkata")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains(&format!("<td>started</td><td>{local}</td>")),
+        "started at {local} in the impact table: {html}"
+    );
+    assert!(!html.contains(utc), "no UTC instant on the page");
+    assert!(!html.contains(" UTC</td>"), "no UTC instant on the page");
+    // The export keeps UTC.
+    let md = app
+        .get(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/postmortem.md"),
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(md.contains(&format!("| started | {utc} |")), "{md}");
+}
+
+#[tokio::test]
+async fn confirming_and_learning_from_the_pages_confirm_each_step_after_the_redirect() {
+    let app = spawn_app().await;
+    let id = worked_incident(&app).await;
+    draft(&app, &id).await;
+    let b = app.browser("victor").await;
+    let res = b
+        .post(app.url(&format!("/incidents/{id}/postmortem/confirm")))
+        .header("origin", &app.base)
+        .form(&Vec::<(String, String)>::new())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let location = res.headers()["location"].to_str().unwrap().to_string();
+    assert_eq!(
+        location,
+        format!("/incidents/{id}/learnings?done=confirmed")
+    );
+    let html = b
+        .get(app.url(&location))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("<p class=\"flash info\" role=\"status\" id=\"flash\">Post-mortem confirmed: preview the learnings, then Learn.</p>"),
+        "{html}"
+    );
+    let res = b
+        .post(app.url(&format!("/incidents/{id}/learn")))
+        .header("origin", &app.base)
+        .form(&Vec::<(String, String)>::new())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let location = res.headers()["location"].to_str().unwrap().to_string();
+    assert_eq!(location, format!("/incidents/{id}/learnings?done=learned"));
+    let html = b
+        .get(app.url(&location))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains("<p class=\"flash info\" role=\"status\" id=\"flash\">Learned: the records below are in the organization&#39;s memory.</p>"),
+        "{html}"
+    );
+    // Without the code the page shows no confirmation.
+    let html = b
+        .get(app.url(&format!("/incidents/{id}/learnings")))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!html.contains("id=\"flash\""));
+}

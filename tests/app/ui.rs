@@ -966,3 +966,73 @@ async fn a_cached_incident_page_shows_every_change_at_once() {
     );
     assert!(renamed.contains("rita"));
 }
+
+/// Every `<input …>` / `<textarea …>` opening tag of `html` named `name`.
+fn controls_named<'a>(html: &'a str, name: &str) -> Vec<&'a str> {
+    let attr = format!(r#" name="{name}""#);
+    html.match_indices('<')
+        .map(|(i, _)| &html[i..])
+        .filter(|rest| rest.starts_with("<input ") || rest.starts_with("<textarea "))
+        .map(|rest| &rest[..=rest.find('>').unwrap()])
+        .filter(|tag| tag.contains(&attr))
+        .collect()
+}
+
+/// Each control named `name` on `html` (at least one) says the server's limit `max`.
+fn assert_maxlength(html: &str, name: &str, max: usize, count: usize) {
+    let tags = controls_named(html, name);
+    assert_eq!(tags.len(), count, "{name}: {tags:?}");
+    for tag in tags {
+        assert!(
+            tag.contains(&format!(r#" maxlength="{max}""#)),
+            "{name} has maxlength {max}: {tag}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_field_the_server_limits_says_its_limit_in_the_form() {
+    let app = spawn_app().await;
+    let rita = app.browser("rita").await;
+    // Acting on recommendations: evidence source, verdict note and the resolve form.
+    let id = app
+        .open_incident("Ledger writes stall", "ledger-writer")
+        .await;
+    paste(&app, &id).await;
+    let inv = api(&app, &app.responder, &id, "investigate", json!({})).await;
+    let rid = inv["recommendations"][0]["id"].as_i64().unwrap();
+    api(
+        &app,
+        &app.responder,
+        &id,
+        &format!("recommendations/{rid}/approve"),
+        json!({}),
+    )
+    .await;
+    let html = page(&app, &rita, &format!("/incidents/{id}")).await;
+    assert_maxlength(&html, "source", 200, 1); // SOURCE_MAX
+    assert_maxlength(&html, "note", 4000, 1); // verdict note
+    assert_maxlength(&html, "summary", 20000, 1); // TEXT_MAX
+    assert_maxlength(&html, "root_cause", 20000, 1); // TEXT_MAX
+    // The post-mortem draft: summary, root cause and trigger are limited, the rest is not.
+    assert!(app.resolve(&id).await.status().is_success());
+    api(&app, &app.responder, &id, "postmortem", json!({})).await;
+    let html = page(&app, &rita, &format!("/incidents/{id}/postmortem")).await;
+    assert_maxlength(&html, "summary", 20000, 1);
+    assert_maxlength(&html, "root_cause", 20000, 1);
+    assert_maxlength(&html, "trigger", 5000, 1);
+    // Integrations: the new form and the row of a PagerDuty integration.
+    let res = app
+        .post_json(
+            &app.admin,
+            "/api/v1/integrations",
+            json!({"name": "ledger-pager", "source": "pagerduty"}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let ada = app.browser("ada").await;
+    let html = page(&app, &ada, "/integrations").await;
+    assert_maxlength(&html, "name", 100, 1); // NAME_MAX
+    assert_maxlength(&html, "default_service", 100, 2); // SERVICE_MAX
+    assert_maxlength(&html, "signing_secret", 500, 2); // SIGNING_SECRET_MAX
+}
