@@ -1035,4 +1035,25 @@ async fn every_field_the_server_limits_says_its_limit_in_the_form() {
     assert_maxlength(&html, "name", 100, 1); // NAME_MAX
     assert_maxlength(&html, "default_service", 100, 2); // SERVICE_MAX
     assert_maxlength(&html, "signing_secret", 500, 2); // SIGNING_SECRET_MAX
+    // The memory forms: a new record (service, runbook title, text) and retracting one.
+    let html = page(&app, &rita, "/memories/new").await;
+    assert_maxlength(&html, "service", 100, 1);
+    assert_maxlength(&html, "title", 200, 1);
+    assert_maxlength(&html, "text", 5000, 1);
+    let res = app
+        .post_json(
+            &app.responder,
+            "/api/v1/memories",
+            json!({"kind": "service_fact", "service": "ledger", "text": "The ledger batches writes every five seconds."}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let created: serde_json::Value = res.json().await.expect("json");
+    let mem = created["id"].as_i64().expect("a record id");
+    let victor = app.browser("victor").await; // a reviewer: only reviewers curate
+    let html = page(&app, &victor, &format!("/memories/{mem}")).await;
+    assert!(
+        html.contains(r#"<input name="reason" maxlength="2000" required>"#),
+        "{html}"
+    );
 }
