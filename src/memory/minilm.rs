@@ -283,7 +283,10 @@ mod tests {
             assert!((norm - 1.0).abs() < 1e-5, "{t:?}: norm {norm}");
         }
         assert_eq!(model.word_pieces("db").expect("tokenizes"), 3);
-        assert_eq!(model.word_pieces(texts[2]).expect("tokenizes"), MAX_WORD_PIECES);
+        assert_eq!(
+            model.word_pieces(texts[2]).expect("tokenizes"),
+            MAX_WORD_PIECES
+        );
         assert!(model.embed(&[]).expect("nothing to embed").is_empty());
     }
 }

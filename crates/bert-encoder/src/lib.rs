@@ -120,7 +120,10 @@ impl Dense {
         Ok(Self {
             inputs,
             outputs: parts.iter().map(|d| d.outputs).sum(),
-            panels: parts.iter().flat_map(|d| d.panels.iter().copied()).collect(),
+            panels: parts
+                .iter()
+                .flat_map(|d| d.panels.iter().copied())
+                .collect(),
             bias: parts.iter().flat_map(|d| d.bias.iter().copied()).collect(),
         })
     }
@@ -167,7 +170,14 @@ fn check(name: &'static str, got: usize, want: usize) -> Result<(), ShapeError> 
 
 /// The panel kernel: every panel, every block of [`MR`] rows, then the last 1 to `MR − 1`.
 #[multiversion(targets("x86_64+avx2+fma"))]
-fn dense_kernel(x: &[f32], rows: usize, inputs: usize, panels: &[f32], bias: &[f32], y: &mut [f32]) {
+fn dense_kernel(
+    x: &[f32],
+    rows: usize,
+    inputs: usize,
+    panels: &[f32],
+    bias: &[f32],
+    y: &mut [f32],
+) {
     let outputs = bias.len();
     for (p, panel) in panels.chunks_exact(inputs * NR).enumerate() {
         let col = p * NR;
@@ -404,7 +414,12 @@ impl Encoder {
             for (i, v) in row.iter_mut().enumerate() {
                 *v = word[i].to_f32() + pos[i] + typ[i];
             }
-            layer_norm(row, &self.embedding_norm.0, &self.embedding_norm.1, self.shape.eps);
+            layer_norm(
+                row,
+                &self.embedding_norm.0,
+                &self.embedding_norm.1,
+                self.shape.eps,
+            );
         }
         let mut qkv = vec![0f32; len * 3 * h];
         let mut context = vec![0f32; len * h];
@@ -414,12 +429,19 @@ impl Encoder {
         for layer in &self.layers {
             layer.qkv.apply(&x, len, &mut qkv, &|_| {});
             self.attention(&qkv, len, &mut context);
-            layer.attention_out.apply(&context, len, &mut attended, &|_| {});
+            layer
+                .attention_out
+                .apply(&context, len, &mut attended, &|_| {});
             for (a, r) in attended.chunks_exact_mut(h).zip(x.chunks_exact(h)) {
                 for (v, res) in a.iter_mut().zip(r) {
                     *v += res;
                 }
-                layer_norm(a, &layer.attention_norm.0, &layer.attention_norm.1, self.shape.eps);
+                layer_norm(
+                    a,
+                    &layer.attention_norm.0,
+                    &layer.attention_norm.1,
+                    self.shape.eps,
+                );
             }
             layer.intermediate.apply(&attended, len, &mut inner, &gelu);
             layer.output.apply(&inner, len, &mut out, &|_| {});
@@ -427,7 +449,12 @@ impl Encoder {
                 for (v, res) in o.iter_mut().zip(r) {
                     *v += res;
                 }
-                layer_norm(o, &layer.output_norm.0, &layer.output_norm.1, self.shape.eps);
+                layer_norm(
+                    o,
+                    &layer.output_norm.0,
+                    &layer.output_norm.1,
+                    self.shape.eps,
+                );
             }
             std::mem::swap(&mut x, &mut out);
         }
@@ -521,7 +548,10 @@ mod tests {
         let x = values(3 * inputs, 5);
         let mut y = vec![0f32; 3 * 2 * outputs];
         fused.apply(&x, 3, &mut y, &|_| {});
-        let (y1, y2) = (naive(&x, 3, &w1, &b1, outputs), naive(&x, 3, &w2, &b2, outputs));
+        let (y1, y2) = (
+            naive(&x, 3, &w1, &b1, outputs),
+            naive(&x, 3, &w2, &b2, outputs),
+        );
         for r in 0..3 {
             let row = &y[r * 2 * outputs..(r + 1) * 2 * outputs];
             for o in 0..outputs {
