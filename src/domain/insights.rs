@@ -340,7 +340,7 @@ pub fn compute(
             }
         })
         .collect();
-    failure_modes.sort_by(|a, b| b.incidents.cmp(&a.incidents));
+    failure_modes.sort_by_key(|f| std::cmp::Reverse(f.incidents));
 
     // 2. Dead ends: action kind × failure mode.
     #[derive(Default)]
@@ -390,7 +390,7 @@ pub fn compute(
             service_names: a.services.iter().map(|s| s.to_string()).collect(),
         })
         .collect();
-    dead_ends.sort_by(|a, b| b.seconds_lost.cmp(&a.seconds_lost));
+    dead_ends.sort_by_key(|d| std::cmp::Reverse(d.seconds_lost));
 
     // 3. MTTR and time to detect by service and severity, with the weekly MTTR.
     let mut by_service: BTreeMap<&str, Vec<&IncidentFacts>> = BTreeMap::new();

@@ -100,7 +100,7 @@ fn incidents_opened_before_the_window_are_left_out() {
         "2026-09-01T10:00:00Z",
         Some("2026-09-01T11:00:00Z"),
     );
-    let out = compute(Window::Days30, now, &[old.clone()], &[]);
+    let out = compute(Window::Days30, now, std::slice::from_ref(&old), &[]);
     assert_eq!(out.incidents, 0);
     assert!(out.response_times.is_empty() && out.thin_memory.is_empty());
     assert_eq!(compute(Window::Days90, now, &[old], &[]).incidents, 1);

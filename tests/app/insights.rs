@@ -101,7 +101,7 @@ async fn insights(app: &TestApp, query: &str) -> Value {
     res.json().await.unwrap()
 }
 
-fn find<'a>(list: &'a Value, pred: impl Fn(&Value) -> bool) -> &'a Value {
+fn find(list: &Value, pred: impl Fn(&Value) -> bool) -> &Value {
     list.as_array()
         .unwrap()
         .iter()
