@@ -97,8 +97,8 @@ fn incidents_opened_before_the_window_are_left_out() {
     let old = incident(
         "INC-2026-0001",
         "payments",
-        "2026-09-01T10:00:00Z",
-        Some("2026-09-01T11:00:00Z"),
+        "2026-09-10T10:00:00Z",
+        Some("2026-09-10T11:00:00Z"),
     );
     let out = compute(Window::Days30, now, std::slice::from_ref(&old), &[]);
     assert_eq!(out.incidents, 0);
