@@ -658,6 +658,15 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
         .expect("all incidents");
     wait_for_text(&c, "#incident-list", &a).await;
     checks.page(&c, "14-incident-list-all", false).await;
+    // Insights: the first incident's failed raise_pool_limit is a dead end, with a sparkline.
+    c.goto(&format!("{base}/insights")).await.expect("insights");
+    wait_for_text(&c, "#insights-dead-ends", "raise_pool_limit").await;
+    assert!(
+        c.find(Locator::Css("#insights-times svg.sparkline"))
+            .await
+            .is_ok()
+    );
+    checks.page(&c, "14b-insights", true).await;
     c.goto(&format!("{base}/incidents/INC-2020-0001"))
         .await
         .expect("404");

@@ -4,6 +4,7 @@
 pub mod action;
 pub mod confirm;
 pub mod incident;
+pub mod insights;
 pub mod memory;
 pub mod postmortem;
 pub mod synonyms;

@@ -3,6 +3,7 @@
 
 pub mod evidence;
 pub mod ingest;
+pub mod insights;
 pub mod investigation;
 pub mod memory;
 pub mod postmortem;

@@ -165,6 +165,22 @@ pub async fn get(pool: &SqlitePool, id: &IncidentId) -> AppResult<Incident> {
         .into_incident()
 }
 
+/// The incidents opened at or after `since`, oldest first, at most 5,000 (the insights'
+/// window).
+///
+/// # Errors
+/// Database errors.
+pub async fn opened_since(pool: &SqlitePool, since: jiff::Timestamp) -> AppResult<Vec<Incident>> {
+    let sql = format!(
+        "SELECT {COLUMNS} FROM incidents WHERE opened_at >= ? ORDER BY opened_at, id LIMIT 5000"
+    );
+    let rows: Vec<IncidentRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(db_time(since))
+        .fetch_all(pool)
+        .await?;
+    rows.into_iter().map(IncidentRow::into_incident).collect()
+}
+
 /// `(version, revision, recall epoch, recall generation)` of incident `id`, in one read:
 /// `version` counts its state changes, `revision` every write to anything that hangs off it
 /// (bumped by the triggers of migration 0010), and the recall generation every change of

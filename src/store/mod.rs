@@ -8,6 +8,7 @@ pub mod embeddings;
 pub mod evidence;
 pub mod incident_documents;
 pub mod incidents;
+pub mod insights;
 pub mod integrations;
 pub mod memory;
 pub mod postmortems;

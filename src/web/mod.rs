@@ -9,6 +9,7 @@ pub mod auth;
 pub mod docs;
 pub mod errors;
 pub mod evidence;
+pub mod insights;
 pub mod integrations;
 pub mod investigation;
 pub mod limits;
@@ -280,6 +281,10 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
         .route("/incidents/{id}/learnings", get(postmortem::page_preview))
         .route("/incidents/{id}/learn", post(postmortem::page_learn))
         .route("/review", get(postmortem::page_review))
+        // Insights: recurring failure modes, dead ends by time lost, MTTR and time to detect,
+        // thin memory (web/insights.rs).
+        .route("/insights", get(insights::page_insights))
+        .route("/api/v1/insights", get(insights::api_insights))
         // Organizational memory: browser, notes and runbooks, supersede/retract, recall
         // (web/memory.rs).
         .route(

@@ -45,6 +45,7 @@ pub mod examples;
         super::postmortem::api_preview,
         super::postmortem::api_learn,
         super::postmortem::api_review,
+        super::insights::api_insights,
         super::memory::api_list,
         super::memory::api_create,
         super::memory::api_show,
@@ -70,6 +71,7 @@ pub mod examples;
         (name = "evidence", description = "Logs, metrics, alerts and notes, and the observations extracted from them"),
         (name = "investigation", description = "Recall and the analyst's hypotheses; recommendations, simulated approvals, verdicts"),
         (name = "postmortem", description = "Draft, edit, confirm, preview the learnings, Learn; the reviewers' queue"),
+        (name = "insights", description = "Organization-wide views: recurring failure modes, dead ends, MTTR, thin memory"),
         (name = "memory", description = "Organizational memory: records, notes and runbooks, curation, recall"),
         (name = "webhooks", description = "Alert senders (authenticated by an integration secret) and an incident's alerts"),
         (name = "integrations", description = "The alert senders' integrations (admins)")

@@ -37,7 +37,7 @@ pub struct Layout {
     pub app_js_v: String,
     /// Page title.
     pub title: String,
-    /// Which nav entry is the current page (`incidents`, `new`, `memories`, `review`,
+    /// Which nav entry is the current page (`incidents`, `new`, `memories`, `insights`, `review`,
     /// `integrations`, `profile`; empty for none), marked `aria-current="page"`.
     pub current: &'static str,
 }

@@ -4,6 +4,7 @@ mod cli;
 mod embeddings;
 mod evidence;
 mod helpers;
+mod insights;
 mod investigation;
 mod llm;
 mod memory;

@@ -674,6 +674,15 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
     assert_eq!(learned["incident_id"], id.as_str());
     x.send(&v, "get", "/api/v1/review", "/api/v1/review", None)
         .await;
+    // Insights over the incident just learned.
+    x.send(
+        &r,
+        "get",
+        "/api/v1/insights",
+        "/api/v1/insights?days=30",
+        None,
+    )
+    .await;
 
     // Memory: a note, a newer one superseding it, a retraction, recall.
     let memories = "/api/v1/memories";
@@ -884,7 +893,7 @@ async fn the_api_reference_page_lists_every_operation_of_the_document() {
         missing.is_empty(),
         "operations /api/docs lacks: {missing:?}"
     );
-    assert_eq!(ids.len(), 38);
+    assert_eq!(ids.len(), 39);
     // Every schema has its section, and the examples are on the page.
     for name in doc["components"]["schemas"].as_object().unwrap().keys() {
         assert!(html.contains(&format!("id=\"schema-{name}\"")), "{name}");

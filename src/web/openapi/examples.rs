@@ -337,6 +337,66 @@ pub fn review() -> Value {
     })
 }
 
+/// `GET /api/v1/insights`.
+pub fn insights() -> Value {
+    let times = |incidents: i64,
+                 resolved: i64,
+                 mttr: Option<i64>,
+                 detected: i64,
+                 ttd: Option<i64>| {
+        json!({
+            "incidents": incidents, "resolved": resolved,
+            "mttr_seconds": mttr,
+            "mttr": mttr.map_or("no resolved incident".to_string(), crate::domain::insights::human),
+            "detected": detected, "ttd_seconds": ttd,
+            "ttd": ttd.map_or("not recorded".to_string(), crate::domain::insights::human)
+        })
+    };
+    let mut sev2 = times(3, 2, Some(3900), 1, Some(480));
+    sev2["severity"] = json!("SEV2");
+    let weeks = [
+        "2026-10-31T15:00:00Z",
+        "2026-11-07T15:00:00Z",
+        "2026-11-14T15:00:00Z",
+        "2026-11-21T15:00:00Z",
+        "2026-11-28T15:00:00Z",
+    ];
+    let mttr = [None, Some(2700), None, Some(5100), None];
+    let weekly: Vec<Value> = weeks
+        .iter()
+        .zip(mttr)
+        .map(|(w, m)| json!({"week_start": w, "resolved": m.map_or(0, |_| 1), "mttr_seconds": m}))
+        .collect();
+    json!({
+        "days": 30,
+        "since": "2026-10-31T15:00:00Z",
+        "until": "2026-11-30T15:00:00Z",
+        "incidents": 3,
+        "failure_modes": [{
+            "failure_mode": "connection_pool_exhausted", "service": "checkout", "incidents": 3,
+            "incident_ids": ["INC-2026-0031", "INC-2026-0038", INCIDENT]
+        }],
+        "dead_ends": [{
+            "action_kind": "raise_pool_limit", "failure_mode": "connection_pool_exhausted",
+            "failures": 2, "incidents": 2, "services": 1, "seconds_lost": 2460,
+            "time_lost": "41 min", "recurring": true,
+            "summary": "raise_pool_limit on connection_pool_exhausted: 2 incidents, 1 service, 41 min lost",
+            "incident_ids": ["INC-2026-0038", INCIDENT], "service_names": ["checkout"]
+        }],
+        "response_times": [{
+            "service": "checkout",
+            "overall": times(3, 2, Some(3900), 1, Some(480)),
+            "by_severity": [sev2],
+            "weekly_mttr": weekly
+        }],
+        "thin_memory": [{
+            "id": "INC-2026-0038", "title": "Checkout requests hang waiting for connections",
+            "service": "checkout", "severity": "SEV2", "state": "resolved",
+            "href": "/incidents/INC-2026-0038"
+        }]
+    })
+}
+
 /// `POST /api/v1/memories`: a service fact.
 pub fn create_memory() -> Value {
     json!({

@@ -1,0 +1,116 @@
+//! Unit tests of the insights' aggregation, on incidents written out by hand.
+
+use super::*;
+
+fn at(s: &str) -> Timestamp {
+    s.parse().expect("instant")
+}
+
+fn incident(id: &str, service: &str, opened: &str, resolved: Option<&str>) -> IncidentFacts {
+    IncidentFacts {
+        id: id.into(),
+        title: format!("{service} is slow"),
+        service: service.into(),
+        severity: Severity::Sev2,
+        state: if resolved.is_some() {
+            IncidentState::Resolved
+        } else {
+            IncidentState::Investigating
+        },
+        opened_at: at(opened),
+        resolved_at: resolved.map(at),
+        failure_modes: vec!["connection_pool_exhausted".into()],
+        first_signal_at: None,
+        has_lesson: false,
+    }
+}
+
+#[test]
+fn the_window_is_thirty_or_ninety_days_and_anything_else_names_the_field() {
+    assert_eq!(Window::parse(None).unwrap(), Window::Days30);
+    assert_eq!(Window::parse(Some("90")).unwrap().days(), 90);
+    assert_eq!(Window::parse(Some("90")).unwrap().weeks(), 13);
+    assert_eq!(Window::Days30.weeks(), 5);
+    let e = Window::parse(Some("7")).unwrap_err();
+    assert_eq!(e.field, "days");
+    assert!(e.message.contains("days=30 or days=90"), "{}", e.message);
+}
+
+#[test]
+fn durations_read_in_minutes_hours_and_days() {
+    assert_eq!(human(20), "under 1 min");
+    assert_eq!(human(41 * 60), "41 min");
+    assert_eq!(human(2 * 3600 + 5 * 60 + 10), "2 h 5 min");
+    assert_eq!(human(3 * 86_400 + 4 * 3600), "3 d 4 h");
+}
+
+#[test]
+fn two_incidents_failing_the_same_way_make_a_recurring_dead_end_with_summed_minutes() {
+    let now = at("2026-11-30T12:00:00Z");
+    let a = incident(
+        "INC-2026-0001",
+        "payments",
+        "2026-11-20T10:00:00Z",
+        Some("2026-11-20T11:00:00Z"),
+    );
+    let b = incident("INC-2026-0002", "ledger", "2026-11-21T10:00:00Z", None);
+    let failed = |id: &str, service: &str, minutes: i64| FailedAction {
+        incident_id: id.into(),
+        service: service.into(),
+        action_kind: "raise_pool_limit".into(),
+        approved_at: at("2026-11-20T10:10:00Z"),
+        verdict_at: at("2026-11-20T10:10:00Z") + SignedDuration::from_mins(minutes),
+        failure_modes: vec!["connection_pool_exhausted".into()],
+    };
+    let out = compute(
+        Window::Days30,
+        now,
+        &[a, b],
+        &[
+            failed("INC-2026-0001", "payments", 12),
+            failed("INC-2026-0002", "ledger", 29),
+        ],
+    );
+    assert_eq!(out.dead_ends.len(), 1);
+    let d = &out.dead_ends[0];
+    assert_eq!((d.incidents, d.services, d.seconds_lost), (2, 2, 41 * 60));
+    assert!(d.recurring);
+    assert_eq!(
+        d.summary,
+        "raise_pool_limit on connection_pool_exhausted: 2 incidents, 2 services, 41 min lost"
+    );
+    // MTTR only over the resolved one; no alert, so time to detect is not recorded.
+    let payments = &out
+        .response_times
+        .iter()
+        .find(|s| s.service == "payments")
+        .unwrap();
+    assert_eq!(payments.overall.mttr_seconds, Some(3600));
+    assert_eq!(payments.overall.ttd, "not recorded");
+    assert_eq!(out.thin_memory.len(), 1);
+    assert_eq!(out.thin_memory[0].id, "INC-2026-0001");
+}
+
+#[test]
+fn incidents_opened_before_the_window_are_left_out() {
+    let now = at("2026-11-30T12:00:00Z");
+    let old = incident(
+        "INC-2026-0001",
+        "payments",
+        "2026-09-10T10:00:00Z",
+        Some("2026-09-10T11:00:00Z"),
+    );
+    let out = compute(Window::Days30, now, std::slice::from_ref(&old), &[]);
+    assert_eq!(out.incidents, 0);
+    assert!(out.response_times.is_empty() && out.thin_memory.is_empty());
+    assert_eq!(compute(Window::Days90, now, &[old], &[]).incidents, 1);
+}
+
+#[test]
+fn time_to_detect_runs_from_the_first_signal_and_not_from_a_later_one() {
+    let mut i = incident("INC-2026-0003", "search", "2026-11-25T10:00:00Z", None);
+    i.first_signal_at = Some(at("2026-11-25T09:52:00Z"));
+    assert_eq!(i.detect_seconds(), Some(8 * 60));
+    i.first_signal_at = Some(at("2026-11-25T10:05:00Z"));
+    assert_eq!(i.detect_seconds(), None);
+}

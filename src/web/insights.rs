@@ -1,0 +1,139 @@
+//! The insights page (`GET /insights`) and its JSON (`GET /api/v1/insights`): one service call
+//! ([`crate::services::insights::insights`]) rendered as JSON or as a page with a server-drawn
+//! SVG sparkline per service (no script, no chart library). Any signed-in user may read them.
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::Json;
+use axum::extract::{Query, State};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+
+use super::AppState;
+use super::auth::CurrentUser;
+use super::errors::{ApiError, PageError};
+use super::openapi::examples;
+use super::pages::Layout;
+use crate::domain::insights::{Insights, ServiceTimes, Window, human};
+use crate::error::AppError;
+
+/// `?days=` of both routes.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct InsightsQuery {
+    /// Window in days: `30` (default) or `90`; anything else is a 422 naming `days`.
+    #[serde(default)]
+    #[param(example = "30")]
+    pub days: Option<String>,
+}
+
+async fn load(s: &AppState, q: &InsightsQuery) -> Result<Insights, AppError> {
+    let window = Window::parse(q.days.as_deref())?;
+    crate::services::insights::insights(&s.pool, window, crate::store::now()).await
+}
+
+/// `GET /api/v1/insights`: the four views over the window.
+#[utoipa::path(
+    get,
+    path = "/api/v1/insights",
+    operation_id = "insights",
+    summary = "Recurring failure modes, dead ends, MTTR and time to detect, thin memory",
+    tag = "insights",
+    params(InsightsQuery),
+    responses(
+        (status = 200, description = "The insights over the last 30 or 90 days (incidents opened in the window)",
+         body = Insights, example = json!(examples::insights())),
+        super::openapi::ApiErrors
+    )
+)]
+pub(super) async fn api_insights(
+    State(s): State<AppState>,
+    _u: CurrentUser,
+    Query(q): Query<InsightsQuery>,
+) -> Result<Json<Insights>, ApiError> {
+    Ok(Json(load(&s, &q).await?))
+}
+
+/// Width and height of a sparkline, px.
+const SPARK_W: f64 = 120.0;
+const SPARK_H: f64 = 28.0;
+
+/// One service's sparkline: the polyline's points, a dot per week with a value, and the text a
+/// screen reader reads.
+struct Sparkline {
+    points: String,
+    dots: Vec<(String, String)>,
+    label: String,
+}
+
+fn sparkline(t: &ServiceTimes, days: i64) -> Sparkline {
+    let n = t.weekly_mttr.len().max(1);
+    let max = t
+        .weekly_mttr
+        .iter()
+        .filter_map(|w| w.mttr_seconds)
+        .max()
+        .unwrap_or(0)
+        .max(1) as f64;
+    let step = if n > 1 {
+        (SPARK_W - 4.0) / (n - 1) as f64
+    } else {
+        0.0
+    };
+    let mut dots = Vec::new();
+    let mut words = Vec::new();
+    for (i, w) in t.weekly_mttr.iter().enumerate() {
+        let week = w.week_start.strftime("%Y-%m-%d").to_string();
+        match w.mttr_seconds {
+            Some(v) => {
+                let x = 2.0 + step * i as f64;
+                let y = SPARK_H - 2.0 - (v as f64 / max) * (SPARK_H - 4.0);
+                dots.push((format!("{x:.1}"), format!("{y:.1}")));
+                words.push(format!("week of {week}: {}", human(v)));
+            }
+            None => words.push(format!("week of {week}: no resolved incident")),
+        }
+    }
+    let points = dots
+        .iter()
+        .map(|(x, y)| format!("{x},{y}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Sparkline {
+        points,
+        dots,
+        label: format!(
+            "MTTR per week for {}, last {days} days: {}",
+            t.service,
+            words.join("; ")
+        ),
+    }
+}
+
+#[derive(Template, WebTemplate)]
+#[template(path = "insights.html")]
+struct InsightsPage {
+    layout: Layout,
+    i: Insights,
+    sparks: Vec<Sparkline>,
+}
+
+/// `GET /insights`: the same figures as a page.
+pub(super) async fn page_insights(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Query(q): Query<InsightsQuery>,
+) -> Result<Response, PageError> {
+    let i = load(&s, &q).await?;
+    let sparks = i
+        .response_times
+        .iter()
+        .map(|t| sparkline(t, i.days))
+        .collect();
+    Ok(InsightsPage {
+        layout: Layout::new(Some(&user.0), "Insights").with_current("insights"),
+        i,
+        sparks,
+    }
+    .into_response())
+}
