@@ -556,6 +556,24 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     )
     .await;
     let b = current_incident(&c).await;
+    // The first screen of a new incident shows what to do: the next-step card starts inside
+    // it, and the stepper stays compact (at most a quarter of the screen), at either width.
+    let layout = c
+        .execute(
+            "window.scrollTo(0, 0);
+             var h = window.innerHeight;
+             return [document.querySelector('#next-step').getBoundingClientRect().top < h * 0.6,
+                     document.querySelector('ol.stepper').getBoundingClientRect().height <= h / 4,
+                     h];",
+            vec![],
+        )
+        .await
+        .expect("layout");
+    assert_eq!(
+        layout[0], true,
+        "the next step starts on the first screen: {layout}"
+    );
+    assert_eq!(layout[1], true, "the stepper stays compact: {layout}");
     // A large paste (over 256 KiB) goes through static/app.js: the button is disabled, upload
     // progress is shown, then the browser follows the server's answer.
     let big = format!("{LOG_B}\n").repeat(1300);
@@ -564,25 +582,36 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
         .await
         .expect("evidence form");
     form.set_by_name("content", &big).await.expect("content");
+    // What the form shows while it works is recorded as it happens, in sessionStorage, which
+    // outlives the navigation to the server's answer (on loopback the upload may be over before
+    // a check after the click could look).
+    c.execute(
+        "sessionStorage.removeItem('seen-disabled');
+         sessionStorage.removeItem('seen-status');
+         sessionStorage.removeItem('seen-progress');
+         var form = document.querySelector('form.evidence-form');
+         new MutationObserver(function () {
+           if (document.querySelector('#add-evidence').disabled) {
+             sessionStorage.setItem('seen-disabled', '1');
+           }
+           var bar = form.querySelector('progress.busy-progress');
+           if (bar && !bar.hidden) { sessionStorage.setItem('seen-progress', '1'); }
+           var s = form.querySelector('.busy-status');
+           if (s && s.textContent) {
+             sessionStorage.setItem('seen-status',
+               (sessionStorage.getItem('seen-status') || '') + '|' + s.textContent);
+           }
+         }).observe(form, {attributes: true, childList: true, characterData: true, subtree: true});",
+        vec![],
+    )
+    .await
+    .expect("observer");
     c.find(Locator::Css("#add-evidence"))
         .await
         .expect("button")
         .click()
         .await
         .expect("click");
-    let disabled = c
-        .execute(
-            "return document.querySelector('#add-evidence') === null
-                || document.querySelector('#add-evidence').disabled",
-            vec![],
-        )
-        .await
-        .expect("disabled?");
-    assert_eq!(
-        disabled,
-        serde_json::json!(true),
-        "the button is disabled while it works"
-    );
     wait_for_text(
         &c,
         "#observations",
@@ -591,6 +620,25 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     .await;
     wait_for_text(&c, "#next-step", "Investigate").await;
     assert_eq!(current_incident(&c).await, b, "back on the incident page");
+    let seen = c
+        .execute(
+            "return [sessionStorage.getItem('seen-disabled'),
+                     sessionStorage.getItem('seen-progress'),
+                     sessionStorage.getItem('seen-status')]",
+            vec![],
+        )
+        .await
+        .expect("what the form showed");
+    assert_eq!(
+        seen[0], "1",
+        "the button was disabled while it worked: {seen}"
+    );
+    assert_eq!(seen[1], "1", "the upload progress bar was shown: {seen}");
+    let status = seen[2].as_str().unwrap_or_default();
+    assert!(
+        status.contains("% sent") || status.contains("Sent; extracting observations"),
+        "the status said how far the upload was: {status}"
+    );
     click(&c, "#investigate").await;
     let banner = wait_for_text(
         &c,
