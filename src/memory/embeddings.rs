@@ -161,7 +161,7 @@ pub struct BuiltinEmbedder {
 }
 
 impl BuiltinEmbedder {
-    /// Loads the model from `dir` (≈ 170 ms, ≈ 90 MB of f32 weights).
+    /// Loads the model from `dir` (≈ 0.3 s, ≈ 90 MB of f32 weights).
     ///
     /// # Errors
     /// [`minilm::ModelError`] for a missing or malformed model file.
@@ -201,8 +201,8 @@ impl Embedder for BuiltinEmbedder {
 /// more, but a record's first few sentences say what it is about.
 pub const MAX_CHARS: usize = 2_000;
 
-/// Texts embedded per call of the backfill: a batch is padded to its longest text, so the
-/// backfill sorts each batch by length first.
+/// Texts embedded per call of the backfill. An endpoint may pad a batch to its longest text (the
+/// built-in model runs each text on its own), so the texts are sorted by length first.
 const BATCH: usize = 16;
 
 /// Record vectors read so far for one model, quantised ([`QuantizedSet`]): one per record, and

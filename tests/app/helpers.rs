@@ -272,6 +272,13 @@ impl TestApp {
             .expect("count")
     }
 
+    /// The HTML of `path` as the signed-in client `b` sees it; the answer must be 200.
+    pub async fn page(&self, b: &Client, path: &str) -> String {
+        let res = b.get(self.url(path)).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{path}");
+        res.text().await.unwrap()
+    }
+
     /// A client with a cookie jar, signed in as `name` through the sign-in form.
     pub async fn browser(&self, name: &str) -> Client {
         let c = Client::builder()

@@ -267,14 +267,7 @@ async fn insights_count_failure_modes_dead_ends_response_times_and_thin_memory_b
 
     // The page shows the same figures.
     let browser = app.browser("rita").await;
-    let html = browser
-        .get(app.url("/insights"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = app.page(&browser, "/insights").await;
     assert!(html.contains(r#"href="/insights""#), "linked from the nav");
     assert!(html.contains(
         "raise_pool_limit on connection_pool_exhausted: 2 incidents, 2 services, 41 min lost"
@@ -294,15 +287,8 @@ async fn insights_with_nothing_recorded_say_what_to_do() {
     assert_eq!(v["incidents"], 0);
     assert_eq!(v["dead_ends"], json!([]));
     let html = app
-        .browser("rita")
-        .await
-        .get(app.url("/insights?days=90"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+        .page(&app.browser("rita").await, "/insights?days=90")
+        .await;
     assert!(
         html.contains("No incidents opened in the last 90 days."),
         "{html}"

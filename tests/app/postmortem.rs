@@ -942,14 +942,7 @@ async fn saving_the_draft_form_with_crlf_confirms_the_save_after_the_redirect() 
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let location = res.headers()["location"].to_str().unwrap().to_string();
     assert_eq!(location, format!("/incidents/{id}/postmortem?done=saved"));
-    let html = b
-        .get(app.url(&location))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = app.page(&b, &location).await;
     assert!(html.contains("Draft saved."), "{html}");
     let stored: Value = app
         .get(
@@ -968,14 +961,9 @@ async fn saving_the_draft_form_with_crlf_confirms_the_save_after_the_redirect() 
         json!(["Add a leak alert", "Test the retry path"])
     );
     // An unknown code shows nothing (the page never echoes the URL).
-    let html = b
-        .get(app.url(&format!("/incidents/{id}/postmortem?done=<b>hi</b>")))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = app
+        .page(&b, &format!("/incidents/{id}/postmortem?done=<b>hi</b>"))
+        .await;
     assert!(!html.contains("id=\"flash\""));
 }
 
@@ -1356,14 +1344,7 @@ async fn confirming_and_learning_from_the_pages_confirm_each_step_after_the_redi
         location,
         format!("/incidents/{id}/learnings?done=confirmed")
     );
-    let html = b
-        .get(app.url(&location))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = app.page(&b, &location).await;
     assert!(
         html.contains("<p class=\"flash info\" role=\"status\" id=\"flash\">Post-mortem confirmed: preview the learnings, then Learn.</p>"),
         "{html}"
@@ -1378,26 +1359,12 @@ async fn confirming_and_learning_from_the_pages_confirm_each_step_after_the_redi
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     let location = res.headers()["location"].to_str().unwrap().to_string();
     assert_eq!(location, format!("/incidents/{id}/learnings?done=learned"));
-    let html = b
-        .get(app.url(&location))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = app.page(&b, &location).await;
     assert!(
         html.contains("<p class=\"flash info\" role=\"status\" id=\"flash\">Learned: the records below are in the organization&#39;s memory.</p>"),
         "{html}"
     );
     // Without the code the page shows no confirmation.
-    let html = b
-        .get(app.url(&format!("/incidents/{id}/learnings")))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let html = app.page(&b, &format!("/incidents/{id}/learnings")).await;
     assert!(!html.contains("id=\"flash\""));
 }

@@ -63,9 +63,7 @@ async fn form(
 }
 
 async fn page(app: &TestApp, b: &Client, path: &str) -> String {
-    let res = b.get(app.url(path)).send().await.unwrap();
-    assert_eq!(res.status(), StatusCode::OK, "{path}");
-    res.text().await.unwrap()
+    app.page(b, path).await
 }
 
 async fn paste(app: &TestApp, id: &str) {
