@@ -566,6 +566,40 @@ async fn a_body_over_every_limit_is_a_413_page_with_the_navigation() {
     assert!(html.contains("it keeps what you typed"), "{html}");
 }
 
+/// Every `<script` tag of `html` loads a file from `/static/` and has no body (CSP
+/// `script-src 'self'` forbids inline script; an inline one would be blocked, not run).
+fn scripts_are_static_files_only(html: &str, path: &str) {
+    let tags: Vec<&str> = html.split("<script").skip(1).collect();
+    assert!(!tags.is_empty(), "{path}: the layout loads its scripts");
+    for tag in tags {
+        let (open, rest) = tag.split_once('>').expect("a closed tag");
+        assert!(open.contains(r#" src="/static/"#), "{path}: <script{open}>");
+        assert!(
+            rest.starts_with("</script>"),
+            "{path}: a script with a body"
+        );
+    }
+}
+
+#[tokio::test]
+async fn pages_that_load_the_app_script_carry_no_inline_script() {
+    let app = spawn_app().await;
+    let rita = app.browser("rita").await;
+    let id = app.open_incident("Ledger replicas lag", "ledger").await;
+    paste(&app, &id).await;
+    for path in [
+        "/incidents".to_string(),
+        format!("/incidents/{id}"),
+        "/memories".to_string(),
+        "/memories/new".to_string(),
+        "/insights".to_string(),
+    ] {
+        let html = page(&app, &rita, &path).await;
+        assert!(html.contains("/static/app.js"), "{path}");
+        scripts_are_static_files_only(&html, &path);
+    }
+}
+
 #[tokio::test]
 async fn the_layout_has_a_skip_link_marks_the_current_page_and_labels_every_control() {
     let app = spawn_app().await;
