@@ -310,6 +310,27 @@ impl Exerciser<'_> {
         body
     }
 
+    /// Sends the documented JSON example of `method template` to `concrete`, with `version`
+    /// set to incident `id`'s current one (the compare-and-set the example cannot know).
+    async fn send_versioned(
+        &mut self,
+        token: &str,
+        method: &str,
+        template: &str,
+        concrete: &str,
+        id: &str,
+    ) -> (u16, Value) {
+        let body = self.versioned(method, template, id).await;
+        self.send(
+            token,
+            method,
+            template,
+            concrete,
+            Some(("application/json", body)),
+        )
+        .await
+    }
+
     async fn version(&self, id: &str) -> i64 {
         let res = self
             .app
@@ -536,13 +557,12 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
     );
     x.send(&r, "get", evidence_t, &evidence, None).await;
     let investigate_t = "/api/v1/incidents/{id}/investigate";
-    let body = x.versioned("post", investigate_t, &id).await;
-    x.send(
+    x.send_versioned(
         &r,
         "post",
         investigate_t,
         &format!("{one}/investigate"),
-        Some(("application/json", body)),
+        &id,
     )
     .await;
     x.send(
@@ -561,14 +581,13 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
     let rid = proposed["id"].as_i64().expect("a recommendation id");
     assert_eq!(proposed["kind"], "rollback_deploy");
     let approve_t = "/api/v1/incidents/{id}/recommendations/{rid}/approve";
-    let body = x.versioned("post", approve_t, &id).await;
     let (_, approved) = x
-        .send(
+        .send_versioned(
             &r,
             "post",
             approve_t,
             &format!("{propose}/{rid}/approve"),
-            Some(("application/json", body)),
+            &id,
         )
         .await;
     assert_eq!(approved["status"], "approved");
@@ -604,24 +623,15 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
         .await;
     assert_eq!(resolved["state"], "resolved");
     let reopen_t = "/api/v1/incidents/{id}/reopen";
-    let body = x.versioned("post", reopen_t, &id).await;
     let (_, reopened) = x
-        .send(
-            &r,
-            "post",
-            reopen_t,
-            &format!("{one}/reopen"),
-            Some(("application/json", body)),
-        )
+        .send_versioned(&r, "post", reopen_t, &format!("{one}/reopen"), &id)
         .await;
     assert_eq!(reopened["state"], "investigating");
     x.send_example(&r, "post", resolve_t, &format!("{one}/resolve"))
         .await;
     let pm_t = "/api/v1/incidents/{id}/postmortem";
     let pm = format!("{one}/postmortem");
-    let body = x.versioned("post", pm_t, &id).await;
-    x.send(&r, "post", pm_t, &pm, Some(("application/json", body)))
-        .await;
+    x.send_versioned(&r, "post", pm_t, &pm, &id).await;
     x.send(&r, "get", pm_t, &pm, None).await;
     let (_, edited) = x.send_example(&r, "put", pm_t, &pm).await;
     assert_eq!(edited["edited_by"], "rita");
@@ -641,15 +651,8 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
         "{md}"
     );
     let confirm_t = "/api/v1/incidents/{id}/postmortem/confirm";
-    let body = x.versioned("post", confirm_t, &id).await;
     let (_, confirmed) = x
-        .send(
-            &v,
-            "post",
-            confirm_t,
-            &format!("{pm}/confirm"),
-            Some(("application/json", body)),
-        )
+        .send_versioned(&v, "post", confirm_t, &format!("{pm}/confirm"), &id)
         .await;
     assert_eq!(confirmed["confirmed_by"], "victor");
     x.send(
@@ -661,15 +664,8 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
     )
     .await;
     let learn_t = "/api/v1/incidents/{id}/learn";
-    let body = x.versioned("post", learn_t, &id).await;
     let (_, learned) = x
-        .send(
-            &v,
-            "post",
-            learn_t,
-            &format!("{one}/learn"),
-            Some(("application/json", body)),
-        )
+        .send_versioned(&v, "post", learn_t, &format!("{one}/learn"), &id)
         .await;
     assert_eq!(learned["incident_id"], id.as_str());
     x.send(&v, "get", "/api/v1/review", "/api/v1/review", None)

@@ -269,6 +269,26 @@ fn layer_norm(row: &mut [f32], gamma: &[f32], beta: &[f32], eps: f32) {
     }
 }
 
+/// The residual connection and LayerNorm after a sub-layer, row by row (`width` wide):
+/// `rows = LayerNorm(rows + residual)`.
+fn add_and_norm(
+    rows: &mut [f32],
+    residual: &[f32],
+    width: usize,
+    (gamma, beta): &(Vec<f32>, Vec<f32>),
+    eps: f32,
+) {
+    for (row, res) in rows
+        .chunks_exact_mut(width)
+        .zip(residual.chunks_exact(width))
+    {
+        for (v, r) in row.iter_mut().zip(res) {
+            *v += r;
+        }
+        layer_norm(row, gamma, beta, eps);
+    }
+}
+
 /// `erf(x)` by Abramowitz & Stegun, "Handbook of Mathematical Functions", formula 7.1.26
 /// (absolute error ≤ 1.5 × 10⁻⁷), evaluated in f64.
 fn erf(x: f32) -> f32 {
@@ -432,30 +452,10 @@ impl Encoder {
             layer
                 .attention_out
                 .apply(&context, len, &mut attended, &|_| {});
-            for (a, r) in attended.chunks_exact_mut(h).zip(x.chunks_exact(h)) {
-                for (v, res) in a.iter_mut().zip(r) {
-                    *v += res;
-                }
-                layer_norm(
-                    a,
-                    &layer.attention_norm.0,
-                    &layer.attention_norm.1,
-                    self.shape.eps,
-                );
-            }
+            add_and_norm(&mut attended, &x, h, &layer.attention_norm, self.shape.eps);
             layer.intermediate.apply(&attended, len, &mut inner, &gelu);
             layer.output.apply(&inner, len, &mut out, &|_| {});
-            for (o, r) in out.chunks_exact_mut(h).zip(attended.chunks_exact(h)) {
-                for (v, res) in o.iter_mut().zip(r) {
-                    *v += res;
-                }
-                layer_norm(
-                    o,
-                    &layer.output_norm.0,
-                    &layer.output_norm.1,
-                    self.shape.eps,
-                );
-            }
+            add_and_norm(&mut out, &attended, h, &layer.output_norm, self.shape.eps);
             std::mem::swap(&mut x, &mut out);
         }
         x
