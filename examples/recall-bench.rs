@@ -5,6 +5,7 @@
 //! [--seed 42] [--db PATH-PREFIX]`. With `--db`, the database of each N is kept in
 //! `PATH-PREFIX.N` and reused by later runs (same seed, same data) instead of being reloaded.
 //! `RECALL_BENCH_MODEL_ONLY=1` skips the FTS comparison (for profiling the model part).
+//! `RECALL_BENCH_CACHED_ROUNDS=N` repeats the cached-vector pass N times (to profile it).
 //! `RECALL_BENCH_DEBUG=1` prints loading progress and a few queries with their expression and
 //! match count.
 //!
@@ -980,10 +981,17 @@ async fn model_bench(pool: &SqlitePool, qs: &[RecallQuery], seed: u64) -> anyhow
         uncached.push(t.elapsed());
     }
     let mut cached = Vec::with_capacity(fresh.len());
-    for q in fresh.iter().skip(20) {
-        let t = Instant::now();
-        recall::recall(&memory, q).await?;
-        cached.push(t.elapsed());
+    // `RECALL_BENCH_CACHED_ROUNDS=N` repeats the cached pass N times (for a profiler to attach).
+    let rounds: usize = std::env::var("RECALL_BENCH_CACHED_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1);
+    for _ in 0..rounds.max(1) {
+        for q in fresh.iter().skip(20) {
+            let t = Instant::now();
+            recall::recall(&memory, q).await?;
+            cached.push(t.elapsed());
+        }
     }
     let mut long = Vec::new();
     for (i, q) in qs
