@@ -28,7 +28,8 @@
 //! timeline; the received-at instant orders the timeline and measures flagged durations.
 //!
 //! Files: `integrations.rs` (integrations, their secrets and the webhook authentication policy),
-//! `parse.rs` (the four sender formats → [`Delivery`]), `apply.rs` (the ingest transaction).
+//! `parse.rs` (the four sender formats, read by `evidence::alerts::read`, → [`Delivery`]),
+//! `apply.rs` (the ingest transaction).
 
 mod apply;
 mod integrations;
