@@ -817,14 +817,7 @@ pub fn extract(text: &str) -> Extraction {
     if obs.is_empty() {
         obs.push(Observation {
             statement: format!("No metric samples recognised in {} lines", thousands(lines)),
-            line_ranges: if lines > 0 {
-                vec![LineRange {
-                    start: 1,
-                    end: lines,
-                }]
-            } else {
-                vec![]
-            },
+            line_ranges: LineRange::whole(lines),
             count: 0,
             first_seen: None,
             last_seen: None,

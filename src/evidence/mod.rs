@@ -104,6 +104,20 @@ pub struct LineRange {
     pub end: u64,
 }
 
+impl LineRange {
+    /// The range of a whole text of `lines` lines: `[1, lines]`, or none for an empty text.
+    pub fn whole(lines: u64) -> Vec<LineRange> {
+        if lines > 0 {
+            vec![LineRange {
+                start: 1,
+                end: lines,
+            }]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
 /// One thing the world reported, readable in a few seconds.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Observation {
@@ -174,14 +188,7 @@ fn note(text: &str) -> Extraction {
     let tags = match_tags(trimmed);
     let obs = Observation {
         statement,
-        line_ranges: if lines > 0 {
-            vec![LineRange {
-                start: 1,
-                end: lines,
-            }]
-        } else {
-            vec![]
-        },
+        line_ranges: LineRange::whole(lines),
         count: 1,
         first_seen: None,
         last_seen: None,
@@ -1013,14 +1020,7 @@ impl LogExtractor {
         let mut observations = Vec::with_capacity(cands.len() + 1);
         observations.push(Observation {
             statement: summary,
-            line_ranges: if lines > 0 {
-                vec![LineRange {
-                    start: 1,
-                    end: lines,
-                }]
-            } else {
-                vec![]
-            },
+            line_ranges: LineRange::whole(lines),
             count: lines,
             first_seen: self.first_ts.and_then(time::to_timestamp),
             last_seen: self.last_ts.and_then(time::to_timestamp),

@@ -103,14 +103,7 @@ fn text_observation(text: &str, lines: u64) -> Observation {
             thousands(lines),
             truncate_chars(trimmed, 300)
         ),
-        line_ranges: if lines > 0 {
-            vec![LineRange {
-                start: 1,
-                end: lines,
-            }]
-        } else {
-            vec![]
-        },
+        line_ranges: LineRange::whole(lines),
         count: 1,
         first_seen: None,
         last_seen: None,
