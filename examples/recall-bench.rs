@@ -284,13 +284,7 @@ fn modes() -> Vec<Mode> {
     tags.into_iter()
         .filter_map(|tag| {
             let sig = catalogue().iter().find(|s| s.tag == tag)?;
-            let mut phrases: Vec<String> = incidentmind::domain::synonyms::phrases_of(&tag)
-                .iter()
-                .map(|p| p.to_string())
-                .collect();
-            if phrases.is_empty() {
-                phrases.push(tag.replace('_', " "));
-            }
+            let phrases = vec![tag.replace('_', " ")];
             Some(Mode {
                 words: tag.replace('_', " "),
                 phrases,

@@ -612,15 +612,28 @@ async fn load(
 
 /// The process's resident set in KiB (`VmRSS` of `/proc/self/status`).
 fn rss_kib() -> u64 {
+    status_kib("VmRSS:")
+}
+
+/// One `… kB` field of `/proc/self/status` in KiB (0 when absent). `RssAnon` is heap and
+/// stacks; `RssFile` is file pages mapped in, here mostly the SQLite database read through its
+/// memory map (page cache the kernel may take back, which grows with the database, not a leak);
+/// `RssShmem` holds the WAL index (`-shm`). See proc(5).
+fn status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|v| v.parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// `RssAnon / RssFile / RssShmem` in MiB, for the report.
+fn rss_parts() -> [u64; 3] {
+    ["RssAnon:", "RssFile:", "RssShmem:"].map(status_kib)
 }
 
 /// The process settings first (`incidentmind::startup`), as the `incidentmind` binary makes
@@ -785,6 +798,7 @@ async fn run() -> anyhow::Result<()> {
     let measured = Arc::new(Stats::new());
     let conns = load(conns, &shared, &warm, warmup).await?;
     let rss_start = rss_kib();
+    let parts_start = rss_parts();
     let started = Instant::now();
     // RSS every 10 s for the peak and a trend line, in a fixed-size array.
     let samples = Arc::new((0..128).map(|_| AtomicU64::new(0)).collect::<Vec<_>>());
@@ -803,6 +817,7 @@ async fn run() -> anyhow::Result<()> {
     let elapsed = started.elapsed().as_secs_f64();
     sampler.abort();
     let rss_end = rss_kib();
+    let parts_end = rss_parts();
     let groups_sent = conns
         .iter()
         .flat_map(|c| &c.groups)
@@ -855,6 +870,18 @@ async fn run() -> anyhow::Result<()> {
         growth * 100.0
     );
     println!("RSS every 10 s (MiB): {}", trend.join(" "));
+    let mib = |k: u64| k as f64 / 1024.0;
+    println!(
+        "  of which heap and stacks (RssAnon) {:.1} → {:.1} MiB ({:+.1} %), mapped database \
+         pages (RssFile) {:.1} → {:.1} MiB, WAL index (RssShmem) {:.1} → {:.1} MiB",
+        mib(parts_start[0]),
+        mib(parts_end[0]),
+        (parts_end[0] as f64 - parts_start[0] as f64) / (parts_start[0].max(1) as f64) * 100.0,
+        mib(parts_start[1]),
+        mib(parts_end[1]),
+        mib(parts_start[2]),
+        mib(parts_end[2]),
+    );
 
     // What the webhooks made: one alert group and one incident per group sent.
     let alert_groups: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM alert_groups")

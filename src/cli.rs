@@ -297,7 +297,7 @@ pub enum EvalCommand {
         #[arg(long)]
         verbose: bool,
         /// Recall mechanisms to turn off, comma-separated (ablation): doc_bm25, doc_vector,
-        /// passages, passage_mean, part_vector, part_bm25, keys, synonyms, negation, load_shape,
+        /// passages, passage_mean, part_vector, part_bm25, keys, negation, load_shape,
         /// incident_prior, score_fusion.
         #[arg(long, default_value = "")]
         ablate: String,

@@ -2,8 +2,10 @@
 // button when submitted and shows what it is doing with the seconds elapsed, so a slow paste is
 // not submitted twice. A large paste or a file upload goes through XMLHttpRequest so the page can
 // show how much has been sent; the browser then follows the server's answer as a normal submit
-// would. Without JavaScript every form posts as usual. No inline script: CSP stays `script-src
-// 'self'`.
+// would. A form with `data-max-bytes` (the server's body limit) is checked before it is sent: a
+// paste or file over the limit is not sent, the form says why and keeps what was typed, and a 413
+// from the server is shown the same way. Without JavaScript every form posts as usual (an over-
+// limit body then gets the server's 413 page). No inline script: CSP stays `script-src 'self'`.
 (function () {
   "use strict";
   var LARGE = 256 * 1024; // characters of paste above which the upload progress is shown
@@ -37,6 +39,42 @@
     return !!(text && text.value.length > LARGE);
   }
 
+  // As the server writes a limit (web/view.rs `mebibytes`): `50 MiB`, `1.5 MiB`, `4 KiB`.
+  function mib(bytes) {
+    if (bytes < 1024) { return bytes + " bytes"; }
+    if (bytes < 1024 * 1024) { return Math.floor(bytes / 1024) + " KiB"; }
+    var tenths = Math.round(bytes / (1024 * 1024) * 10);
+    return (tenths % 10 === 0 ? String(tenths / 10) : (tenths / 10).toFixed(1)) + " MiB";
+  }
+
+  // Bytes the form's paste and file add up to (UTF-8), or 0 when it cannot tell.
+  function payloadBytes(form) {
+    var total = 0;
+    var file = form.querySelector("input[type=file]");
+    if (file && file.files) {
+      for (var i = 0; i < file.files.length; i++) { total += file.files[i].size; }
+    }
+    var text = form.querySelector("textarea");
+    if (text && window.Blob) { total += new Blob([text.value]).size; }
+    return total;
+  }
+
+  function unlock(form) {
+    var buttons = form.querySelectorAll("button");
+    for (var i = 0; i < buttons.length; i++) {
+      buttons[i].disabled = false;
+      buttons[i].removeAttribute("aria-busy");
+    }
+    form.removeAttribute("data-busy-sent");
+  }
+
+  function tooLarge(form, bytes, limit) {
+    say(form, "Too large: " + (bytes ? mib(bytes) + " against the limit of " : "over the limit of ") +
+      mib(limit) + ". Nothing was sent and your input is kept; shorten the paste or split the file.");
+    var s = form.querySelector(".busy-status");
+    if (s) { s.classList.add("error-text"); }
+  }
+
   function sendWithProgress(form, label) {
     var bar = form.querySelector("progress.busy-progress");
     var xhr = new XMLHttpRequest();
@@ -48,9 +86,17 @@
     };
     xhr.upload.onload = function () {
       if (bar) { bar.removeAttribute("value"); }
-      ticker(form, "Sent; extracting observations…");
+      form.busyTicker = ticker(form, "Sent; extracting observations…");
     };
     xhr.onload = function () {
+      if (xhr.status === 413) {
+        // Over the server's limit: keep this page and its input, say so.
+        window.clearInterval(form.busyTicker);
+        if (bar) { bar.hidden = true; }
+        unlock(form);
+        tooLarge(form, 0, Number(form.getAttribute("data-max-bytes")) || 0);
+        return;
+      }
       if (xhr.status >= 200 && xhr.status < 300 && xhr.responseURL) {
         // The answer redirected to the incident page: show it. When that is this very URL, a
         // plain assign would only move to the anchor, so reload.
@@ -68,10 +114,9 @@
       }
     };
     xhr.onerror = function () {
+      window.clearInterval(form.busyTicker);
       say(form, "The upload failed (network error). Nothing was added; try again.");
-      var buttons = form.querySelectorAll("button");
-      for (var i = 0; i < buttons.length; i++) { buttons[i].disabled = false; }
-      form.removeAttribute("data-busy-sent");
+      unlock(form);
     };
     xhr.send(new FormData(form));
   }
@@ -81,6 +126,15 @@
     if (!(form instanceof HTMLFormElement) || !form.hasAttribute("data-busy")) { return; }
     if (form.getAttribute("data-busy-sent") === "1") { ev.preventDefault(); return; }
     var label = form.getAttribute("data-busy") || "Working…";
+    var status = form.querySelector(".busy-status");
+    if (status) { status.classList.remove("error-text"); }
+    var limit = Number(form.getAttribute("data-max-bytes")) || 0;
+    var bytes = limit ? payloadBytes(form) : 0;
+    if (limit && bytes > limit) {
+      ev.preventDefault();
+      tooLarge(form, bytes, limit);
+      return;
+    }
     if (form.enctype === "multipart/form-data" && window.FormData && large(form)) {
       ev.preventDefault();
       lock(form);
@@ -95,10 +149,6 @@
   // Coming back with the browser's Back button: forms work again.
   window.addEventListener("pageshow", function () {
     var sent = document.querySelectorAll("form[data-busy-sent]");
-    for (var i = 0; i < sent.length; i++) {
-      sent[i].removeAttribute("data-busy-sent");
-      var buttons = sent[i].querySelectorAll("button");
-      for (var j = 0; j < buttons.length; j++) { buttons[j].disabled = false; }
-    }
+    for (var i = 0; i < sent.length; i++) { unlock(sent[i]); }
   });
 })();

@@ -308,7 +308,12 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
         .await
         .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
-    let app = router(AppState::new(pool.clone(), Settings::default()));
+    // Evidence bodies up to 1 MiB, so the over-limit paste below stays quick to type.
+    let settings = Settings {
+        max_evidence_bytes: 1024 * 1024,
+        ..Settings::default()
+    };
+    let app = router(AppState::new(pool.clone(), settings));
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
@@ -574,6 +579,33 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
         "the next step starts on the first screen: {layout}"
     );
     assert_eq!(layout[1], true, "the stepper stays compact: {layout}");
+    // A paste over the evidence limit is not sent: the form says so and keeps the input (a 413
+    // page would have lost it).
+    let kept = c
+        .execute(
+            "var f = document.querySelector('form.evidence-form');
+             f.querySelector('textarea').value = 'y'.repeat(1100 * 1024);
+             f.querySelector('#add-evidence').click();
+             return [f.getAttribute('data-max-bytes'),
+                     f.querySelector('.busy-status').textContent,
+                     f.querySelector('textarea').value.length,
+                     f.querySelector('#add-evidence').disabled];",
+            vec![],
+        )
+        .await
+        .expect("over-limit paste");
+    assert_eq!(
+        kept[0], "1048576",
+        "the form carries the server's limit: {kept}"
+    );
+    let said = kept[1].as_str().unwrap_or_default();
+    assert!(
+        said.contains("Too large: 1.1 MiB against the limit of 1 MiB") && said.contains("kept"),
+        "{said}"
+    );
+    assert_eq!(kept[2], 1100 * 1024, "the paste is still in the form");
+    assert_eq!(kept[3], false, "the button still works");
+    assert_eq!(current_incident(&c).await, b, "still on the incident page");
     // A large paste (over 256 KiB) goes through static/app.js: the button is disabled, upload
     // progress is shown, then the browser follows the server's answer.
     let big = format!("{LOG_B}\n").repeat(1300);

@@ -87,11 +87,12 @@ async fn recall_on_the_hard_development_set_stays_above_its_floors() {
     if let Some(report) = report_of("../shared/data/recall-dev-hard.json").await {
         check(
             &report,
-            // Measured 2026-12-01 (fresh replay, score fusion at the incident level): 1.000 /
-            // 1.000 / 1.000 / 1.000 / 1.000 / 1.000. Each floor allows one miss.
+            // Measured 2026-12-02 (fresh replay, synonym table removed): 0.972 / 0.986 / 0.938 /
+            // 1.000 / 1.000 / 1.000. Query hit@1 and MRR at issue 14's floors (0.95, 0.97); the
+            // others allow one miss.
             &Floors {
-                hit1: 0.97,
-                mrr: 0.98,
+                hit1: 0.95,
+                mrr: 0.97,
                 hard_hit1: 0.93,
                 prescriptive_hit1: 0.94,
                 prescriptive_hit3: 1.0,
@@ -106,7 +107,8 @@ async fn recall_on_the_regression_set_stays_above_its_floors() {
     if let Some(report) = report_of("../shared/data/recall-dev.json").await {
         check(
             &report,
-            // Measured 2026-12-01 (score fusion): 1.000 / 1.000 / 1.000 / 0.933 / 1.000 / 1.000.
+            // Measured 2026-12-02 (synonym table removed): 0.967 / 0.983 / 1.000 / 0.933 / 1.000 /
+            // 1.000.
             &Floors {
                 hit1: 0.96,
                 mrr: 0.98,

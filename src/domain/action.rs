@@ -137,7 +137,7 @@ const ALIASES: &[(&str, ActionKind)] = &[
 ];
 
 /// How people write an action in free text (lower case, matched on word boundaries): a question
-/// like "someone wants to bump the pool size — what should I check first?" names
+/// like "the on-call lead proposes we raise the pool ceiling; is that safe?" names
 /// `raise_pool_limit` without its name. Data, not code branches; phrases that also name a
 /// failure mode ("rate limit", "timeout") are left out.
 pub const MENTIONS: &[(&str, ActionKind)] = &[
@@ -191,7 +191,7 @@ impl ActionKind {
         let lower = text.to_lowercase();
         let mut out = Vec::new();
         for (phrase, kind) in MENTIONS {
-            if !out.contains(kind) && crate::domain::synonyms::contains_phrase(&lower, phrase) {
+            if !out.contains(kind) && contains_phrase(&lower, phrase) {
                 out.push(*kind);
             }
         }
@@ -237,6 +237,26 @@ impl ActionKind {
     }
 }
 
+/// Whether `phrase` occurs in `haystack` (both lower-case) on word boundaries.
+fn contains_phrase(haystack: &str, phrase: &str) -> bool {
+    let bytes = haystack.as_bytes();
+    let mut start = 0;
+    while let Some(pos) = haystack[start..].find(phrase) {
+        let i = start + pos;
+        let j = i + phrase.len();
+        let before_ok = i == 0 || !bytes[i - 1].is_ascii_alphanumeric();
+        let after_ok = j >= bytes.len() || !bytes[j].is_ascii_alphanumeric();
+        if before_ok && after_ok {
+            return true;
+        }
+        start = i + 1;
+        while !haystack.is_char_boundary(start) {
+            start += 1;
+        }
+    }
+    false
+}
+
 impl fmt::Display for ActionKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -251,7 +271,7 @@ mod tests {
     fn free_text_names_actions_without_their_names() {
         assert_eq!(
             ActionKind::mentioned_in(
-                "Someone wants to just bump the pool size. What should I check first?"
+                "Before we bump the pool on orders-db, is there a reason not to?"
             ),
             vec![ActionKind::RaisePoolLimit]
         );

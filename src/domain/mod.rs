@@ -7,7 +7,6 @@ pub mod incident;
 pub mod insights;
 pub mod memory;
 pub mod postmortem;
-pub mod synonyms;
 pub mod user;
 
 pub use action::ActionKind;

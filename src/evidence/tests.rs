@@ -652,9 +652,9 @@ fn alert_details() {
 
 #[test]
 fn a_short_hand_picked_paste_keeps_every_line_without_a_level() {
-    let paste = "vendor response: HTTP 429, Retry-After: 60\n\
-                 our outbound call rate ~90/s against 25/s allowed by contract\n\
-                 sync worker count raised 4 -> 16 at 08:40 to catch up\n";
+    let paste = "partner API says HTTP 429 with Retry-After: 45\n\
+                 we send ~140 calls/s to the geocoder, quota is 40/s\n\
+                 importer threads bumped 2 -> 12 at 07:15 for the backlog\n";
     let e = extract(EvidenceKind::Logs, paste);
     assert_eq!(e.observations[0].salience, SUMMARY_SALIENCE);
     let lines: Vec<&str> = e.observations[1..]
@@ -662,7 +662,7 @@ fn a_short_hand_picked_paste_keeps_every_line_without_a_level() {
         .filter_map(|o| o.example.as_deref())
         .collect();
     assert_eq!(lines.len(), 3, "{:#?}", e.observations);
-    assert!(lines.contains(&"our outbound call rate ~90/s against 25/s allowed by contract"));
+    assert!(lines.contains(&"we send ~140 calls/s to the geocoder, quota is 40/s"));
     let throttled = e.observations[1..]
         .iter()
         .find(|o| o.example.as_deref().is_some_and(|x| x.contains("429")))
@@ -679,7 +679,7 @@ fn a_short_hand_picked_paste_keeps_every_line_without_a_level() {
         e.observations.iter().all(|o| o
             .example
             .as_deref()
-            .is_none_or(|x| !x.contains("outbound call rate"))),
+            .is_none_or(|x| !x.contains("calls/s to the geocoder"))),
         "{:#?}",
         e.observations
     );

@@ -54,7 +54,6 @@ impl RecallTuning {
         "part_vector",
         "part_bm25",
         "keys",
-        "synonyms",
         "negation",
         "load_shape",
         "incident_prior",

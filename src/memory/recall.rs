@@ -2,7 +2,7 @@
 //! organization learned before.
 //!
 //! Pipeline: negated findings left out of the query ([`super::negation`]) → failure-mode tags
-//! (catalogue signatures, the synonym table, the load shape) → candidate lists at two levels:
+//! (catalogue signatures, the load shape) → candidate lists at two levels:
 //! - the incident level: each learned incident's retrieval document ([`super::documents`]) by
 //!   BM25 and by vector, plus its best parts (records) by vector, by BM25 and by structured keys,
 //!   fused by rank into [`RecallResult::incidents`];
@@ -27,7 +27,6 @@ use sqlx::SqlitePool;
 pub use super::negation::strip_negated;
 use super::{Memory, RecallTuning, embeddings, lock};
 use crate::domain::memory::MemoryRecord;
-use crate::domain::synonyms::{concepts_in, phrases_of};
 use crate::domain::{ActionKind, MemoryKind, Validation};
 use crate::error::AppResult;
 use crate::store::memory::Candidate;
@@ -145,34 +144,31 @@ pub fn content_words(text: &str) -> Vec<String> {
 }
 
 /// Failure-mode tags of `text` (negated findings left out, see [`strip_negated`]): catalogue
-/// signatures plus synonym-table concepts.
+/// signatures plus the load shape.
 pub fn derive_tags(text: &str) -> Vec<String> {
     tags_of(&strip_negated(text)).into_iter().collect()
 }
 
-/// Failure-mode tags of `text` as it stands (no negation handling): catalogue signatures, the
-/// synonym table's concepts and the load shape.
+/// Failure-mode tags of `text` as it stands (no negation handling): catalogue signatures and the
+/// load shape.
 pub(super) fn tags_of(text: &str) -> BTreeSet<String> {
-    tags_with(text, true, true)
+    tags_with(text, true)
 }
 
-/// [`tags_of`] with the synonym table and the load shape each on or off (ablation).
-fn tags_with(text: &str, synonyms: bool, load_shape_on: bool) -> BTreeSet<String> {
+/// [`tags_of`] with the load shape on or off (ablation).
+fn tags_with(text: &str, load_shape_on: bool) -> BTreeSet<String> {
     let mut tags: BTreeSet<String> = crate::evidence::signatures::match_tags(text)
         .into_iter()
         .map(str::to_string)
         .collect();
-    if synonyms {
-        tags.extend(concepts_in(text).into_iter().map(|(t, _)| t.to_string()));
-    }
     if load_shape_on {
         tags.extend(load_shape(text).map(str::to_string));
     }
     tags
 }
 
-/// A request-rate reading going from a number to another (`rps 300 -> 1,000`, `traffic stepped
-/// from 1.5k to 11k rps`, `request rate 2k → 14k`).
+/// A request-rate reading going from a number to another (`qps 40 -> 900`, `throughput went
+/// from 2.5k to 9k`, `request rate 2k → 14k`).
 static RATE_CHANGE: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(
         r"(?i)\b(?:rps|qps|req/s|requests?/s|requests? per second|request rate|traffic|throughput)\b[^\n;]{0,30}?(?:from\s+)?~?(\d[\d,]*(?:\.\d+)?k?)\s*(?:rps|qps|req/s|/s)?\s*(?:->|→|=>|\bto\b)\s*~?(\d[\d,]*(?:\.\d+)?k?)",
@@ -200,7 +196,7 @@ fn reading(s: &str) -> Option<f64> {
 
 /// The load shape a text reports, which tells look-alike failure modes apart (a pool exhausted
 /// by a traffic surge against one exhausted by a leak under steady load): `traffic_surge` when a
-/// request rate at least doubles (`rps 300 -> 1,000`), `steady_load` when it is described as
+/// request rate at least doubles (`rps 250 -> 900`), `steady_load` when it is described as
 /// steady, flat, normal or unchanged; `None` otherwise.
 pub fn load_shape(text: &str) -> Option<&'static str> {
     // A reading is a number on its own, not part of a date, a time or a path
@@ -264,7 +260,7 @@ struct Expanded {
     tags: BTreeSet<String>,
     /// Content words of the text.
     words: Vec<String>,
-    /// Terms of the descriptive and prescriptive lists: the words plus the phrases of every tag.
+    /// Terms of the descriptive and prescriptive lists: the words plus the words of every tag.
     terms: Vec<String>,
     /// Terms of the incident-document search: every content word of the text, up to
     /// [`DOC_TERMS`].
@@ -284,11 +280,7 @@ fn expand(q: &RecallQuery, tuning: &RecallTuning) -> Expanded {
     } else {
         q.text.clone()
     };
-    tags.extend(tags_with(
-        &text,
-        tuning.on("synonyms"),
-        tuning.on("load_shape"),
-    ));
+    tags.extend(tags_with(&text, tuning.on("load_shape")));
     let mut actions = q.action_kinds.clone();
     for a in ActionKind::mentioned_in(&text) {
         if !actions.contains(&a) {
@@ -300,12 +292,6 @@ fn expand(q: &RecallQuery, tuning: &RecallTuning) -> Expanded {
     for t in &tags {
         expanded.push(' ');
         expanded.push_str(&t.replace('_', " "));
-        if tuning.on("synonyms") {
-            for p in phrases_of(t).iter().take(6) {
-                expanded.push(' ');
-                expanded.push_str(p);
-            }
-        }
     }
     let terms = mstore::fts_terms(&expanded);
     let doc_terms: Vec<String> = words
@@ -1128,7 +1114,7 @@ mod tests {
                 .contains(&"connection_pool_exhausted".into())
         );
         assert!(
-            derive_tags("ERROR: could not extend file \"base/1/2.1\": No space left on device")
+            derive_tags("pg: write to \"pg_wal/0001\" failed: No space left on device")
                 .contains(&"disk_full".into())
         );
         // Characters whose lower case has another byte length (Ⱥ grows, the Ångström and
@@ -1150,9 +1136,10 @@ mod tests {
             assert_eq!(strip_negated(kept), kept, "{kept}");
         }
         assert!(derive_tags("write failed: No space left on device").contains(&"disk_full".into()));
-        assert!(!derive_tags("0 'idle in transaction'").contains(&"connection_leak".into()));
+        assert!(!derive_tags("0 'unclosed client session'").contains(&"connection_leak".into()));
         assert!(
-            derive_tags("25 sessions 'idle in transaction'").contains(&"connection_leak".into())
+            derive_tags("25 warnings 'unclosed client session'")
+                .contains(&"connection_leak".into())
         );
     }
 
@@ -1217,8 +1204,8 @@ mod tests {
         }
         for steady in [
             "request rate flat at ~510 rps (normal)",
-            "request rate steady at ~90/s, same as last week",
-            "Traffic is normal and the caches are warm",
+            "inbound qps holding steady around 70/s, like yesterday",
+            "Traffic looks normal; caches warm",
         ] {
             assert_eq!(load_shape(steady), Some("steady_load"), "{steady}");
         }
@@ -1227,7 +1214,7 @@ mod tests {
             "success ratio 99% -> 21%",
             "traffic dashboard for 2024-05-01 to 2024-05-02",
             "traffic report 10:00 to 12:00",
-            "pool 30/30 in use",
+            "workers 12/12 busy",
         ] {
             assert_eq!(load_shape(neither), None, "{neither}");
         }

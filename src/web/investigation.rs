@@ -88,7 +88,7 @@ pub struct ProposeBody {
     /// The incident version the request is based on (409 when stale); optional.
     #[serde(default)]
     pub version: Option<i64>,
-    /// ActionKind name (aliases accepted: "bump the pool size" → `raise_pool_limit`).
+    /// ActionKind name (aliases accepted: "bigger pool" → `raise_pool_limit`).
     #[serde(default)]
     pub kind: String,
     /// Target; the incident's service when empty.

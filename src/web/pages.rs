@@ -392,6 +392,11 @@ struct ShowPage {
     dead_ends: Vec<RecalledItem>,
     rules: Vec<RecalledItem>,
     memory_notice: Option<String>,
+    /// The evidence form's body limit, bytes (`data-max-bytes`: app.js refuses a bigger paste or
+    /// file before sending it, keeping the input).
+    evidence_limit: usize,
+    /// The same limit for people (`50 MiB`).
+    evidence_limit_text: String,
 }
 
 /// A recalled memory as shown in the side lists of the incident page.
@@ -810,6 +815,8 @@ async fn build_page(
         dead_ends,
         rules,
         memory_notice,
+        evidence_limit: state.settings.max_evidence_bytes,
+        evidence_limit_text: super::view::mebibytes(state.settings.max_evidence_bytes),
     };
     Ok((status, page))
 }

@@ -348,6 +348,23 @@ pub fn next_step(
     NextStep { kind, title, text }
 }
 
+/// A byte limit for people: binary megabytes with one decimal when it has one (`50 MiB`,
+/// `1.5 MiB`), kibibytes under 1 MiB (`4 KiB`), bytes under 1 KiB.
+pub fn mebibytes(bytes: usize) -> String {
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    if bytes < 1024 * 1024 {
+        return format!("{} KiB", bytes / 1024);
+    }
+    let tenths = (bytes as f64 / (1024.0 * 1024.0) * 10.0).round() as u64;
+    if tenths.is_multiple_of(10) {
+        format!("{} MiB", tenths / 10)
+    } else {
+        format!("{}.{} MiB", tenths / 10, tenths % 10)
+    }
+}
+
 /// How long ago `then` was, in the largest whole unit (`45 s`, `12 min`, `3 h 5 min`, `2 d 4 h`).
 pub fn age(then: &jiff::Timestamp, now: &jiff::Timestamp) -> String {
     let secs = now.as_second().saturating_sub(then.as_second()).max(0);
@@ -372,6 +389,14 @@ fn capitalise(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn mebibytes_show_one_decimal_only_when_there_is_one() {
+        assert_eq!(mebibytes(50 * 1024 * 1024), "50 MiB");
+        assert_eq!(mebibytes(3 * 512 * 1024), "1.5 MiB");
+        assert_eq!(mebibytes(4096), "4 KiB");
+        assert_eq!(mebibytes(1000), "1000 bytes");
+    }
     use super::*;
 
     #[test]

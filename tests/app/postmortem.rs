@@ -709,8 +709,8 @@ async fn an_xss_corpus_renders_inert_everywhere() {
 async fn symptoms_keep_hand_picked_lines_and_leave_out_the_log_summary() {
     let app = spawn_app().await;
     let id = app.open_incident("CRM sync failing", "crm-sync").await;
-    let paste = "vendor response: HTTP 429, Retry-After: 60\n\
-                 our outbound call rate ~90/s against 25/s allowed by contract\n\
+    let paste = "partner API says HTTP 429 with Retry-After: 45\n\
+                 we send ~140 calls/s to the geocoder, quota is 40/s\n\
                  2024-05-01T10:00:00Z INFO sync batch 17 done\n";
     let res = app
         .post_json(
@@ -729,7 +729,9 @@ async fn symptoms_keep_hand_picked_lines_and_leave_out_the_log_summary() {
         .map(|s| s.as_str().unwrap())
         .collect();
     assert!(
-        symptoms.iter().any(|s| s.contains("outbound call rate")),
+        symptoms
+            .iter()
+            .any(|s| s.contains("calls/s to the geocoder")),
         "a typed-in reading is a symptom: {symptoms:?}"
     );
     assert!(

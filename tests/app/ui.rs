@@ -564,6 +564,16 @@ async fn a_body_over_every_limit_is_a_413_page_with_the_navigation() {
         "{html}"
     );
     assert!(html.contains("it keeps what you typed"), "{html}");
+    // The evidence form carries the evidence limit, so the browser refuses an over-limit paste
+    // before sending it and keeps the input (static/app.js; walked in tests/browser.rs).
+    let html = page(&app, &rita, &format!("/incidents/{id}")).await;
+    assert!(
+        html.contains(
+            r#"class="evidence-form" data-busy="Adding evidence…" data-max-bytes="4096""#
+        ),
+        "{html}"
+    );
+    assert!(html.contains("up to 4 KiB in all"), "{html}");
 }
 
 /// Every `<script` tag of `html` loads a file from `/static/` and has no body (CSP
