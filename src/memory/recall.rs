@@ -229,15 +229,10 @@ pub fn load_shape(text: &str) -> Option<&'static str> {
     RATE_STEADY.is_match(text).then_some("steady_load")
 }
 
-/// Crude stem for term matching in "why": lower-case, strip common English suffixes.
-fn stem(w: &str) -> String {
-    let w = w.to_lowercase();
-    for suf in ["ations", "ation", "ings", "ing", "ed", "es", "s"] {
-        if w.len() > suf.len() + 3 && w.ends_with(suf) {
-            return w[..w.len() - suf.len()].to_string();
-        }
-    }
-    w
+/// The Snowball English (Porter2) stem of a lower-cased word, for matching terms in "why"
+/// (<https://snowballstem.org/algorithms/english/stemmer.html>).
+fn stem(stemmer: &rust_stemmers::Stemmer, w: &str) -> String {
+    stemmer.stem(&w.to_lowercase()).into_owned()
 }
 
 /// Weight of a kind in ranking: root causes, failures and rules over narrative.
@@ -898,10 +893,11 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         .into_iter()
         .map(|r| (r.id, r))
         .collect();
+    let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
     let query_stems: Vec<(String, String)> = words
         .iter()
         .filter(|w| is_displayable_word(w))
-        .map(|w| (stem(w), w.clone()))
+        .map(|w| (stem(&stemmer, w), w.clone()))
         .collect();
     let mut results: Vec<Recalled> = ranked
         .into_iter()
@@ -912,7 +908,7 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
             let weak = is_weak(&lists, cosine, chance);
             let age = r.age_days(now);
             let text_stems: BTreeSet<String> =
-                content_words(&r.text).iter().map(|w| stem(w)).collect();
+                content_words(&r.text).iter().map(|w| stem(&stemmer, w)).collect();
             let why = Why {
                 matched_terms: query_stems
                     .iter()
