@@ -3,15 +3,15 @@
 //! ceilings), each action checked against dead ends and precedents, and everything stored in one
 //! transaction.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use sqlx::SqlitePool;
 
 use super::input::{analyst_input, incident_tags};
 use super::view::{InvestigationView, view_investigation};
-use super::warnings::{dead_end_warning, precedent};
+use super::warnings::{Warning, dead_end_warning, precedent};
 use crate::analyst::builtin::BuiltinAnalyst;
-use crate::analyst::{Analyst, AnalystOutput};
+use crate::analyst::{Analyst, AnalystOutput, PriorIncident};
 use crate::domain::memory::{MemoryRecord, NewRecord, SourceInfo, confidence_ceiling};
 use crate::domain::{ActionKind, Confidence, EpistemicType, IncidentId, IncidentState, MemoryKind};
 use crate::error::{AppError, AppResult};
@@ -98,6 +98,21 @@ pub async fn investigate(
     .await
 }
 
+/// A validated hypothesis: its place in the analyst's answer, statement, confidence after
+/// ceilings, cited record ids and prior incidents.
+type CheckedHypothesis = (usize, String, Confidence, Vec<i64>, Vec<PriorIncident>);
+
+/// A chosen action: kind, target, rationale (with its precedent), the hypothesis it follows
+/// from, its dead-end warning and its precedent's rank.
+type CheckedAction = (
+    ActionKind,
+    String,
+    String,
+    Option<usize>,
+    Option<Warning>,
+    u8,
+);
+
 #[allow(clippy::too_many_arguments)]
 async fn store_investigation(
     pool: &SqlitePool,
@@ -115,7 +130,46 @@ async fn store_investigation(
 ) -> AppResult<InvestigationView> {
     let now = store::now();
     let mut dropped = output.dropped.clone();
-    // Known records an analyst may cite: this incident's observations and what recall returned.
+    let known = known_sources(observations, recalled, now);
+    let hyps = checked_hypotheses(
+        pool,
+        incident,
+        observations,
+        &known,
+        &output,
+        memory_empty,
+        &mut dropped,
+    )
+    .await?;
+    let actions = checked_actions(pool, incident, tags, similar, &output, &mut dropped).await?;
+    if !dropped.is_empty() {
+        tracing::info!(incident.id = %incident.id, dropped = dropped.len(), "analyst output items dropped");
+    }
+    let notice = notice_of(notices, &output, &dropped);
+    let inv_id = save_investigation(
+        pool,
+        actor,
+        incident,
+        recalled,
+        tags,
+        analyst_name,
+        fallback,
+        now,
+        notice,
+        dropped,
+        &hyps,
+        actions,
+    )
+    .await?;
+    view_investigation(pool, inv_id).await
+}
+
+/// Known records an analyst may cite: this incident's observations and what recall returned.
+fn known_sources(
+    observations: &[MemoryRecord],
+    recalled: &[Recalled],
+    now: jiff::Timestamp,
+) -> HashMap<i64, SourceInfo> {
     let mut known: std::collections::HashMap<i64, SourceInfo> = std::collections::HashMap::new();
     for o in observations {
         known.insert(
@@ -143,6 +197,21 @@ async fn store_investigation(
             },
         );
     }
+    known
+}
+
+/// The analyst's hypotheses with citations of known records and existing incidents only, the
+/// most salient observation cited when none is left, and confidence after ceilings; what is
+/// dropped is said in `dropped`.
+async fn checked_hypotheses(
+    pool: &SqlitePool,
+    incident: &crate::domain::Incident,
+    observations: &[MemoryRecord],
+    known: &HashMap<i64, SourceInfo>,
+    output: &AnalystOutput,
+    memory_empty: bool,
+    dropped: &mut Vec<String>,
+) -> AppResult<Vec<CheckedHypothesis>> {
     let mut hyps = Vec::new();
     for (i, h) in output.hypotheses.iter().enumerate() {
         let mut cites = Vec::new();
@@ -205,6 +274,19 @@ async fn store_investigation(
         };
         hyps.push((i, statement, confidence, cites, prior));
     }
+    Ok(hyps)
+}
+
+/// The analyst's actions coerced into the closed vocabulary (one per kind, unknown kinds said in
+/// `dropped`), each with its dead-end warning and precedent, in the order shown.
+async fn checked_actions(
+    pool: &SqlitePool,
+    incident: &crate::domain::Incident,
+    tags: &[String],
+    similar: &[String],
+    output: &AnalystOutput,
+    dropped: &mut Vec<String>,
+) -> AppResult<Vec<CheckedAction>> {
     // What the team decided before: rejections earlier in this incident, what worked or was
     // rejected during the similar past incidents (most similar first).
     let rejected_here: Vec<(String, String)> = rstore::of_incident(pool, incident.id.as_str())
@@ -266,9 +348,11 @@ async fn store_investigation(
     // Resolved before first, rejected before after the others, known dead ends last; never
     // hidden. Stable: the analyst's order within each group.
     actions.sort_by_key(|a| (a.4.is_some(), a.5));
-    if !dropped.is_empty() {
-        tracing::info!(incident.id = %incident.id, dropped = dropped.len(), "analyst output items dropped");
-    }
+    Ok(actions)
+}
+
+/// The investigation's notice: `notices` and, when the model proposed unknown kinds, which.
+fn notice_of(notices: Vec<String>, output: &AnalystOutput, dropped: &[String]) -> Option<String> {
     let mut notice_parts = notices;
     let proposed = output.actions.len();
     let unknown = dropped
@@ -286,12 +370,30 @@ async fn store_investigation(
                 .join(", ")
         ));
     }
-    let mut notice = if notice_parts.is_empty() {
+    if notice_parts.is_empty() {
         None
     } else {
         Some(notice_parts.join(". "))
-    };
+    }
+}
 
+/// Writes the checked investigation in one transaction — redacted, with its hypotheses,
+/// recommendations, timeline event and audit line — and returns its id.
+#[allow(clippy::too_many_arguments)]
+async fn save_investigation(
+    pool: &SqlitePool,
+    actor: &str,
+    incident: &crate::domain::Incident,
+    recalled: &[Recalled],
+    tags: &[String],
+    analyst_name: &str,
+    fallback: Option<&str>,
+    now: jiff::Timestamp,
+    mut notice: Option<String>,
+    mut dropped: Vec<String>,
+    hyps: &[CheckedHypothesis],
+    mut actions: Vec<CheckedAction>,
+) -> AppResult<i64> {
     let mut tx = store::begin_write(pool).await?;
     // What the analyst (a model, possibly echoing its input) wrote is redacted like any input.
     {
@@ -318,56 +420,17 @@ async fn store_investigation(
         now,
     )
     .await?;
-    let mut hyp_ids = Vec::new();
-    for (i, statement, confidence, cites, prior) in &hyps {
-        let mut r = NewRecord::new(MemoryKind::Hypothesis, statement.clone(), actor);
-        r.epistemic_type = EpistemicType::Inference;
-        r.incident_id = Some(incident.id.to_string());
-        r.services = vec![incident.service.clone()];
-        r.failure_modes = tags.to_vec();
-        r.confidence = Some(*confidence);
-        r.cites = cites.clone();
-        r.data = serde_json::json!({"investigation_id": inv_id, "prior_incidents": prior, "analyst": analyst_name});
-        let (hid, _) = crate::services::memory::write_in(&mut tx, r).await?;
-        hyp_ids.push((*i, hid));
-    }
-    for (pos, (kind, target, rationale, hyp, warning, _)) in actions.iter().enumerate() {
-        let hypothesis_id =
-            hyp.and_then(|h| hyp_ids.iter().find(|(i, _)| *i == h).map(|(_, id)| *id));
-        let mut r = NewRecord::new(
-            MemoryKind::Recommendation,
-            format!("{} on {target}: {rationale}", kind.label()),
-            actor,
-        );
-        r.epistemic_type = EpistemicType::Decision;
-        r.incident_id = Some(incident.id.to_string());
-        r.services = vec![incident.service.clone()];
-        r.failure_modes = tags.to_vec();
-        r.action_kind = Some(*kind);
-        r.target = Some(target.clone());
-        r.validation = crate::domain::Validation::Pending;
-        r.cites = hypothesis_id.into_iter().collect();
-        r.data = serde_json::json!({"investigation_id": inv_id, "warning": warning});
-        let (rid, _) = crate::services::memory::write_in(&mut tx, r).await?;
-        let warning_json = warning
-            .as_ref()
-            .map(|w| serde_json::to_string(w).unwrap_or_default());
-        rstore::insert(
-            &mut tx,
-            &rstore::NewRecommendation {
-                investigation_id: inv_id,
-                incident_id: incident.id.as_str(),
-                record_id: rid,
-                hypothesis_id,
-                action_kind: kind.as_str(),
-                target,
-                rationale,
-                warning: warning_json,
-                position: pos as i64,
-            },
-        )
-        .await?;
-    }
+    write_records(
+        &mut tx,
+        actor,
+        incident,
+        tags,
+        analyst_name,
+        inv_id,
+        hyps,
+        &actions,
+    )
+    .await?;
     let flagged = actions.iter().filter(|a| a.4.is_some()).count();
     let detail = format!(
         "{} hypotheses, {} recommendations ({} flagged as known dead ends) by the {} analyst",
@@ -389,5 +452,70 @@ async fn store_investigation(
     )
     .await?;
     tx.commit().await?;
-    view_investigation(pool, inv_id).await
+    Ok(inv_id)
+}
+
+/// Writes the hypotheses and recommendations of investigation `inv_id` in `tx`.
+#[allow(clippy::too_many_arguments)]
+async fn write_records(
+    tx: &mut store::Tx,
+    actor: &str,
+    incident: &crate::domain::Incident,
+    tags: &[String],
+    analyst_name: &str,
+    inv_id: i64,
+    hyps: &[CheckedHypothesis],
+    actions: &[CheckedAction],
+) -> AppResult<()> {
+    let mut hyp_ids = Vec::new();
+    for (i, statement, confidence, cites, prior) in hyps {
+        let mut r = NewRecord::new(MemoryKind::Hypothesis, statement.clone(), actor);
+        r.epistemic_type = EpistemicType::Inference;
+        r.incident_id = Some(incident.id.to_string());
+        r.services = vec![incident.service.clone()];
+        r.failure_modes = tags.to_vec();
+        r.confidence = Some(*confidence);
+        r.cites = cites.clone();
+        r.data = serde_json::json!({"investigation_id": inv_id, "prior_incidents": prior, "analyst": analyst_name});
+        let (hid, _) = crate::services::memory::write_in(&mut *tx, r).await?;
+        hyp_ids.push((*i, hid));
+    }
+    for (pos, (kind, target, rationale, hyp, warning, _)) in actions.iter().enumerate() {
+        let hypothesis_id =
+            hyp.and_then(|h| hyp_ids.iter().find(|(i, _)| *i == h).map(|(_, id)| *id));
+        let mut r = NewRecord::new(
+            MemoryKind::Recommendation,
+            format!("{} on {target}: {rationale}", kind.label()),
+            actor,
+        );
+        r.epistemic_type = EpistemicType::Decision;
+        r.incident_id = Some(incident.id.to_string());
+        r.services = vec![incident.service.clone()];
+        r.failure_modes = tags.to_vec();
+        r.action_kind = Some(*kind);
+        r.target = Some(target.clone());
+        r.validation = crate::domain::Validation::Pending;
+        r.cites = hypothesis_id.into_iter().collect();
+        r.data = serde_json::json!({"investigation_id": inv_id, "warning": warning});
+        let (rid, _) = crate::services::memory::write_in(&mut *tx, r).await?;
+        let warning_json = warning
+            .as_ref()
+            .map(|w| serde_json::to_string(w).unwrap_or_default());
+        rstore::insert(
+            &mut *tx,
+            &rstore::NewRecommendation {
+                investigation_id: inv_id,
+                incident_id: incident.id.as_str(),
+                record_id: rid,
+                hypothesis_id,
+                action_kind: kind.as_str(),
+                target,
+                rationale,
+                warning: warning_json,
+                position: pos as i64,
+            },
+        )
+        .await?;
+    }
+    Ok(())
 }
