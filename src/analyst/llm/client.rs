@@ -380,47 +380,16 @@ impl LlmAnalyst {
             let user_text = user(budget.user_prompt_chars);
             let user_text = truncate_chars(&user_text, budget.user_prompt_chars);
             let prompt_chars = sys.chars().count() + user_text.chars().count();
-            let mut req = json!({
-                "model": self.config.model,
-                "stream": false,
-            });
-            if quirks & QUIRK_NO_TEMPERATURE == 0 {
-                req["temperature"] = json!(0);
-            }
-            if quirks & QUIRK_NO_SEED == 0 {
-                req["seed"] = json!(SEED);
-            }
-            if self.is_llama_cpp() {
-                // llama.cpp reuses the previous request's KV cache by default, and its logits
-                // differ between prompt-processing and generation batch sizes, so the same
-                // request answered differently the first time and after (llama.cpp
-                // tools/server/README.md, `cache_prompt`; seen in `tests/llm_live.rs`). Only
-                // sent to llama.cpp: OpenAI refuses fields it does not know.
-                req["cache_prompt"] = json!(false);
-            }
-            let reply_tokens = if quirks & QUIRK_MAX_COMPLETION_TOKENS == 0 {
-                req["max_tokens"] = json!(budget.reply_tokens);
-                budget.reply_tokens
-            } else {
-                let n = budget.reply_tokens.max(MAX_COMPLETION_TOKENS);
-                req["max_completion_tokens"] = json!(n);
-                n
-            };
+            let (req, reply_tokens) = self.request(
+                rung,
+                quirks,
+                schema_name,
+                schema,
+                &sys,
+                user_text,
+                budget.reply_tokens,
+            );
             let without_max_length = quirks & QUIRK_NO_MAX_LENGTH != 0;
-            match rung {
-                Rung::JsonSchema => {
-                    let sent = if without_max_length {
-                        without_max_length_keyword(schema)
-                    } else {
-                        schema.clone()
-                    };
-                    req["response_format"] = json!({"type": "json_schema", "json_schema": {"name": schema_name, "strict": true, "schema": sent}});
-                }
-                Rung::JsonObject => req["response_format"] = json!({"type": "json_object"}),
-                Rung::Plain => {}
-            }
-            req["messages"] =
-                json!([{"role": "system", "content": sys}, {"role": "user", "content": user_text}]);
             let request_digest = crate::digest::sha256_hex(req.to_string().as_bytes());
             match self.client.chat().create_byot::<Value, Value>(req).await {
                 Ok(resp) => {
@@ -470,63 +439,130 @@ impl LlmAnalyst {
                     self.record(report);
                     return content.map(|c| (c, rung));
                 }
-                Err(e) => {
-                    let rejection = Rejection::of(&e);
-                    // A rejected request parameter: adapt the request shape once, remember it.
-                    if let Some(r) = &rejection
-                        && r.is_client_error()
-                    {
-                        let m = r.message.to_ascii_lowercase();
-                        if rung == Rung::JsonSchema
-                            && names_word(&m, "maxlength")
-                            && quirks & QUIRK_NO_MAX_LENGTH == 0
-                        {
-                            tracing::warn!(error = %r.message, "server rejected maxLength; sending the schema without it and truncating on parse");
-                            quirks |= QUIRK_NO_MAX_LENGTH;
-                            continue;
-                        }
-                        if m.contains("max_tokens") && quirks & QUIRK_MAX_COMPLETION_TOKENS == 0 {
-                            tracing::warn!(error = %r.message, "server rejected max_tokens; using max_completion_tokens");
-                            quirks |= QUIRK_MAX_COMPLETION_TOKENS;
-                            continue;
-                        }
-                        if m.contains("temperature") && quirks & QUIRK_NO_TEMPERATURE == 0 {
-                            tracing::warn!(error = %r.message, "server rejected temperature 0; using its default");
-                            quirks |= QUIRK_NO_TEMPERATURE;
-                            continue;
-                        }
-                        if names_word(&m, "seed") && quirks & QUIRK_NO_SEED == 0 {
-                            tracing::warn!(error = %r.message, "server rejected seed; sending none");
-                            quirks |= QUIRK_NO_SEED;
-                            continue;
-                        }
-                    }
-                    let step_down = rejection.as_ref().is_some_and(|r| {
-                        names_format(&r.message) || matches!(r.status, Some(400 | 422))
-                    });
-                    if step_down && rung != Rung::Plain {
-                        tracing::warn!(rung = rung.as_str(), error = %e, "server rejected the response format; stepping down");
-                        rung = Rung::from_u8(rung as u8 + 1);
-                        continue;
-                    }
-                    return Err(match (e, rejection) {
-                        (OpenAIError::Reqwest(r), _) if r.is_timeout() => {
-                            AnalystError::Timeout(self.config.timeout.as_secs())
-                        }
-                        (_, Some(r)) => AnalystError::Transport(r.to_string()),
-                        (OpenAIError::JSONDeserialize(err, body), None) => {
-                            AnalystError::InvalidOutput(format!(
-                                "the server's reply is not a chat completion ({err}): {}",
-                                truncate_chars(&body, 200)
-                            ))
-                        }
-                        (other, None) => AnalystError::Transport(
-                            truncate_chars(&other.to_string(), 300).to_string(),
-                        ),
-                    });
-                }
+                Err(e) => (rung, quirks) = self.retry_after(e, rung, quirks)?,
             }
         }
+    }
+
+    /// The request body of one rung with the request-shape adaptations `quirks`, and the reply
+    /// budget it sends (`max_tokens`, or `max_completion_tokens` for reasoning models).
+    #[allow(clippy::too_many_arguments)]
+    fn request(
+        &self,
+        rung: Rung,
+        quirks: u8,
+        schema_name: &str,
+        schema: &Value,
+        sys: &str,
+        user_text: &str,
+        reply_budget: u32,
+    ) -> (Value, u32) {
+        let mut req = json!({
+            "model": self.config.model,
+            "stream": false,
+        });
+        if quirks & QUIRK_NO_TEMPERATURE == 0 {
+            req["temperature"] = json!(0);
+        }
+        if quirks & QUIRK_NO_SEED == 0 {
+            req["seed"] = json!(SEED);
+        }
+        if self.is_llama_cpp() {
+            // llama.cpp reuses the previous request's KV cache by default, and its logits
+            // differ between prompt-processing and generation batch sizes, so the same
+            // request answered differently the first time and after (llama.cpp
+            // tools/server/README.md, `cache_prompt`; seen in `tests/llm_live.rs`). Only
+            // sent to llama.cpp: OpenAI refuses fields it does not know.
+            req["cache_prompt"] = json!(false);
+        }
+        let reply_tokens = if quirks & QUIRK_MAX_COMPLETION_TOKENS == 0 {
+            req["max_tokens"] = json!(reply_budget);
+            reply_budget
+        } else {
+            let n = reply_budget.max(MAX_COMPLETION_TOKENS);
+            req["max_completion_tokens"] = json!(n);
+            n
+        };
+        let without_max_length = quirks & QUIRK_NO_MAX_LENGTH != 0;
+        match rung {
+            Rung::JsonSchema => {
+                let sent = if without_max_length {
+                    without_max_length_keyword(schema)
+                } else {
+                    schema.clone()
+                };
+                req["response_format"] = json!({"type": "json_schema", "json_schema": {"name": schema_name, "strict": true, "schema": sent}});
+            }
+            Rung::JsonObject => req["response_format"] = json!({"type": "json_object"}),
+            Rung::Plain => {}
+        }
+        req["messages"] =
+            json!([{"role": "system", "content": sys}, {"role": "user", "content": user_text}]);
+        (req, reply_tokens)
+    }
+
+    /// After a failed call on `rung` with `quirks`: the rung and quirks to try again with (a
+    /// rejected request parameter adapts the request shape once; a rejected response format
+    /// steps down the ladder), or the error to give up with.
+    fn retry_after(
+        &self,
+        e: OpenAIError,
+        mut rung: Rung,
+        mut quirks: u8,
+    ) -> Result<(Rung, u8), AnalystError> {
+        let rejection = Rejection::of(&e);
+        // A rejected request parameter: adapt the request shape once, remember it.
+        if let Some(r) = &rejection
+            && r.is_client_error()
+        {
+            let m = r.message.to_ascii_lowercase();
+            if rung == Rung::JsonSchema
+                && names_word(&m, "maxlength")
+                && quirks & QUIRK_NO_MAX_LENGTH == 0
+            {
+                tracing::warn!(error = %r.message, "server rejected maxLength; sending the schema without it and truncating on parse");
+                quirks |= QUIRK_NO_MAX_LENGTH;
+                return Ok((rung, quirks));
+            }
+            if m.contains("max_tokens") && quirks & QUIRK_MAX_COMPLETION_TOKENS == 0 {
+                tracing::warn!(error = %r.message, "server rejected max_tokens; using max_completion_tokens");
+                quirks |= QUIRK_MAX_COMPLETION_TOKENS;
+                return Ok((rung, quirks));
+            }
+            if m.contains("temperature") && quirks & QUIRK_NO_TEMPERATURE == 0 {
+                tracing::warn!(error = %r.message, "server rejected temperature 0; using its default");
+                quirks |= QUIRK_NO_TEMPERATURE;
+                return Ok((rung, quirks));
+            }
+            if names_word(&m, "seed") && quirks & QUIRK_NO_SEED == 0 {
+                tracing::warn!(error = %r.message, "server rejected seed; sending none");
+                quirks |= QUIRK_NO_SEED;
+                return Ok((rung, quirks));
+            }
+        }
+        let step_down = rejection
+            .as_ref()
+            .is_some_and(|r| names_format(&r.message) || matches!(r.status, Some(400 | 422)));
+        if step_down && rung != Rung::Plain {
+            tracing::warn!(rung = rung.as_str(), error = %e, "server rejected the response format; stepping down");
+            rung = Rung::from_u8(rung as u8 + 1);
+            return Ok((rung, quirks));
+        }
+        Err(match (e, rejection) {
+            (OpenAIError::Reqwest(r), _) if r.is_timeout() => {
+                AnalystError::Timeout(self.config.timeout.as_secs())
+            }
+            (_, Some(r)) => AnalystError::Transport(r.to_string()),
+            (OpenAIError::JSONDeserialize(err, body), None) => {
+                AnalystError::InvalidOutput(format!(
+                    "the server's reply is not a chat completion ({err}): {}",
+                    truncate_chars(&body, 200)
+                ))
+            }
+            (other, None) => {
+                AnalystError::Transport(truncate_chars(&other.to_string(), 300).to_string())
+            }
+        })
     }
 
     /// Runs `ask` under the whole-call timeout and reads the reply as JSON.
