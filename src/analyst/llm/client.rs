@@ -1,6 +1,8 @@
 //! The HTTP side of the LLM analyst: its configuration, the async-openai client, one chat
 //! completion under the structured-output ladder with the request-shape adaptations it learns,
 //! the `GET /props` probe for the server's context size, and what each call sent and got back.
+//! Just over 600 lines: the analyst's state and the one call loop that reads and updates it
+//! stay together.
 
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
