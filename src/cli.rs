@@ -428,26 +428,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             role,
             password_stdin,
             db,
-        }) => {
-            let password = if password_stdin {
-                let mut line = String::new();
-                std::io::stdin().lock().read_line(&mut line)?;
-                let p = line.trim_end_matches(['\r', '\n']).to_string();
-                anyhow::ensure!(
-                    p.chars().count() >= 8,
-                    "the password must be at least 8 characters"
-                );
-                Some(p)
-            } else {
-                None
-            };
-            let pool = open(&db, CreateIfMissing).await?;
-            let token = add_user(&pool, &name, &role, password.as_deref()).await?;
-            let mut out = std::io::stdout().lock();
-            writeln!(out, "created user {name} ({role})")?;
-            writeln!(out, "{token}")?;
-            Ok(())
-        }
+        }) => user_add(name, role, password_stdin, db).await,
         Command::User(UserCommand::Token { name, db }) => {
             let pool = open(&db, MustExist).await?;
             let (user, _) = users::find_with_password(&pool, &name)
@@ -502,6 +483,35 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
     }
+}
+
+/// `incidentmind user add`: creates the user (the password read from stdin when asked) and
+/// prints its API token.
+async fn user_add(
+    name: String,
+    role: String,
+    password_stdin: bool,
+    db: DbArgs,
+) -> anyhow::Result<()> {
+    use store::OpenMode::CreateIfMissing;
+    let password = if password_stdin {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        let p = line.trim_end_matches(['\r', '\n']).to_string();
+        anyhow::ensure!(
+            p.chars().count() >= 8,
+            "the password must be at least 8 characters"
+        );
+        Some(p)
+    } else {
+        None
+    };
+    let pool = open(&db, CreateIfMissing).await?;
+    let token = add_user(&pool, &name, &role, password.as_deref()).await?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "created user {name} ({role})")?;
+    writeln!(out, "{token}")?;
+    Ok(())
 }
 
 /// Checks the database file at `path`: opens it (it must be an IncidentMind database), runs

@@ -1,0 +1,30 @@
+//! Investigation (DESIGN.md §5–§6): recall + analyst → validated hypotheses (inferences) and
+//! recommendations (decisions) from the closed vocabulary, each checked in code against recorded
+//! remediation failures; approvals produce simulated transcripts; verdicts of "did not resolve"
+//! become remediation-failure memory at once.
+//!
+//! By concern: [`input`] what an investigation reads about its incident (failure-mode tags, the
+//! incident's recall, the analyst's input); [`run`] runs the analyst, validates its answer and
+//! stores it; [`warnings`] similar incidents, dead-end warnings and precedents; [`actions`] what
+//! people do with a recommendation (approve with a simulated transcript, reject, verdict,
+//! propose their own); [`view`] the stored investigation as the API and the page show it.
+
+mod actions;
+mod input;
+mod run;
+mod view;
+mod warnings;
+
+#[cfg(test)]
+mod tests;
+
+pub use actions::{VERDICTS, approve, propose, reject, simulate, verdict};
+pub use input::{analyst_input, incident_tags, incidents_first, page_recall, recall_for_incident};
+pub use run::investigate;
+pub use view::{
+    HypothesisView, InvestigationView, RecalledView, RecommendationView, view_investigation,
+};
+pub use warnings::{
+    CLOSE_CALL, GENERIC_TAGS, Precedent, SIMILAR_INCIDENTS, Warning, dead_end_warning, precedent,
+    similar_incidents,
+};

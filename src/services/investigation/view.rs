@@ -1,0 +1,211 @@
+//! A stored investigation as the API and the incident page show it: its hypotheses,
+//! recommendations and recalled memories.
+
+use serde::Serialize;
+use sqlx::SqlitePool;
+
+use super::warnings::Warning;
+use crate::analyst::PriorIncident;
+use crate::domain::memory::MemoryRecord;
+use crate::domain::{ActionKind, Confidence, MemoryKind};
+use crate::error::{AppError, AppResult};
+use crate::store::{memory as mstore, recommendations as rstore};
+
+/// A hypothesis as returned by the API.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct HypothesisView {
+    /// Record id.
+    pub id: i64,
+    /// `INF-12`.
+    pub reference: String,
+    /// Statement.
+    pub statement: String,
+    /// After ceilings.
+    pub confidence: Confidence,
+    /// Cited records (`OBS-3`, `MEM-40`).
+    pub cites: Vec<String>,
+    /// Prior incidents with why they are relevant.
+    pub prior_incidents: Vec<PriorIncident>,
+}
+
+/// A recommendation as returned by the API.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RecommendationView {
+    /// Id for the approve / reject / verdict routes.
+    pub id: i64,
+    /// ActionKind snake_case name.
+    pub kind: String,
+    /// People label of the kind.
+    pub label: String,
+    /// Target.
+    pub target: String,
+    /// Why.
+    pub rationale: String,
+    /// Dead-end banner or null.
+    pub warning: Option<Warning>,
+    /// proposed / approved / rejected.
+    pub status: String,
+    /// Rejection reason.
+    pub reject_reason: Option<String>,
+    /// Verdict, once given.
+    pub verdict: Option<String>,
+    /// Verdict note.
+    pub verdict_note: Option<String>,
+    /// Simulated transcript, once approved.
+    pub transcript: Option<String>,
+    /// The hypothesis it follows from.
+    pub hypothesis_id: Option<i64>,
+}
+
+/// The answer of an investigation (and the latest one, for the page).
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct InvestigationView {
+    /// Investigation id.
+    pub investigation_id: i64,
+    /// `built-in` or `llm:<model>`.
+    pub analyst: String,
+    /// Hypotheses, most likely first.
+    pub hypotheses: Vec<HypothesisView>,
+    /// Recommendations: unflagged first, flagged last, none hidden.
+    pub recommendations: Vec<RecommendationView>,
+    /// What recall returned (memory ids with why).
+    pub recalled: Vec<RecalledView>,
+    /// "No relevant organizational memory found" and/or "model unavailable: …".
+    pub notice: Option<String>,
+    /// What validation dropped ("unknown kind 'reboot_cluster'").
+    pub dropped: Vec<String>,
+}
+
+/// A recalled memory in the investigation answer.
+#[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]
+pub struct RecalledView {
+    /// Memory id.
+    pub id: i64,
+    /// Kind.
+    pub kind: MemoryKind,
+    /// Source incident.
+    pub incident_id: Option<String>,
+    /// Text.
+    pub text: String,
+    /// Why recalled, one line.
+    pub why: String,
+}
+
+/// Loads a stored investigation with its hypotheses, recommendations and recalled memories.
+///
+/// # Errors
+/// Database errors; [`AppError::NotFound`].
+pub async fn view_investigation(pool: &SqlitePool, inv_id: i64) -> AppResult<InvestigationView> {
+    let inv = rstore::get_investigation(pool, inv_id).await?;
+    let filter = mstore::MemoryFilter {
+        incident: Some(inv.incident_id.clone()),
+        kind: Some(MemoryKind::Hypothesis),
+        limit: Some(1000),
+        ..Default::default()
+    };
+    let mut hyps: Vec<MemoryRecord> = mstore::list(pool, &filter)
+        .await?
+        .into_iter()
+        .filter(|h| h.data.get("investigation_id").and_then(|v| v.as_i64()) == Some(inv_id))
+        .collect();
+    hyps.sort_by_key(|h| h.id);
+    let mut cite_refs = std::collections::HashMap::new();
+    let all_cited: Vec<i64> = hyps
+        .iter()
+        .flat_map(|h| h.sources.iter().copied())
+        .collect();
+    for r in mstore::get_many(pool, &all_cited).await? {
+        cite_refs.insert(r.id, r.reference());
+    }
+    let hypotheses = hyps
+        .iter()
+        .map(|h| HypothesisView {
+            id: h.id,
+            reference: h.reference(),
+            statement: h.text.clone(),
+            confidence: h.confidence.unwrap_or(Confidence::Low),
+            cites: h
+                .sources
+                .iter()
+                .map(|s| cite_refs.get(s).cloned().unwrap_or_else(|| format!("#{s}")))
+                .collect(),
+            prior_incidents: h
+                .data
+                .get("prior_incidents")
+                .cloned()
+                .and_then(|v| serde_json::from_value(v).ok())
+                .unwrap_or_default(),
+        })
+        .collect();
+    let recs = rstore::of_investigation(pool, inv_id).await?;
+    let transcripts = mstore::get_many(
+        pool,
+        &recs
+            .iter()
+            .filter_map(|r| r.transcript_id)
+            .collect::<Vec<_>>(),
+    )
+    .await?;
+    let recommendations = recs
+        .into_iter()
+        .map(|r| RecommendationView {
+            label: ActionKind::parse(&r.action_kind)
+                .map(|k| k.label().to_string())
+                .unwrap_or_default(),
+            warning: r
+                .warning
+                .as_deref()
+                .and_then(|w| serde_json::from_str(w).ok()),
+            transcript: r.transcript_id.and_then(|t| {
+                transcripts
+                    .iter()
+                    .find(|x| x.id == t)
+                    .map(|x| x.text.clone())
+            }),
+            id: r.id,
+            kind: r.action_kind,
+            target: r.target,
+            rationale: r.rationale,
+            status: r.status,
+            reject_reason: r.reject_reason,
+            verdict: r.verdict,
+            verdict_note: r.verdict_note,
+            hypothesis_id: r.hypothesis_id,
+        })
+        .collect();
+    let recalled_ids: Vec<i64> = serde_json::from_str(&inv.recalled).unwrap_or_default();
+    let recalled = mstore::get_many(pool, &recalled_ids)
+        .await?
+        .into_iter()
+        .map(|m| RecalledView {
+            id: m.id,
+            kind: m.kind,
+            incident_id: m.incident_id.clone(),
+            why: String::new(),
+            text: m.text,
+        })
+        .collect();
+    Ok(InvestigationView {
+        investigation_id: inv.id,
+        analyst: inv.analyst,
+        hypotheses,
+        recommendations,
+        recalled,
+        notice: inv.notice,
+        dropped: serde_json::from_str(&inv.dropped).unwrap_or_default(),
+    })
+}
+
+/// One recommendation of investigation `inv` as the API shows it.
+pub(super) async fn recommendation_view(
+    pool: &SqlitePool,
+    inv: i64,
+    rid: i64,
+) -> AppResult<RecommendationView> {
+    view_investigation(pool, inv)
+        .await?
+        .recommendations
+        .into_iter()
+        .find(|r| r.id == rid)
+        .ok_or_else(|| AppError::NotFound(format!("recommendation {rid}")))
+}
