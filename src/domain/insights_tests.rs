@@ -70,6 +70,7 @@ fn two_incidents_failing_the_same_way_make_a_recurring_dead_end_with_summed_minu
             failed("INC-2026-0001", "payments", 12),
             failed("INC-2026-0002", "ledger", 29),
         ],
+        &[],
     );
     assert_eq!(out.dead_ends.len(), 1);
     let d = &out.dead_ends[0];
@@ -100,10 +101,10 @@ fn incidents_opened_before_the_window_are_left_out() {
         "2026-09-10T10:00:00Z",
         Some("2026-09-10T11:00:00Z"),
     );
-    let out = compute(Window::Days30, now, std::slice::from_ref(&old), &[]);
+    let out = compute(Window::Days30, now, std::slice::from_ref(&old), &[], &[]);
     assert_eq!(out.incidents, 0);
     assert!(out.response_times.is_empty() && out.thin_memory.is_empty());
-    assert_eq!(compute(Window::Days90, now, &[old], &[]).incidents, 1);
+    assert_eq!(compute(Window::Days90, now, &[old], &[], &[]).incidents, 1);
 }
 
 #[test]
@@ -113,4 +114,44 @@ fn time_to_detect_runs_from_the_first_signal_and_not_from_a_later_one() {
     assert_eq!(i.detect_seconds(), Some(8 * 60));
     i.first_signal_at = Some(at("2026-11-25T10:05:00Z"));
     assert_eq!(i.detect_seconds(), None);
+}
+
+#[test]
+fn hit_rates_count_graded_incidents_overall_and_with_recalled_memory_per_week() {
+    let now = at("2026-11-30T12:00:00Z");
+    let grade = |id: &str, opened: &str, matched: bool, memory: bool| GradeFacts {
+        incident_id: id.into(),
+        opened_at: at(opened),
+        matched,
+        memory_recalled: memory,
+    };
+    let grades = [
+        grade("INC-2026-0011", "2026-11-02T09:00:00Z", true, true),
+        grade("INC-2026-0012", "2026-11-03T09:00:00Z", false, false),
+        grade("INC-2026-0013", "2026-11-25T09:00:00Z", true, false),
+        // Opened before the window: not counted.
+        grade("INC-2026-0001", "2026-09-01T09:00:00Z", false, true),
+    ];
+    let a = accuracy(Window::Days30, now, 4, &grades);
+    assert_eq!((a.learned, a.graded, a.hits), (4, 3, 2));
+    assert_eq!((a.percent, a.with_memory_percent), (Some(67), Some(100)));
+    assert_eq!(
+        a.summary,
+        "top hypothesis right in 67 % of learned incidents (2 of 3 graded), 100 % when memory \
+         recalled a prior incident (1 of 1)"
+    );
+    let weeks: Vec<(usize, Option<u32>)> = a.weekly.iter().map(|w| (w.graded, w.percent)).collect();
+    assert_eq!(
+        weeks,
+        vec![
+            (2, Some(50)),
+            (0, None),
+            (0, None),
+            (1, Some(100)),
+            (0, None)
+        ]
+    );
+    let none = accuracy(Window::Days30, now, 0, &[]);
+    assert_eq!(none.percent, None);
+    assert!(none.summary.starts_with("no learned incident graded yet"));
 }

@@ -7,6 +7,7 @@ pub mod incident;
 pub mod insights;
 pub mod memory;
 pub mod postmortem;
+pub mod proposals;
 pub mod user;
 
 pub use action::ActionKind;

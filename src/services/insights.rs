@@ -1,13 +1,14 @@
-//! Insights (issue #21): reads the window's incidents, their failure-mode tags, alerts, lessons
-//! and failed actions from the store and hands them to `domain::insights::compute`. Read-only:
-//! nothing here writes memory, the timeline or the audit log.
+//! Insights (issue #21): reads the window's incidents, their failure-mode tags, alerts, lessons,
+//! failed actions and the reviewers' grades of the top hypothesis from the store and hands them
+//! to `domain::insights::compute`. Read-only: nothing here writes memory, the timeline or the
+//! audit log.
 
 use sqlx::SqlitePool;
 
-use crate::domain::insights::{FailedAction, IncidentFacts, Insights, Window, compute};
+use crate::domain::insights::{FailedAction, GradeFacts, IncidentFacts, Insights, Window, compute};
 use crate::error::AppResult;
 use crate::services::investigation::incident_tags;
-use crate::store::{incidents, insights as istore};
+use crate::store::{incidents, insights as istore, proposals as pstore};
 
 /// The four views over `window`, ending at `now`: see [`crate::domain::insights`] for what each
 /// one measures. A failed action's failure modes are those its remediation-failure record
@@ -69,5 +70,15 @@ pub async fn insights(
             verdict_at: f.verdict_at,
         })
         .collect();
-    Ok(compute(window, now, &facts, &failed))
+    let grades: Vec<GradeFacts> = pstore::grades_since(pool, since)
+        .await?
+        .into_iter()
+        .map(|(g, opened_at)| GradeFacts {
+            incident_id: g.incident_id,
+            opened_at,
+            matched: g.matched,
+            memory_recalled: g.memory_recalled,
+        })
+        .collect();
+    Ok(compute(window, now, &facts, &failed, &grades))
 }

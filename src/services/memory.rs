@@ -146,6 +146,24 @@ pub async fn supersede(
     new: i64,
     reason: &str,
 ) -> AppResult<MemoryRecord> {
+    let mut tx = store::begin_write(pool).await?;
+    supersede_in(&mut tx, actor, old, new, reason).await?;
+    tx.commit().await?;
+    memory::get(pool, old).await
+}
+
+/// [`supersede`] inside the caller's transaction (with the write of `new`, e.g. a runbook's
+/// next version accepted from the review queue): the same checks and the same audit entry.
+///
+/// # Errors
+/// As [`supersede`].
+pub async fn supersede_in(
+    tx: &mut Tx,
+    actor: &str,
+    old: i64,
+    new: i64,
+    reason: &str,
+) -> AppResult<()> {
     if old == new {
         return Err(crate::domain::ValidationError::new(
             "superseded_by",
@@ -153,9 +171,8 @@ pub async fn supersede(
         )
         .into());
     }
-    let mut tx = store::begin_write(pool).await?;
-    let o = memory::get_in(&mut tx, old).await?;
-    let n = memory::get_in(&mut tx, new).await?;
+    let o = memory::get_in(tx, old).await?;
+    let n = memory::get_in(tx, new).await?;
     if o.validation != Validation::Confirmed {
         return Err(AppError::Conflict(format!(
             "MEM-{old} is {} and cannot be superseded",
@@ -167,26 +184,17 @@ pub async fn supersede(
             "MEM-{new} is retracted and cannot replace anything"
         )));
     }
-    memory::set_validation(
-        &mut tx,
-        old,
-        Validation::Superseded,
-        Some(new),
-        actor,
-        reason,
-    )
-    .await?;
+    memory::set_validation(tx, old, Validation::Superseded, Some(new), actor, reason).await?;
     let detail = serde_json::json!({"superseded_by": new, "reason": reason});
     audit::append(
-        &mut tx,
+        tx,
         actor,
         "memory.supersede",
         &format!("MEM-{old}"),
         &detail.to_string(),
     )
     .await?;
-    tx.commit().await?;
-    memory::get(pool, old).await
+    Ok(())
 }
 
 /// Retracts a record: hidden from recall on every path, kept (with its history) for audit.

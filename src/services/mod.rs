@@ -2,9 +2,11 @@
 //! transaction, applies domain rules, writes the timeline and the audit log, and commits.
 
 pub mod evidence;
+pub mod grading;
 pub mod ingest;
 pub mod insights;
 pub mod investigation;
 pub mod memory;
 pub mod postmortem;
+pub mod proposals;
 pub mod workflow;

@@ -467,6 +467,9 @@ pub struct LearningsPreview {
     pub already_in_memory: Vec<i64>,
     /// "N durable memories would be written".
     pub message: String,
+    /// The question Learn asks the reviewer: did the copilot's top hypothesis match the
+    /// confirmed root cause (with a suggested answer); null when no hypothesis was proposed.
+    pub grading: Option<crate::services::grading::GradeQuestion>,
 }
 
 fn norm_words(s: &str) -> BTreeSet<String> {
@@ -801,11 +804,13 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
     let (duplicates, memories): (Vec<PlannedMemory>, Vec<PlannedMemory>) =
         plan.into_iter().partition(|p| p.duplicate_of.is_some());
     let message = format!("{} durable memories would be written", memories.len());
+    let grading = crate::services::grading::question(pool, &incident, &pm.root_cause).await?;
     Ok(LearningsPreview {
         memories,
         duplicates,
         already_in_memory: already,
         message,
+        grading,
     })
 }
 
@@ -841,7 +846,23 @@ pub async fn written_records(
 /// # Errors
 /// [`AppError::InvalidTransition`] unless confirmed (or already learned).
 pub async fn learn(pool: &SqlitePool, user: &User, id: &IncidentId) -> AppResult<LearnResult> {
-    learn_with_failpoint(pool, user, id, None).await
+    learn_inner(pool, user, id, None, None).await
+}
+
+/// [`learn`] with the reviewer's answer to the preview's grading question (did the copilot's
+/// top hypothesis match the confirmed root cause), recorded with the incident in the same
+/// transaction. `None` records no grade (the incident stays ungraded).
+///
+/// # Errors
+/// As [`learn`]; a validation error on `top_hypothesis_matched` when there is no hypothesis to
+/// grade.
+pub async fn learn_graded(
+    pool: &SqlitePool,
+    user: &User,
+    id: &IncidentId,
+    top_hypothesis_matched: Option<bool>,
+) -> AppResult<LearnResult> {
+    learn_inner(pool, user, id, None, top_hypothesis_matched).await
 }
 
 /// [`learn`] that fails after writing `fail_after` records when set — for the test that shows an
@@ -855,6 +876,16 @@ pub async fn learn_with_failpoint(
     user: &User,
     id: &IncidentId,
     fail_after: Option<usize>,
+) -> AppResult<LearnResult> {
+    learn_inner(pool, user, id, fail_after, None).await
+}
+
+async fn learn_inner(
+    pool: &SqlitePool,
+    user: &User,
+    id: &IncidentId,
+    fail_after: Option<usize>,
+    grade: Option<bool>,
 ) -> AppResult<LearnResult> {
     if let Some(done) = stored_result(pool, id).await? {
         return Ok(done);
@@ -874,6 +905,19 @@ pub async fn learn_with_failpoint(
     }
     let to = current.state.apply(Transition::Learn)?;
     let at = store::now();
+    match (grade, &preview.grading) {
+        (Some(answer), Some(q)) => {
+            crate::services::grading::record_in(&mut tx, id, q, answer, &user.name, at).await?
+        }
+        (Some(_), None) => {
+            return Err(crate::domain::ValidationError::new(
+                "top_hypothesis_matched",
+                "the copilot proposed no hypothesis for this incident: there is nothing to grade",
+            )
+            .into());
+        }
+        (None, _) => {}
+    }
     let mut written: Vec<i64> = Vec::new();
     // Indexes in the full plan → ids (duplicates map to the existing record).
     let mut ids_by_plan: std::collections::HashMap<usize, i64> = std::collections::HashMap::new();

@@ -200,6 +200,11 @@ pub async fn transition_from(
         crate::store::postmortems::set_confirmation(&mut tx, id.as_str(), None, at).await?;
     }
     let incident = incidents::get_in(&mut tx, id).await?;
+    if transition == Transition::Resolve {
+        // A runbook draft for the review queue when approved actions resolved it (issue #21).
+        crate::services::proposals::suggest_runbook_in(&mut tx, pool, &incident, &user.name)
+            .await?;
+    }
     tx.commit().await?;
     tracing::info!(incident.id = %id, from = %current.state, to = %to, "transition");
     Ok(incident)

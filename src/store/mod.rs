@@ -12,6 +12,7 @@ pub mod insights;
 pub mod integrations;
 pub mod memory;
 pub mod postmortems;
+pub mod proposals;
 pub mod recall_index;
 pub mod recommendations;
 pub mod redaction;

@@ -1,6 +1,7 @@
 //! The insights page (`GET /insights`) and its JSON (`GET /api/v1/insights`): one service call
 //! ([`crate::services::insights::insights`]) rendered as JSON or as a page with a server-drawn
-//! SVG sparkline per service (no script, no chart library). Any signed-in user may read them.
+//! SVG sparkline per service and one of the copilot's weekly hit rate (no script, no chart
+//! library). Any signed-in user may read them.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -14,7 +15,7 @@ use super::auth::CurrentUser;
 use super::errors::{ApiError, PageError};
 use super::openapi::examples;
 use super::pages::Layout;
-use crate::domain::insights::{Insights, ServiceTimes, Window, human};
+use crate::domain::insights::{Accuracy, Insights, ServiceTimes, Window, human};
 use crate::error::AppError;
 
 /// `?days=` of both routes.
@@ -32,7 +33,7 @@ async fn load(s: &AppState, q: &InsightsQuery) -> Result<Insights, AppError> {
     crate::services::insights::insights(&s.pool, window, crate::store::now()).await
 }
 
-/// `GET /api/v1/insights`: the four views over the window.
+/// `GET /api/v1/insights`: the four views and the copilot's accuracy over the window.
 #[utoipa::path(
     get,
     path = "/api/v1/insights",
@@ -66,14 +67,21 @@ struct Sparkline {
     label: String,
 }
 
-fn sparkline(t: &ServiceTimes, days: i64) -> Sparkline {
-    let n = t.weekly_mttr.len().max(1);
-    let max = t
-        .weekly_mttr
+/// Draws weekly values (`None`: a week without one, its word given) scaled to `max` (at least
+/// the largest value); returns the points, the dots and the words per week.
+fn draw(
+    weeks: &[(jiff::Timestamp, Option<i64>)],
+    max: i64,
+    word: impl Fn(i64) -> String,
+    none: &str,
+) -> (String, Vec<(String, String)>, Vec<String>) {
+    let n = weeks.len().max(1);
+    let max = weeks
         .iter()
-        .filter_map(|w| w.mttr_seconds)
+        .filter_map(|w| w.1)
         .max()
         .unwrap_or(0)
+        .max(max)
         .max(1) as f64;
     let step = if n > 1 {
         (SPARK_W - 4.0) / (n - 1) as f64
@@ -82,16 +90,16 @@ fn sparkline(t: &ServiceTimes, days: i64) -> Sparkline {
     };
     let mut dots = Vec::new();
     let mut words = Vec::new();
-    for (i, w) in t.weekly_mttr.iter().enumerate() {
-        let week = w.week_start.strftime("%Y-%m-%d").to_string();
-        match w.mttr_seconds {
+    for (i, (start, value)) in weeks.iter().enumerate() {
+        let week = start.strftime("%Y-%m-%d").to_string();
+        match value {
             Some(v) => {
                 let x = 2.0 + step * i as f64;
-                let y = SPARK_H - 2.0 - (v as f64 / max) * (SPARK_H - 4.0);
+                let y = SPARK_H - 2.0 - (*v as f64 / max) * (SPARK_H - 4.0);
                 dots.push((format!("{x:.1}"), format!("{y:.1}")));
-                words.push(format!("week of {week}: {}", human(v)));
+                words.push(format!("week of {week}: {}", word(*v)));
             }
-            None => words.push(format!("week of {week}: no resolved incident")),
+            None => words.push(format!("week of {week}: {none}")),
         }
     }
     let points = dots
@@ -99,6 +107,16 @@ fn sparkline(t: &ServiceTimes, days: i64) -> Sparkline {
         .map(|(x, y)| format!("{x},{y}"))
         .collect::<Vec<_>>()
         .join(" ");
+    (points, dots, words)
+}
+
+fn sparkline(t: &ServiceTimes, days: i64) -> Sparkline {
+    let weeks: Vec<_> = t
+        .weekly_mttr
+        .iter()
+        .map(|w| (w.week_start, w.mttr_seconds))
+        .collect();
+    let (points, dots, words) = draw(&weeks, 0, human, "no resolved incident");
     Sparkline {
         points,
         dots,
@@ -110,12 +128,31 @@ fn sparkline(t: &ServiceTimes, days: i64) -> Sparkline {
     }
 }
 
+/// The accuracy sparkline: the weekly hit rate on a 0–100 % scale.
+fn accuracy_sparkline(a: &Accuracy, days: i64) -> Sparkline {
+    let weeks: Vec<_> = a
+        .weekly
+        .iter()
+        .map(|w| (w.week_start, w.percent.map(i64::from)))
+        .collect();
+    let (points, dots, words) = draw(&weeks, 100, |p| format!("{p} %"), "no graded incident");
+    Sparkline {
+        points,
+        dots,
+        label: format!(
+            "Top hypothesis hit rate per week, last {days} days: {}",
+            words.join("; ")
+        ),
+    }
+}
+
 #[derive(Template, WebTemplate)]
 #[template(path = "insights.html")]
 struct InsightsPage {
     layout: Layout,
     i: Insights,
     sparks: Vec<Sparkline>,
+    accuracy_spark: Sparkline,
 }
 
 /// `GET /insights`: the same figures as a page.
@@ -130,10 +167,12 @@ pub(super) async fn page_insights(
         .iter()
         .map(|t| sparkline(t, i.days))
         .collect();
+    let accuracy_spark = accuracy_sparkline(&i.accuracy, i.days);
     Ok(InsightsPage {
         layout: Layout::new(Some(&user.0), "Insights").with_current("insights"),
         i,
         sparks,
+        accuracy_spark,
     }
     .into_response())
 }

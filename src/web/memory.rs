@@ -333,11 +333,8 @@ impl CreateMemory {
                     .map(str::to_string)
                     .collect();
                 let summary = optional_text("text", &self.text, 5000)?;
-                let text = format!(
-                    "Runbook: {title}. {summary}\nSteps: {}\nCommon causes: {}",
-                    steps.join("; "),
-                    causes.join("; ")
-                );
+                let text =
+                    crate::domain::proposals::runbook_text(&title, &summary, &steps, &causes);
                 (
                     text,
                     serde_json::json!({"title": title, "steps": steps, "common_causes": causes}),

@@ -18,6 +18,7 @@ pub mod openapi;
 pub mod ops;
 pub mod pages;
 pub mod postmortem;
+pub mod proposals;
 pub mod view;
 pub mod webhooks;
 
@@ -247,7 +248,8 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
             post(investigation::page_verdict),
         )
         // Post-mortem: draft, edit, confirm, learnings preview, Learn, Markdown export, and the
-        // reviewers' grounding queue (web/postmortem.rs).
+        // reviewers' queue (web/postmortem.rs) with its proposals to accept or reject
+        // (web/proposals.rs).
         .route(
             "/api/v1/incidents/{id}/postmortem",
             post(postmortem::api_draft)
@@ -268,6 +270,8 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
         )
         .route("/api/v1/incidents/{id}/learn", post(postmortem::api_learn))
         .route("/api/v1/review", get(postmortem::api_review))
+        .route("/api/v1/proposals/{id}/accept", post(proposals::api_accept))
+        .route("/api/v1/proposals/{id}/reject", post(proposals::api_reject))
         .route(
             "/incidents/{id}/postmortem",
             post(postmortem::page_draft).get(postmortem::page_show),
@@ -282,7 +286,15 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
         )
         .route("/incidents/{id}/learnings", get(postmortem::page_preview))
         .route("/incidents/{id}/learn", post(postmortem::page_learn))
-        .route("/review", get(postmortem::page_review))
+        .route("/review", get(proposals::page_review))
+        .route(
+            "/review/proposals/{id}/accept",
+            post(proposals::page_accept),
+        )
+        .route(
+            "/review/proposals/{id}/reject",
+            post(proposals::page_reject),
+        )
         // Insights: recurring failure modes, dead ends by time lost, MTTR and time to detect,
         // thin memory (web/insights.rs).
         .route("/insights", get(insights::page_insights))

@@ -45,6 +45,8 @@ pub mod examples;
         super::postmortem::api_preview,
         super::postmortem::api_learn,
         super::postmortem::api_review,
+        super::proposals::api_accept,
+        super::proposals::api_reject,
         super::insights::api_insights,
         super::memory::api_list,
         super::memory::api_create,

@@ -235,8 +235,8 @@ pub(super) async fn api_preview(
     summary = "Learn: write the confirmed knowledge to memory",
     tag = "postmortem",
     params(IncidentPath),
-    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
-                 example = json!(examples::version())),
+    request_body(content = Option<LearnBody>, description = "Optional: the incident version the caller saw and the reviewer's answer to the preview's grading question",
+                 example = json!(examples::learn_body())),
     responses(
         (status = 200, description = "What Learn wrote (confirmed → learned; a repeat returns the same)",
          body = pm::LearnResult, example = json!(examples::learn_result())),
@@ -252,36 +252,91 @@ pub(super) async fn api_learn(
 ) -> Result<Json<pm::LearnResult>, ApiError> {
     let id = incident_id(&id)?;
     api_version(&s, &id, version, &body).await?;
-    Ok(Json(pm::learn(&s.pool, &user.0, &id).await?))
+    let grade = LearnBody::parse(&body)?.top_hypothesis_matched;
+    Ok(Json(pm::learn_graded(&s.pool, &user.0, &id, grade).await?))
+}
+
+/// Optional JSON body of `POST …/learn`: `{"version": 7, "top_hypothesis_matched": true}`.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+pub struct LearnBody {
+    /// The incident version the request is based on.
+    #[serde(default)]
+    pub version: Option<i64>,
+    /// The reviewer's answer to the learnings preview's `grading` question: did the copilot's
+    /// top hypothesis match the confirmed root cause. Absent: the incident is not graded.
+    #[serde(default)]
+    pub top_hypothesis_matched: Option<bool>,
+}
+
+impl LearnBody {
+    fn parse(body: &[u8]) -> Result<Self, ApiError> {
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Self::default());
+        }
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError(AppError::BadRequest(format!("body: {e}"))))
+    }
+}
+
+/// The Learn form: the incident version and the answer to the grading question (`yes`/`no`).
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct LearnForm {
+    #[serde(default)]
+    version: Option<i64>,
+    #[serde(default)]
+    top_hypothesis_matched: Option<String>,
+}
+
+impl axum::extract::FromRequest<AppState> for LearnForm {
+    type Rejection = PageError;
+
+    async fn from_request(
+        req: axum::extract::Request,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let is_form = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+        if !is_form {
+            return Ok(Self::default());
+        }
+        let PageForm(f) = PageForm::<Self>::from_request(req, state).await?;
+        Ok(f)
+    }
 }
 
 /// `GET /api/v1/review`: what waits for a reviewer.
 #[derive(serde::Serialize, utoipa::ToSchema)]
 pub(super) struct ReviewQueue {
     /// Post-mortem drafts to confirm, oldest first.
-    drafts_waiting_for_confirmation: Vec<ReviewItem>,
+    pub(super) drafts_waiting_for_confirmation: Vec<ReviewItem>,
     /// Lessons that name no grounding incident.
-    rules_without_grounding: Vec<ReviewItem>,
+    pub(super) rules_without_grounding: Vec<ReviewItem>,
     /// Learned incidents that gave no lesson.
-    learned_incidents_without_rules: Vec<ReviewItem>,
+    pub(super) learned_incidents_without_rules: Vec<ReviewItem>,
     /// Confirmed records a later one contradicts.
-    contradictions_to_resolve: Vec<ReviewItem>,
+    pub(super) contradictions_to_resolve: Vec<ReviewItem>,
+    /// Reflections and runbook drafts waiting for a reviewer to accept or reject them.
+    pub(super) proposals_to_decide: Vec<super::proposals::ProposalItem>,
 }
 
 /// One entry of the [`ReviewQueue`].
 #[derive(serde::Serialize, utoipa::ToSchema)]
-struct ReviewItem {
+pub(super) struct ReviewItem {
     /// `INC-…` or `MEM-…`.
-    id: String,
+    pub(super) id: String,
     /// What it is.
-    text: String,
+    pub(super) text: String,
     /// What to do about it.
-    fix: String,
+    pub(super) fix: String,
     /// Where to do it (a page of the app).
-    href: String,
+    pub(super) href: String,
 }
 
-async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
+/// What waits for a reviewer, for the API and the page.
+pub(super) async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
     let (ungrounded, ruleless) = pstore::review_queue(&s.pool).await?;
     let contradicted = pstore::contradictions(&s.pool).await?;
     let drafts = incidents::list(
@@ -295,6 +350,7 @@ async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
     )
     .await?;
     Ok(ReviewQueue {
+        proposals_to_decide: super::proposals::pending_items(s).await?,
         drafts_waiting_for_confirmation: drafts
             .into_iter()
             .map(|i| ReviewItem {
@@ -408,8 +464,10 @@ pub(super) struct Done {
 }
 
 impl Done {
-    fn message(&self) -> Option<&'static str> {
+    pub(super) fn message(&self) -> Option<&'static str> {
         match self.done.as_deref()? {
+            "accepted" => Some("Proposal accepted: its record is in the organization's memory."),
+            "rejected" => Some("Proposal rejected: nothing was written; the reason is kept."),
             "saved" => Some("Draft saved."),
             "confirmed" => Some("Post-mortem confirmed: preview the learnings, then Learn."),
             "learned" => Some("Learned: the records below are in the organization's memory."),
@@ -622,6 +680,8 @@ struct PreviewPage {
     written: Vec<crate::domain::memory::MemoryRecord>,
     /// Confirmation of the last step (after its redirect).
     flash: Option<&'static str>,
+    /// The reviewer's grade of the top hypothesis, once Learn recorded it.
+    grade: Option<crate::store::proposals::Grade>,
 }
 
 pub(super) async fn page_preview(
@@ -652,6 +712,7 @@ pub(super) async fn page_preview(
         learned,
         written,
         flash: done.message(),
+        grade: crate::store::proposals::grade(&s.pool, id.as_str()).await?,
     }
     .into_response())
 }
@@ -660,28 +721,15 @@ pub(super) async fn page_learn(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-    f: VersionForm,
+    f: LearnForm,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
     workflow::ensure_version(&s.pool, &id, f.version).await?;
-    pm::learn(&s.pool, &user.0, &id).await?;
+    let grade = f
+        .top_hypothesis_matched
+        .as_deref()
+        .map(crate::domain::proposals::parse_grade)
+        .transpose()?;
+    pm::learn_graded(&s.pool, &user.0, &id, grade).await?;
     Ok(back(&id, "/learnings?done=learned"))
-}
-
-#[derive(Template, WebTemplate)]
-#[template(path = "review.html")]
-struct ReviewPage {
-    layout: Layout,
-    q: ReviewQueue,
-}
-
-pub(super) async fn page_review(
-    State(s): State<AppState>,
-    user: CurrentUser,
-) -> Result<Response, PageError> {
-    Ok(ReviewPage {
-        layout: Layout::new(Some(&user.0), "Review queue").with_current("review"),
-        q: review(&s).await?,
-    }
-    .into_response())
 }

@@ -10,6 +10,7 @@ mod llm;
 mod memory;
 mod openapi;
 mod postmortem;
+mod proposals;
 mod redaction;
 mod service;
 mod ui;

@@ -670,6 +670,59 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
     assert_eq!(learned["incident_id"], id.as_str());
     x.send(&v, "get", "/api/v1/review", "/api/v1/review", None)
         .await;
+    // The queue's proposals: reject the runbook drafted when the incident was resolved by the
+    // rollback; accept the reflection a failed action on a second incident drafts.
+    let queue: Value = app.get(&v, "/api/v1/review").await.json().await.unwrap();
+    let runbook = queue["proposals_to_decide"][0]["id"]
+        .as_i64()
+        .expect("a runbook proposal");
+    let (_, rejected) = x
+        .send_example(
+            &v,
+            "post",
+            "/api/v1/proposals/{id}/reject",
+            &format!("/api/v1/proposals/{runbook}/reject"),
+        )
+        .await;
+    assert_eq!(rejected["status"], "rejected");
+    let two = app
+        .open_incident("Checkout errors after the flag flip", "checkout")
+        .await;
+    let (_, tried) = x
+        .send_example(
+            &r,
+            "post",
+            propose_t,
+            &format!("/api/v1/incidents/{two}/recommendations"),
+        )
+        .await;
+    let tried = tried["id"].as_i64().expect("a recommendation");
+    let base = format!("/api/v1/incidents/{two}/recommendations/{tried}");
+    let ok = app
+        .post_json(&r, &format!("{base}/approve"), serde_json::json!({}))
+        .await;
+    assert_eq!(ok.status(), 200);
+    let ok = app
+        .post_json(
+            &r,
+            &format!("{base}/verdict"),
+            serde_json::json!({"verdict": "did_not_resolve", "note": "errors continued"}),
+        )
+        .await;
+    assert_eq!(ok.status(), 200);
+    let queue: Value = app.get(&v, "/api/v1/review").await.json().await.unwrap();
+    let reflection = queue["proposals_to_decide"][0]["id"]
+        .as_i64()
+        .expect("a reflection");
+    let (_, accepted) = x
+        .send_example(
+            &v,
+            "post",
+            "/api/v1/proposals/{id}/accept",
+            &format!("/api/v1/proposals/{reflection}/accept"),
+        )
+        .await;
+    assert_eq!(accepted["status"], "accepted");
     // Insights over the incident just learned.
     x.send(
         &r,
@@ -889,7 +942,7 @@ async fn the_api_reference_page_lists_every_operation_of_the_document() {
         missing.is_empty(),
         "operations /api/docs lacks: {missing:?}"
     );
-    assert_eq!(ids.len(), 39);
+    assert_eq!(ids.len(), 41);
     // Every schema has its section, and the examples are on the page.
     for name in doc["components"]["schemas"].as_object().unwrap().keys() {
         assert!(html.contains(&format!("id=\"schema-{name}\"")), "{name}");

@@ -269,7 +269,11 @@ pub async fn verdict(
         m.cites = rec.transcript_id.into_iter().collect();
         m.origin = Some(format!("verdict:{rid}"));
         m.data = serde_json::json!({"verdict": verdict, "note": note_r, "recommendation_id": rid});
-        crate::services::memory::write_in(&mut tx, m).await?;
+        let (failure, _) = crate::services::memory::write_in(&mut tx, m).await?;
+        crate::services::proposals::draft_reflection_in(
+            &mut tx, &incident, &rec, verdict, &note_r, failure, actor,
+        )
+        .await?;
     }
     incidents::add_event(
         &mut tx,

@@ -314,8 +314,100 @@ pub fn learnings_preview() -> Value {
         "memories": [planned_lesson()],
         "duplicates": [],
         "already_in_memory": [],
-        "message": "1 durable memory would be written"
+        "message": "1 durable memory would be written",
+        "grading": {
+            "hypothesis_id": 18,
+            "hypothesis": "The checkout connection pool is exhausted by a connection leak",
+            "root_cause": "A leaked transaction held the pool's connections",
+            "suggested": true, "memory_recalled": true
+        }
     })
+}
+
+/// `POST …/learn` with the reviewer's grade.
+pub fn learn_body() -> Value {
+    json!({"version": 6, "top_hypothesis_matched": true})
+}
+
+fn reflection_record() -> Value {
+    let rule = json!({
+        "always": "On checkout with connection_pool_exhausted, consider rollback_deploy before raise_pool_limit",
+        "because": "During INC-2026-0042 raise_pool_limit on checkout did not resolve it (maxed again in minutes); rollback_deploy: resolved INC-2026-0031 (MEM-40), recalled for this incident",
+        "scope": "checkout, connection_pool_exhausted", "severity": "medium"
+    });
+    json!({
+        "kind": "lesson", "epistemic_type": "decision",
+        "text": format!("ALWAYS: {}\nBECAUSE: {}\nSCOPE: {}\nSEVERITY: medium",
+                        rule["always"].as_str().unwrap_or_default(),
+                        rule["because"].as_str().unwrap_or_default(),
+                        rule["scope"].as_str().unwrap_or_default()),
+        "services": ["checkout"], "failure_modes": ["connection_pool_exhausted"],
+        "action_kind": "raise_pool_limit", "target": "checkout", "incident_id": INCIDENT,
+        "validation": "confirmed", "confidence": null, "importance": 2, "rule": rule,
+        "author": "rita", "cites": [57], "origin": null, "data": null
+    })
+}
+
+fn reflection_draft() -> Value {
+    json!({
+        "reflection": {
+            "incident_id": INCIDENT, "service": "checkout", "action_kind": "raise_pool_limit",
+            "target": "checkout", "verdict": "did_not_resolve", "note": "maxed again in minutes",
+            "failure_modes": ["connection_pool_exhausted"],
+            "instead": [{"kind": "rollback_deploy",
+                         "source": "resolved INC-2026-0031 (MEM-40), recalled for this incident"}]
+        },
+        "runbook": null,
+        "record": reflection_record()
+    })
+}
+
+/// One pending proposal in `GET /api/v1/review`.
+fn proposal_item() -> Value {
+    json!({
+        "id": 3, "reference": "PRO-3", "kind": "reflection", "incident_id": INCIDENT,
+        "title": "Reflection: raise_pool_limit on checkout did not resolve it during INC-2026-0042",
+        "version": 1, "created_by": "rita",
+        "happened": "Did not resolve — maxed again in minutes",
+        "draft": reflection_draft(),
+        "href": "/incidents/INC-2026-0042"
+    })
+}
+
+fn stored_proposal(status: &str, reason: Option<&str>, record: Option<i64>) -> Value {
+    json!({
+        "id": 3, "kind": "reflection", "incident_id": INCIDENT,
+        "origin": "reflection:12",
+        "title": "Reflection: raise_pool_limit on checkout did not resolve it during INC-2026-0042",
+        "draft": reflection_draft(), "status": status, "version": 2,
+        "created_by": "rita", "created_at": "2026-11-30T14:20:00Z",
+        "decided_by": "victor", "decided_at": "2026-11-30T16:05:00Z",
+        "reason": reason, "record_id": record
+    })
+}
+
+/// `POST /api/v1/proposals/{id}/accept`.
+pub fn accept_proposal() -> Value {
+    json!({"version": 1})
+}
+
+/// Its answer.
+pub fn accepted_proposal() -> Value {
+    stored_proposal("accepted", None, Some(64))
+}
+
+/// `POST /api/v1/proposals/{id}/reject`.
+pub fn reject_proposal() -> Value {
+    json!({"version": 1, "reason": "the pool limit was not the problem here; nothing to learn"})
+}
+
+/// Its answer.
+pub fn rejected_proposal() -> Value {
+    stored_proposal(
+        "rejected",
+        Some("the pool limit was not the problem here; nothing to learn"),
+        None,
+    )
 }
 
 /// `POST …/learn`.
@@ -333,7 +425,8 @@ pub fn review() -> Value {
         }],
         "rules_without_grounding": [],
         "learned_incidents_without_rules": [],
-        "contradictions_to_resolve": []
+        "contradictions_to_resolve": [],
+        "proposals_to_decide": [proposal_item()]
     })
 }
 
@@ -393,7 +486,16 @@ pub fn insights() -> Value {
             "id": "INC-2026-0038", "title": "Checkout requests hang waiting for connections",
             "service": "checkout", "severity": "SEV2", "state": "resolved",
             "href": "/incidents/INC-2026-0038"
-        }]
+        }],
+        "accuracy": {
+            "learned": 2, "graded": 2, "hits": 1, "percent": 50,
+            "with_memory_graded": 1, "with_memory_hits": 1, "with_memory_percent": 100,
+            "summary": "top hypothesis right in 50 % of learned incidents (1 of 2 graded), 100 % when memory recalled a prior incident (1 of 1)",
+            "weekly": weeks.iter().zip([None, Some((1, 0)), None, Some((1, 1)), None]).map(|(w, g)| json!({
+                "week_start": w, "graded": g.map_or(0, |(n, _)| n), "hits": g.map_or(0, |(_, h)| h),
+                "percent": g.map(|(n, h)| if n == 0 { 0 } else { h * 100 / n })
+            })).collect::<Vec<Value>>()
+        }
     })
 }
 

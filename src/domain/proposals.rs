@@ -1,0 +1,632 @@
+//! Proposals for the reviewer queue (issue #21) and the accuracy grade asked at Learn. A job
+//! never writes durable memory on its own: it drafts a [`Proposal`] whose `record` is exactly
+//! what accepting it writes, and a reviewer accepts or rejects it. Pure: the rules that turn a
+//! failed action into a reflection lesson, a run of working actions into a runbook (or a new
+//! version of the nearest one), and a top hypothesis into a suggested grade. No I/O.
+
+use serde::{Deserialize, Serialize};
+
+use super::ValidationError;
+use super::action::ActionKind;
+use super::memory::{NewRecord, Rule, RuleSeverity};
+
+/// What a proposal would write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalKind {
+    /// A lesson reflecting on an approved action that did not resolve the incident or made it
+    /// worse.
+    Reflection,
+    /// A runbook (or a new version of one) from the actions that resolved an incident.
+    Runbook,
+}
+
+impl ProposalKind {
+    /// The snake_case name used in the database and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Reflection => "reflection",
+            Self::Runbook => "runbook",
+        }
+    }
+
+    /// Parses the stored name.
+    ///
+    /// # Errors
+    /// [`ValidationError`] on `kind` for anything else.
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        match s {
+            "reflection" => Ok(Self::Reflection),
+            "runbook" => Ok(Self::Runbook),
+            other => Err(ValidationError::new(
+                "kind",
+                format!("'{other}' is not a proposal kind; use reflection or runbook"),
+            )),
+        }
+    }
+}
+
+/// Where a proposal is in the gate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalStatus {
+    /// Waiting for a reviewer.
+    Pending,
+    /// A reviewer accepted it; its record is written.
+    Accepted,
+    /// A reviewer rejected it, with a reason; nothing was written.
+    Rejected,
+}
+
+impl ProposalStatus {
+    /// The snake_case name used in the database and the API.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Accepted => "accepted",
+            Self::Rejected => "rejected",
+        }
+    }
+
+    /// Parses the stored name.
+    ///
+    /// # Errors
+    /// [`ValidationError`] on `status` for anything else.
+    pub fn parse(s: &str) -> Result<Self, ValidationError> {
+        match s {
+            "pending" => Ok(Self::Pending),
+            "accepted" => Ok(Self::Accepted),
+            "rejected" => Ok(Self::Rejected),
+            other => Err(ValidationError::new(
+                "status",
+                format!("'{other}' is not a proposal status"),
+            )),
+        }
+    }
+}
+
+/// An action to try instead of a failed one, and where the suggestion comes from (never
+/// invented: a recorded success or the analyst's own list).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Alternative {
+    /// The action kind (closed vocabulary).
+    pub kind: ActionKind,
+    /// Where it comes from: "resolved INC-2026-0003 (MEM-40)" or "the analyst's next
+    /// recommendation".
+    pub source: String,
+}
+
+/// What a reflection says: what was tried, what happened, what might be tried instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Reflection {
+    /// The incident it happened in.
+    pub incident_id: String,
+    /// Its service.
+    pub service: String,
+    /// The action that was approved.
+    pub action_kind: ActionKind,
+    /// Its target.
+    pub target: String,
+    /// `did_not_resolve` or `made_worse`.
+    pub verdict: String,
+    /// The responder's note with the verdict (redacted).
+    pub note: String,
+    /// Specific failure modes of the incident (generic ones left out).
+    pub failure_modes: Vec<String>,
+    /// What might be tried instead, best first (at most [`MAX_ALTERNATIVES`]).
+    pub instead: Vec<Alternative>,
+}
+
+/// At most this many alternatives in a reflection.
+pub const MAX_ALTERNATIVES: usize = 3;
+
+/// Verdicts that trigger a reflection.
+pub fn is_failing_verdict(verdict: &str) -> bool {
+    matches!(verdict, "did_not_resolve" | "made_worse")
+}
+
+impl Reflection {
+    /// Where the rule applies: the service and the incident's specific failure modes.
+    pub fn scope(&self) -> String {
+        let mut parts = vec![self.service.clone()];
+        parts.extend(self.failure_modes.iter().cloned());
+        parts.join(", ")
+    }
+
+    /// The reflection as a prescriptive rule (DESIGN.md §3): ALWAYS names the alternatives
+    /// (or, without any, to confirm the cause first), BECAUSE names the grounding incident and
+    /// what happened, SCOPE is the service and failure modes, SEVERITY is high when the action
+    /// made things worse and medium otherwise.
+    pub fn rule(&self) -> Rule {
+        let on = if self.failure_modes.is_empty() {
+            self.service.clone()
+        } else {
+            format!("{} with {}", self.service, self.failure_modes.join(", "))
+        };
+        let tried = self.action_kind.as_str();
+        let always = if self.instead.is_empty() {
+            format!("Confirm the cause before {tried} on {on}; it is a recorded dead end")
+        } else {
+            let names: Vec<&str> = self.instead.iter().map(|a| a.kind.as_str()).collect();
+            format!("On {on}, consider {} before {tried}", names.join(" or "))
+        };
+        let outcome = if self.verdict == "made_worse" {
+            "made it worse"
+        } else {
+            "did not resolve it"
+        };
+        let mut because = format!(
+            "During {} {tried} on {} {outcome}",
+            self.incident_id, self.target
+        );
+        if !self.note.trim().is_empty() {
+            because.push_str(&format!(" ({})", self.note.trim()));
+        }
+        let sources: Vec<String> = self
+            .instead
+            .iter()
+            .map(|a| format!("{}: {}", a.kind.as_str(), a.source))
+            .collect();
+        if !sources.is_empty() {
+            because.push_str(&format!("; {}", sources.join("; ")));
+        }
+        Rule {
+            always,
+            because,
+            scope: self.scope(),
+            severity: if self.verdict == "made_worse" {
+                RuleSeverity::High
+            } else {
+                RuleSeverity::Medium
+            },
+        }
+    }
+}
+
+/// A drafted runbook: a new one, or a new version of the nearest existing one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RunbookDraft {
+    /// Title.
+    pub title: String,
+    /// One-line summary.
+    pub summary: String,
+    /// Steps, in order.
+    pub steps: Vec<String>,
+    /// Common causes.
+    pub common_causes: Vec<String>,
+    /// The runbook this would replace (a new version of it); `None` for a new runbook.
+    pub replaces: Option<i64>,
+    /// The version it would be: 1 for a new runbook, the replaced one's plus one otherwise.
+    pub version: i64,
+    /// The steps that worked during the incident, in order ("Roll back the last deploy on
+    /// checkout").
+    pub worked: Vec<String>,
+    /// How many of the worked actions the nearest runbook already covers, of how many.
+    pub covered: usize,
+}
+
+/// A runbook as the matcher sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownRunbook {
+    /// Its record id.
+    pub id: i64,
+    /// Title.
+    pub title: String,
+    /// Summary (the text after the title).
+    pub summary: String,
+    /// Steps.
+    pub steps: Vec<String>,
+    /// Common causes.
+    pub common_causes: Vec<String>,
+    /// `data.version` (1 when absent).
+    pub version: i64,
+}
+
+/// The action kinds a runbook step names: its snake_case name, its label, or a phrase of
+/// [`super::action::MENTIONS`].
+pub fn step_kinds(step: &str) -> Vec<ActionKind> {
+    let lower = step.to_lowercase();
+    let mut out: Vec<ActionKind> = ActionKind::ALL
+        .iter()
+        .copied()
+        .filter(|k| lower.contains(k.as_str()) || lower.contains(&k.label().to_lowercase()))
+        .collect();
+    for k in ActionKind::mentioned_in(step) {
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// The step a worked action becomes: "Roll back the last deploy on checkout (rollback_deploy)".
+pub fn step_of(kind: ActionKind, target: &str) -> String {
+    format!("{} on {target} ({})", kind.label(), kind.as_str())
+}
+
+/// Common causes from a confirmed root cause: its sentences, at most three, each at most 300
+/// characters.
+pub fn common_causes(root_cause: &str) -> Vec<String> {
+    root_cause
+        .split_terminator(['.', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .take(3)
+        .map(|s| s.chars().take(300).collect())
+        .collect()
+}
+
+/// What a resolved incident's working actions ask of the runbooks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunbookMatch {
+    /// A runbook covers every worked action: nothing to propose.
+    Covered(i64),
+    /// The nearest runbook covers only some (`covered` of them): propose a new version of it.
+    Partly {
+        /// The nearest runbook.
+        nearest: KnownRunbook,
+        /// How many worked actions it covers.
+        covered: usize,
+    },
+    /// No runbook covers any: propose a new one.
+    None,
+}
+
+/// Matches the worked action kinds against `runbooks`: the nearest is the one covering the most
+/// of them (ties: the highest version, then the newest id).
+pub fn match_runbooks(worked: &[ActionKind], runbooks: &[KnownRunbook]) -> RunbookMatch {
+    let mut best: Option<(usize, &KnownRunbook)> = None;
+    for r in runbooks {
+        let named: Vec<ActionKind> = r.steps.iter().flat_map(|s| step_kinds(s)).collect();
+        let covered = worked.iter().filter(|k| named.contains(k)).count();
+        let better = match best {
+            None => true,
+            Some((c, b)) => (covered, r.version, r.id) > (c, b.version, b.id),
+        };
+        if covered > 0 && better {
+            best = Some((covered, r));
+        }
+    }
+    match best {
+        Some((c, r)) if c == worked.len() => RunbookMatch::Covered(r.id),
+        Some((c, r)) => RunbookMatch::Partly {
+            nearest: r.clone(),
+            covered: c,
+        },
+        None => RunbookMatch::None,
+    }
+}
+
+/// Drafts the runbook for `worked` (kind and target, in the order they were approved) on
+/// `service`, against what [`match_runbooks`] found: a new version keeps the nearest runbook's
+/// steps and adds the worked steps it lacks, in order, after them; its common causes gain the
+/// root cause's. `None` when a runbook already covers every worked action.
+pub fn draft_runbook(
+    incident_id: &str,
+    service: &str,
+    root_cause: &str,
+    worked: &[(ActionKind, String)],
+    found: RunbookMatch,
+) -> Option<RunbookDraft> {
+    let kinds: Vec<ActionKind> = worked.iter().map(|(k, _)| *k).collect();
+    let worked_steps: Vec<String> = worked.iter().map(|(k, t)| step_of(*k, t)).collect();
+    let causes = common_causes(root_cause);
+    match found {
+        RunbookMatch::Covered(_) => None,
+        RunbookMatch::None => Some(RunbookDraft {
+            title: format!("{service}: {}", kinds_title(&kinds)),
+            summary: format!("What resolved {incident_id}, in order."),
+            steps: worked_steps.clone(),
+            common_causes: causes,
+            replaces: None,
+            version: 1,
+            worked: worked_steps,
+            covered: 0,
+        }),
+        RunbookMatch::Partly { nearest, covered } => {
+            let named: Vec<ActionKind> = nearest.steps.iter().flat_map(|s| step_kinds(s)).collect();
+            let mut steps = nearest.steps.clone();
+            for (k, step) in kinds.iter().zip(&worked_steps) {
+                if !named.contains(k) && !steps.contains(step) {
+                    steps.push(step.clone());
+                }
+            }
+            let mut common = nearest.common_causes.clone();
+            for c in causes {
+                if !common.contains(&c) {
+                    common.push(c);
+                }
+            }
+            let summary = if nearest.summary.trim().is_empty() {
+                format!("Updated after {incident_id}.")
+            } else {
+                nearest.summary.clone()
+            };
+            Some(RunbookDraft {
+                title: nearest.title.clone(),
+                summary,
+                steps,
+                common_causes: common,
+                replaces: Some(nearest.id),
+                version: nearest.version + 1,
+                worked: worked_steps,
+                covered,
+            })
+        }
+    }
+}
+
+fn kinds_title(kinds: &[ActionKind]) -> String {
+    let mut seen: Vec<&str> = Vec::new();
+    for k in kinds {
+        if !seen.contains(&k.as_str()) {
+            seen.push(k.as_str());
+        }
+    }
+    seen.join(", then ")
+}
+
+/// A runbook record's text (what search and recall read): title, summary, steps and common
+/// causes. The one format, for people's runbooks and drafted ones.
+pub fn runbook_text(title: &str, summary: &str, steps: &[String], causes: &[String]) -> String {
+    format!(
+        "Runbook: {title}. {summary}\nSteps: {}\nCommon causes: {}",
+        steps.join("; "),
+        causes.join("; ")
+    )
+}
+
+impl RunbookDraft {
+    /// Checks a (possibly edited) draft: a title of at most 200 characters, at least one step,
+    /// every text within the memory forms' limits.
+    ///
+    /// # Errors
+    /// [`ValidationError`] naming the field.
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        super::required_text("title", &self.title, 200)?;
+        super::optional_text("summary", &self.summary, 5000)?;
+        if self.steps.is_empty() {
+            return Err(ValidationError::new(
+                "steps",
+                "a runbook needs at least one step (one per line)",
+            ));
+        }
+        let all = self.steps.join("\n") + &self.common_causes.join("\n");
+        if all.chars().count() > 5000 {
+            return Err(ValidationError::new(
+                "steps",
+                "steps and common causes are limited to 5000 characters",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The record's `data`: title, steps, common causes, version and the one it replaces.
+    pub fn data(&self) -> serde_json::Value {
+        let mut d = serde_json::json!({
+            "title": self.title, "steps": self.steps, "common_causes": self.common_causes,
+            "version": self.version,
+        });
+        if let (Some(prev), Some(obj)) = (self.replaces, d.as_object_mut()) {
+            obj.insert("previous".into(), prev.into());
+        }
+        d
+    }
+
+    /// Applies `record`'s fields from this draft (text and data), for the preview and the write.
+    pub fn apply_to(&self, record: &mut NewRecord) {
+        record.text = runbook_text(&self.title, &self.summary, &self.steps, &self.common_causes);
+        record.data = self.data();
+    }
+}
+
+/// One line per non-empty line of a textarea, trimmed, a leading "- " removed.
+pub fn lines_of(text: &str) -> Vec<String> {
+    text.lines()
+        .map(str::trim)
+        .map(|l| l.trim_start_matches("- ").trim())
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The grade the reviewer is asked to confirm at Learn: whether the copilot's top hypothesis
+/// named the confirmed root cause ([`super::postmortem::names_root_cause`]). A suggestion only:
+/// it is recorded when the reviewer answers.
+pub fn suggest_grade(top_hypothesis: &str, root_cause: &str) -> bool {
+    super::postmortem::names_root_cause(top_hypothesis, root_cause)
+}
+
+/// Parses the reviewer's answer to "did the top hypothesis match?": `yes`/`no` (forms) or
+/// `true`/`false`.
+///
+/// # Errors
+/// [`ValidationError`] on `top_hypothesis_matched` for anything else.
+pub fn parse_grade(answer: &str) -> Result<bool, ValidationError> {
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "yes" | "true" => Ok(true),
+        "no" | "false" => Ok(false),
+        other => Err(ValidationError::new(
+            "top_hypothesis_matched",
+            format!("'{other}' is not an answer; use yes or no"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reflection(verdict: &str, instead: Vec<Alternative>) -> Reflection {
+        Reflection {
+            incident_id: "INC-2031-0042".into(),
+            service: "orders".into(),
+            action_kind: ActionKind::ScaleOut,
+            target: "orders".into(),
+            verdict: verdict.into(),
+            note: "queue kept growing".into(),
+            failure_modes: vec!["queue_backlog".into()],
+            instead,
+        }
+    }
+
+    #[test]
+    fn a_reflection_with_alternatives_becomes_a_rule_naming_them_and_the_incident() {
+        let r = reflection(
+            "did_not_resolve",
+            vec![Alternative {
+                kind: ActionKind::RollbackDeploy,
+                source: "resolved INC-2031-0007 (MEM-9)".into(),
+            }],
+        )
+        .rule();
+        assert_eq!(
+            r.always,
+            "On orders with queue_backlog, consider rollback_deploy before scale_out"
+        );
+        assert_eq!(
+            r.because,
+            "During INC-2031-0042 scale_out on orders did not resolve it (queue kept growing); \
+             rollback_deploy: resolved INC-2031-0007 (MEM-9)"
+        );
+        assert_eq!(r.scope, "orders, queue_backlog");
+        assert_eq!(r.severity, RuleSeverity::Medium);
+    }
+
+    #[test]
+    fn a_reflection_without_alternatives_says_to_confirm_the_cause_and_made_worse_is_high() {
+        let r = reflection("made_worse", vec![]).rule();
+        assert_eq!(
+            r.always,
+            "Confirm the cause before scale_out on orders with queue_backlog; it is a recorded dead end"
+        );
+        assert_eq!(
+            r.because,
+            "During INC-2031-0042 scale_out on orders made it worse (queue kept growing)"
+        );
+        assert_eq!(r.severity, RuleSeverity::High);
+    }
+
+    fn known(id: i64, steps: &[&str], version: i64) -> KnownRunbook {
+        KnownRunbook {
+            id,
+            title: format!("runbook {id}"),
+            summary: String::new(),
+            steps: steps.iter().map(|s| s.to_string()).collect(),
+            common_causes: vec!["a stuck consumer".into()],
+            version,
+        }
+    }
+
+    #[test]
+    fn steps_name_action_kinds_by_name_label_or_phrase() {
+        assert_eq!(
+            step_kinds("First roll back the release"),
+            vec![ActionKind::RollbackDeploy]
+        );
+        assert_eq!(
+            step_kinds("flush_cache on edge"),
+            vec![ActionKind::FlushCache]
+        );
+        assert!(step_kinds("look at the dashboards").is_empty());
+    }
+
+    #[test]
+    fn a_runbook_covering_every_worked_action_needs_no_draft() {
+        let worked = [ActionKind::FlushCache];
+        let found = match_runbooks(&worked, &[known(5, &["Flush the cache"], 1)]);
+        assert_eq!(found, RunbookMatch::Covered(5));
+        assert_eq!(
+            draft_runbook(
+                "INC-1",
+                "edge",
+                "x",
+                &[(ActionKind::FlushCache, "edge".into())],
+                found
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_partly_matching_runbook_gets_a_new_version_with_the_missing_steps_appended() {
+        let worked = vec![
+            (ActionKind::FlushCache, "edge".to_string()),
+            (ActionKind::DrainNode, "edge-3".to_string()),
+        ];
+        let kinds: Vec<ActionKind> = worked.iter().map(|w| w.0).collect();
+        let found = match_runbooks(
+            &kinds,
+            &[
+                known(5, &["Flush the cache"], 2),
+                known(6, &["Page the owner"], 1),
+            ],
+        );
+        let d = draft_runbook(
+            "INC-2031-0050",
+            "edge",
+            "Stale entries piled up. The node was wedged.",
+            &worked,
+            found,
+        )
+        .expect("a new version");
+        assert_eq!(d.replaces, Some(5));
+        assert_eq!(d.version, 3);
+        assert_eq!(d.covered, 1);
+        assert_eq!(
+            d.steps,
+            vec![
+                "Flush the cache".to_string(),
+                "Drain the node on edge-3 (drain_node)".to_string()
+            ]
+        );
+        assert_eq!(
+            d.common_causes,
+            vec![
+                "a stuck consumer".to_string(),
+                "Stale entries piled up".to_string(),
+                "The node was wedged".to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn no_matching_runbook_gives_a_new_one_with_the_worked_steps_in_order() {
+        let worked = vec![
+            (ActionKind::GatherMoreEvidence, "billing".to_string()),
+            (ActionKind::RollbackDeploy, "billing".to_string()),
+        ];
+        let d = draft_runbook(
+            "INC-9",
+            "billing",
+            "A bad migration.",
+            &worked,
+            RunbookMatch::None,
+        )
+        .expect("a new runbook");
+        assert_eq!(
+            d.title,
+            "billing: gather_more_evidence, then rollback_deploy"
+        );
+        assert_eq!(d.version, 1);
+        assert_eq!(d.replaces, None);
+        assert_eq!(
+            d.steps,
+            vec![
+                "Gather more evidence on billing (gather_more_evidence)".to_string(),
+                "Roll back the last deploy on billing (rollback_deploy)".to_string()
+            ]
+        );
+        assert_eq!(d.common_causes, vec!["A bad migration".to_string()]);
+    }
+
+    #[test]
+    fn answers_to_the_grade_question_are_yes_or_no() {
+        assert!(parse_grade("Yes").unwrap());
+        assert!(!parse_grade("false").unwrap());
+        assert_eq!(
+            parse_grade("maybe").unwrap_err().field,
+            "top_hypothesis_matched"
+        );
+    }
+}

@@ -1,0 +1,544 @@
+//! Proposals through the human gate (issue #21). Two triggers draft them, never writing durable
+//! memory themselves:
+//! - a `did_not_resolve` / `made_worse` verdict drafts a **reflection** ([`draft_reflection_in`],
+//!   called in the verdict's transaction): what was tried, what happened, what might be tried
+//!   instead, as a lesson;
+//! - resolving an incident whose approved actions resolved it drafts a **runbook**, or a new
+//!   version of the nearest one when that covers the worked actions only partly
+//!   ([`suggest_runbook_in`], called in the resolve transaction).
+//!
+//! A reviewer accepts ([`accept`]: the draft's record goes through `services::memory::write_in`,
+//! the one write path — redaction, citation rules, audit, then embeddings by the memory worker)
+//! or rejects with a reason ([`reject`]). Both are on the audit log and the incident timeline.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use sqlx::SqlitePool;
+
+use crate::domain::memory::NewRecord;
+use crate::domain::proposals::{
+    Alternative, KnownRunbook, MAX_ALTERNATIVES, ProposalKind, ProposalStatus, Reflection,
+    RunbookDraft, draft_runbook, is_failing_verdict, match_runbooks,
+};
+use crate::domain::{ActionKind, Incident, IncidentId, MemoryKind, Role, Validation};
+use crate::error::{AppError, AppResult};
+use crate::services::investigation::GENERIC_TAGS;
+use crate::store::proposals::{self as pstore, StoredProposal};
+use crate::store::recommendations::Recommendation;
+use crate::store::users::User;
+use crate::store::{self, Tx, audit, incidents, memory as mstore};
+
+/// What a proposal holds: exactly the record accepting it writes (`record`; its author becomes
+/// the accepting reviewer), with the reflection or runbook it was built from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Draft {
+    /// For a reflection: what was tried, what happened, what might be tried instead.
+    #[serde(default)]
+    pub reflection: Option<Reflection>,
+    /// For a runbook: the draft a reviewer may edit before accepting.
+    #[serde(default)]
+    pub runbook: Option<RunbookDraft>,
+    /// The record accepting it writes.
+    pub record: NewRecord,
+}
+
+fn specific(tags: &[String]) -> Vec<String> {
+    tags.iter()
+        .filter(|t| !GENERIC_TAGS.contains(&t.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// The failure modes a record will carry once written: its own plus those derived from its text
+/// (what `services::memory::write_in` adds), so the preview shows what is written.
+fn written_tags(tags: &[String], text: &str) -> Vec<String> {
+    let mut all: BTreeSet<String> = tags.iter().cloned().collect();
+    all.extend(crate::memory::recall::derive_tags(text));
+    all.into_iter().collect()
+}
+
+fn source_of(success: &pstore::Success, how: &str) -> String {
+    match &success.1 {
+        Some(i) => format!("resolved {i} (MEM-{}), {how}", success.0),
+        None => format!("resolved MEM-{}, {how}", success.0),
+    }
+}
+
+/// Drafts the reflection on a failed approved action (inside the verdict's transaction) and
+/// puts it in the review queue. `failure_id` is the remediation-failure record the verdict
+/// wrote; the lesson cites it. What might be tried instead comes, in this order, from recorded
+/// successes recall returned for this incident, recorded successes of other action kinds on the
+/// same service or a specific failure mode, and the analyst's next open recommendation — never
+/// invented; at most [`MAX_ALTERNATIVES`], one per kind. Returns the proposal id (`None` for a
+/// verdict that is not a failure, or when this recommendation already has one).
+///
+/// # Errors
+/// Database errors.
+pub async fn draft_reflection_in(
+    tx: &mut Tx,
+    incident: &Incident,
+    rec: &Recommendation,
+    verdict: &str,
+    note: &str,
+    failure_id: i64,
+    actor: &str,
+) -> AppResult<Option<i64>> {
+    if !is_failing_verdict(verdict) {
+        return Ok(None);
+    }
+    let kind = ActionKind::parse(&rec.action_kind)?;
+    let id = incident.id.as_str();
+    let failure = mstore::get_in(tx, failure_id).await?;
+    let modes = specific(&failure.failure_modes);
+    let mut instead: Vec<Alternative> = Vec::new();
+    let add = |instead: &mut Vec<Alternative>, k: ActionKind, source: String| {
+        if k != kind && instead.len() < MAX_ALTERNATIVES && !instead.iter().any(|a| a.kind == k) {
+            instead.push(Alternative { kind: k, source });
+        }
+    };
+    let recalled = pstore::latest_recalled_in(tx, id).await?;
+    for s in pstore::recalled_successes_in(tx, &recalled, kind.as_str()).await? {
+        if let Ok(k) = ActionKind::parse(&s.2) {
+            add(&mut instead, k, source_of(&s, "recalled for this incident"));
+        }
+    }
+    for s in pstore::successes_in(tx, id, kind.as_str(), &incident.service, &modes).await? {
+        if let Ok(k) = ActionKind::parse(&s.2) {
+            add(
+                &mut instead,
+                k,
+                source_of(&s, "on the same service or failure mode"),
+            );
+        }
+    }
+    if let Some((k, target)) = pstore::open_recommendations_in(tx, rec.investigation_id)
+        .await?
+        .into_iter()
+        .find_map(|(k, t)| {
+            ActionKind::parse(&k)
+                .ok()
+                .filter(|k| *k != kind)
+                .map(|k| (k, t))
+        })
+    {
+        add(
+            &mut instead,
+            k,
+            format!("the analyst's next recommendation (on {target})"),
+        );
+    }
+    let mut target = rec.target.clone();
+    crate::services::memory::redact_for(tx, Some(id), &mut [&mut target]).await?;
+    let reflection = Reflection {
+        incident_id: id.to_string(),
+        service: incident.service.clone(),
+        action_kind: kind,
+        target: target.clone(),
+        verdict: verdict.to_string(),
+        note: note.to_string(),
+        failure_modes: modes.clone(),
+        instead,
+    };
+    let rule = reflection.rule();
+    let text = rule.text();
+    let mut record = NewRecord::new(MemoryKind::Lesson, text.clone(), actor);
+    record.incident_id = Some(id.to_string());
+    record.services = vec![incident.service.clone()];
+    record.failure_modes = written_tags(&modes, &text);
+    record.action_kind = Some(kind);
+    record.target = Some(target.clone());
+    record.importance = rule.severity.importance();
+    record.rule = Some(rule);
+    record.cites = vec![failure_id];
+    let outcome = if verdict == "made_worse" {
+        "made it worse"
+    } else {
+        "did not resolve it"
+    };
+    let title = format!("Reflection: {kind} on {target} {outcome} during {id}");
+    let draft = Draft {
+        reflection: Some(reflection),
+        runbook: None,
+        record,
+    };
+    queue(
+        tx,
+        ProposalKind::Reflection,
+        &incident.id,
+        &format!("reflection:{}", rec.id),
+        &title,
+        &draft,
+        actor,
+    )
+    .await
+}
+
+async fn queue(
+    tx: &mut Tx,
+    kind: ProposalKind,
+    incident: &IncidentId,
+    origin: &str,
+    title: &str,
+    draft: &Draft,
+    actor: &str,
+) -> AppResult<Option<i64>> {
+    let json = serde_json::to_value(draft).map_err(|e| AppError::Internal(e.into()))?;
+    let at = store::now();
+    let Some(pid) =
+        pstore::insert(tx, kind, incident.as_str(), origin, title, &json, actor, at).await?
+    else {
+        return Ok(None);
+    };
+    incidents::add_event(
+        tx,
+        incident,
+        at,
+        actor,
+        "proposal_drafted",
+        &format!("{} PRO-{pid} drafted for the review queue", kind.as_str()),
+    )
+    .await?;
+    audit::append(
+        tx,
+        actor,
+        "proposal.draft",
+        &format!("PRO-{pid}"),
+        &serde_json::json!({"kind": kind, "incident": incident.as_str(), "origin": origin})
+            .to_string(),
+    )
+    .await?;
+    Ok(Some(pid))
+}
+
+fn known_runbook(r: &crate::domain::memory::MemoryRecord) -> KnownRunbook {
+    let strings = |key: &str| -> Vec<String> {
+        r.data
+            .get(key)
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let title = r
+        .data
+        .get("title")
+        .and_then(|v| v.as_str())
+        .unwrap_or_default()
+        .to_string();
+    // The summary sits between "Runbook: {title}. " and "\nSteps:" (domain::proposals::runbook_text).
+    let summary = r
+        .text
+        .strip_prefix(&format!("Runbook: {title}. "))
+        .and_then(|rest| rest.split("\nSteps:").next())
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    KnownRunbook {
+        id: r.id,
+        summary,
+        steps: strings("steps"),
+        common_causes: strings("common_causes"),
+        version: r.data.get("version").and_then(|v| v.as_i64()).unwrap_or(1),
+        title,
+    }
+}
+
+/// Drafts a runbook after `incident` was resolved (inside the resolve transaction): when an
+/// approved action got the verdict `resolved`, the worked actions (resolved or partially
+/// resolved, in approval order) are matched against the confirmed runbooks of the same service
+/// or a shared specific failure mode. None covering them drafts a new runbook; one covering
+/// them partly drafts its next version; one covering all of them drafts nothing. Common causes
+/// come from the root cause given at resolution. Returns the proposal id.
+///
+/// # Errors
+/// Database errors.
+pub async fn suggest_runbook_in(
+    tx: &mut Tx,
+    pool: &SqlitePool,
+    incident: &Incident,
+    actor: &str,
+) -> AppResult<Option<i64>> {
+    let id = incident.id.as_str();
+    let worked = pstore::worked_in(tx, id).await?;
+    if !worked.iter().any(|w| w.verdict == "resolved") {
+        return Ok(None);
+    }
+    let actions: Vec<(ActionKind, String)> = worked
+        .iter()
+        .filter_map(|w| {
+            ActionKind::parse(&w.action_kind)
+                .ok()
+                .map(|k| (k, w.target.clone()))
+        })
+        .collect();
+    let (_, tags) = crate::services::investigation::incident_tags(pool, incident).await?;
+    let modes = specific(&tags);
+    let mut runbooks = Vec::new();
+    for rid in pstore::runbook_ids_in(tx).await? {
+        let r = mstore::get_in(tx, rid).await?;
+        if r.services.contains(&incident.service)
+            || r.failure_modes.iter().any(|m| modes.contains(m))
+        {
+            runbooks.push(known_runbook(&r));
+        }
+    }
+    let kinds: Vec<ActionKind> = actions.iter().map(|a| a.0).collect();
+    let found = match_runbooks(&kinds, &runbooks);
+    let root_cause = incident.root_cause.clone().unwrap_or_default();
+    let Some(mut runbook) = draft_runbook(id, &incident.service, &root_cause, &actions, found)
+    else {
+        return Ok(None);
+    };
+    {
+        let mut texts: Vec<&mut String> = vec![&mut runbook.title, &mut runbook.summary];
+        texts.extend(runbook.steps.iter_mut());
+        texts.extend(runbook.common_causes.iter_mut());
+        texts.extend(runbook.worked.iter_mut());
+        crate::services::memory::redact_for(tx, Some(id), &mut texts).await?;
+    }
+    let mut record = NewRecord::new(MemoryKind::Runbook, String::new(), actor);
+    runbook.apply_to(&mut record);
+    record.incident_id = Some(id.to_string());
+    record.services = vec![incident.service.clone()];
+    record.failure_modes = written_tags(&modes, &record.text);
+    record.cites = worked.iter().filter_map(|w| w.transcript_id).collect();
+    let title = match runbook.replaces {
+        Some(old) => format!(
+            "Runbook: version {} of MEM-{old} \"{}\" from {id}",
+            runbook.version, runbook.title
+        ),
+        None => format!("Runbook: new \"{}\" from {id}", runbook.title),
+    };
+    let steps = runbook.worked.join("\n");
+    let draft = Draft {
+        reflection: None,
+        runbook: Some(runbook),
+        record,
+    };
+    queue(
+        tx,
+        ProposalKind::Runbook,
+        &incident.id,
+        &format!(
+            "runbook:{id}:{}",
+            crate::digest::sha256_hex(steps.as_bytes())
+        ),
+        &title,
+        &draft,
+        actor,
+    )
+    .await
+}
+
+/// A reviewer's edit of a runbook draft before accepting it (the form's textareas: one step or
+/// cause per line).
+#[derive(Debug, Clone, Default, Deserialize, utoipa::ToSchema)]
+pub struct RunbookEdit {
+    /// Title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Summary.
+    #[serde(default)]
+    pub summary: Option<String>,
+    /// Steps, one per line.
+    #[serde(default)]
+    pub steps: Option<String>,
+    /// Common causes, one per line.
+    #[serde(default)]
+    pub common_causes: Option<String>,
+}
+
+fn require_reviewer(user: &User, what: &str) -> AppResult<()> {
+    if user.role.includes(Role::Reviewer) {
+        Ok(())
+    } else {
+        Err(AppError::needs_role(Role::Reviewer, what))
+    }
+}
+
+async fn pending_in(tx: &mut Tx, id: i64, version: Option<i64>) -> AppResult<StoredProposal> {
+    let p = pstore::get_in(tx, id).await?;
+    if p.status != ProposalStatus::Pending {
+        return Err(AppError::Conflict(format!(
+            "PRO-{id} is already {} by {}; nothing was changed",
+            p.status.as_str(),
+            p.decided_by.as_deref().unwrap_or("someone")
+        )));
+    }
+    if let Some(v) = version.filter(|v| *v != p.version) {
+        return Err(AppError::Conflict(format!(
+            "PRO-{id} changed since this page was loaded (version {}, the page showed {v}); \
+             nothing was changed",
+            p.version
+        )));
+    }
+    Ok(p)
+}
+
+fn draft_of(p: &StoredProposal) -> AppResult<Draft> {
+    serde_json::from_value(p.draft.clone())
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("stored draft PRO-{}: {e}", p.id)))
+}
+
+/// Accepts a pending proposal (reviewers): writes its record — for a runbook after applying the
+/// reviewer's `edit` — through `services::memory::write_in`, confirmed and authored by the
+/// reviewer; a runbook's new version supersedes the one it replaces. One transaction, on the
+/// audit log and the incident timeline. `version` is the proposal version the page showed.
+///
+/// # Errors
+/// [`AppError::Forbidden`] without the reviewer role; [`AppError::NotFound`];
+/// [`AppError::Conflict`] when already decided or stale; validation errors for a bad edit.
+pub async fn accept(
+    pool: &SqlitePool,
+    user: &User,
+    id: i64,
+    version: Option<i64>,
+    edit: RunbookEdit,
+) -> AppResult<StoredProposal> {
+    require_reviewer(user, "accepting a proposal")?;
+    let mut tx = store::begin_write(pool).await?;
+    let p = pending_in(&mut tx, id, version).await?;
+    let mut draft = draft_of(&p)?;
+    if let Some(rb) = draft.runbook.as_mut() {
+        if let Some(t) = edit.title {
+            rb.title = t.trim().to_string();
+        }
+        if let Some(s) = edit.summary {
+            rb.summary = crate::domain::postmortem::unix_newlines(s.trim());
+        }
+        if let Some(s) = edit.steps {
+            rb.steps = crate::domain::proposals::lines_of(&s);
+        }
+        if let Some(c) = edit.common_causes {
+            rb.common_causes = crate::domain::proposals::lines_of(&c);
+        }
+        rb.validate()?;
+        rb.apply_to(&mut draft.record);
+    }
+    let mut record = draft.record.clone();
+    record.author = user.name.clone();
+    record.validation = Validation::Confirmed;
+    record.origin = Some(format!("proposal:{id}"));
+    let (rid, _) = crate::services::memory::write_in(&mut tx, record).await?;
+    if let Some(old) = draft.runbook.as_ref().and_then(|r| r.replaces) {
+        crate::services::memory::supersede_in(
+            &mut tx,
+            &user.name,
+            old,
+            rid,
+            &format!("new version (PRO-{id})"),
+        )
+        .await?;
+    }
+    let json = serde_json::to_value(&draft).map_err(|e| AppError::Internal(e.into()))?;
+    let at = store::now();
+    if !pstore::decide(
+        &mut tx,
+        id,
+        p.version,
+        ProposalStatus::Accepted,
+        &user.name,
+        at,
+        None,
+        Some(rid),
+        &json,
+    )
+    .await?
+    {
+        return Err(AppError::Conflict(format!(
+            "PRO-{id} was decided by someone else"
+        )));
+    }
+    let incident = IncidentId::parse(&p.incident_id)?;
+    incidents::add_event(
+        &mut tx,
+        &incident,
+        at,
+        &user.name,
+        "proposal_accepted",
+        &format!("{} PRO-{id} accepted: MEM-{rid}", p.kind.as_str()),
+    )
+    .await?;
+    audit::append(
+        &mut tx,
+        &user.name,
+        "proposal.accept",
+        &format!("PRO-{id}"),
+        &serde_json::json!({"kind": p.kind, "incident": p.incident_id, "record": rid}).to_string(),
+    )
+    .await?;
+    tx.commit().await?;
+    pstore::get(pool, id).await
+}
+
+/// Rejects a pending proposal with a reason (reviewers); nothing is written to memory, the
+/// proposal stays with its reason, on the audit log and the incident timeline.
+///
+/// # Errors
+/// As [`accept`]; a validation error for an empty reason.
+pub async fn reject(
+    pool: &SqlitePool,
+    user: &User,
+    id: i64,
+    version: Option<i64>,
+    reason: &str,
+) -> AppResult<StoredProposal> {
+    require_reviewer(user, "rejecting a proposal")?;
+    let reason = crate::domain::required_text("reason", reason, 2000)?;
+    let mut tx = store::begin_write(pool).await?;
+    let p = pending_in(&mut tx, id, version).await?;
+    let mut reason_r = reason;
+    crate::services::memory::redact_for(&mut tx, Some(&p.incident_id), &mut [&mut reason_r])
+        .await?;
+    let at = store::now();
+    if !pstore::decide(
+        &mut tx,
+        id,
+        p.version,
+        ProposalStatus::Rejected,
+        &user.name,
+        at,
+        Some(&reason_r),
+        None,
+        &p.draft,
+    )
+    .await?
+    {
+        return Err(AppError::Conflict(format!(
+            "PRO-{id} was decided by someone else"
+        )));
+    }
+    let incident = IncidentId::parse(&p.incident_id)?;
+    incidents::add_event(
+        &mut tx,
+        &incident,
+        at,
+        &user.name,
+        "proposal_rejected",
+        &format!("{} PRO-{id} rejected: {reason_r}", p.kind.as_str()),
+    )
+    .await?;
+    audit::append(
+        &mut tx,
+        &user.name,
+        "proposal.reject",
+        &format!("PRO-{id}"),
+        &serde_json::json!({"kind": p.kind, "incident": p.incident_id, "reason": reason_r})
+            .to_string(),
+    )
+    .await?;
+    tx.commit().await?;
+    pstore::get(pool, id).await
+}
+
+/// The pending proposals, oldest first, for the review queue.
+///
+/// # Errors
+/// Database errors.
+pub async fn pending(pool: &SqlitePool) -> AppResult<Vec<StoredProposal>> {
+    pstore::list(pool, ProposalStatus::Pending).await
+}

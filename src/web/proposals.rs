@@ -1,0 +1,322 @@
+//! Proposals in the reviewers' queue over HTTP (issue #21): each pending reflection or runbook
+//! draft as the queue shows it ([`ProposalItem`], in `GET /api/v1/review` and on `/review`), and
+//! accepting or rejecting one (`POST /api/v1/proposals/{id}/accept|reject` and the `/review`
+//! forms, which redirect back with 303, or re-render the queue with the input on an error).
+
+use askama::Template;
+use askama_web::WebTemplate;
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::AppState;
+use super::auth::CurrentUser;
+use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::openapi::examples;
+use super::pages::Layout;
+use crate::domain::proposals::ProposalKind;
+use crate::error::AppError;
+use crate::services::proposals::{self as svc, Draft, RunbookEdit};
+use crate::store::proposals::StoredProposal;
+
+/// One pending proposal in the reviewers' queue.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct ProposalItem {
+    /// Id, for the accept / reject routes.
+    pub id: i64,
+    /// `PRO-{id}`.
+    pub reference: String,
+    /// reflection / runbook.
+    pub kind: ProposalKind,
+    /// The incident it comes from.
+    pub incident_id: String,
+    /// One line.
+    pub title: String,
+    /// The version to send back with the decision (409 when stale).
+    pub version: i64,
+    /// Who drafted it (the responder whose verdict or resolution triggered it).
+    pub created_by: String,
+    /// For a reflection: what happened, in words ("Did not resolve — the pool maxed again").
+    pub happened: Option<String>,
+    /// The draft: exactly the record accepting it writes (authored by the accepting reviewer),
+    /// with the reflection or runbook it comes from.
+    pub draft: Draft,
+    /// The incident's page.
+    pub href: String,
+    /// The forms' values (the draft's, or what the reviewer typed before an error).
+    #[serde(skip)]
+    pub form: ProposalForm,
+    /// The error of the last submit on this proposal.
+    #[serde(skip)]
+    pub error: Option<String>,
+}
+
+/// The accept and reject forms of a proposal on `/review` (runbook fields only for runbooks).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ProposalForm {
+    /// The proposal version the page showed.
+    #[serde(default)]
+    pub version: Option<i64>,
+    /// Runbook title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Runbook summary.
+    #[serde(default)]
+    pub summary: Option<String>,
+    /// Runbook steps, one per line.
+    #[serde(default)]
+    pub steps: Option<String>,
+    /// Runbook common causes, one per line.
+    #[serde(default)]
+    pub common_causes: Option<String>,
+    /// Why it is rejected.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl ProposalForm {
+    fn edit(&self) -> RunbookEdit {
+        RunbookEdit {
+            title: self.title.clone(),
+            summary: self.summary.clone(),
+            steps: self.steps.clone(),
+            common_causes: self.common_causes.clone(),
+        }
+    }
+}
+
+/// The queue's view of a stored proposal.
+///
+/// # Errors
+/// [`AppError::Internal`] for a draft this program did not write.
+pub fn item(p: StoredProposal) -> Result<ProposalItem, AppError> {
+    let draft: Draft = serde_json::from_value(p.draft)
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("stored draft PRO-{}: {e}", p.id)))?;
+    let happened = draft.reflection.as_ref().map(|r| {
+        let label = crate::domain::action::verdict_label(&r.verdict);
+        if r.note.is_empty() {
+            label
+        } else {
+            format!("{label} — {}", r.note)
+        }
+    });
+    let form = match &draft.runbook {
+        Some(rb) => ProposalForm {
+            version: Some(p.version),
+            title: Some(rb.title.clone()),
+            summary: Some(rb.summary.clone()),
+            steps: Some(rb.steps.join("\n")),
+            common_causes: Some(rb.common_causes.join("\n")),
+            reason: None,
+        },
+        None => ProposalForm {
+            version: Some(p.version),
+            ..Default::default()
+        },
+    };
+    Ok(ProposalItem {
+        reference: format!("PRO-{}", p.id),
+        href: format!("/incidents/{}", p.incident_id),
+        id: p.id,
+        kind: p.kind,
+        incident_id: p.incident_id,
+        title: p.title,
+        version: p.version,
+        created_by: p.created_by,
+        happened,
+        draft,
+        form,
+        error: None,
+    })
+}
+
+/// The pending proposals as the queue shows them, oldest first.
+///
+/// # Errors
+/// Database errors.
+pub async fn pending_items(s: &AppState) -> Result<Vec<ProposalItem>, AppError> {
+    svc::pending(&s.pool).await?.into_iter().map(item).collect()
+}
+
+fn proposal_id(id: &str) -> Result<i64, AppError> {
+    id.trim_start_matches("PRO-")
+        .parse()
+        .map_err(|_| AppError::NotFound(format!("proposal {id}")))
+}
+
+/// Path parameter of the proposal routes.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ProposalPath {
+    /// The proposal's id (`12` or `PRO-12`).
+    #[param(example = "12")]
+    pub id: String,
+}
+
+/// Body of `POST /api/v1/proposals/{id}/accept`: the version the reviewer saw and, for a
+/// runbook, the edits (each optional; steps and causes one per line).
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+pub struct AcceptBody {
+    /// The proposal version the reviewer saw (409 when stale).
+    #[serde(default)]
+    pub version: Option<i64>,
+    /// Runbook edits.
+    #[serde(flatten)]
+    pub edit: RunbookEdit,
+}
+
+/// Body of `POST /api/v1/proposals/{id}/reject`.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+pub struct RejectBody {
+    /// The proposal version the reviewer saw (409 when stale).
+    #[serde(default)]
+    pub version: Option<i64>,
+    /// Why (required).
+    #[serde(default)]
+    pub reason: String,
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/proposals/{id}/accept",
+    operation_id = "acceptProposal",
+    summary = "Accept a proposal from the review queue (reviewers)",
+    tag = "postmortem",
+    params(ProposalPath),
+    request_body(content = AcceptBody, description = "The version seen; for a runbook, the reviewer's edits",
+                 example = json!(examples::accept_proposal())),
+    responses(
+        (status = 200, description = "The proposal, accepted, naming the record it wrote", body = StoredProposal,
+         example = json!(examples::accepted_proposal())),
+        super::openapi::ApiErrors
+    )
+)]
+pub(super) async fn api_accept(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(b): ApiJson<AcceptBody>,
+) -> Result<Json<StoredProposal>, ApiError> {
+    Ok(Json(
+        svc::accept(&s.pool, &user.0, proposal_id(&id)?, b.version, b.edit).await?,
+    ))
+}
+
+#[utoipa::path(
+    post,
+    path = "/api/v1/proposals/{id}/reject",
+    operation_id = "rejectProposal",
+    summary = "Reject a proposal from the review queue, with a reason (reviewers)",
+    tag = "postmortem",
+    params(ProposalPath),
+    request_body(content = RejectBody, description = "The version seen and why",
+                 example = json!(examples::reject_proposal())),
+    responses(
+        (status = 200, description = "The proposal, rejected with its reason; nothing written to memory",
+         body = StoredProposal, example = json!(examples::rejected_proposal())),
+        super::openapi::ApiErrors
+    )
+)]
+pub(super) async fn api_reject(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(b): ApiJson<RejectBody>,
+) -> Result<Json<StoredProposal>, ApiError> {
+    Ok(Json(
+        svc::reject(&s.pool, &user.0, proposal_id(&id)?, b.version, &b.reason).await?,
+    ))
+}
+
+// ---- pages ----
+
+/// `/review` as a page.
+#[derive(Template, WebTemplate)]
+#[template(path = "review.html")]
+pub(super) struct ReviewPage {
+    pub(super) layout: Layout,
+    pub(super) q: super::postmortem::ReviewQueue,
+    /// Confirmation of the last decision (after its redirect).
+    pub(super) flash: Option<&'static str>,
+}
+
+/// Renders `/review` with `status`; when a decision on `failed` failed, that proposal shows the
+/// error and keeps what the reviewer typed.
+async fn render(
+    s: &AppState,
+    user: &crate::store::users::User,
+    status: StatusCode,
+    flash: Option<&'static str>,
+    failed: Option<(i64, ProposalForm, String)>,
+) -> Result<Response, PageError> {
+    let mut q = super::postmortem::review(s).await?;
+    if let Some((id, form, error)) = failed
+        && let Some(p) = q.proposals_to_decide.iter_mut().find(|p| p.id == id)
+    {
+        p.form = ProposalForm {
+            version: p.form.version,
+            ..form
+        };
+        p.error = Some(error);
+    }
+    Ok((
+        status,
+        ReviewPage {
+            layout: Layout::new(Some(user), "Review queue").with_current("review"),
+            q,
+            flash,
+        },
+    )
+        .into_response())
+}
+
+/// `GET /review`.
+pub(super) async fn page_review(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    axum::extract::Query(done): axum::extract::Query<super::postmortem::Done>,
+) -> Result<Response, PageError> {
+    render(&s, &user.0, StatusCode::OK, done.message(), None).await
+}
+
+async fn decided(
+    s: &AppState,
+    user: &crate::store::users::User,
+    id: i64,
+    form: ProposalForm,
+    result: Result<StoredProposal, AppError>,
+    done: &str,
+) -> Result<Response, PageError> {
+    match result {
+        Ok(_) => Ok(Redirect::to(&format!("/review?done={done}")).into_response()),
+        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
+        Err(e) => render(s, user, e.status(), None, Some((id, form, e.to_string()))).await,
+    }
+}
+
+/// `POST /review/proposals/{id}/accept`.
+pub(super) async fn page_accept(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    PageForm(f): PageForm<ProposalForm>,
+) -> Result<Response, PageError> {
+    let id = proposal_id(&id)?;
+    let result = svc::accept(&s.pool, &user.0, id, f.version, f.edit()).await;
+    decided(&s, &user.0, id, f, result, "accepted").await
+}
+
+/// `POST /review/proposals/{id}/reject`.
+pub(super) async fn page_reject(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    PageForm(f): PageForm<ProposalForm>,
+) -> Result<Response, PageError> {
+    let id = proposal_id(&id)?;
+    let reason = f.reason.clone().unwrap_or_default();
+    let result = svc::reject(&s.pool, &user.0, id, f.version, &reason).await;
+    decided(&s, &user.0, id, f, result, "rejected").await
+}
