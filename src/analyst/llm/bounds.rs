@@ -107,11 +107,11 @@ fn every_string_of_both_schemas_is_bounded() {
     let hyp = &s["properties"]["hypotheses"]["items"]["properties"];
     assert_eq!(hyp["statement"]["maxLength"], limits::STATEMENT);
     let act = &s["properties"]["actions"]["items"]["properties"];
-    assert_eq!(act["rationale"]["maxLength"], 400);
+    assert_eq!(act["rationale"]["maxLength"], limits::RATIONALE);
     let p = postmortem_schema();
     let lesson = &p["properties"]["lessons"]["items"]["properties"];
-    assert_eq!(lesson["always"]["maxLength"], 300);
-    assert_eq!(lesson["because"]["maxLength"], 300);
+    assert_eq!(lesson["always"]["maxLength"], limits::LESSON_PART);
+    assert_eq!(lesson["because"]["maxLength"], limits::LESSON_PART);
 }
 
 #[test]
