@@ -934,16 +934,16 @@ async fn a_server_rejecting_max_length_gets_the_schema_without_it_and_long_strin
     assert!(!has_max_length(s.bodies.lock().unwrap().last().unwrap()));
     let p = &stored["postmortem"];
     let sum = p["summary"].as_str().unwrap();
-    // Cut to the post-mortem bounds (analyst::llm::limits: summary 400, lesson part 200, list
-    // item 120 characters).
+    // Cut to the post-mortem bounds (analyst::llm::limits: summary 300, lesson part 120, list
+    // item 80 characters).
     assert!(
-        summary.starts_with(sum) && sum.chars().count() <= 400,
+        summary.starts_with(sum) && sum.chars().count() <= 300,
         "{sum}"
     );
     let a = p["lessons"][0]["always"].as_str().unwrap();
-    assert!(always.starts_with(a) && a.chars().count() <= 200, "{a}");
+    assert!(always.starts_with(a) && a.chars().count() <= 120, "{a}");
     let f = p["contributing_factors"][0].as_str().unwrap();
-    assert_eq!(f.chars().count(), 120, "{f}");
+    assert_eq!(f.chars().count(), 80, "{f}");
 }
 
 #[tokio::test]

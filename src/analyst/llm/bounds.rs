@@ -150,17 +150,18 @@ fn the_reply_bound_counts_every_string_and_item_and_fits_a_small_context() {
         None,
         "no maxItems"
     );
-    for schema in [investigation_schema(), postmortem_schema()] {
+    // At least the strings' characters at 3 per token (investigation ≈ 4,900 characters of
+    // strings, post-mortem ≈ 1,700); small enough that a 4096-token context (the local test
+    // server's) keeps room for the prompt.
+    for (schema, least) in [(investigation_schema(), 1600), (postmortem_schema(), 560)] {
         let bound = reply_token_bound(&schema).expect("bounded");
-        // At least the strings' characters at 4 per token; small enough that a 4096-token
-        // context (the local test server's) keeps room for the prompt.
-        assert!((1000..=2600).contains(&bound), "{bound}");
+        assert!((least..=2600).contains(&bound), "{bound}");
     }
 }
 
 #[test]
 fn a_known_context_holds_prompt_and_reply_and_an_unknown_one_keeps_the_configuration() {
-    let unknown = fit_budget(None, 5000, 2000, 6000);
+    let unknown = fit_budget(None, 5000, 2000, 2000, 6000);
     assert_eq!(
         unknown,
         Budget {
@@ -175,7 +176,7 @@ fn a_known_context_holds_prompt_and_reply_and_an_unknown_one_keeps_the_configura
         (1024, 2000, 2200, 6000),
         (131_072, 900, 2200, 6000),
     ] {
-        let b = fit_budget(Some(ctx), fixed, bound, configured);
+        let b = fit_budget(Some(ctx), fixed, bound, bound, configured);
         let prompt =
             estimate_tokens(fixed) + TEMPLATE_TOKENS + estimate_tokens(b.user_prompt_chars);
         assert!(
@@ -190,13 +191,35 @@ fn a_known_context_holds_prompt_and_reply_and_an_unknown_one_keeps_the_configura
         );
     }
     // Room enough: the reply gets its whole bound and the prompt the configured budget.
-    let b = fit_budget(Some(131_072), 900, 2200, 6000);
+    let b = fit_budget(Some(131_072), 900, 2200, 2200, 6000);
     assert_eq!(b.reply_tokens, 2200);
     assert_eq!(b.user_prompt_chars, 6000 * FIT_CHARS_PER_TOKEN);
     // Tight: the reply gives way so the prompt keeps its floor.
-    let b = fit_budget(Some(2048), 900, 2200, 6000);
+    let b = fit_budget(Some(2048), 900, 2200, 2200, 6000);
     assert!(b.reply_tokens < 2200);
     assert!(b.user_prompt_chars >= MIN_USER_PROMPT_TOKENS as usize * FIT_CHARS_PER_TOKEN);
+}
+
+#[test]
+fn room_the_prompt_does_not_need_goes_to_the_reply_up_to_one_token_per_character() {
+    // 4096 tokens, a 900-character system message (300 tokens), the template (48) and the
+    // margin (204) leave 3,544; the prompt's budget is 1,200, so 2,344 are spare.
+    let b = fit_budget(Some(4096), 900, 1000, 2000, 1200);
+    assert_eq!(b.reply_tokens, 2000, "the worst case fits: all of it");
+    assert_eq!(b.user_prompt_chars, 1200 * FIT_CHARS_PER_TOKEN);
+    let b = fit_budget(Some(4096), 900, 1000, 5000, 1200);
+    assert_eq!(b.reply_tokens, 2344, "only what the prompt does not need");
+    assert_eq!(b.user_prompt_chars, 1200 * FIT_CHARS_PER_TOKEN);
+    // Never less than the usual bound: a prompt budget larger than the room changes nothing.
+    assert_eq!(
+        fit_budget(Some(4096), 900, 1000, 5000, 6000).reply_tokens,
+        1000
+    );
+    // The post-mortem schema: every string at one token per character still fits a 4096-token
+    // context beside the configured 1,200-token prompt.
+    let worst = reply_token_worst(&postmortem_schema()).expect("bounded");
+    let usual = reply_token_bound(&postmortem_schema()).expect("bounded");
+    assert!(usual < worst && worst <= 2300, "{usual} / {worst}");
 }
 
 #[test]

@@ -13,7 +13,7 @@ use async_openai::error::OpenAIError;
 use serde_json::{Value, json};
 
 use super::parse::tolerant_json;
-use super::prompt::{estimate_tokens, fit_budget, reply_token_bound};
+use super::prompt::{estimate_tokens, fit_budget, reply_token_bound, reply_token_worst};
 use super::reply::{Rejection, names_format, names_word, reply_content, reply_tail};
 use super::schema::without_max_length_keyword;
 use crate::analyst::AnalystError;
@@ -360,6 +360,7 @@ impl LlmAnalyst {
         let started = Instant::now();
         let context = self.context_tokens().await;
         let reply_bound = reply_token_bound(schema).unwrap_or(DEFAULT_REPLY_TOKENS);
+        let reply_worst = reply_token_worst(schema).unwrap_or(reply_bound);
         let mut rung = self.current_rung();
         let mut quirks = self.quirks.load(Ordering::Relaxed);
         loop {
@@ -377,6 +378,7 @@ impl LlmAnalyst {
                 context,
                 sys.chars().count(),
                 reply_bound,
+                reply_worst,
                 self.config.token_budget,
             );
             let user_text = user(budget.user_prompt_chars);

@@ -52,7 +52,7 @@ pub use parse::{
 };
 pub use prompt::{
     Budget, POSTMORTEM_PROMPT, SYSTEM_PROMPT, estimate_tokens, fit_budget, postmortem_prompt,
-    reply_token_bound, user_prompt,
+    reply_token_bound, reply_token_worst, user_prompt,
 };
 pub use reply::REPLY_TAIL_CHARS;
 pub use schema::{investigation_schema, limits, postmortem_schema};

@@ -35,17 +35,22 @@ pub struct Budget {
 
 /// Fits one request into the server's `context` (tokens; `None`: unknown). `fixed_prompt_chars`
 /// is the system message (with the schema on the lower rungs), `reply_bound` the reply's bound
-/// ([`reply_token_bound`]), `token_budget` the configured prompt budget.
+/// ([`reply_token_bound`]), `reply_worst` its bound at one token per character
+/// ([`reply_token_worst`]), `token_budget` the configured prompt budget.
 ///
 /// Unknown context: the reply gets its bound and the user prompt `token_budget` at ≈ 4
 /// characters per token, as configured. Known context: the prompt is measured at
 /// [`FIT_CHARS_PER_TOKEN`], a margin of 5 % (at least 32 tokens) and the chat template are set
 /// aside, the reply gets its bound (but leaves the user prompt at least 256 tokens, or half the
-/// room) and the user prompt the rest, at most `token_budget`. So prompt + reply ≤ context.
+/// room), and room the configured prompt budget does not need goes to the reply too, up to
+/// `reply_worst`: a small model may write digits and dots, one token each, and a reply cut at
+/// `max_tokens` is lost. The user prompt gets the rest, at most `token_budget`. So prompt +
+/// reply ≤ context.
 pub fn fit_budget(
     context: Option<u32>,
     fixed_prompt_chars: usize,
     reply_bound: u32,
+    reply_worst: u32,
     token_budget: usize,
 ) -> Budget {
     let Some(ctx) = context else {
@@ -57,8 +62,10 @@ pub fn fit_budget(
     let fixed = estimate_tokens(fixed_prompt_chars).saturating_add(TEMPLATE_TOKENS);
     let margin = (ctx / 20).max(32);
     let room = ctx.saturating_sub(fixed).saturating_sub(margin);
+    let spare = room.saturating_sub(u32::try_from(token_budget).unwrap_or(u32::MAX));
     let reply = reply_bound
         .min(room.saturating_sub(MIN_USER_PROMPT_TOKENS).max(room / 2))
+        .max(reply_worst.min(spare))
         .max(1);
     let user_tokens = (room.saturating_sub(reply) as usize).min(token_budget);
     Budget {
@@ -73,40 +80,56 @@ pub fn fit_budget(
 /// every key, separator and the whitespace a grammar allows around it 2 tokens; arrays their
 /// `maxItems` items. Plus [`REPLY_SLACK_TOKENS`] for a fence or a line of prose.
 pub fn reply_token_bound(schema: &Value) -> Option<u32> {
-    fn text(chars: usize) -> u64 {
-        chars.div_ceil(FIT_CHARS_PER_TOKEN) as u64
-    }
-    fn walk(s: &Value) -> Option<u64> {
-        const SEP: u64 = 2;
-        match s.get("type").and_then(Value::as_str)? {
-            "object" => {
-                let mut t = 2;
-                for (k, v) in s.get("properties")?.as_object()? {
-                    t += text(k.chars().count()) + 3 + SEP + walk(v)?;
-                }
-                Some(t)
+    bound_at(schema, FIT_CHARS_PER_TOKEN)
+}
+
+/// [`reply_token_bound`] at one token per character: the most a reply can take when the model
+/// fills its strings with characters that are a token each (SmolLM2-135M under llama.cpp's
+/// grammar filled a lesson with `1.1.1.1…`, 1,261 characters in 1,080 tokens).
+pub fn reply_token_worst(schema: &Value) -> Option<u32> {
+    bound_at(schema, 1)
+}
+
+/// The reply bound of `schema` with strings at `chars_per_token`.
+fn bound_at(schema: &Value, chars_per_token: usize) -> Option<u32> {
+    let text = |chars: usize| chars.div_ceil(chars_per_token) as u64;
+    walk(schema, &text).and_then(|t| u32::try_from(t + REPLY_SLACK_TOKENS).ok())
+}
+
+/// Tokens of a reply valid under `s`, strings counted by `text`.
+fn walk(s: &Value, text: &dyn Fn(usize) -> u64) -> Option<u64> {
+    const SEP: u64 = 2;
+    match s.get("type").and_then(Value::as_str)? {
+        "object" => {
+            let mut t = 2;
+            for (k, v) in s.get("properties")?.as_object()? {
+                // Keys are the schema's, written by the grammar: counted at the usual rate.
+                t += k.chars().count().div_ceil(FIT_CHARS_PER_TOKEN) as u64
+                    + 3
+                    + SEP
+                    + walk(v, text)?;
             }
-            "array" => {
-                let n = s.get("maxItems")?.as_u64()?;
-                Some(2 + n * (walk(s.get("items")?)? + SEP))
-            }
-            "string" => {
-                let chars = match s.get("enum").and_then(Value::as_array) {
-                    Some(e) => e
-                        .iter()
-                        .filter_map(Value::as_str)
-                        .map(|x| x.chars().count())
-                        .max()?,
-                    None => usize::try_from(s.get("maxLength")?.as_u64()?).ok()?,
-                };
-                Some(2 + text(chars))
-            }
-            "integer" | "number" => Some(8),
-            "boolean" | "null" => Some(2),
-            _ => None,
+            Some(t)
         }
+        "array" => {
+            let n = s.get("maxItems")?.as_u64()?;
+            Some(2 + n * (walk(s.get("items")?, text)? + SEP))
+        }
+        "string" => match s.get("enum").and_then(Value::as_array) {
+            Some(e) => {
+                let longest = e
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(|x| x.chars().count())
+                    .max()?;
+                Some(2 + longest.div_ceil(FIT_CHARS_PER_TOKEN) as u64)
+            }
+            None => Some(2 + text(usize::try_from(s.get("maxLength")?.as_u64()?).ok()?)),
+        },
+        "integer" | "number" => Some(8),
+        "boolean" | "null" => Some(2),
+        _ => None,
     }
-    u32::try_from(walk(schema)? + REPLY_SLACK_TOKENS).ok()
 }
 
 /// What the system prompt tells the model, including how to use memory.

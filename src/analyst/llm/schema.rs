@@ -39,16 +39,16 @@ pub mod limits {
     /// Why an action, for people, characters.
     pub const RATIONALE: usize = 400;
     /// A post-mortem summary (one paragraph), characters.
-    pub const SUMMARY: usize = 400;
+    pub const SUMMARY: usize = 300;
     /// A post-mortem trigger, characters.
-    pub const TRIGGER: usize = 200;
+    pub const TRIGGER: usize = 150;
     /// One item of a post-mortem list (contributing factor, misleading hypothesis, action item,
     /// detection gap), characters.
-    pub const LIST_ITEM: usize = 120;
+    pub const LIST_ITEM: usize = 80;
     /// A lesson's ALWAYS or BECAUSE part, characters.
-    pub const LESSON_PART: usize = 200;
+    pub const LESSON_PART: usize = 120;
     /// A lesson's SCOPE, characters.
-    pub const SCOPE: usize = 80;
+    pub const SCOPE: usize = 60;
     /// Hypotheses in an investigation answer.
     pub const HYPOTHESES: usize = 3;
     /// Citations per hypothesis.
@@ -58,10 +58,11 @@ pub mod limits {
     /// Actions in an investigation answer.
     pub const ACTIONS: usize = 5;
     /// Items of each post-mortem list. Two, with the bounds above, keep the whole post-mortem
-    /// answer near 1,000 tokens at 3 characters per token (≈ 2,500 characters in all): a small
-    /// local model under a grammar tends to fill every string and list to its bound, and with
-    /// four items of 160 characters (≈ 2,200 tokens) SmolLM2-135M ran into `max_tokens` on a
-    /// 2-core machine instead of closing the object.
+    /// answer under ≈ 2,000 tokens even at one token per character (≈ 1,700 characters of
+    /// strings): a small local model under a grammar fills strings and lists to their bounds,
+    /// with digits and dots that are a token each, and SmolLM2-135M on 2 cores writes ≈ 25
+    /// tokens/s, so the whole answer fits the 90 s timeout. With four items of 160 characters
+    /// it ran into `max_tokens` instead of closing the object.
     pub const LIST_ITEMS: usize = 2;
     /// Lessons in a post-mortem answer.
     pub const LESSONS: usize = 2;
