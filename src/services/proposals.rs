@@ -435,42 +435,15 @@ pub async fn accept(
         .await?;
     }
     let json = serde_json::to_value(&draft).map_err(|e| AppError::Internal(e.into()))?;
-    let at = store::now();
-    if !pstore::decide(
-        &mut tx,
-        id,
-        p.version,
-        ProposalStatus::Accepted,
-        &user.name,
-        at,
-        None,
-        Some(rid),
-        &json,
-    )
-    .await?
-    {
-        return Err(AppError::Conflict(format!(
-            "PRO-{id} was decided by someone else"
-        )));
-    }
-    let incident = IncidentId::parse(&p.incident_id)?;
-    incidents::add_event(
-        &mut tx,
-        &incident,
-        at,
-        &user.name,
-        "proposal_accepted",
-        &format!("{} PRO-{id} accepted: MEM-{rid}", p.kind.as_str()),
-    )
-    .await?;
-    audit::append(
-        &mut tx,
-        &user.name,
-        "proposal.accept",
-        &format!("PRO-{id}"),
-        &serde_json::json!({"kind": p.kind, "incident": p.incident_id, "record": rid}).to_string(),
-    )
-    .await?;
+    let decision = Decision {
+        status: ProposalStatus::Accepted,
+        reason: None,
+        record_id: Some(rid),
+        draft: &json,
+        event: format!("{} PRO-{id} accepted: MEM-{rid}", p.kind.as_str()),
+        audit: serde_json::json!({"kind": p.kind, "incident": p.incident_id, "record": rid}),
+    };
+    record_decision(&mut tx, &p, user, decision).await?;
     tx.commit().await?;
     pstore::get(pool, id).await
 }
@@ -494,45 +467,73 @@ pub async fn reject(
     let mut reason_r = reason;
     crate::services::memory::redact_for(&mut tx, Some(&p.incident_id), &mut [&mut reason_r])
         .await?;
+    let decision = Decision {
+        status: ProposalStatus::Rejected,
+        reason: Some(&reason_r),
+        record_id: None,
+        draft: &p.draft,
+        event: format!("{} PRO-{id} rejected: {reason_r}", p.kind.as_str()),
+        audit: serde_json::json!({"kind": p.kind, "incident": p.incident_id, "reason": reason_r}),
+    };
+    record_decision(&mut tx, &p, user, decision).await?;
+    tx.commit().await?;
+    pstore::get(pool, id).await
+}
+
+/// A reviewer's decision on a proposal, as [`record_decision`] writes it.
+struct Decision<'a> {
+    status: ProposalStatus,
+    reason: Option<&'a str>,
+    record_id: Option<i64>,
+    draft: &'a serde_json::Value,
+    /// The incident timeline's text.
+    event: String,
+    /// The audit entry's details.
+    audit: serde_json::Value,
+}
+
+/// Writes `d` on pending proposal `p` inside `tx`: the compare-and-set on its version (a 409
+/// when someone decided first), the incident timeline event and the audit entry.
+async fn record_decision(
+    tx: &mut store::Tx,
+    p: &StoredProposal,
+    user: &User,
+    d: Decision<'_>,
+) -> AppResult<()> {
+    let id = p.id;
     let at = store::now();
-    if !pstore::decide(
-        &mut tx,
+    let decided = pstore::decide(
+        tx,
         id,
         p.version,
-        ProposalStatus::Rejected,
+        d.status,
         &user.name,
         at,
-        Some(&reason_r),
-        None,
-        &p.draft,
+        d.reason,
+        d.record_id,
+        d.draft,
     )
-    .await?
-    {
+    .await?;
+    if !decided {
         return Err(AppError::Conflict(format!(
             "PRO-{id} was decided by someone else"
         )));
     }
+    let (event, action) = match d.status {
+        ProposalStatus::Accepted => ("proposal_accepted", "proposal.accept"),
+        _ => ("proposal_rejected", "proposal.reject"),
+    };
     let incident = IncidentId::parse(&p.incident_id)?;
-    incidents::add_event(
-        &mut tx,
-        &incident,
-        at,
-        &user.name,
-        "proposal_rejected",
-        &format!("{} PRO-{id} rejected: {reason_r}", p.kind.as_str()),
-    )
-    .await?;
+    incidents::add_event(tx, &incident, at, &user.name, event, &d.event).await?;
     audit::append(
-        &mut tx,
+        tx,
         &user.name,
-        "proposal.reject",
+        action,
         &format!("PRO-{id}"),
-        &serde_json::json!({"kind": p.kind, "incident": p.incident_id, "reason": reason_r})
-            .to_string(),
+        &d.audit.to_string(),
     )
     .await?;
-    tx.commit().await?;
-    pstore::get(pool, id).await
+    Ok(())
 }
 
 /// The pending proposals, oldest first, for the review queue.
