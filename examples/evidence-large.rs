@@ -79,8 +79,17 @@ fn synthetic_log(bytes: usize) -> String {
     out
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+/// The process settings first (`incidentmind::startup`), as the `incidentmind` binary makes
+/// them, then the bench on a multi-threaded runtime.
+fn main() -> anyhow::Result<()> {
+    incidentmind::startup::prepare();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let sizes: Vec<usize> = args
         .iter()
@@ -103,8 +112,18 @@ async fn main() -> anyhow::Result<()> {
     let idle = status_kb("VmRSS:");
     println!("idle RSS {} MB", idle / 1024);
     println!(
-        "{:>5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>9} {:>5} {:>6}",
-        "MB", "status", "seconds", "MB/s", "peak+MB", "×paste", "after MB", "obs", "lines"
+        "{:>5} {:>7} {:>8} {:>9} {:>9} {:>7} {:>9} {:>9} {:>9} {:>5} {:>6}",
+        "MB",
+        "status",
+        "seconds",
+        "MB/s",
+        "peak+MB",
+        "×paste",
+        "after MB",
+        "heap MB",
+        "mapped MB",
+        "obs",
+        "lines"
     );
     // `BENCH_KIND=note` posts the same text as a note (no log extraction), to split the cost.
     let kind = std::env::var("BENCH_KIND").unwrap_or_else(|_| "logs".into());
@@ -140,9 +159,12 @@ async fn main() -> anyhow::Result<()> {
         let peak = status_kb("VmHWM:");
         tokio::time::sleep(std::time::Duration::from_millis(500)).await;
         let after = status_kb("VmRSS:");
+        // Heap and stacks, against file pages mapped in (the SQLite database, read through its
+        // memory map, grows with every paste stored: page cache, not the paste held).
+        let (heap, mapped) = (status_kb("RssAnon:"), status_kb("RssFile:"));
         let extra_mb = peak.saturating_sub(before) as f64 / 1024.0;
         println!(
-            "{:>5} {:>7} {:>8.2} {:>9.1} {:>9.0} {:>7.2} {:>9} {:>5} {:>6}",
+            "{:>5} {:>7} {:>8.2} {:>9.1} {:>9.0} {:>7.2} {:>9} {:>9} {:>9} {:>5} {:>6}",
             mb,
             status.as_u16(),
             secs,
@@ -150,6 +172,8 @@ async fn main() -> anyhow::Result<()> {
             extra_mb,
             extra_mb / mb as f64,
             after / 1024,
+            heap / 1024,
+            mapped / 1024,
             v["observations"].as_array().map_or(0, |a| a.len()),
             v["evidence"]["lines"].as_i64().unwrap_or(0),
         );
