@@ -907,8 +907,10 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         .map(|(score, lists, cosine, r)| {
             let weak = is_weak(&lists, cosine, chance);
             let age = r.age_days(now);
-            let text_stems: BTreeSet<String> =
-                content_words(&r.text).iter().map(|w| stem(&stemmer, w)).collect();
+            let text_stems: BTreeSet<String> = content_words(&r.text)
+                .iter()
+                .map(|w| stem(&stemmer, w))
+                .collect();
             let why = Why {
                 matched_terms: query_stems
                     .iter()
