@@ -970,72 +970,7 @@ async fn learn_inner(
         }
         (None, _) => {}
     }
-    let mut written: Vec<i64> = Vec::new();
-    // Indexes in the full plan → ids (duplicates map to the existing record).
-    let mut ids_by_plan: std::collections::HashMap<usize, i64> = std::collections::HashMap::new();
-    let mut all: Vec<&PlannedMemory> = preview
-        .memories
-        .iter()
-        .chain(preview.duplicates.iter())
-        .collect();
-    all.sort_by_key(|p| {
-        p.record
-            .origin
-            .clone()
-            .and_then(|o| o.rsplit(':').next().and_then(|n| n.parse::<usize>().ok()))
-            .unwrap_or(0)
-    });
-    let mut linked = Vec::new();
-    for p in all {
-        let idx = p
-            .record
-            .origin
-            .as_deref()
-            .and_then(|o| o.rsplit(':').next())
-            .and_then(|n| n.parse::<usize>().ok())
-            .unwrap_or(0);
-        if let Some(existing) = p.duplicate_of {
-            mstore::bump_evidence(
-                &mut tx,
-                existing,
-                &user.name,
-                &format!("confirmed again by {id}"),
-            )
-            .await?;
-            ids_by_plan.insert(idx, existing);
-            linked.push(existing);
-            continue;
-        }
-        if fail_after.is_some_and(|n| written.len() >= n) {
-            return Err(AppError::Internal(anyhow::anyhow!(
-                "failpoint: learn interrupted after {} records",
-                written.len()
-            )));
-        }
-        let mut r = p.record.clone();
-        r.cites
-            .extend(p.cites_planned.iter().filter_map(|i| ids_by_plan.get(i)));
-        // The text was redacted for the preview; write it as is.
-        let (rid, _) = mstore::insert(&mut tx, &r, at).await?;
-        audit::append(&mut tx, &user.name, "memory.write", &format!("MEM-{rid}"), &serde_json::json!({"id": rid, "kind": r.kind, "epistemic_type": r.epistemic_type, "incident": id.as_str(), "validation": r.validation}).to_string()).await?;
-        for c in &p.contradicts {
-            let detail = format!(
-                "{id}'s root cause MEM-{rid} says it was not {}",
-                c.claim.join(" ")
-            );
-            mstore::mark_contradicted(&mut tx, c.id, rid, &user.name, &detail).await?;
-            audit::append(
-                &mut tx,
-                &user.name,
-                "memory.contradict",
-                &format!("MEM-{}", c.id),
-                &serde_json::json!({"id": c.id, "contradicted_by": rid, "claim": c.claim, "incident": id.as_str()}).to_string(),
-            )
-            .await?;
-        }
-        ids_by_plan.insert(idx, rid);
-        written.push(rid);
-    }
+    let (written, linked) = write_plan(&mut tx, user, id, &preview, fail_after, at).await?;
     check_written_citations(&mut tx, &written).await?;
     if !incidents::apply_transition(
         &mut tx,
@@ -1077,6 +1012,85 @@ async fn learn_inner(
     .await?;
     tx.commit().await?;
     Ok(result)
+}
+
+/// Writes Learn's plan in order inside `tx`: links the duplicates, inserts the rest with their
+/// planned citations resolved and marks what they contradict. Returns (written, linked).
+async fn write_plan(
+    tx: &mut store::Tx,
+    user: &User,
+    id: &IncidentId,
+    preview: &LearningsPreview,
+    fail_after: Option<usize>,
+    at: jiff::Timestamp,
+) -> AppResult<(Vec<i64>, Vec<i64>)> {
+    let mut written: Vec<i64> = Vec::new();
+    // Indexes in the full plan → ids (duplicates map to the existing record).
+    let mut ids_by_plan: std::collections::HashMap<usize, i64> = std::collections::HashMap::new();
+    let mut all: Vec<&PlannedMemory> = preview
+        .memories
+        .iter()
+        .chain(preview.duplicates.iter())
+        .collect();
+    all.sort_by_key(|p| {
+        p.record
+            .origin
+            .clone()
+            .and_then(|o| o.rsplit(':').next().and_then(|n| n.parse::<usize>().ok()))
+            .unwrap_or(0)
+    });
+    let mut linked = Vec::new();
+    for p in all {
+        let idx = p
+            .record
+            .origin
+            .as_deref()
+            .and_then(|o| o.rsplit(':').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        if let Some(existing) = p.duplicate_of {
+            mstore::bump_evidence(
+                tx,
+                existing,
+                &user.name,
+                &format!("confirmed again by {id}"),
+            )
+            .await?;
+            ids_by_plan.insert(idx, existing);
+            linked.push(existing);
+            continue;
+        }
+        if fail_after.is_some_and(|n| written.len() >= n) {
+            return Err(AppError::Internal(anyhow::anyhow!(
+                "failpoint: learn interrupted after {} records",
+                written.len()
+            )));
+        }
+        let mut r = p.record.clone();
+        r.cites
+            .extend(p.cites_planned.iter().filter_map(|i| ids_by_plan.get(i)));
+        // The text was redacted for the preview; write it as is.
+        let (rid, _) = mstore::insert(tx, &r, at).await?;
+        audit::append(tx, &user.name, "memory.write", &format!("MEM-{rid}"), &serde_json::json!({"id": rid, "kind": r.kind, "epistemic_type": r.epistemic_type, "incident": id.as_str(), "validation": r.validation}).to_string()).await?;
+        for c in &p.contradicts {
+            let detail = format!(
+                "{id}'s root cause MEM-{rid} says it was not {}",
+                c.claim.join(" ")
+            );
+            mstore::mark_contradicted(tx, c.id, rid, &user.name, &detail).await?;
+            audit::append(
+                tx,
+                &user.name,
+                "memory.contradict",
+                &format!("MEM-{}", c.id),
+                &serde_json::json!({"id": c.id, "contradicted_by": rid, "claim": c.claim, "incident": id.as_str()}).to_string(),
+            )
+            .await?;
+        }
+        ids_by_plan.insert(idx, rid);
+        written.push(rid);
+    }
+    Ok((written, linked))
 }
 
 /// Every inference written must cite something, and no decision may cite only decisions
