@@ -133,26 +133,7 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
         format!("{}; {}", i.service, f.failure_modes.join(", "))
     };
     let root_cause = i.root_cause.clone().unwrap_or_default();
-    let mitigated = f
-        .actions
-        .iter()
-        .filter(|(a, _)| a.outcome == "resolved" || a.outcome == "partially_resolved")
-        .filter_map(|(_, at)| *at)
-        .min()
-        .or(i.resolved_at);
-    let impact = Impact {
-        started_at: Some(
-            f.earliest_evidence
-                .map_or(i.opened_at, |e| e.min(i.opened_at)),
-        ),
-        detected_at: Some(i.opened_at),
-        mitigated_at: mitigated,
-        resolved_at: i.resolved_at,
-        time_to_detect_secs: 0,
-        time_to_resolve_secs: 0,
-        description: format!("{} on {}: {}", i.severity, i.service, i.title),
-    }
-    .with_durations();
+    let impact = impact_of(f);
     let outcome = |o: &str| {
         f.actions
             .iter()
@@ -167,12 +148,80 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
     what_did_not_work.extend(outcome("made_worse"));
     let rejected = outcome("rejected");
     let severity = rule_severity(i.severity);
-    let mut lessons = Vec::new();
     // The root cause goes into rules and action items whole: every sentence (up to a length),
     // quoted after a colon, never spliced into a template phrase where a negation or a second
     // clause would turn it into another statement.
     let cause = whole_sentences(&root_cause, 300);
-    for a in &what_did_not_work {
+    let lessons = draft_lessons(f, &what_did_not_work, &cause, &scope, severity);
+    let trigger = draft_trigger(&f.failure_modes);
+    let mut detection_gaps = Vec::new();
+    if impact.time_to_detect_secs > 600 {
+        detection_gaps.push(format!(
+            "Detected {} after impact began: alert earlier on the first symptom",
+            duration(impact.time_to_detect_secs)
+        ));
+    }
+    let action_items = draft_action_items(f, &what_did_not_work, &cause);
+    let misleading_hypotheses = f
+        .misleading
+        .iter()
+        .filter(|h| !names_root_cause(h, &root_cause))
+        .cloned()
+        .collect();
+    Postmortem {
+        summary: i.summary.clone().unwrap_or_else(|| i.title.clone()),
+        impact,
+        symptoms: f.observations.iter().take(5).cloned().collect(),
+        root_cause,
+        trigger,
+        contributing_factors: Vec::new(),
+        what_worked,
+        what_did_not_work,
+        rejected,
+        misleading_hypotheses,
+        lessons,
+        action_items,
+        detection_gaps,
+    }
+}
+
+/// The draft's impact: started at the earliest evidence (or the opening), mitigated by the
+/// first resolving verdict (or the resolution), with its durations.
+fn impact_of(f: &DraftFacts) -> Impact {
+    let i = &f.incident;
+    let mitigated = f
+        .actions
+        .iter()
+        .filter(|(a, _)| a.outcome == "resolved" || a.outcome == "partially_resolved")
+        .filter_map(|(_, at)| *at)
+        .min()
+        .or(i.resolved_at);
+    Impact {
+        started_at: Some(
+            f.earliest_evidence
+                .map_or(i.opened_at, |e| e.min(i.opened_at)),
+        ),
+        detected_at: Some(i.opened_at),
+        mitigated_at: mitigated,
+        resolved_at: i.resolved_at,
+        time_to_detect_secs: 0,
+        time_to_resolve_secs: 0,
+        description: format!("{} on {}: {}", i.severity, i.service, i.title),
+    }
+    .with_durations()
+}
+
+/// The draft's lessons: one per action that did not work, and one to check for the root cause.
+fn draft_lessons(
+    f: &DraftFacts,
+    what_did_not_work: &[ActionOutcome],
+    cause: &str,
+    scope: &str,
+    severity: RuleSeverity,
+) -> Vec<Rule> {
+    let i = &f.incident;
+    let mut lessons = Vec::new();
+    for a in what_did_not_work {
         lessons.push(Rule {
             always: if cause.is_empty() {
                 format!(
@@ -205,7 +254,7 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
                     format!(": {}", one_line(&a.note))
                 }
             ),
-            scope: scope.clone(),
+            scope: scope.to_string(),
             severity,
         });
     }
@@ -222,24 +271,32 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
                 i.id
             ),
             because: format!("The confirmed root cause of {}: {cause}", i.id),
-            scope: scope.clone(),
+            scope: scope.to_string(),
             severity,
         });
     }
-    let trigger = if f.failure_modes.iter().any(|t| t == "deploy_change") {
+    lessons
+}
+
+/// The draft's trigger, from the failure modes (a deploy or a config change), else a prompt.
+fn draft_trigger(failure_modes: &[String]) -> String {
+    if failure_modes.iter().any(|t| t == "deploy_change") {
         "A deploy shortly before the impact began".to_string()
-    } else if f.failure_modes.iter().any(|t| t == "config_change") {
+    } else if failure_modes.iter().any(|t| t == "config_change") {
         "A configuration or feature-flag change shortly before the impact began".to_string()
     } else {
         "Unknown — fill in what set it off".to_string()
-    };
-    let mut detection_gaps = Vec::new();
-    if impact.time_to_detect_secs > 600 {
-        detection_gaps.push(format!(
-            "Detected {} after impact began: alert earlier on the first symptom",
-            duration(impact.time_to_detect_secs)
-        ));
     }
+}
+
+/// The draft's action items: a regression test or alert for the root cause, and a runbook
+/// update per action that did not work.
+fn draft_action_items(
+    f: &DraftFacts,
+    what_did_not_work: &[ActionOutcome],
+    cause: &str,
+) -> Vec<String> {
+    let i = &f.incident;
     let mut action_items = vec![if cause.is_empty() {
         format!(
             "Add a regression test or an alert for the root cause of {}",
@@ -251,34 +308,14 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
             i.id
         )
     }];
-    for a in &what_did_not_work {
+    for a in what_did_not_work {
         action_items.push(format!(
             "Update the {} runbook: {} does not fix this failure mode",
             i.service,
             a.kind.label().to_lowercase()
         ));
     }
-    let misleading_hypotheses = f
-        .misleading
-        .iter()
-        .filter(|h| !names_root_cause(h, &root_cause))
-        .cloned()
-        .collect();
-    Postmortem {
-        summary: i.summary.clone().unwrap_or_else(|| i.title.clone()),
-        impact,
-        symptoms: f.observations.iter().take(5).cloned().collect(),
-        root_cause,
-        trigger,
-        contributing_factors: Vec::new(),
-        what_worked,
-        what_did_not_work,
-        rejected,
-        misleading_hypotheses,
-        lessons,
-        action_items,
-        detection_gaps,
-    }
+    action_items
 }
 
 /// Byte offset of the end of the first sentence of `t`: the first line break, or the first `.`,
