@@ -50,6 +50,9 @@
 //!
 //! Every pass is linear in the text (the regex crate guarantees it; context checks look at a
 //! bounded window), so a 50 MB paste costs a few passes over it.
+//!
+//! Long because it is the one policy: every pattern and the order they run in stay in one place,
+//! with their tests (about 250 lines).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;

@@ -2,6 +2,9 @@
 //! root-cause hypotheses and actions; evidence disambiguates look-alikes (a flat request rate
 //! with climbing pool wait reads as a leak, a climbing one as load); recalled memory adds "same as
 //! INC-…" hypotheses, actions that worked before, and rules.
+//!
+//! Just over 600 lines because the playbook table is most of it; the tests are in
+//! `builtin_tests.rs`.
 
 use std::collections::BTreeSet;
 

@@ -6,6 +6,9 @@
 //! One rule picks what a window holds: the incidents **opened** at or after its start
 //! ([`Window::since`]), and everything recorded on them (their actions, verdicts, resolutions),
 //! whenever it happened.
+//!
+//! Over 600 lines because each view's output types sit next to the function that computes it; the
+//! tests are in `insights_tests.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -25,6 +25,9 @@
 //! a pressure series (pool wait, latency, connections in use...) rising (climbing or step up)
 //! while every request-rate series is flat ⇒ leak-like, tag `connection_leak`; rising while a
 //! request-rate series also rises ⇒ load-driven, tag `traffic_surge`.
+//!
+//! Long because the three input formats' parsers, the trend rule and the derived observations are
+//! one pipeline over the same series types; its tests are in `evidence/tests.rs`.
 
 use std::collections::HashMap;
 

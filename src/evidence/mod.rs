@@ -12,6 +12,9 @@
 //! Work is bounded: [`LogExtractor`] keeps at most [`MAX_TEMPLATES`] templates, at most
 //! [`MAX_RANGES`] line ranges per template, tokenizes at most [`MAX_TOKENIZE_BYTES`] of a message,
 //! and stores examples of at most [`MAX_EXAMPLE_CHARS`] characters, whatever the input size.
+//!
+//! Long because it holds the public types every parser returns and the log extractor that ranks
+//! their observations; the parsers themselves are in the submodules named above.
 
 pub mod alerts;
 pub mod csv;

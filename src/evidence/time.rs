@@ -4,6 +4,9 @@
 //! consumed, so the caller can continue parsing the rest of the line. A time without a zone is taken
 //! as UTC. Conversion from a civil date uses Howard Hinnant's `days_from_civil` algorithm
 //! (<https://howardhinnant.github.io/date_algorithms.html>).
+//!
+//! Long because it is a parser whose cases belong together: each layout is tried against the others
+//! in [`scan_stamp`], and its tests (about 160 lines) stay beside them.
 
 /// Nanoseconds per second.
 pub const NS: i64 = 1_000_000_000;

@@ -16,6 +16,9 @@
 //! why it was recalled (lists, matched words, shared tags, cosine) and carries marks for stale,
 //! superseded or contradicted records. Nothing is cut by a similarity threshold: when no list has
 //! a candidate the result says so. Mechanisms can be turned off one by one ([`RecallTuning`]).
+//!
+//! Long because it is the one recall pipeline: query expansion, the lists, their fusion and
+//! ranking, and the results' "why" are read together, with their tests (about 155 lines).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;

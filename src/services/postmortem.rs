@@ -2,6 +2,9 @@
 //! knowledge. Draft (resolved → postmortem_draft) builds the document from what happened; a
 //! reviewer other than the last editor confirms it; the learnings plan is shown as a preview and
 //! Learn writes exactly that plan in one transaction, once.
+//!
+//! Long because draft, confirm, the learnings plan and Learn are one workflow over the same
+//! post-mortem and plan types, and Learn writes exactly what the plan built.
 
 use std::collections::BTreeSet;
 

@@ -1,5 +1,8 @@
 //! Server-rendered pages (askama). Every page works without JavaScript; forms POST and redirect
 //! with 303, or re-render with the input and a 422 on a validation error.
+//!
+//! Long because the incident page is most of it: its page struct, its builder and its cached copy
+//! (`RenderedPages`), beside the sign-in and profile pages.
 
 use askama::Template;
 use askama_web::WebTemplate;
