@@ -417,6 +417,10 @@ fn report_unexpected(status: u16, body: &str) {
 
 /// Sends one request of `route` (a webhook may turn into a duplicate, a paste into a repeat);
 /// returns the route it was and whether it answered as expected.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one match arm per route of the soak mix, each with the answer it expects"
+)]
 async fn one(c: &mut Conn, s: &Shared, route: Route) -> (Route, bool) {
     let b = &s.base;
     let t = &s.token;
@@ -646,6 +650,10 @@ fn main() -> anyhow::Result<()> {
         .block_on(run())
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "a benchmark run: it sets up, measures each figure in turn and prints it against its floor, top to bottom"
+)]
 async fn run() -> anyhow::Result<()> {
     let mut connections = 200usize;
     let mut seconds = 600u64;

@@ -3,6 +3,8 @@
 //! `eval recall`.
 //!
 //! Every option also reads an `INCIDENTMIND_…` environment variable; `--help` lists them.
+//!
+//! Long because it holds every command's clap options next to the function that runs the command.
 
 use std::io::{BufRead, Write};
 

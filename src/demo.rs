@@ -128,12 +128,25 @@ async fn story(db: &str) -> anyhow::Result<()> {
         loaded.last().map(|x| x.1.to_string()).unwrap_or_default()
     );
 
+    let (a_id, inv) = incident_a(&api, &rita).await?;
+    try_actions(&api, &rita, &a_id, &inv).await?;
+    learn_a(&api, &rita, &victor, &a_id).await?;
+
+    // What `serve`'s memory worker does right after Learn: A's document and vectors.
+    crate::memory::embeddings::catch_up(&memory).await?;
+
+    incident_b(&api, &rita, &a_id).await
+}
+
+/// Steps 3 and 4: incident A opened with logs, then investigated. Returns its id and the
+/// investigation.
+async fn incident_a(api: &Api, rita: &str) -> anyhow::Result<(String, Value)> {
     step(3, "incident A: open, paste logs, see observations");
-    let a = api.post(&rita, "/api/v1/incidents", json!({"title": "Checkout API returns 503s", "service": "payments-api", "severity": "SEV2", "description": "Checkout failing since 14:05; database looks idle."})).await?;
+    let a = api.post(rita, "/api/v1/incidents", json!({"title": "Checkout API returns 503s", "service": "payments-api", "severity": "SEV2", "description": "Checkout failing since 14:05; database looks idle."})).await?;
     let a_id = a["id"].as_str().unwrap_or_default().to_string();
     let ev = api
         .post(
-            &rita,
+            rita,
             &format!("/api/v1/incidents/{a_id}/evidence"),
             json!({"kind": "logs", "content": LOG_A, "source": "kubectl logs payments-api"}),
         )
@@ -160,7 +173,7 @@ async fn story(db: &str) -> anyhow::Result<()> {
     step(4, "investigate A");
     let inv = api
         .post(
-            &rita,
+            rita,
             &format!("/api/v1/incidents/{a_id}/investigate"),
             json!({}),
         )
@@ -186,15 +199,20 @@ async fn story(db: &str) -> anyhow::Result<()> {
             }
         );
     }
+    Ok((a_id, inv))
+}
 
+/// Step 5: raise_pool_limit approved and judged "did not resolve", rollback_deploy approved and
+/// judged "resolved".
+async fn try_actions(api: &Api, rita: &str, a_id: &str, inv: &Value) -> anyhow::Result<()> {
     step(
         5,
         "approve raise_pool_limit (simulated) → verdict: did not resolve; approve rollback_deploy → resolved",
     );
-    let raise = rec_id(&inv, "raise_pool_limit")?;
+    let raise = rec_id(inv, "raise_pool_limit")?;
     let t = api
         .post(
-            &rita,
+            rita,
             &format!("/api/v1/incidents/{a_id}/recommendations/{raise}/approve"),
             json!({}),
         )
@@ -209,47 +227,48 @@ async fn story(db: &str) -> anyhow::Result<()> {
             .unwrap_or_default()
     );
     api.post(
-        &rita,
+        rita,
         &format!("/api/v1/incidents/{a_id}/recommendations/{raise}/verdict"),
         json!({"verdict": "did_not_resolve", "note": "pool filled again within minutes"}),
     )
     .await?;
-    let rollback = rec_id(&inv, "rollback_deploy")?;
+    let rollback = rec_id(inv, "rollback_deploy")?;
     api.post(
-        &rita,
+        rita,
         &format!("/api/v1/incidents/{a_id}/recommendations/{rollback}/approve"),
         json!({}),
     )
     .await?;
     api.post(
-        &rita,
+        rita,
         &format!("/api/v1/incidents/{a_id}/recommendations/{rollback}/verdict"),
         json!({"verdict": "resolved", "note": "pool usage back to normal"}),
     )
     .await?;
+    Ok(())
+}
 
+/// Step 6: A resolved, its post-mortem drafted, confirmed by a reviewer, previewed and learned.
+async fn learn_a(api: &Api, rita: &str, victor: &str, a_id: &str) -> anyhow::Result<()> {
     step(
         6,
         "resolve A, draft the post-mortem, a reviewer confirms, preview, learn",
     );
-    api.post(&rita, &format!("/api/v1/incidents/{a_id}/resolve"), json!({"summary": "Rolled back payments-api 2.15.0.", "root_cause": "A connection leak in the new refund path."})).await?;
+    api.post(rita, &format!("/api/v1/incidents/{a_id}/resolve"), json!({"summary": "Rolled back payments-api 2.15.0.", "root_cause": "A connection leak in the new refund path."})).await?;
     api.post(
-        &rita,
+        rita,
         &format!("/api/v1/incidents/{a_id}/postmortem"),
         json!({}),
     )
     .await?;
     api.post(
-        &victor,
+        victor,
         &format!("/api/v1/incidents/{a_id}/postmortem/confirm"),
         json!({}),
     )
     .await?;
     let preview = api
-        .get(
-            &rita,
-            &format!("/api/v1/incidents/{a_id}/learnings/preview"),
-        )
+        .get(rita, &format!("/api/v1/incidents/{a_id}/learnings/preview"))
         .await?;
     println!(
         "    preview: {}",
@@ -257,7 +276,7 @@ async fn story(db: &str) -> anyhow::Result<()> {
     );
     let learned = api
         .post(
-            &victor,
+            victor,
             &format!("/api/v1/incidents/{a_id}/learn"),
             json!({}),
         )
@@ -270,22 +289,23 @@ async fn story(db: &str) -> anyhow::Result<()> {
         preview["memories"].as_array().map(Vec::len) == learned["written"].as_array().map(Vec::len),
         "preview and learn disagree"
     );
+    Ok(())
+}
 
-    // What `serve`'s memory worker does right after Learn: A's document and vectors.
-    crate::memory::embeddings::catch_up(&memory).await?;
-
+/// Step 7: incident B, in other words on the same service, recalls A and warns on its dead end.
+async fn incident_b(api: &Api, rita: &str, a_id: &str) -> anyhow::Result<()> {
     step(7, "incident B, other words, same service: investigate");
-    let b = api.post(&rita, "/api/v1/incidents", json!({"title": "Card payments hang at the last step", "service": "payments-api", "severity": "SEV2", "description": "Customers wait forever on pay; requests time out waiting on the db."})).await?;
+    let b = api.post(rita, "/api/v1/incidents", json!({"title": "Card payments hang at the last step", "service": "payments-api", "severity": "SEV2", "description": "Customers wait forever on pay; requests time out waiting on the db."})).await?;
     let b_id = b["id"].as_str().unwrap_or_default().to_string();
     api.post(
-        &rita,
+        rita,
         &format!("/api/v1/incidents/{b_id}/evidence"),
         json!({"kind": "logs", "content": LOG_B}),
     )
     .await?;
     let inv_b = api
         .post(
-            &rita,
+            rita,
             &format!("/api/v1/incidents/{b_id}/investigate"),
             json!({}),
         )
@@ -294,7 +314,7 @@ async fn story(db: &str) -> anyhow::Result<()> {
         .as_array()
         .into_iter()
         .flatten()
-        .any(|m| m["incident_id"] == a_id.as_str());
+        .any(|m| m["incident_id"] == a_id);
     let cited_a = inv_b["hypotheses"]
         .as_array()
         .into_iter()
@@ -304,7 +324,7 @@ async fn story(db: &str) -> anyhow::Result<()> {
                 .as_array()
                 .into_iter()
                 .flatten()
-                .any(|p| p["id"] == a_id.as_str())
+                .any(|p| p["id"] == a_id)
         });
     println!("    recalled prior incident {a_id}: {recalled_a}; cited by a hypothesis: {cited_a}");
     let raise_b = inv_b["recommendations"]
@@ -318,7 +338,7 @@ async fn story(db: &str) -> anyhow::Result<()> {
         .as_array()
         .into_iter()
         .flatten()
-        .any(|i| i == a_id.as_str());
+        .any(|i| i == a_id);
     anyhow::ensure!(
         recalled_a && warns_a,
         "incident B did not recall {a_id} and warn on its dead end"

@@ -8,6 +8,9 @@
 //! given to the system.
 //!
 //! Input: the schema of `../shared/data/recall-dev.json`.
+//!
+//! Just over 600 lines: the set's schema, the report and the run that fills it are one measurement,
+//! read together.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -24,6 +27,7 @@ use crate::memory::recall::{self, RecallQuery};
 use crate::memory::{Embedder, Memory, RecallTuning, embeddings};
 use crate::sample::{self, PastIncident};
 use crate::services::{evidence, investigation, workflow};
+use crate::store::users::User;
 use crate::store::{self, incidents};
 
 /// A query incident of the set.
@@ -334,21 +338,23 @@ pub async fn recall_eval_with(
     report
 }
 
-async fn run(
+/// The past incidents' ids in this database: `reused` from a saved replay, else each past
+/// incident replayed through the workflow (then saved to `save` when given).
+async fn replay_past(
     memory: &Memory,
     set: &EvalSet,
     reused: Option<HashMap<String, String>>,
     save: Option<(&Path, &Path)>,
-) -> anyhow::Result<Report> {
+    responder: &User,
+    reviewer: &User,
+) -> anyhow::Result<HashMap<String, String>> {
     let pool = memory.pool();
-    let started = Instant::now();
-    let (responder, reviewer) = sample::history_users(pool).await?;
     let mut past_to_inc: HashMap<String, String> = HashMap::new();
     if let Some(map) = reused {
         past_to_inc = map;
     } else {
         for p in &set.past {
-            let id = sample::replay(memory, p, &responder, &reviewer)
+            let id = sample::replay(memory, p, responder, reviewer)
                 .await
                 .map_err(|e| anyhow::anyhow!("replaying {}: {e}", p.id))?;
             past_to_inc.insert(p.id.clone(), id.to_string());
@@ -363,168 +369,211 @@ async fn run(
             std::fs::write(map, serde_json::to_string(&past_to_inc)?)?;
         }
     }
-    let inc_to_past: HashMap<String, String> = past_to_inc
-        .iter()
-        .map(|(p, i)| (i.clone(), p.clone()))
-        .collect();
-    let label = |inc: &String| {
+    Ok(past_to_inc)
+}
+
+/// Names an incident id with the past incident it replays: `INC-…=past-id`.
+fn labeller(inc_to_past: &HashMap<String, String>) -> impl Fn(&String) -> String + Copy + '_ {
+    |inc: &String| {
         inc_to_past
             .get(inc)
             .map(|p| format!("{inc}={p}"))
             .unwrap_or_else(|| inc.clone())
-    };
+    }
+}
 
-    let mut queries = Vec::new();
-    for q in &set.queries {
-        let new = NewIncident::parse(
-            &first_sentence(&q.description),
-            "unknown",
-            "SEV2",
-            &q.description,
-        )?;
-        let inc = workflow::open_incident(pool, &responder.name, &new).await?;
-        if !q.evidence.is_empty() {
-            evidence::add(
-                pool,
-                &responder.name,
-                &inc.id,
-                EvidenceKind::Logs,
-                q.evidence.join("\n"),
-                &format!("recall eval {}", q.id),
-                None,
-            )
-            .await?;
-        }
-        let view = investigation::investigate(memory, None, &responder.name, &inc.id).await?;
-        let recalled = distinct(view.recalled.iter().map(|r| r.incident_id.as_deref()));
-        // Recall is deterministic: the analyst's input again, with scores and why (the view
-        // keeps neither), for the detail lines and the hidden-warning check below.
-        let incident = incidents::get(pool, &inc.id).await?;
-        let (obs, tags) = investigation::incident_tags(pool, &incident).await?;
-        let input = investigation::analyst_input(memory, incident, obs, tags).await?;
-        let mut detail = vec![format!("tags: {}", input.failure_modes.join(", "))];
-        let ranked = investigation::recall_for_incident(
-            memory,
-            &input.incident,
-            &input.observations,
-            &input.failure_modes,
-            12,
+/// One query: opens it as an incident with its evidence, investigates, and ranks the expected
+/// past incident among those recalled, with the must-warn check and the detail lines.
+async fn run_query(
+    memory: &Memory,
+    q: &EvalQuery,
+    responder: &User,
+    past_to_inc: &HashMap<String, String>,
+    inc_to_past: &HashMap<String, String>,
+) -> anyhow::Result<QueryResult> {
+    let pool = memory.pool();
+    let label = labeller(inc_to_past);
+    let new = NewIncident::parse(
+        &first_sentence(&q.description),
+        "unknown",
+        "SEV2",
+        &q.description,
+    )?;
+    let inc = workflow::open_incident(pool, &responder.name, &new).await?;
+    if !q.evidence.is_empty() {
+        evidence::add(
+            pool,
+            &responder.name,
+            &inc.id,
+            EvidenceKind::Logs,
+            q.evidence.join("\n"),
+            &format!("recall eval {}", q.id),
+            None,
         )
         .await?;
-        detail.extend(ranked.incidents.iter().take(4).map(|m| {
+    }
+    let view = investigation::investigate(memory, None, &responder.name, &inc.id).await?;
+    let recalled = distinct(view.recalled.iter().map(|r| r.incident_id.as_deref()));
+    // Recall is deterministic: the analyst's input again, with scores and why (the view
+    // keeps neither), for the detail lines and the hidden-warning check below.
+    let incident = incidents::get(pool, &inc.id).await?;
+    let (obs, tags) = investigation::incident_tags(pool, &incident).await?;
+    let input = investigation::analyst_input(memory, incident, obs, tags).await?;
+    let mut detail = vec![format!("tags: {}", input.failure_modes.join(", "))];
+    let ranked = investigation::recall_for_incident(
+        memory,
+        &input.incident,
+        &input.observations,
+        &input.failure_modes,
+        12,
+    )
+    .await?;
+    detail.extend(ranked.incidents.iter().take(4).map(|m| {
+        format!(
+            "incident {} {:.4} lists={}",
+            label(&m.incident_id),
+            m.score,
+            m.lists
+                .iter()
+                .zip(&m.ranks)
+                .map(|(l, r)| format!("{l}@{r}"))
+                .collect::<Vec<_>>()
+                .join("+")
+        )
+    }));
+    detail.extend(input.recalled.iter().map(|r| {
+        format!(
+            "{} {} {:.4} lists={} tags={} terms={}",
+            r.memory.incident_id.as_ref().map_or("-".to_string(), label),
+            r.memory.kind.as_str(),
+            r.score,
+            r.why.lists.join("+"),
+            r.why.tags.join(","),
+            r.why.matched_terms.join(",")
+        )
+    }));
+    let expected_inc = past_to_inc.get(&q.expected);
+    let rank = rank_of(&recalled, expected_inc);
+    let warn = match (&q.must_warn, expected_inc) {
+        (Some(kind), Some(e)) => {
+            let listed = view.recommendations.iter().find(|r| &r.kind == kind);
+            let status = match listed {
+                Some(r)
+                    if r.warning
+                        .as_ref()
+                        .is_some_and(|w| w.incident_ids.contains(e)) =>
+                {
+                    WarnStatus::Ok
+                }
+                Some(_) => WarnStatus::Unwarned,
+                None => {
+                    // Was it proposed at all? Run the analyst on the same input.
+                    let out = BuiltinAnalyst::analyse(&input);
+                    if out.actions.iter().any(|a| &a.kind == kind) {
+                        WarnStatus::Hidden
+                    } else {
+                        WarnStatus::Missing
+                    }
+                }
+            };
+            Some((kind.clone(), status))
+        }
+        (Some(kind), None) => Some((kind.clone(), WarnStatus::Missing)),
+        _ => None,
+    };
+    Ok(QueryResult {
+        id: q.id.clone(),
+        expected: q.expected.clone(),
+        rank,
+        top: recalled.iter().map(label).collect(),
+        hard: q.hard,
+        warn,
+        detail,
+    })
+}
+
+/// One forward-looking question: recalls it and ranks the expected past incident among the
+/// lessons and among all records.
+async fn run_question(
+    memory: &Memory,
+    p: &EvalQuestion,
+    past_to_inc: &HashMap<String, String>,
+    inc_to_past: &HashMap<String, String>,
+) -> anyhow::Result<QuestionResult> {
+    let label = labeller(inc_to_past);
+    let res = recall::recall(
+        memory,
+        &RecallQuery {
+            text: p.question.clone(),
+            k: 30,
+            ..Default::default()
+        },
+    )
+    .await?;
+    let all = distinct(res.results.iter().map(|r| r.memory.incident_id.as_deref()));
+    let lessons = distinct(
+        res.results
+            .iter()
+            .filter(|r| r.memory.kind == MemoryKind::Lesson)
+            .map(|r| r.memory.incident_id.as_deref()),
+    );
+    let expected_inc = past_to_inc.get(&p.expected);
+    let mut detail: Vec<String> = res
+        .incidents
+        .iter()
+        .take(5)
+        .map(|m| {
             format!(
                 "incident {} {:.4} lists={}",
                 label(&m.incident_id),
                 m.score,
-                m.lists
-                    .iter()
-                    .zip(&m.ranks)
-                    .map(|(l, r)| format!("{l}@{r}"))
-                    .collect::<Vec<_>>()
-                    .join("+")
+                m.lists.join("+")
             )
-        }));
-        detail.extend(input.recalled.iter().map(|r| {
-            format!(
-                "{} {} {:.4} lists={} tags={} terms={}",
-                r.memory.incident_id.as_ref().map_or("-".to_string(), label),
-                r.memory.kind.as_str(),
-                r.score,
-                r.why.lists.join("+"),
-                r.why.tags.join(","),
-                r.why.matched_terms.join(",")
-            )
-        }));
-        let expected_inc = past_to_inc.get(&q.expected);
-        let rank = rank_of(&recalled, expected_inc);
-        let warn = match (&q.must_warn, expected_inc) {
-            (Some(kind), Some(e)) => {
-                let listed = view.recommendations.iter().find(|r| &r.kind == kind);
-                let status = match listed {
-                    Some(r)
-                        if r.warning
-                            .as_ref()
-                            .is_some_and(|w| w.incident_ids.contains(e)) =>
-                    {
-                        WarnStatus::Ok
-                    }
-                    Some(_) => WarnStatus::Unwarned,
-                    None => {
-                        // Was it proposed at all? Run the analyst on the same input.
-                        let out = BuiltinAnalyst::analyse(&input);
-                        if out.actions.iter().any(|a| &a.kind == kind) {
-                            WarnStatus::Hidden
-                        } else {
-                            WarnStatus::Missing
-                        }
-                    }
-                };
-                Some((kind.clone(), status))
-            }
-            (Some(kind), None) => Some((kind.clone(), WarnStatus::Missing)),
-            _ => None,
-        };
-        queries.push(QueryResult {
-            id: q.id.clone(),
-            expected: q.expected.clone(),
-            rank,
-            top: recalled.iter().map(label).collect(),
-            hard: q.hard,
-            warn,
-            detail,
-        });
+        })
+        .collect();
+    detail.extend(res.results.iter().take(8).map(|r| {
+        format!(
+            "{} {} {:.4} lists={} cos={}",
+            r.memory.incident_id.as_ref().map_or("-".to_string(), label),
+            r.memory.kind.as_str(),
+            r.score,
+            r.why.lists.join("+"),
+            r.why.cosine.map_or("-".into(), |c| format!("{c:.3}"))
+        )
+    }));
+    Ok(QuestionResult {
+        detail,
+        id: p.id.clone(),
+        expected: p.expected.clone(),
+        rank_lessons: rank_of(&lessons, expected_inc),
+        rank_all: rank_of(&all, expected_inc),
+        top: lessons.iter().map(label).collect(),
+    })
+}
+
+async fn run(
+    memory: &Memory,
+    set: &EvalSet,
+    reused: Option<HashMap<String, String>>,
+    save: Option<(&Path, &Path)>,
+) -> anyhow::Result<Report> {
+    let pool = memory.pool();
+    let started = Instant::now();
+    let (responder, reviewer) = sample::history_users(pool).await?;
+    let past_to_inc = replay_past(memory, set, reused, save, &responder, &reviewer).await?;
+    let inc_to_past: HashMap<String, String> = past_to_inc
+        .iter()
+        .map(|(p, i)| (i.clone(), p.clone()))
+        .collect();
+
+    let mut queries = Vec::new();
+    for q in &set.queries {
+        queries.push(run_query(memory, q, &responder, &past_to_inc, &inc_to_past).await?);
     }
 
     let mut prescriptive = Vec::new();
     for p in &set.prescriptive {
-        let res = recall::recall(
-            memory,
-            &RecallQuery {
-                text: p.question.clone(),
-                k: 30,
-                ..Default::default()
-            },
-        )
-        .await?;
-        let all = distinct(res.results.iter().map(|r| r.memory.incident_id.as_deref()));
-        let lessons = distinct(
-            res.results
-                .iter()
-                .filter(|r| r.memory.kind == MemoryKind::Lesson)
-                .map(|r| r.memory.incident_id.as_deref()),
-        );
-        let expected_inc = past_to_inc.get(&p.expected);
-        let mut detail: Vec<String> = res
-            .incidents
-            .iter()
-            .take(5)
-            .map(|m| {
-                format!(
-                    "incident {} {:.4} lists={}",
-                    label(&m.incident_id),
-                    m.score,
-                    m.lists.join("+")
-                )
-            })
-            .collect();
-        detail.extend(res.results.iter().take(8).map(|r| {
-            format!(
-                "{} {} {:.4} lists={} cos={}",
-                r.memory.incident_id.as_ref().map_or("-".to_string(), label),
-                r.memory.kind.as_str(),
-                r.score,
-                r.why.lists.join("+"),
-                r.why.cosine.map_or("-".into(), |c| format!("{c:.3}"))
-            )
-        }));
-        prescriptive.push(QuestionResult {
-            detail,
-            id: p.id.clone(),
-            expected: p.expected.clone(),
-            rank_lessons: rank_of(&lessons, expected_inc),
-            rank_all: rank_of(&all, expected_inc),
-            top: lessons.iter().map(label).collect(),
-        });
+        prescriptive.push(run_question(memory, p, &past_to_inc, &inc_to_past).await?);
     }
 
     let ranks: Vec<Option<usize>> = queries.iter().map(|q| q.rank).collect();

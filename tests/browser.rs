@@ -285,6 +285,10 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
 }
 
 /// The whole workflow through the forms at one screen size, on a fresh app.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the whole workflow through the forms in one browser session, each page reached from the one before"
+)]
 async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     let vp = checks.vp;
     // The app, with the sample history loaded through the normal workflow.

@@ -252,6 +252,10 @@ struct Outcome {
     answer: Value,
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one live investigation against a real model server, step by step, with what each step showed"
+)]
 async fn investigation_on(live: &Live, rung: Rung, test: &str) -> Outcome {
     let llm = live.analyst(rung, live.timeout);
     let app = spawn_app_full(Default::default(), Some(llm.clone())).await;
@@ -467,6 +471,10 @@ impl Analyst for LiveDrafter {
     }
 }
 
+#[allow(
+    clippy::too_many_lines,
+    reason = "one live post-mortem draft against a real model server, step by step, with what each step showed"
+)]
 async fn postmortem_on(live: &Live, rung: Rung, test: &str) -> Outcome {
     let llm = live.analyst(rung, live.timeout);
     let app = spawn_app_full(Default::default(), Some(Arc::new(LiveDrafter(llm.clone())))).await;

@@ -2,6 +2,9 @@
 //! root-cause hypotheses and actions; evidence disambiguates look-alikes (a flat request rate
 //! with climbing pool wait reads as a leak, a climbing one as load); recalled memory adds "same as
 //! INC-…" hypotheses, actions that worked before, and rules.
+//!
+//! Just over 600 lines because the playbook table is most of it; the tests are in
+//! `builtin_tests.rs`.
 
 use std::collections::BTreeSet;
 
@@ -418,144 +421,162 @@ fn incident_of(m: &crate::memory::recall::Recalled) -> Option<&str> {
     m.memory.incident_id.as_deref()
 }
 
+/// Ids of up to 5 of the incident's observations that carry one of `play_tags`.
+fn cites_for(input: &InvestigationInput, play_tags: &[&str]) -> Vec<i64> {
+    input
+        .observations
+        .iter()
+        .filter(|o| {
+            o.failure_modes
+                .iter()
+                .any(|t| play_tags.contains(&t.as_str()))
+        })
+        .map(|o| o.id)
+        .take(5)
+        .collect()
+}
+
+/// Step 1 of [`BuiltinAnalyst::analyse`]: hypotheses from recalled root causes.
+fn prior_hypotheses(input: &InvestigationInput, out: &mut AnalystOutput) {
+    // 1. Prior incidents: a confirmed root cause recalled with shared failure modes.
+    let mut seen_prior = BTreeSet::new();
+    for r in input
+        .recalled
+        .iter()
+        .filter(|r| r.memory.kind == MemoryKind::RootCause)
+    {
+        let Some(inc) = incident_of(r) else { continue };
+        if !seen_prior.insert(inc.to_string()) || seen_prior.len() > 2 {
+            continue;
+        }
+        let shared: Vec<String> = r.why.tags.clone();
+        let why = if shared.is_empty() {
+            format!("similar wording ({})", r.why.matched_terms.join(", "))
+        } else {
+            format!("same failure modes ({})", shared.join(", "))
+        };
+        let mut cites = vec![r.memory.id];
+        cites.extend(cites_for(
+            input,
+            &shared.iter().map(String::as_str).collect::<Vec<_>>(),
+        ));
+        out.hypotheses.push(ProposedHypothesis {
+            statement: format!("Same cause as {inc}: {}", r.memory.text),
+            confidence: if shared.is_empty() {
+                Confidence::Low
+            } else {
+                Confidence::Medium
+            },
+            cites,
+            prior_incidents: vec![PriorIncident {
+                id: inc.to_string(),
+                why,
+            }],
+        });
+    }
+}
+
+/// Step 2 of [`BuiltinAnalyst::analyse`]: the plays whose tags match, with their actions.
+fn playbook(input: &InvestigationInput, tags: &BTreeSet<&str>, out: &mut AnalystOutput) {
+    // 2. The playbook over this incident's tags.
+    for play in PLAYBOOK {
+        if !play.when.iter().all(|t| tags.contains(t))
+            || play.unless.iter().any(|t| tags.contains(t))
+        {
+            continue;
+        }
+        let h = out.hypotheses.len();
+        let prior: Vec<PriorIncident> = input
+            .recalled
+            .iter()
+            .filter(|r| {
+                r.memory
+                    .failure_modes
+                    .iter()
+                    .any(|t| play.when.contains(&t.as_str()))
+            })
+            .filter_map(|r| incident_of(r).map(|i| (i, r)))
+            .take(2)
+            .map(|(i, r)| PriorIncident {
+                id: i.to_string(),
+                why: format!(
+                    "{} recorded there: {}",
+                    r.memory.kind,
+                    crate::evidence::truncate_chars(&r.memory.text, 160)
+                ),
+            })
+            .collect();
+        out.hypotheses.push(ProposedHypothesis {
+            statement: play.hypothesis.to_string(),
+            confidence: play.confidence,
+            cites: cites_for(input, play.when),
+            prior_incidents: prior,
+        });
+        for (kind, why) in play.actions {
+            out.actions.push(ProposedAction {
+                kind: kind.as_str().into(),
+                target: input.incident.service.clone(),
+                rationale: (*why).into(),
+                hypothesis: Some(h),
+            });
+        }
+    }
+}
+
+/// Steps 3 and 4 of [`BuiltinAnalyst::analyse`]: actions that worked or were tried before.
+fn tried_before(input: &InvestigationInput, out: &mut AnalystOutput) {
+    // 3. What worked before on similar incidents.
+    for r in input
+        .recalled
+        .iter()
+        .filter(|r| r.memory.kind == MemoryKind::RemediationSuccess && !r.why.tags.is_empty())
+    {
+        if let (Some(a), Some(inc)) = (r.memory.action_kind, incident_of(r)) {
+            out.actions.push(ProposedAction {
+                kind: a.as_str().into(),
+                target: input.incident.service.clone(),
+                rationale: format!(
+                    "Resolved {inc} ({}): {}",
+                    r.why.tags.join(", "),
+                    crate::evidence::truncate_chars(&r.memory.text, 200)
+                ),
+                hypothesis: None,
+            });
+        }
+    }
+    // 4. Actions recorded as tried in the most similar recalled incidents, whether they
+    // worked or not: responders reach for them too. The dead-end check flags the ones that
+    // failed there; flagged recommendations sort last and are never hidden.
+    for r in &input.tried {
+        let (Some(a), Some(inc)) = (r.action_kind, r.incident_id.as_deref()) else {
+            continue;
+        };
+        let outcome = match r.kind {
+            MemoryKind::RemediationFailure => "did not resolve it",
+            MemoryKind::RemediationSuccess => "resolved it",
+            _ => continue,
+        };
+        out.actions.push(ProposedAction {
+            kind: a.as_str().into(),
+            target: input.incident.service.clone(),
+            rationale: format!(
+                "Tried during the similar incident {inc} and {outcome}: {}",
+                crate::evidence::truncate_chars(&r.text, 200)
+            ),
+            hypothesis: None,
+        });
+    }
+}
+
 impl BuiltinAnalyst {
     /// The deterministic analysis (also used as the fallback of the LLM analyst).
     pub fn analyse(input: &InvestigationInput) -> AnalystOutput {
         let tags: BTreeSet<&str> = input.failure_modes.iter().map(String::as_str).collect();
         let service = input.incident.service.clone();
         let mut out = AnalystOutput::default();
-        let cites_for = |play_tags: &[&str]| -> Vec<i64> {
-            input
-                .observations
-                .iter()
-                .filter(|o| {
-                    o.failure_modes
-                        .iter()
-                        .any(|t| play_tags.contains(&t.as_str()))
-                })
-                .map(|o| o.id)
-                .take(5)
-                .collect()
-        };
-        // 1. Prior incidents: a confirmed root cause recalled with shared failure modes.
-        let mut seen_prior = BTreeSet::new();
-        for r in input
-            .recalled
-            .iter()
-            .filter(|r| r.memory.kind == MemoryKind::RootCause)
-        {
-            let Some(inc) = incident_of(r) else { continue };
-            if !seen_prior.insert(inc.to_string()) || seen_prior.len() > 2 {
-                continue;
-            }
-            let shared: Vec<String> = r.why.tags.clone();
-            let why = if shared.is_empty() {
-                format!("similar wording ({})", r.why.matched_terms.join(", "))
-            } else {
-                format!("same failure modes ({})", shared.join(", "))
-            };
-            let mut cites = vec![r.memory.id];
-            cites.extend(cites_for(
-                &shared.iter().map(String::as_str).collect::<Vec<_>>(),
-            ));
-            out.hypotheses.push(ProposedHypothesis {
-                statement: format!("Same cause as {inc}: {}", r.memory.text),
-                confidence: if shared.is_empty() {
-                    Confidence::Low
-                } else {
-                    Confidence::Medium
-                },
-                cites,
-                prior_incidents: vec![PriorIncident {
-                    id: inc.to_string(),
-                    why,
-                }],
-            });
-        }
-        // 2. The playbook over this incident's tags.
-        for play in PLAYBOOK {
-            if !play.when.iter().all(|t| tags.contains(t))
-                || play.unless.iter().any(|t| tags.contains(t))
-            {
-                continue;
-            }
-            let h = out.hypotheses.len();
-            let prior: Vec<PriorIncident> = input
-                .recalled
-                .iter()
-                .filter(|r| {
-                    r.memory
-                        .failure_modes
-                        .iter()
-                        .any(|t| play.when.contains(&t.as_str()))
-                })
-                .filter_map(|r| incident_of(r).map(|i| (i, r)))
-                .take(2)
-                .map(|(i, r)| PriorIncident {
-                    id: i.to_string(),
-                    why: format!(
-                        "{} recorded there: {}",
-                        r.memory.kind,
-                        crate::evidence::truncate_chars(&r.memory.text, 160)
-                    ),
-                })
-                .collect();
-            out.hypotheses.push(ProposedHypothesis {
-                statement: play.hypothesis.to_string(),
-                confidence: play.confidence,
-                cites: cites_for(play.when),
-                prior_incidents: prior,
-            });
-            for (kind, why) in play.actions {
-                out.actions.push(ProposedAction {
-                    kind: kind.as_str().into(),
-                    target: service.clone(),
-                    rationale: (*why).into(),
-                    hypothesis: Some(h),
-                });
-            }
-        }
-        // 3. What worked before on similar incidents.
-        for r in input
-            .recalled
-            .iter()
-            .filter(|r| r.memory.kind == MemoryKind::RemediationSuccess && !r.why.tags.is_empty())
-        {
-            if let (Some(a), Some(inc)) = (r.memory.action_kind, incident_of(r)) {
-                out.actions.push(ProposedAction {
-                    kind: a.as_str().into(),
-                    target: service.clone(),
-                    rationale: format!(
-                        "Resolved {inc} ({}): {}",
-                        r.why.tags.join(", "),
-                        crate::evidence::truncate_chars(&r.memory.text, 200)
-                    ),
-                    hypothesis: None,
-                });
-            }
-        }
-        // 4. Actions recorded as tried in the most similar recalled incidents, whether they
-        // worked or not: responders reach for them too. The dead-end check flags the ones that
-        // failed there; flagged recommendations sort last and are never hidden.
-        for r in &input.tried {
-            let (Some(a), Some(inc)) = (r.action_kind, r.incident_id.as_deref()) else {
-                continue;
-            };
-            let outcome = match r.kind {
-                MemoryKind::RemediationFailure => "did not resolve it",
-                MemoryKind::RemediationSuccess => "resolved it",
-                _ => continue,
-            };
-            out.actions.push(ProposedAction {
-                kind: a.as_str().into(),
-                target: service.clone(),
-                rationale: format!(
-                    "Tried during the similar incident {inc} and {outcome}: {}",
-                    crate::evidence::truncate_chars(&r.text, 200)
-                ),
-                hypothesis: None,
-            });
-        }
+        prior_hypotheses(input, &mut out);
+        playbook(input, &tags, &mut out);
+        tried_before(input, &mut out);
         if out.hypotheses.is_empty() {
             out.hypotheses.push(ProposedHypothesis {
                 statement: "Not enough evidence for a specific cause yet".into(),
@@ -597,82 +618,5 @@ impl Analyst for BuiltinAnalyst {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::{Incident, IncidentId, IncidentState, Severity};
-
-    fn input(tags: &[&str]) -> InvestigationInput {
-        let now = jiff::Timestamp::UNIX_EPOCH;
-        InvestigationInput {
-            incident: Incident {
-                id: IncidentId::new(2026, 1),
-                title: "t".into(),
-                service: "payments-api".into(),
-                severity: Severity::Sev2,
-                description: String::new(),
-                state: IncidentState::Investigating,
-                opened_by: "rita".into(),
-                opened_at: now,
-                updated_at: now,
-                resolved_at: None,
-                summary: None,
-                root_cause: None,
-                version: 1,
-            },
-            observations: Vec::new(),
-            recalled: Vec::new(),
-            failure_modes: tags.iter().map(|t| t.to_string()).collect(),
-            tried: Vec::new(),
-            similar: Vec::new(),
-        }
-    }
-
-    #[test]
-    fn a_flat_rate_with_climbing_pool_wait_reads_as_a_leak_not_a_small_pool() {
-        let out =
-            BuiltinAnalyst::analyse(&input(&["connection_pool_exhausted", "connection_leak"]));
-        assert!(
-            out.hypotheses[0].statement.starts_with("Connection leak"),
-            "{:?}",
-            out.hypotheses
-        );
-        assert_eq!(out.hypotheses[0].confidence, Confidence::High);
-        assert!(
-            out.hypotheses
-                .iter()
-                .all(|h| !h.statement.contains("too small for the current"))
-        );
-        assert_eq!(out.actions[0].kind, "rollback_deploy");
-        let out = BuiltinAnalyst::analyse(&input(&["connection_pool_exhausted", "traffic_surge"]));
-        assert!(out.hypotheses[0].statement.starts_with("Load-driven"));
-        assert_eq!(out.actions[0].kind, "raise_pool_limit");
-    }
-
-    #[test]
-    fn every_playbook_action_is_in_the_closed_vocabulary_and_no_kind_repeats() {
-        for p in PLAYBOOK {
-            assert!(!p.when.is_empty());
-            for t in p.when.iter().chain(p.unless) {
-                assert!(
-                    crate::evidence::failure_mode_description(t).is_some(),
-                    "unknown tag {t}"
-                );
-            }
-        }
-        let out = BuiltinAnalyst::analyse(&input(&[
-            "connection_pool_exhausted",
-            "deploy_change",
-            "timeout",
-        ]));
-        let kinds: Vec<&str> = out.actions.iter().map(|a| a.kind.as_str()).collect();
-        let unique: BTreeSet<&&str> = kinds.iter().collect();
-        assert_eq!(unique.len(), kinds.len(), "{kinds:?}");
-        assert_eq!(
-            kinds
-                .iter()
-                .filter(|k| **k == "gather_more_evidence")
-                .count(),
-            1
-        );
-    }
-}
+#[path = "builtin_tests.rs"]
+mod tests;

@@ -6,6 +6,9 @@
 //! One rule picks what a window holds: the incidents **opened** at or after its start
 //! ([`Window::since`]), and everything recorded on them (their actions, verdicts, resolutions),
 //! whenever it happened.
+//!
+//! Over 600 lines because each view's output types sit next to the function that computes it; the
+//! tests are in `insights_tests.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -421,24 +424,10 @@ fn times<'a>(incidents: impl IntoIterator<Item = &'a IncidentFacts>) -> Times {
     }
 }
 
-/// Computes the views from the incidents opened in the window (`incidents`), the failed actions
-/// on them (`failed`) and the reviewers' grades of the learned ones (`grades`), for a window
-/// ending at `now`.
-pub fn compute(
-    window: Window,
-    now: Timestamp,
-    incidents: &[IncidentFacts],
-    failed: &[FailedAction],
-    grades: &[GradeFacts],
-) -> Insights {
-    let since = window.since(now);
-    let in_window: Vec<&IncidentFacts> =
-        incidents.iter().filter(|i| i.opened_at >= since).collect();
-    let known: BTreeSet<&str> = in_window.iter().map(|i| i.id.as_str()).collect();
-
-    // 1. Failure mode × service.
+/// View 1: incidents per failure mode × service, most first.
+fn failure_mode_counts(in_window: &[&IncidentFacts]) -> Vec<FailureModeCount> {
     let mut modes: BTreeMap<(&str, &str), Vec<&IncidentFacts>> = BTreeMap::new();
-    for i in &in_window {
+    for i in in_window {
         let tags: BTreeSet<&str> = i.failure_modes.iter().map(String::as_str).collect();
         for t in tags {
             modes.entry((t, i.service.as_str())).or_default().push(i);
@@ -457,8 +446,12 @@ pub fn compute(
         })
         .collect();
     failure_modes.sort_by_key(|f| std::cmp::Reverse(f.incidents));
+    failure_modes
+}
 
-    // 2. Dead ends: action kind × failure mode.
+/// View 2: failed actions per action kind × failure mode on the window's incidents (`known`),
+/// most time lost first.
+fn dead_ends(failed: &[FailedAction], known: &BTreeSet<&str>) -> Vec<DeadEnd> {
     #[derive(Default)]
     struct Acc<'a> {
         failures: usize,
@@ -507,14 +500,22 @@ pub fn compute(
         })
         .collect();
     dead_ends.sort_by_key(|d| std::cmp::Reverse(d.seconds_lost));
+    dead_ends
+}
 
-    // 3. MTTR and time to detect by service and severity, with the weekly MTTR.
+/// View 3: MTTR and time to detect per service, overall and by severity, with the weekly MTTR
+/// from `since`.
+fn response_times(
+    in_window: &[&IncidentFacts],
+    window: Window,
+    since: Timestamp,
+) -> Vec<ServiceTimes> {
     let mut by_service: BTreeMap<&str, Vec<&IncidentFacts>> = BTreeMap::new();
-    for i in &in_window {
+    for i in in_window {
         by_service.entry(i.service.as_str()).or_default().push(i);
     }
     let week = SignedDuration::from_hours(24 * 7);
-    let response_times = by_service
+    by_service
         .into_iter()
         .map(|(service, list)| {
             let by_severity = Severity::ALL
@@ -551,17 +552,18 @@ pub fn compute(
                 weekly_mttr,
             }
         })
-        .collect();
+        .collect()
+}
 
-    // 4. Thin memory.
+/// View 4: the window's incidents past investigating that taught no lesson, oldest first.
+fn thin_memory(in_window: &[&IncidentFacts]) -> Vec<ThinIncident> {
     let mut thin: Vec<&IncidentFacts> = in_window
         .iter()
         .copied()
         .filter(|i| i.state != IncidentState::Investigating && !i.has_lesson)
         .collect();
     thin.sort_by_key(|i| (i.opened_at, i.id.clone()));
-    let thin_memory = thin
-        .into_iter()
+    thin.into_iter()
         .map(|i| ThinIncident {
             id: i.id.clone(),
             title: i.title.clone(),
@@ -570,7 +572,35 @@ pub fn compute(
             state: i.state,
             href: format!("/incidents/{}", i.id),
         })
-        .collect();
+        .collect()
+}
+
+/// Computes the views from the incidents opened in the window (`incidents`), the failed actions
+/// on them (`failed`) and the reviewers' grades of the learned ones (`grades`), for a window
+/// ending at `now`.
+pub fn compute(
+    window: Window,
+    now: Timestamp,
+    incidents: &[IncidentFacts],
+    failed: &[FailedAction],
+    grades: &[GradeFacts],
+) -> Insights {
+    let since = window.since(now);
+    let in_window: Vec<&IncidentFacts> =
+        incidents.iter().filter(|i| i.opened_at >= since).collect();
+    let known: BTreeSet<&str> = in_window.iter().map(|i| i.id.as_str()).collect();
+
+    // 1. Failure mode × service.
+    let failure_modes = failure_mode_counts(&in_window);
+
+    // 2. Dead ends: action kind × failure mode.
+    let dead_ends = dead_ends(failed, &known);
+
+    // 3. MTTR and time to detect by service and severity, with the weekly MTTR.
+    let response_times = response_times(&in_window, window, since);
+
+    // 4. Thin memory.
+    let thin_memory = thin_memory(&in_window);
 
     Insights {
         days: window.days(),

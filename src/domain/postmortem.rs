@@ -1,6 +1,9 @@
 //! The post-mortem: its sections, how a draft is built from what happened (templates, no model),
 //! lessons as prescriptive rules, impact times whose durations are never negative, and the
 //! Markdown export. Pure: the facts come in, the document goes out.
+//!
+//! Just over 600 lines: the post-mortem types, the drafting rules and the Markdown they share; the
+//! tests are in `postmortem_tests.rs`.
 
 use serde::{Deserialize, Serialize};
 
@@ -133,26 +136,7 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
         format!("{}; {}", i.service, f.failure_modes.join(", "))
     };
     let root_cause = i.root_cause.clone().unwrap_or_default();
-    let mitigated = f
-        .actions
-        .iter()
-        .filter(|(a, _)| a.outcome == "resolved" || a.outcome == "partially_resolved")
-        .filter_map(|(_, at)| *at)
-        .min()
-        .or(i.resolved_at);
-    let impact = Impact {
-        started_at: Some(
-            f.earliest_evidence
-                .map_or(i.opened_at, |e| e.min(i.opened_at)),
-        ),
-        detected_at: Some(i.opened_at),
-        mitigated_at: mitigated,
-        resolved_at: i.resolved_at,
-        time_to_detect_secs: 0,
-        time_to_resolve_secs: 0,
-        description: format!("{} on {}: {}", i.severity, i.service, i.title),
-    }
-    .with_durations();
+    let impact = impact_of(f);
     let outcome = |o: &str| {
         f.actions
             .iter()
@@ -167,12 +151,80 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
     what_did_not_work.extend(outcome("made_worse"));
     let rejected = outcome("rejected");
     let severity = rule_severity(i.severity);
-    let mut lessons = Vec::new();
     // The root cause goes into rules and action items whole: every sentence (up to a length),
     // quoted after a colon, never spliced into a template phrase where a negation or a second
     // clause would turn it into another statement.
     let cause = whole_sentences(&root_cause, 300);
-    for a in &what_did_not_work {
+    let lessons = draft_lessons(f, &what_did_not_work, &cause, &scope, severity);
+    let trigger = draft_trigger(&f.failure_modes);
+    let mut detection_gaps = Vec::new();
+    if impact.time_to_detect_secs > 600 {
+        detection_gaps.push(format!(
+            "Detected {} after impact began: alert earlier on the first symptom",
+            duration(impact.time_to_detect_secs)
+        ));
+    }
+    let action_items = draft_action_items(f, &what_did_not_work, &cause);
+    let misleading_hypotheses = f
+        .misleading
+        .iter()
+        .filter(|h| !names_root_cause(h, &root_cause))
+        .cloned()
+        .collect();
+    Postmortem {
+        summary: i.summary.clone().unwrap_or_else(|| i.title.clone()),
+        impact,
+        symptoms: f.observations.iter().take(5).cloned().collect(),
+        root_cause,
+        trigger,
+        contributing_factors: Vec::new(),
+        what_worked,
+        what_did_not_work,
+        rejected,
+        misleading_hypotheses,
+        lessons,
+        action_items,
+        detection_gaps,
+    }
+}
+
+/// The draft's impact: started at the earliest evidence (or the opening), mitigated by the
+/// first resolving verdict (or the resolution), with its durations.
+fn impact_of(f: &DraftFacts) -> Impact {
+    let i = &f.incident;
+    let mitigated = f
+        .actions
+        .iter()
+        .filter(|(a, _)| a.outcome == "resolved" || a.outcome == "partially_resolved")
+        .filter_map(|(_, at)| *at)
+        .min()
+        .or(i.resolved_at);
+    Impact {
+        started_at: Some(
+            f.earliest_evidence
+                .map_or(i.opened_at, |e| e.min(i.opened_at)),
+        ),
+        detected_at: Some(i.opened_at),
+        mitigated_at: mitigated,
+        resolved_at: i.resolved_at,
+        time_to_detect_secs: 0,
+        time_to_resolve_secs: 0,
+        description: format!("{} on {}: {}", i.severity, i.service, i.title),
+    }
+    .with_durations()
+}
+
+/// The draft's lessons: one per action that did not work, and one to check for the root cause.
+fn draft_lessons(
+    f: &DraftFacts,
+    what_did_not_work: &[ActionOutcome],
+    cause: &str,
+    scope: &str,
+    severity: RuleSeverity,
+) -> Vec<Rule> {
+    let i = &f.incident;
+    let mut lessons = Vec::new();
+    for a in what_did_not_work {
         lessons.push(Rule {
             always: if cause.is_empty() {
                 format!(
@@ -205,7 +257,7 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
                     format!(": {}", one_line(&a.note))
                 }
             ),
-            scope: scope.clone(),
+            scope: scope.to_string(),
             severity,
         });
     }
@@ -222,24 +274,32 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
                 i.id
             ),
             because: format!("The confirmed root cause of {}: {cause}", i.id),
-            scope: scope.clone(),
+            scope: scope.to_string(),
             severity,
         });
     }
-    let trigger = if f.failure_modes.iter().any(|t| t == "deploy_change") {
+    lessons
+}
+
+/// The draft's trigger, from the failure modes (a deploy or a config change), else a prompt.
+fn draft_trigger(failure_modes: &[String]) -> String {
+    if failure_modes.iter().any(|t| t == "deploy_change") {
         "A deploy shortly before the impact began".to_string()
-    } else if f.failure_modes.iter().any(|t| t == "config_change") {
+    } else if failure_modes.iter().any(|t| t == "config_change") {
         "A configuration or feature-flag change shortly before the impact began".to_string()
     } else {
         "Unknown — fill in what set it off".to_string()
-    };
-    let mut detection_gaps = Vec::new();
-    if impact.time_to_detect_secs > 600 {
-        detection_gaps.push(format!(
-            "Detected {} after impact began: alert earlier on the first symptom",
-            duration(impact.time_to_detect_secs)
-        ));
     }
+}
+
+/// The draft's action items: a regression test or alert for the root cause, and a runbook
+/// update per action that did not work.
+fn draft_action_items(
+    f: &DraftFacts,
+    what_did_not_work: &[ActionOutcome],
+    cause: &str,
+) -> Vec<String> {
+    let i = &f.incident;
     let mut action_items = vec![if cause.is_empty() {
         format!(
             "Add a regression test or an alert for the root cause of {}",
@@ -251,34 +311,14 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
             i.id
         )
     }];
-    for a in &what_did_not_work {
+    for a in what_did_not_work {
         action_items.push(format!(
             "Update the {} runbook: {} does not fix this failure mode",
             i.service,
             a.kind.label().to_lowercase()
         ));
     }
-    let misleading_hypotheses = f
-        .misleading
-        .iter()
-        .filter(|h| !names_root_cause(h, &root_cause))
-        .cloned()
-        .collect();
-    Postmortem {
-        summary: i.summary.clone().unwrap_or_else(|| i.title.clone()),
-        impact,
-        symptoms: f.observations.iter().take(5).cloned().collect(),
-        root_cause,
-        trigger,
-        contributing_factors: Vec::new(),
-        what_worked,
-        what_did_not_work,
-        rejected,
-        misleading_hypotheses,
-        lessons,
-        action_items,
-        detection_gaps,
-    }
+    action_items
 }
 
 /// Byte offset of the end of the first sentence of `t`: the first line break, or the first `.`,
@@ -565,253 +605,5 @@ impl Postmortem {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::{IncidentId, IncidentState};
-
-    #[test]
-    fn durations_are_never_negative_even_with_skewed_clocks() {
-        let t = |s: &str| Some(s.parse::<jiff::Timestamp>().unwrap());
-        let i = Impact {
-            started_at: t("2026-11-29T10:30:00Z"),
-            detected_at: t("2026-11-29T10:00:00Z"),
-            resolved_at: t("2026-11-29T09:00:00Z"),
-            ..Default::default()
-        }
-        .with_durations();
-        assert_eq!((i.time_to_detect_secs, i.time_to_resolve_secs), (0, 0));
-        let i = Impact {
-            started_at: t("2026-11-29T10:00:00Z"),
-            detected_at: t("2026-11-29T10:12:00Z"),
-            resolved_at: t("2026-11-29T11:00:00Z"),
-            ..Default::default()
-        }
-        .with_durations();
-        assert_eq!((i.time_to_detect_secs, i.time_to_resolve_secs), (720, 3600));
-    }
-
-    #[test]
-    fn the_draft_turns_a_failed_action_into_a_rule_and_the_markdown_has_every_section() {
-        let now: jiff::Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
-        let incident = Incident {
-            id: IncidentId::new(2026, 7),
-            title: "Checkout errors".into(),
-            service: "payments-api".into(),
-            severity: Severity::Sev2,
-            description: String::new(),
-            state: IncidentState::Resolved,
-            opened_by: "rita".into(),
-            opened_at: now,
-            updated_at: now,
-            resolved_at: Some(now),
-            summary: Some("Rolled back".into()),
-            root_cause: Some("A connection leak in the retry path. More text.".into()),
-            version: 2,
-        };
-        let facts = DraftFacts {
-            incident: incident.clone(),
-            failure_modes: vec!["connection_pool_exhausted".into()],
-            observations: vec!["ERROR template seen 12 times".into()],
-            earliest_evidence: Some("2026-11-29T09:40:00Z".parse().unwrap()),
-            actions: vec![(
-                ActionOutcome {
-                    kind: ActionKind::RaisePoolLimit,
-                    target: "payments-api".into(),
-                    outcome: "did_not_resolve".into(),
-                    note: "maxed again".into(),
-                },
-                None,
-            )],
-            misleading: vec!["Pool too small".into()],
-        };
-        let pm = draft(&facts);
-        assert_eq!(pm.impact.time_to_detect_secs, 1200);
-        assert_eq!(
-            pm.lessons[0].always,
-            "Before you raise the connection-pool limit on payments-api, rule out the root cause \
-             found in INC-2026-0007: A connection leak in the retry path. More text"
-        );
-        assert!(
-            pm.lessons[0].because.contains("INC-2026-0007")
-                && pm.lessons[0].because.contains("maxed again")
-        );
-        assert_eq!(pm.lessons[0].severity, RuleSeverity::High);
-        let md = pm.to_markdown(&incident);
-        for section in [
-            "## Summary",
-            "## Impact",
-            "## Root cause",
-            "## Trigger",
-            "## Contributing factors",
-            "## What worked",
-            "## What did NOT work",
-            "## Misleading hypotheses",
-            "## Lessons",
-            "## Action items",
-            "**ALWAYS:**",
-            "**BECAUSE:**",
-            "**SCOPE:**",
-            "**SEVERITY:**",
-        ] {
-            assert!(md.contains(section), "{section}");
-        }
-    }
-
-    #[test]
-    fn log_template_placeholders_keep_their_stars_in_the_markdown() {
-        let facts = facts_with_root_cause("Pool <*> was full");
-        let mut pm = draft(&facts);
-        pm.symptoms = vec!["lease <*> expired after <*> ms".into()];
-        let md = pm.to_markdown(&facts.incident);
-        assert!(
-            md.contains("- lease &lt;\\*&gt; expired after &lt;\\*&gt; ms"),
-            "{md}"
-        );
-        assert!(md.contains("Pool &lt;\\*&gt; was full"), "{md}");
-    }
-
-    #[test]
-    fn whole_sentences_keep_version_numbers_and_host_names_whole() {
-        assert_eq!(
-            whole_sentences(
-                "Build 7.3.12 shipped a bad route table to edge.lb-2. It was reverted.",
-                300
-            ),
-            "Build 7.3.12 shipped a bad route table to edge.lb-2. It was reverted"
-        );
-        assert_eq!(
-            whole_sentences(
-                "Disk quota hit on the\r\nqueue host! Nothing else here.",
-                30
-            ),
-            "Disk quota hit on the queue host!"
-        );
-    }
-
-    fn facts_with_root_cause(root_cause: &str) -> DraftFacts {
-        let now: jiff::Timestamp = "2026-10-02T08:00:00Z".parse().unwrap();
-        DraftFacts {
-            incident: Incident {
-                id: IncidentId::new(2026, 31),
-                title: "Search results time out".into(),
-                service: "search-api".into(),
-                severity: Severity::Sev3,
-                description: String::new(),
-                state: IncidentState::Resolved,
-                opened_by: "rita".into(),
-                opened_at: now,
-                updated_at: now,
-                resolved_at: Some(now),
-                summary: Some("Reverted the index build".into()),
-                root_cause: Some(root_cause.into()),
-                version: 2,
-            },
-            failure_modes: vec!["slow_query".into()],
-            observations: Vec::new(),
-            earliest_evidence: None,
-            actions: vec![(
-                ActionOutcome {
-                    kind: ActionKind::ScaleOut,
-                    target: "search-api".into(),
-                    outcome: "did_not_resolve".into(),
-                    note: "latency\r\nunchanged".into(),
-                },
-                None,
-            )],
-            misleading: vec![
-                "Search nodes are overloaded by a traffic spike".into(),
-                "Index build 5.0.3 dropped the composite index on tenant_id".into(),
-            ],
-        }
-    }
-
-    #[test]
-    fn lessons_and_action_items_keep_negations_clauses_and_version_strings_whole() {
-        let pm = draft(&facts_with_root_cause(
-            "A traffic spike was NOT the cause; index build 5.0.3 dropped the composite index \
-             on tenant_id, so every query scanned the table.",
-        ));
-        let whole = "A traffic spike was NOT the cause; index build 5.0.3 dropped the composite \
-                     index on tenant_id, so every query scanned the table";
-        let texts: Vec<&str> = pm
-            .lessons
-            .iter()
-            .flat_map(|l| [l.always.as_str(), l.because.as_str()])
-            .chain(pm.action_items.iter().map(String::as_str))
-            .collect();
-        for t in &texts {
-            assert!(!t.contains(" 5\n") && !t.ends_with(" 5"), "{t}");
-        }
-        assert!(
-            pm.lessons[0].always.ends_with(whole),
-            "{}",
-            pm.lessons[0].always
-        );
-        assert!(
-            pm.lessons[1].always.ends_with(whole),
-            "{}",
-            pm.lessons[1].always
-        );
-        assert!(
-            pm.lessons[1].because.ends_with(whole),
-            "{}",
-            pm.lessons[1].because
-        );
-        assert!(
-            pm.action_items[0].ends_with(whole),
-            "{}",
-            pm.action_items[0]
-        );
-        // The garbled forms of the old templates never come back.
-        for t in &texts {
-            assert!(!t.contains("check for a traffic spike"), "{t}");
-            assert!(!t.contains("cause is not a traffic spike was"), "{t}");
-        }
-        assert!(
-            pm.lessons[0].because.ends_with(": latency unchanged"),
-            "{}",
-            pm.lessons[0].because
-        );
-    }
-
-    #[test]
-    fn a_hypothesis_that_names_the_confirmed_root_cause_is_not_misleading() {
-        let pm = draft(&facts_with_root_cause(
-            "A traffic spike was NOT the cause; index build 5.0.3 dropped the composite index \
-             on tenant_id.",
-        ));
-        assert_eq!(
-            pm.misleading_hypotheses,
-            vec!["Search nodes are overloaded by a traffic spike".to_string()],
-            "the denied clause does not make the spike hypothesis right"
-        );
-        assert!(names_root_cause(
-            "Connection pool exhausted: callers wait for database connections (pool too small, \
-             a leak, or slow queries holding connections)",
-            "Release 2.14.1 leaked a DB connection per retry, exhausting the pool"
-        ));
-        assert!(!names_root_cause(
-            "Load-driven pool exhaustion: the pool is too small for the current request rate",
-            "Release 2.14.1 leaked a DB connection per retry, exhausting the pool"
-        ));
-        assert!(!names_root_cause(
-            "Pool too small",
-            "The pool size was not the cause"
-        ));
-    }
-
-    #[test]
-    fn every_text_field_of_a_post_mortem_gets_unix_line_endings() {
-        let mut pm = draft(&facts_with_root_cause("Index dropped.\r\nSecond line."));
-        pm.summary = "one\r\ntwo\rthree".into();
-        pm.trigger = "a\r\nb".into();
-        pm.impact.description = "x\r\ny".into();
-        pm.symptoms = vec!["s\r\nt".into()];
-        pm.lessons[0].scope = "search-api\r\n".into();
-        let pm = pm.with_unix_newlines();
-        let json = serde_json::to_string(&pm).unwrap();
-        assert!(!json.contains("\\r"), "{json}");
-        assert_eq!(pm.summary, "one\ntwo\nthree");
-        assert_eq!(pm.root_cause, "Index dropped.\nSecond line.");
-    }
-}
+#[path = "postmortem_tests.rs"]
+mod tests;

@@ -44,6 +44,9 @@
 //!   masked variable there;
 //! - [`Tokens::hash`] feeds an exact-match cache in the caller: a masked message seen before skips
 //!   the tree.
+//!
+//! Long because the tree, its matching rules and their tests (about 180 lines) are one algorithm;
+//! masking and sibling merging are already in `drain/`.
 
 use std::collections::HashMap;
 

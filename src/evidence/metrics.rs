@@ -25,6 +25,9 @@
 //! a pressure series (pool wait, latency, connections in use...) rising (climbing or step up)
 //! while every request-rate series is flat ⇒ leak-like, tag `connection_leak`; rising while a
 //! request-rate series also rises ⇒ load-driven, tag `traffic_surge`.
+//!
+//! Long because the three input formats' parsers, the trend rule and the derived observations are
+//! one pipeline over the same series types; its tests are in `evidence/tests.rs`.
 
 use std::collections::HashMap;
 
@@ -656,77 +659,131 @@ pub fn extract(text: &str) -> Extraction {
     for s in &series {
         let a = analyze(s);
         let r = role(&s.name);
-        let unit = if a.has_time { "/s" } else { " per sample" };
-        let what = if a.rate_of_counter { "rate" } else { "value" };
-        let desc = match a.trend {
-            Trend::Flat => format!(
-                "{what} flat at ~{}{}",
-                num(a.mean),
-                if a.rate_of_counter { "/s" } else { "" }
-            ),
-            Trend::Climbing | Trend::Falling => format!(
-                "{what} {} from {} to {} ({:+.0}%, {}{unit})",
-                a.trend.as_str(),
-                num(a.first),
-                num(a.last),
-                pct_change(&a),
-                num(a.slope)
-            ),
-            Trend::Spike => format!(
-                "{what} spiked to {} (otherwise ~{})",
-                num(a.max),
-                num(a.mean)
-            ),
-            Trend::Step => format!(
-                "{what} stepped {} from ~{} to ~{}",
-                if a.last > a.first { "up" } else { "down" },
-                num(a.first),
-                num(a.last)
-            ),
-        };
-        let span = series_span(s);
-        let statement = format!(
-            "{}: {desc} (min {}, max {}, last {}; {} points{})",
-            a.key,
-            num(a.min),
-            num(a.max),
-            num(a.last),
-            thousands(a.points as u64),
-            span.map(|(f, l)| format!(", {}", time::fmt_window(f, Some(l))))
-                .unwrap_or_default()
-        );
-        let tags: Vec<String> = if a.trend != Trend::Flat {
-            match_tags(&s.name.replace(['_', ':'], " "))
-                .iter()
-                .map(|t| t.to_string())
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let mut salience = match a.trend {
-            Trend::Flat => 10,
-            Trend::Spike => 45,
-            Trend::Step => 40,
-            Trend::Climbing | Trend::Falling => 35,
-        };
-        if r != Role::Other {
-            salience += 10;
-        }
-        salience += 10 * tags.len().min(2) as u32;
-        obs.push(Observation {
-            statement,
-            line_ranges: s.lines.clone(),
-            count: a.points as u64,
-            first_seen: span.and_then(|(f, _)| time::to_timestamp(f)),
-            last_seen: span.and_then(|(_, l)| time::to_timestamp(l)),
-            failure_modes: tags,
-            level: None,
-            example: None,
-            salience,
-        });
+        obs.push(series_observation(s, &a, r));
         analyses.push((a, r, s));
     }
+    obs.extend(derived_observations(&analyses));
+    obs.sort_by_key(|o| std::cmp::Reverse(o.salience));
+    if obs.len() > super::MAX_OBSERVATIONS {
+        // Say what was left out: the page and the API show this finding like any other.
+        let kept = super::MAX_OBSERVATIONS - 1;
+        let left = obs.len() - kept;
+        obs.truncate(kept);
+        obs.push(Observation {
+            statement: format!(
+                "{} more metric findings not shown: only the {kept} most salient are kept",
+                thousands(left as u64)
+            ),
+            line_ranges: Vec::new(),
+            count: left as u64,
+            first_seen: None,
+            last_seen: None,
+            failure_modes: Vec::new(),
+            level: None,
+            example: None,
+            salience: 0,
+        });
+    }
+    if obs.is_empty() {
+        obs.push(Observation {
+            statement: format!("No metric samples recognised in {} lines", thousands(lines)),
+            line_ranges: LineRange::whole(lines),
+            count: 0,
+            first_seen: None,
+            last_seen: None,
+            failure_modes: Vec::new(),
+            level: None,
+            example: None,
+            salience: 1,
+        });
+    }
+    Extraction {
+        observations: obs,
+        lines,
+        bytes: text.len() as u64,
+        templates: series.len(),
+        format: format.to_string(),
+    }
+}
+
+/// One series as an observation: its trend in words, its range and span, failure modes named
+/// by its name, and its salience (trend, role, tags).
+fn series_observation(s: &Series, a: &SeriesAnalysis, r: Role) -> Observation {
+    let unit = if a.has_time { "/s" } else { " per sample" };
+    let what = if a.rate_of_counter { "rate" } else { "value" };
+    let desc = match a.trend {
+        Trend::Flat => format!(
+            "{what} flat at ~{}{}",
+            num(a.mean),
+            if a.rate_of_counter { "/s" } else { "" }
+        ),
+        Trend::Climbing | Trend::Falling => format!(
+            "{what} {} from {} to {} ({:+.0}%, {}{unit})",
+            a.trend.as_str(),
+            num(a.first),
+            num(a.last),
+            pct_change(a),
+            num(a.slope)
+        ),
+        Trend::Spike => format!(
+            "{what} spiked to {} (otherwise ~{})",
+            num(a.max),
+            num(a.mean)
+        ),
+        Trend::Step => format!(
+            "{what} stepped {} from ~{} to ~{}",
+            if a.last > a.first { "up" } else { "down" },
+            num(a.first),
+            num(a.last)
+        ),
+    };
+    let span = series_span(s);
+    let statement = format!(
+        "{}: {desc} (min {}, max {}, last {}; {} points{})",
+        a.key,
+        num(a.min),
+        num(a.max),
+        num(a.last),
+        thousands(a.points as u64),
+        span.map(|(f, l)| format!(", {}", time::fmt_window(f, Some(l))))
+            .unwrap_or_default()
+    );
+    let tags: Vec<String> = if a.trend != Trend::Flat {
+        match_tags(&s.name.replace(['_', ':'], " "))
+            .iter()
+            .map(|t| t.to_string())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut salience = match a.trend {
+        Trend::Flat => 10,
+        Trend::Spike => 45,
+        Trend::Step => 40,
+        Trend::Climbing | Trend::Falling => 35,
+    };
+    if r != Role::Other {
+        salience += 10;
+    }
+    salience += 10 * tags.len().min(2) as u32;
+    Observation {
+        statement,
+        line_ranges: s.lines.clone(),
+        count: a.points as u64,
+        first_seen: span.and_then(|(f, _)| time::to_timestamp(f)),
+        last_seen: span.and_then(|(_, l)| time::to_timestamp(l)),
+        failure_modes: tags,
+        level: None,
+        example: None,
+        salience,
+    }
+}
+
+/// Observations from pairs of series (at most 5): pressure rising with the request rate
+/// (load-driven) or while it stays flat (leak-like).
+fn derived_observations(analyses: &[(SeriesAnalysis, Role, &Series)]) -> Vec<Observation> {
     // derived pairs
+    let mut obs = Vec::new();
     let rates: Vec<&(SeriesAnalysis, Role, &Series)> = analyses
         .iter()
         .filter(|x| x.1 == Role::RequestRate)
@@ -793,47 +850,7 @@ pub fn extract(text: &str) -> Extraction {
             derived += 1;
         }
     }
-    obs.sort_by_key(|o| std::cmp::Reverse(o.salience));
-    if obs.len() > super::MAX_OBSERVATIONS {
-        // Say what was left out: the page and the API show this finding like any other.
-        let kept = super::MAX_OBSERVATIONS - 1;
-        let left = obs.len() - kept;
-        obs.truncate(kept);
-        obs.push(Observation {
-            statement: format!(
-                "{} more metric findings not shown: only the {kept} most salient are kept",
-                thousands(left as u64)
-            ),
-            line_ranges: Vec::new(),
-            count: left as u64,
-            first_seen: None,
-            last_seen: None,
-            failure_modes: Vec::new(),
-            level: None,
-            example: None,
-            salience: 0,
-        });
-    }
-    if obs.is_empty() {
-        obs.push(Observation {
-            statement: format!("No metric samples recognised in {} lines", thousands(lines)),
-            line_ranges: LineRange::whole(lines),
-            count: 0,
-            first_seen: None,
-            last_seen: None,
-            failure_modes: Vec::new(),
-            level: None,
-            example: None,
-            salience: 1,
-        });
-    }
-    Extraction {
-        observations: obs,
-        lines,
-        bytes: text.len() as u64,
-        templates: series.len(),
-        format: format.to_string(),
-    }
+    obs
 }
 
 fn series_span(s: &Series) -> Option<(i64, i64)> {

@@ -12,6 +12,9 @@
 //! Work is bounded: [`LogExtractor`] keeps at most [`MAX_TEMPLATES`] templates, at most
 //! [`MAX_RANGES`] line ranges per template, tokenizes at most [`MAX_TOKENIZE_BYTES`] of a message,
 //! and stores examples of at most [`MAX_EXAMPLE_CHARS`] characters, whatever the input size.
+//!
+//! Long because it holds the public types every parser returns and the log extractor that ranks
+//! their observations; the parsers themselves are in the submodules named above.
 
 pub mod alerts;
 pub mod csv;
@@ -334,6 +337,124 @@ pub struct LogExtractor {
     shapes: std::collections::HashMap<u64, u32, drain::BuildIdHash>,
     /// Whether the shape cache is used (ablation; default on).
     shape_cache: bool,
+}
+
+/// The "late" rule of [`LogExtractor::finish`]: first seen in the second half of a window of
+/// at least 20 lines.
+fn late_reason(s: &TemplateStats, lines: u64) -> Option<String> {
+    if lines >= 20 && s.first_line * 2 > lines {
+        let pct = 100 - (s.first_line - 1) * 100 / lines;
+        let at = s
+            .first_ts
+            .map(|t| format!(" ({})", time::fmt_instant(t)))
+            .unwrap_or_default();
+        return Some(format!(
+            "first seen at line {}{at}, only in the last {pct}% of the window",
+            thousands(s.first_line)
+        ));
+    }
+    None
+}
+
+/// One flagged template as an observation: its statement (level, count, reasons, template)
+/// and its lines, times, failure modes and example.
+fn template_observation(
+    s: &TemplateStats,
+    template: &str,
+    tags: &[&str],
+    level: Option<Level>,
+    inferred: bool,
+    mut reasons: Vec<String>,
+    salience: u32,
+) -> Observation {
+    let prefix = statement_prefix(level, inferred);
+    if !tags.is_empty() {
+        reasons.push(format!("failure mode {}", tags.join(", ")));
+    }
+    let reasons = if reasons.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", reasons.join("; "))
+    };
+    let times = if s.count == 1 {
+        "once".to_string()
+    } else {
+        format!("{} times", thousands(s.count))
+    };
+    Observation {
+        statement: format!(
+            "{prefix} seen {times}{reasons}: {}",
+            truncate_chars(template, 300)
+        ),
+        line_ranges: s.ranges.clone(),
+        count: s.count,
+        first_seen: s.first_ts.and_then(time::to_timestamp),
+        last_seen: s.last_ts.and_then(time::to_timestamp),
+        failure_modes: tags.iter().map(|t| t.to_string()).collect(),
+        level: level.map(|l| l.as_str().to_string()),
+        example: Some(s.example.clone()),
+        salience,
+    }
+}
+
+/// The level rule of [`LogExtractor::finish`]: its salience (fatal/critical 50, error 40, warn
+/// 15) and whether the level alone qualifies the template (error and above).
+fn level_salience(level: Option<Level>) -> (u32, bool) {
+    match level {
+        Some(Level::Fatal | Level::Critical) => (50, true),
+        Some(Level::Error) => (40, true),
+        Some(Level::Warn) => (15, false),
+        _ => (0, false),
+    }
+}
+
+/// The rate rule of [`LogExtractor::finish`]: a rise (25) or fall (10) between the window's
+/// halves, or a stop (10), with its reason.
+fn rate_change(
+    s: &TemplateStats,
+    half: usize,
+    used: usize,
+    l1: u64,
+    l2: u64,
+    lines: u64,
+) -> Option<(u32, String)> {
+    if half >= 1 && l1 > 0 && l2 > 0 {
+        let c1: u64 = s.buckets[..half].iter().map(|&x| x as u64).sum();
+        let c2: u64 = s.buckets[half..used].iter().map(|&x| x as u64).sum();
+        let r1 = c1 as f64 / l1 as f64;
+        let r2 = c2 as f64 / l2 as f64;
+        if c1 > 0 && c2 >= 10 && r2 >= 4.0 * r1 {
+            return Some((
+                25,
+                format!(
+                    "rate ×{:.1} in the second half of the window ({c1} → {c2} lines)",
+                    r2 / r1
+                ),
+            ));
+        } else if c2 > 0 && c1 >= 10 && r1 >= 4.0 * r2 {
+            return Some((
+                10,
+                format!(
+                    "rate fell ×{:.1} in the second half of the window ({c1} → {c2} lines)",
+                    r1 / r2
+                ),
+            ));
+        } else if c2 == 0 && c1 >= 10 && lines >= 20 {
+            return Some((10, format!("stopped after line {}", thousands(s.last_line))));
+        }
+    }
+    None
+}
+
+/// How an observation's statement names its template's level: parsed, inferred or none.
+fn statement_prefix(level: Option<Level>, inferred: bool) -> String {
+    match (level, inferred) {
+        (Some(l), false) if l >= Level::Warn => {
+            format!("{} template", l.as_str().to_uppercase())
+        }
+        (Some(l), true) if l >= Level::Error => String::from("Failure-like template"),
+        _ => String::from("Template"),
+    }
 }
 
 /// Lines kept for layout learning: one text buffer and line boundaries.
@@ -890,108 +1011,63 @@ impl LogExtractor {
                     all_tags.push(t.to_string());
                 }
             }
-            let mut salience = 0u32;
+            let (mut salience, mut qualifies) = level_salience(level);
             let mut reasons: Vec<String> = Vec::new();
-            let mut qualifies = false;
-            match level {
-                Some(Level::Fatal | Level::Critical) => {
-                    salience += 50;
-                    qualifies = true;
-                }
-                Some(Level::Error) => {
-                    salience += 40;
-                    qualifies = true;
-                }
-                Some(Level::Warn) => salience += 15,
-                _ => {}
-            }
             if !tags.is_empty() {
                 salience += 35 + 5 * (tags.len() as u32 - 1).min(2);
                 qualifies = true;
             }
-            if half >= 1 && l1 > 0 && l2 > 0 {
-                let c1: u64 = s.buckets[..half].iter().map(|&x| x as u64).sum();
-                let c2: u64 = s.buckets[half..used].iter().map(|&x| x as u64).sum();
-                let r1 = c1 as f64 / l1 as f64;
-                let r2 = c2 as f64 / l2 as f64;
-                if c1 > 0 && c2 >= 10 && r2 >= 4.0 * r1 {
-                    salience += 25;
-                    qualifies = true;
-                    reasons.push(format!(
-                        "rate ×{:.1} in the second half of the window ({c1} → {c2} lines)",
-                        r2 / r1
-                    ));
-                } else if c2 > 0 && c1 >= 10 && r1 >= 4.0 * r2 {
-                    salience += 10;
-                    qualifies = true;
-                    reasons.push(format!(
-                        "rate fell ×{:.1} in the second half of the window ({c1} → {c2} lines)",
-                        r1 / r2
-                    ));
-                } else if c2 == 0 && c1 >= 10 && lines >= 20 {
-                    salience += 10;
-                    qualifies = true;
-                    reasons.push(format!("stopped after line {}", thousands(s.last_line)));
-                }
+            if let Some((add, reason)) = rate_change(s, half, used, l1, l2, lines) {
+                salience += add;
+                qualifies = true;
+                reasons.push(reason);
             }
-            if lines >= 20 && s.first_line * 2 > lines {
+            if let Some(reason) = late_reason(s, lines) {
                 salience += 20;
                 qualifies = true;
-                let pct = 100 - (s.first_line - 1) * 100 / lines;
-                let at = s
-                    .first_ts
-                    .map(|t| format!(" ({})", time::fmt_instant(t)))
-                    .unwrap_or_default();
-                reasons.push(format!(
-                    "first seen at line {}{at}, only in the last {pct}% of the window",
-                    thousands(s.first_line)
-                ));
+                reasons.push(reason);
             }
             let hand_picked = lines <= SHORT_PASTE_LINES && level.is_none();
             if !qualifies && level != Some(Level::Warn) && !hand_picked {
                 continue;
             }
             salience += (3.0 * ((s.count + 1) as f64).log2()).min(20.0) as u32;
-            let prefix = match (level, inferred) {
-                (Some(l), false) if l >= Level::Warn => {
-                    format!("{} template", l.as_str().to_uppercase())
-                }
-                (Some(l), true) if l >= Level::Error => String::from("Failure-like template"),
-                _ => String::from("Template"),
-            };
-            if !tags.is_empty() {
-                reasons.push(format!("failure mode {}", tags.join(", ")));
-            }
-            let reasons = if reasons.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", reasons.join("; "))
-            };
-            let times = if s.count == 1 {
-                "once".to_string()
-            } else {
-                format!("{} times", thousands(s.count))
-            };
-            cands.push(Observation {
-                statement: format!(
-                    "{prefix} seen {times}{reasons}: {}",
-                    truncate_chars(&template, 300)
-                ),
-                line_ranges: s.ranges.clone(),
-                count: s.count,
-                first_seen: s.first_ts.and_then(time::to_timestamp),
-                last_seen: s.last_ts.and_then(time::to_timestamp),
-                failure_modes: tags.iter().map(|t| t.to_string()).collect(),
-                level: level.map(|l| l.as_str().to_string()),
-                example: Some(s.example.clone()),
-                salience,
-            });
+            cands.push(template_observation(
+                s, &template, &tags, level, inferred, reasons, salience,
+            ));
         }
         cands.sort_by(|a, b| b.salience.cmp(&a.salience).then(b.count.cmp(&a.count)));
         let left_out = cands.len().saturating_sub(MAX_OBSERVATIONS - 1);
         cands.truncate(MAX_OBSERVATIONS - 1);
 
         let format = self.format_name();
+        let summary = self.summary(templates, error_lines, left_out, &format);
+        let mut observations = Vec::with_capacity(cands.len() + 1);
+        observations.push(Observation {
+            statement: summary,
+            line_ranges: LineRange::whole(lines),
+            count: lines,
+            first_seen: self.first_ts.and_then(time::to_timestamp),
+            last_seen: self.last_ts.and_then(time::to_timestamp),
+            failure_modes: all_tags,
+            level: None,
+            example: None,
+            salience: SUMMARY_SALIENCE,
+        });
+        observations.extend(cands);
+        Extraction {
+            observations,
+            lines,
+            bytes: self.bytes,
+            templates,
+            format,
+        }
+    }
+
+    /// The summary observation's statement: lines, window, templates, errors, what was left out
+    /// and the format.
+    fn summary(&self, templates: usize, error_lines: u64, left_out: usize, format: &str) -> String {
+        let lines = self.lines;
         let mut summary = format!("{} lines", thousands(lines));
         if let (Some(a), Some(b)) = (self.first_ts, self.last_ts) {
             summary.push_str(&format!(", {}", time::fmt_window(a, Some(b))));
@@ -1017,26 +1093,7 @@ impl LogExtractor {
             ));
         }
         summary.push_str(&format!(" ({format})"));
-        let mut observations = Vec::with_capacity(cands.len() + 1);
-        observations.push(Observation {
-            statement: summary,
-            line_ranges: LineRange::whole(lines),
-            count: lines,
-            first_seen: self.first_ts.and_then(time::to_timestamp),
-            last_seen: self.last_ts.and_then(time::to_timestamp),
-            failure_modes: all_tags,
-            level: None,
-            example: None,
-            salience: SUMMARY_SALIENCE,
-        });
-        observations.extend(cands);
-        Extraction {
-            observations,
-            lines,
-            bytes: self.bytes,
-            templates,
-            format,
-        }
+        summary
     }
 
     fn format_name(&self) -> String {

@@ -1,4 +1,6 @@
 //! Tests of the public evidence API (logs, metrics, alerts, notes).
+//!
+//! A tests file: long because it covers every evidence kind through the public API.
 
 use super::*;
 

@@ -4,6 +4,9 @@
 //! consumed, so the caller can continue parsing the rest of the line. A time without a zone is taken
 //! as UTC. Conversion from a civil date uses Howard Hinnant's `days_from_civil` algorithm
 //! (<https://howardhinnant.github.io/date_algorithms.html>).
+//!
+//! Long because it is a parser whose cases belong together: each layout is tried against the others
+//! in [`scan_stamp`], and its tests (about 160 lines) stay beside them.
 
 /// Nanoseconds per second.
 pub const NS: i64 = 1_000_000_000;
@@ -453,95 +456,99 @@ pub fn scan_stamp(b: &[u8]) -> Option<(Stamp, usize)> {
             }
             Some((Stamp::Abs(ns), used))
         }
-        1 | 2 => {
-            let g1 = num(b, 0, n1);
-            match next? {
-                // dd Mon yyyy [HH:MM:SS[.fff]] (RFC 2822 dates, Redis, HTTP dates)
-                b' ' => {
-                    let mo = month_abbrev(b.get(n1 + 1..)?)?;
-                    if b.get(n1 + 4) != Some(&b' ') || run_digits(b, n1 + 5) != 4 {
-                        return None;
-                    }
-                    date_then_clock(b, num(b, n1 + 5, 4), mo, g1, n1 + 9)
-                }
-                b':' => {
-                    if n1 != 2 {
-                        return None;
-                    }
-                    let (sod, _, _, used) = scan_clock(b, 0, false)?;
-                    boundary(b, used).then_some((Stamp::TimeOfDay(sod), used))
-                }
-                b'/' => {
-                    let at2 = n1 + 1;
-                    if let Some(mo) = month_abbrev(&b[at2.min(b.len())..])
-                        && b.get(at2 + 3) == Some(&b'/')
-                        && run_digits(b, at2 + 4) == 4
-                    {
-                        // dd/Mon/yyyy:HH:mm:ss ±zzzz (access logs)
-                        let y = num(b, at2 + 4, 4);
-                        let at = at2 + 8;
-                        let (st, mut used) = date_then_clock(b, y, mo, g1, at)?;
-                        let mut st = st;
-                        if b.get(used) == Some(&b' ')
-                            && matches!(b.get(used + 1), Some(b'+' | b'-'))
-                            && run_digits(b, used + 2) == 4
-                        {
-                            let sign = if b[used + 1] == b'-' { -1 } else { 1 };
-                            let off = sign
-                                * (num(b, used + 2, 2) as i64 * 3600
-                                    + num(b, used + 4, 2) as i64 * 60);
-                            if let Stamp::Abs(ns) = st {
-                                st = Stamp::Abs(ns - off * NS);
-                            }
-                            used += 6;
-                        }
-                        return Some((st, used));
-                    }
-                    let n2 = run_digits(b, at2);
-                    if n2 != 2 && n2 != 1 || b.get(at2 + n2) != Some(&b'/') {
-                        return None;
-                    }
-                    let g2 = num(b, at2, n2);
-                    let at3 = at2 + n2 + 1;
-                    let n3 = run_digits(b, at3);
-                    match n3 {
-                        4 => {
-                            let y = num(b, at3, 4);
-                            let (mo, d) = if g1 > 12 { (g2, g1) } else { (g1, g2) };
-                            date_then_clock(b, y, mo, d, at3 + 4)
-                        }
-                        2 if n1 == 2 => date_then_clock(b, 2000 + g1, g2, num(b, at3, 2), at3 + 2),
-                        _ => None,
-                    }
-                }
-                sep @ (b'-' | b'.') => {
-                    let at2 = n1 + 1;
-                    let n2 = run_digits(b, at2);
-                    if n2 != 2 {
-                        return None;
-                    }
-                    let g2 = num(b, at2, 2);
-                    let after = at2 + 2;
-                    if b.get(after) == Some(&sep) {
-                        // dd-MM-yyyy / dd.MM.yyyy
-                        if run_digits(b, after + 1) != 4 {
-                            return None;
-                        }
-                        return date_then_clock(b, num(b, after + 1, 4), g2, g1, after + 5);
-                    }
-                    if b.get(after) != Some(&b' ')
-                        || !(1..=12).contains(&g1)
-                        || !(1..=31).contains(&g2)
-                    {
-                        return None;
-                    }
-                    let (sod, nanos, _, used) = scan_clock(b, after + 1, false)?;
-                    let end = after + 1 + used;
-                    boundary(b, end).then_some((Stamp::YearLess(g1, g2, sod, nanos), end))
-                }
-                _ => None,
+        1 | 2 => scan_day_or_month_first(b, n1),
+        _ => None,
+    }
+}
+
+/// [`scan_stamp`] for a stamp that starts with one or two digits: `dd Mon yyyy`, a clock alone,
+/// slashed dates, `dd-MM-yyyy` / `dd.MM.yyyy` and year-less `MM-dd` / `MM.dd`.
+fn scan_day_or_month_first(b: &[u8], n1: usize) -> Option<(Stamp, usize)> {
+    let next = b.get(n1).copied();
+    let g1 = num(b, 0, n1);
+    match next? {
+        // dd Mon yyyy [HH:MM:SS[.fff]] (RFC 2822 dates, Redis, HTTP dates)
+        b' ' => {
+            let mo = month_abbrev(b.get(n1 + 1..)?)?;
+            if b.get(n1 + 4) != Some(&b' ') || run_digits(b, n1 + 5) != 4 {
+                return None;
             }
+            date_then_clock(b, num(b, n1 + 5, 4), mo, g1, n1 + 9)
         }
+        b':' => {
+            if n1 != 2 {
+                return None;
+            }
+            let (sod, _, _, used) = scan_clock(b, 0, false)?;
+            boundary(b, used).then_some((Stamp::TimeOfDay(sod), used))
+        }
+        b'/' => scan_slashed(b, n1, g1),
+        sep @ (b'-' | b'.') => {
+            let at2 = n1 + 1;
+            let n2 = run_digits(b, at2);
+            if n2 != 2 {
+                return None;
+            }
+            let g2 = num(b, at2, 2);
+            let after = at2 + 2;
+            if b.get(after) == Some(&sep) {
+                // dd-MM-yyyy / dd.MM.yyyy
+                if run_digits(b, after + 1) != 4 {
+                    return None;
+                }
+                return date_then_clock(b, num(b, after + 1, 4), g2, g1, after + 5);
+            }
+            if b.get(after) != Some(&b' ') || !(1..=12).contains(&g1) || !(1..=31).contains(&g2) {
+                return None;
+            }
+            let (sod, nanos, _, used) = scan_clock(b, after + 1, false)?;
+            let end = after + 1 + used;
+            boundary(b, end).then_some((Stamp::YearLess(g1, g2, sod, nanos), end))
+        }
+        _ => None,
+    }
+}
+
+/// [`scan_stamp`] for `g1/…`: `dd/Mon/yyyy:HH:mm:ss ±zzzz`, `MM/dd/yyyy` or `dd/MM/yyyy`
+/// (day > 12) and `yy/MM/dd`.
+fn scan_slashed(b: &[u8], n1: usize, g1: u32) -> Option<(Stamp, usize)> {
+    let at2 = n1 + 1;
+    if let Some(mo) = month_abbrev(&b[at2.min(b.len())..])
+        && b.get(at2 + 3) == Some(&b'/')
+        && run_digits(b, at2 + 4) == 4
+    {
+        // dd/Mon/yyyy:HH:mm:ss ±zzzz (access logs)
+        let y = num(b, at2 + 4, 4);
+        let at = at2 + 8;
+        let (st, mut used) = date_then_clock(b, y, mo, g1, at)?;
+        let mut st = st;
+        if b.get(used) == Some(&b' ')
+            && matches!(b.get(used + 1), Some(b'+' | b'-'))
+            && run_digits(b, used + 2) == 4
+        {
+            let sign = if b[used + 1] == b'-' { -1 } else { 1 };
+            let off = sign * (num(b, used + 2, 2) as i64 * 3600 + num(b, used + 4, 2) as i64 * 60);
+            if let Stamp::Abs(ns) = st {
+                st = Stamp::Abs(ns - off * NS);
+            }
+            used += 6;
+        }
+        return Some((st, used));
+    }
+    let n2 = run_digits(b, at2);
+    if n2 != 2 && n2 != 1 || b.get(at2 + n2) != Some(&b'/') {
+        return None;
+    }
+    let g2 = num(b, at2, n2);
+    let at3 = at2 + n2 + 1;
+    let n3 = run_digits(b, at3);
+    match n3 {
+        4 => {
+            let y = num(b, at3, 4);
+            let (mo, d) = if g1 > 12 { (g2, g1) } else { (g1, g2) };
+            date_then_clock(b, y, mo, d, at3 + 4)
+        }
+        2 if n1 == 2 => date_then_clock(b, 2000 + g1, g2, num(b, at3, 2), at3 + 2),
         _ => None,
     }
 }

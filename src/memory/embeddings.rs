@@ -6,6 +6,9 @@
 //! write wakes it, and backfills an old database in the background; recall compares the query's
 //! vector with them ([`nearest_records`], [`nearest_documents`]). Never required: without an
 //! embedder, or when it fails or is slow, recall runs on its other lists.
+//!
+//! Long because the two embedders, the worker that keeps vectors current and the nearest-vector
+//! searches are kept together around the stored vectors of one model.
 
 use std::sync::Arc;
 

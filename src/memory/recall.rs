@@ -16,6 +16,9 @@
 //! why it was recalled (lists, matched words, shared tags, cosine) and carries marks for stale,
 //! superseded or contradicted records. Nothing is cut by a similarity threshold: when no list has
 //! a candidate the result says so. Mechanisms can be turned off one by one ([`RecallTuning`]).
+//!
+//! Long because it is the one recall pipeline: query expansion, the lists, their fusion and
+//! ranking, and the results' "why" are read together, with their tests (about 155 lines).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::LazyLock;
@@ -698,54 +701,9 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     let search = bounded_search(memory, index.epoch(), &terms).await?;
     let exclude = q.exclude_incident.as_deref();
     let doc_expr = mstore::fts_or_terms(&doc_terms);
-    // Passage by passage, when the query has more than one (an incident's report and evidence).
-    let query_passages = super::documents::passages_of(&text);
-    let by_passage = tuning.on("passages") && query_passages.len() > 1;
-    let vectors = async {
-        let (query_vector, passage_vectors) =
-            if by_passage && query_passages.len() >= LONG_QUERY && tuning.on("passage_mean") {
-                // A report: its vector is the mean of its passages' (one embedding pass over short
-                // texts, not a second over the whole, which the model would truncate anyway).
-                let passages = embeddings::text_vectors(memory, &query_passages).await;
-                let whole = passages.as_deref().and_then(embeddings::mean_direction);
-                (whole, passages)
-            } else if by_passage {
-                // A few sentences: the whole and its passages in one batch of short texts.
-                let mut texts = Vec::with_capacity(query_passages.len() + 1);
-                texts.push(text.clone());
-                texts.extend(query_passages.iter().cloned());
-                match embeddings::text_vectors(memory, &texts).await {
-                    Some(mut vs) if vs.len() == texts.len() => {
-                        let whole = vs.remove(0);
-                        (Some(whole), Some(vs))
-                    }
-                    _ => (None, None),
-                }
-            } else {
-                (embeddings::query_vector(memory, &text).await, None)
-            };
-        // The vector scans run here, while the word searches' SQL is still running on the
-        // database's own threads.
-        let (nearest, doc_vector) = match &query_vector {
-            Some(v) => (
-                embeddings::nearest_records(memory, &index, v, exclude, PER_LIST).await,
-                embeddings::nearest_documents(memory, index.epoch(), v, exclude, INCIDENT_LIST)
-                    .await,
-            ),
-            None => (embeddings::Nearest::default(), Vec::new()),
-        };
-        let by_passages = match &passage_vectors {
-            Some(vs) => {
-                embeddings::nearest_by_passages(memory, index.epoch(), vs, exclude, INCIDENT_LIST)
-                    .await
-            }
-            None => Vec::new(),
-        };
-        (nearest, doc_vector, by_passages)
-    };
     let (lists, (nearest, doc_vector, by_passages), doc_bm25) = tokio::join!(
         text_lists(pool, &index, &search, kinds, exclude),
-        vectors,
+        vector_lists(memory, &index, &text, exclude),
         crate::store::incident_documents::search(pool, &doc_expr, exclude, INCIDENT_LIST as i64),
     );
     let (text_list, rules_list) = lists?;
@@ -758,6 +716,154 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     let (scope_list, neighbours) = scope_list(&index, q, &tags, &actions);
 
     // The incident level: which past incidents this query is about.
+    let incident_lists = incident_lists(
+        tuning,
+        &index,
+        IncidentInputs {
+            doc_bm25,
+            doc_vector,
+            by_passages,
+            semantic: &semantic,
+            text_list: &text_list,
+            scope_list: &scope_list,
+        },
+    );
+    let score_share = if tuning.on("score_fusion") {
+        SCORE_SHARE
+    } else {
+        0.0
+    };
+    let incidents = fuse_incidents(incident_lists, score_share);
+
+    // The record level ("parts").
+    let fused = fuse_records(
+        tuning,
+        &index,
+        &incidents,
+        [text_list, rules_list, scope_list],
+        semantic_list,
+    );
+    if fused.is_empty() {
+        return Ok(RecallResult {
+            results: Vec::new(),
+            incidents,
+            derived_tags: tags.into_iter().collect(),
+            notice: Some(empty_notice(&index, q.service.as_deref())),
+        });
+    }
+    // Rank on the candidates' own fields; load only the k records that are returned.
+    let now = store::now();
+    let ranked = rank(fused, kinds, now, k);
+    let ids: Vec<i64> = ranked.iter().map(|(_, f)| f.candidate.id).collect();
+    let mut records: HashMap<i64, MemoryRecord> = mstore::get_many(pool, &ids)
+        .await?
+        .into_iter()
+        .map(|r| (r.id, r))
+        .collect();
+    let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    let explain = Explain {
+        query_stems: query_stems(&stemmer, &words),
+        stemmer,
+        tags: &tags,
+        service: q.service.as_ref(),
+        neighbours: &neighbours,
+        actions: &actions,
+        chance,
+        now,
+    };
+    let mut results: Vec<Recalled> = ranked
+        .into_iter()
+        .filter_map(|(score, f)| Some((score, f.lists, f.cosine, records.remove(&f.candidate.id)?)))
+        // Retracted since the index was read: never returned.
+        .filter(|(_, _, _, r)| r.validation != Validation::Retracted)
+        .map(|(score, lists, cosine, r)| explain.recalled(score, lists, cosine, r))
+        .collect();
+    mark_contradictions(&mut results);
+    let notice = thin_notice(&results, q.service.as_deref(), chance);
+    Ok(RecallResult {
+        results,
+        incidents,
+        derived_tags: tags.into_iter().collect(),
+        notice,
+    })
+}
+
+/// The vector lists of a query: the nearest records, the nearest incident documents and, passage
+/// by passage, the nearest incidents.
+async fn vector_lists(
+    memory: &Memory,
+    index: &RecallIndex,
+    text: &str,
+    exclude: Option<&str>,
+) -> (embeddings::Nearest, Vec<(String, f32)>, Vec<(String, f32)>) {
+    let tuning = memory.tuning();
+    // Passage by passage, when the query has more than one (an incident's report and evidence).
+    let query_passages = super::documents::passages_of(text);
+    let by_passage = tuning.on("passages") && query_passages.len() > 1;
+    let (query_vector, passage_vectors) =
+        if by_passage && query_passages.len() >= LONG_QUERY && tuning.on("passage_mean") {
+            // A report: its vector is the mean of its passages' (one embedding pass over short
+            // texts, not a second over the whole, which the model would truncate anyway).
+            let passages = embeddings::text_vectors(memory, &query_passages).await;
+            let whole = passages.as_deref().and_then(embeddings::mean_direction);
+            (whole, passages)
+        } else if by_passage {
+            // A few sentences: the whole and its passages in one batch of short texts.
+            let mut texts = Vec::with_capacity(query_passages.len() + 1);
+            texts.push(text.to_string());
+            texts.extend(query_passages.iter().cloned());
+            match embeddings::text_vectors(memory, &texts).await {
+                Some(mut vs) if vs.len() == texts.len() => {
+                    let whole = vs.remove(0);
+                    (Some(whole), Some(vs))
+                }
+                _ => (None, None),
+            }
+        } else {
+            (embeddings::query_vector(memory, text).await, None)
+        };
+    // The vector scans run here, while the word searches' SQL is still running on the
+    // database's own threads.
+    let (nearest, doc_vector) = match &query_vector {
+        Some(v) => (
+            embeddings::nearest_records(memory, index, v, exclude, PER_LIST).await,
+            embeddings::nearest_documents(memory, index.epoch(), v, exclude, INCIDENT_LIST).await,
+        ),
+        None => (embeddings::Nearest::default(), Vec::new()),
+    };
+    let by_passages = match &passage_vectors {
+        Some(vs) => {
+            embeddings::nearest_by_passages(memory, index.epoch(), vs, exclude, INCIDENT_LIST).await
+        }
+        None => Vec::new(),
+    };
+    (nearest, doc_vector, by_passages)
+}
+
+/// What the incident-level lists are built from.
+struct IncidentInputs<'a> {
+    doc_bm25: Vec<(String, f64)>,
+    doc_vector: Vec<(String, f32)>,
+    by_passages: Vec<(String, f32)>,
+    semantic: &'a [(i64, f32)],
+    text_list: &'a [Candidate],
+    scope_list: &'a [Candidate],
+}
+
+/// The incident-level lists the tuning turns on, in fusion order.
+fn incident_lists(
+    tuning: &RecallTuning,
+    index: &RecallIndex,
+    inputs: IncidentInputs<'_>,
+) -> Vec<IncidentList> {
+    let IncidentInputs {
+        doc_bm25,
+        doc_vector,
+        by_passages,
+        semantic,
+        text_list,
+        scope_list,
+    } = inputs;
     let mut incident_lists: Vec<IncidentList> = Vec::new();
     if tuning.on("doc_bm25") {
         incident_lists.push((
@@ -783,29 +889,33 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     if tuning.on("part_vector") {
         incident_lists.push((
             "part_vector",
-            incidents_by_best_part(&index, semantic.iter().map(|(id, c)| (*id, Some(*c)))),
+            incidents_by_best_part(index, semantic.iter().map(|(id, c)| (*id, Some(*c)))),
         ));
     }
     if tuning.on("part_bm25") {
         incident_lists.push((
             "part_bm25",
-            incidents_by_best_part(&index, text_list.iter().map(|c| (c.id, None))),
+            incidents_by_best_part(index, text_list.iter().map(|c| (c.id, None))),
         ));
     }
     if tuning.on("keys") {
         incident_lists.push((
             "keys",
-            incidents_by_best_part(&index, scope_list.iter().map(|c| (c.id, None))),
+            incidents_by_best_part(index, scope_list.iter().map(|c| (c.id, None))),
         ));
     }
-    let score_share = if tuning.on("score_fusion") {
-        SCORE_SHARE
-    } else {
-        0.0
-    };
-    let incidents = fuse_incidents(incident_lists, score_share);
+    incident_lists
+}
 
-    // The record level ("parts").
+/// Fuses the record-level lists (`[text, rules, scope]` and the semantic one) by rank, then adds
+/// each record's incident's rank as one more list.
+fn fuse_records(
+    tuning: &RecallTuning,
+    index: &RecallIndex,
+    incidents: &[IncidentMatch],
+    [text_list, rules_list, scope_list]: [Vec<Candidate>; 3],
+    semantic_list: Vec<(Candidate, f32)>,
+) -> HashMap<i64, Fused> {
     let mut fused: HashMap<i64, Fused> = HashMap::new();
     let mut add = |name: &'static str, list: Vec<(Candidate, Option<f32>)>, weight: f64| {
         for (rank, (c, cosine)) in list.into_iter().enumerate() {
@@ -858,16 +968,17 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
             }
         }
     }
-    if fused.is_empty() {
-        return Ok(RecallResult {
-            results: Vec::new(),
-            incidents,
-            derived_tags: tags.into_iter().collect(),
-            notice: Some(empty_notice(&index, q.service.as_deref())),
-        });
-    }
-    // Rank on the candidates' own fields; load only the k records that are returned.
-    let now = store::now();
+    fused
+}
+
+/// Scores the fused candidates on their own fields (kind, age, importance, validation,
+/// evidence) and keeps the best `k`, ties by id.
+fn rank(
+    fused: HashMap<i64, Fused>,
+    kinds: &[MemoryKind],
+    now: jiff::Timestamp,
+    k: usize,
+) -> Vec<(f64, Fused)> {
     let mut ranked: Vec<(f64, Fused)> = fused
         .into_values()
         .filter(|f| kinds.is_empty() || kinds.contains(&f.candidate.kind))
@@ -887,86 +998,95 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         .collect();
     ranked.sort_by(|(a, fa), (b, fb)| b.total_cmp(a).then(fb.candidate.id.cmp(&fa.candidate.id)));
     ranked.truncate(k);
-    let ids: Vec<i64> = ranked.iter().map(|(_, f)| f.candidate.id).collect();
-    let mut records: HashMap<i64, MemoryRecord> = mstore::get_many(pool, &ids)
-        .await?
-        .into_iter()
-        .map(|r| (r.id, r))
-        .collect();
-    let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
-    let query_stems: Vec<(String, String)> = words
+    ranked
+}
+
+/// The query's displayable words with their stems: `(stem, word)`.
+fn query_stems(stemmer: &rust_stemmers::Stemmer, words: &[String]) -> Vec<(String, String)> {
+    words
         .iter()
         .filter(|w| is_displayable_word(w))
-        .map(|w| (stem(&stemmer, w), w.clone()))
-        .collect();
-    let mut results: Vec<Recalled> = ranked
-        .into_iter()
-        .filter_map(|(score, f)| Some((score, f.lists, f.cosine, records.remove(&f.candidate.id)?)))
-        // Retracted since the index was read: never returned.
-        .filter(|(_, _, _, r)| r.validation != Validation::Retracted)
-        .map(|(score, lists, cosine, r)| {
-            let weak = is_weak(&lists, cosine, chance);
-            let age = r.age_days(now);
-            let text_stems: BTreeSet<String> = content_words(&r.text)
+        .map(|w| (stem(stemmer, w), w.clone()))
+        .collect()
+}
+
+/// What a result's "why" and marks are read against: the query's stems, tags, services and
+/// action kinds, its chance level and the time of the recall.
+struct Explain<'a> {
+    stemmer: rust_stemmers::Stemmer,
+    query_stems: Vec<(String, String)>,
+    tags: &'a BTreeSet<String>,
+    service: Option<&'a String>,
+    neighbours: &'a [String],
+    actions: &'a [ActionKind],
+    chance: Option<f32>,
+    now: jiff::Timestamp,
+}
+
+impl Explain<'_> {
+    /// One returned record with why it came and its marks.
+    fn recalled(
+        &self,
+        score: f64,
+        lists: Vec<&'static str>,
+        cosine: Option<f32>,
+        r: MemoryRecord,
+    ) -> Recalled {
+        let (stemmer, query_stems, tags) = (&self.stemmer, &self.query_stems, self.tags);
+        let (neighbours, actions) = (self.neighbours, self.actions);
+        let weak = is_weak(&lists, cosine, self.chance);
+        let age = r.age_days(self.now);
+        let text_stems: BTreeSet<String> = content_words(&r.text)
+            .iter()
+            .map(|w| stem(stemmer, w))
+            .collect();
+        let why = Why {
+            matched_terms: query_stems
                 .iter()
-                .map(|w| stem(&stemmer, w))
-                .collect();
-            let why = Why {
-                matched_terms: query_stems
-                    .iter()
-                    .filter(|(s, _)| text_stems.contains(s))
-                    .map(|(_, w)| w.clone())
-                    .take(12)
-                    .collect(),
-                tags: r
-                    .failure_modes
-                    .iter()
-                    .filter(|t| tags.contains(*t))
-                    .cloned()
-                    .collect(),
-                services: r
-                    .services
-                    .iter()
-                    .filter(|s| q.service.as_ref() == Some(*s) || neighbours.contains(s))
-                    .cloned()
-                    .collect(),
-                action_kinds: r
-                    .action_kind
-                    .filter(|a| actions.contains(a))
-                    .map(|a| vec![a.as_str().to_string()])
-                    .unwrap_or_default(),
-                lists,
-                cosine,
-            };
-            let mut marks = Vec::new();
-            if r.kind.is_stale(age) {
-                marks.push("stale");
-            }
-            if r.validation == Validation::Superseded {
-                marks.push("superseded");
-            }
-            if r.data.get("contradicted_by").is_some() {
-                marks.push("contradicted");
-            }
-            if weak {
-                marks.push("weak match");
-            }
-            Recalled {
-                memory: r,
-                score,
-                why,
-                marks,
-            }
-        })
-        .collect();
-    mark_contradictions(&mut results);
-    let notice = thin_notice(&results, q.service.as_deref(), chance);
-    Ok(RecallResult {
-        results,
-        incidents,
-        derived_tags: tags.into_iter().collect(),
-        notice,
-    })
+                .filter(|(s, _)| text_stems.contains(s))
+                .map(|(_, w)| w.clone())
+                .take(12)
+                .collect(),
+            tags: r
+                .failure_modes
+                .iter()
+                .filter(|t| tags.contains(*t))
+                .cloned()
+                .collect(),
+            services: r
+                .services
+                .iter()
+                .filter(|s| self.service == Some(*s) || neighbours.contains(s))
+                .cloned()
+                .collect(),
+            action_kinds: r
+                .action_kind
+                .filter(|a| actions.contains(a))
+                .map(|a| vec![a.as_str().to_string()])
+                .unwrap_or_default(),
+            lists,
+            cosine,
+        };
+        let mut marks = Vec::new();
+        if r.kind.is_stale(age) {
+            marks.push("stale");
+        }
+        if r.validation == Validation::Superseded {
+            marks.push("superseded");
+        }
+        if r.data.get("contradicted_by").is_some() {
+            marks.push("contradicted");
+        }
+        if weak {
+            marks.push("weak match");
+        }
+        Recalled {
+            memory: r,
+            score,
+            why,
+            marks,
+        }
+    }
 }
 
 /// Whether a result came by meaning alone (the vector list, and its incident's rank, which only

@@ -33,6 +33,42 @@ pub async fn extract_blocking(kind: EvidenceKind, text: String) -> AppResult<(Ex
         .map_err(|e| AppError::Internal(e.into()))
 }
 
+/// Writes one observation record per extracted observation of evidence `evidence_id` (examples
+/// redacted); returns their ids in order.
+async fn write_observations(
+    tx: &mut store::Tx,
+    actor: &str,
+    incident: &crate::domain::Incident,
+    kind: EvidenceKind,
+    evidence_id: i64,
+    observations: &[crate::evidence::Observation],
+) -> AppResult<Vec<i64>> {
+    let mut ids = Vec::with_capacity(observations.len());
+    for o in observations {
+        let mut example = o.example.clone().unwrap_or_default();
+        crate::services::memory::redact_for(tx, Some(incident.id.as_str()), &mut [&mut example])
+            .await?;
+        let mut r = NewRecord::new(MemoryKind::Observation, o.statement.clone(), actor);
+        r.incident_id = Some(incident.id.to_string());
+        r.services = vec![incident.service.clone()];
+        r.failure_modes = o.failure_modes.clone();
+        r.data = serde_json::json!({
+            "evidence_id": evidence_id,
+            "evidence_kind": kind.as_str(),
+            "line_ranges": o.line_ranges,
+            "count": o.count,
+            "first_seen": o.first_seen,
+            "last_seen": o.last_seen,
+            "level": o.level,
+            "example": if example.is_empty() { None } else { Some(example) },
+            "salience": o.salience,
+        });
+        let (rid, _) = crate::services::memory::write_in(tx, r).await?;
+        ids.push(rid);
+    }
+    Ok(ids)
+}
+
 /// Stores `content` of `kind` as evidence on incident `id` with its extracted observations.
 /// `dedup_key` makes a repeated delivery a no-op (alerts).
 ///
@@ -108,29 +144,15 @@ pub async fn add(
             created: false,
         });
     };
-    let mut ids = Vec::with_capacity(extraction.observations.len());
-    for o in &extraction.observations {
-        let mut example = o.example.clone().unwrap_or_default();
-        crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut example])
-            .await?;
-        let mut r = NewRecord::new(MemoryKind::Observation, o.statement.clone(), actor);
-        r.incident_id = Some(id.to_string());
-        r.services = vec![incident.service.clone()];
-        r.failure_modes = o.failure_modes.clone();
-        r.data = serde_json::json!({
-            "evidence_id": evidence_id,
-            "evidence_kind": kind.as_str(),
-            "line_ranges": o.line_ranges,
-            "count": o.count,
-            "first_seen": o.first_seen,
-            "last_seen": o.last_seen,
-            "level": o.level,
-            "example": if example.is_empty() { None } else { Some(example) },
-            "salience": o.salience,
-        });
-        let (rid, _) = crate::services::memory::write_in(&mut tx, r).await?;
-        ids.push(rid);
-    }
+    let ids = write_observations(
+        &mut tx,
+        actor,
+        &incident,
+        kind,
+        evidence_id,
+        &extraction.observations,
+    )
+    .await?;
     let detail = format!(
         "{} {} ({} lines, {} observations){}",
         kind.as_str(),

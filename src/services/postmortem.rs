@@ -2,6 +2,9 @@
 //! knowledge. Draft (resolved → postmortem_draft) builds the document from what happened; a
 //! reviewer other than the last editor confirms it; the learnings plan is shown as a preview and
 //! Learn writes exactly that plan in one transaction, once.
+//!
+//! Long because draft, confirm, the learnings plan and Learn are one workflow over the same
+//! post-mortem and plan types, and Learn writes exactly what the plan built.
 
 use std::collections::BTreeSet;
 
@@ -510,21 +513,68 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
     .into_iter()
     .filter(|r| r.validation != crate::domain::Validation::Retracted)
     .collect();
-    let mut redactor = store::redaction::peek(pool, id.as_str()).await?;
-    let mut plan: Vec<PlannedMemory> = Vec::new();
-    let base = |kind: MemoryKind, text: String| {
-        let mut r = NewRecord::new(kind, text, author.clone());
-        r.incident_id = Some(id.to_string());
-        r.services = vec![incident.service.clone()];
-        r.failure_modes = tags.clone();
-        r.importance = crate::domain::postmortem::rule_severity(incident.severity).importance();
-        r
+    let redactor = store::redaction::peek(pool, id.as_str()).await?;
+    let mut planner = Planner {
+        id,
+        incident: &incident,
+        author,
+        tags,
+        redactor,
+        plan: Vec::new(),
     };
-    let mut push = |plan: &mut Vec<PlannedMemory>,
-                    mut r: NewRecord,
-                    cites_existing: Vec<i64>,
-                    cites_planned: Vec<usize>|
-     -> usize {
+    let root = planner.observations(pm, &obs_ids);
+    let (already, failures) = planner.actions(pm, &verdict_failures, root);
+    planner.lessons(pm, root, &failures);
+    let mut plan = planner.plan;
+    mark_duplicates(pool, id, &mut plan).await?;
+    mark_contradictions(pool, id, &incident, &mut plan).await?;
+    name_sources(&mut plan);
+    let (duplicates, memories): (Vec<PlannedMemory>, Vec<PlannedMemory>) =
+        plan.into_iter().partition(|p| p.duplicate_of.is_some());
+    let message = format!("{} durable memories would be written", memories.len());
+    let grading = crate::services::grading::question(pool, &incident, &pm.root_cause).await?;
+    Ok(LearningsPreview {
+        memories,
+        duplicates,
+        already_in_memory: already,
+        message,
+        grading,
+    })
+}
+
+/// The learnings plan of one incident as it is built, in order: the fields every record shares
+/// and the incident's redactor, applied to each record as it is planned.
+struct Planner<'a> {
+    id: &'a IncidentId,
+    incident: &'a crate::domain::Incident,
+    author: String,
+    tags: Vec<String>,
+    redactor: crate::redact::Redactor,
+    plan: Vec<PlannedMemory>,
+}
+
+impl Planner<'_> {
+    /// A record of the incident with the fields every planned record shares.
+    fn base(&self, kind: MemoryKind, text: String) -> NewRecord {
+        let mut r = NewRecord::new(kind, text, self.author.clone());
+        r.incident_id = Some(self.id.to_string());
+        r.services = vec![self.incident.service.clone()];
+        r.failure_modes = self.tags.clone();
+        r.importance =
+            crate::domain::postmortem::rule_severity(self.incident.severity).importance();
+        r
+    }
+
+    /// Redacts and appends one record; returns its row in the plan.
+    fn push(
+        &mut self,
+        mut r: NewRecord,
+        cites_existing: Vec<i64>,
+        cites_planned: Vec<usize>,
+    ) -> usize {
+        let id = self.id;
+        let plan = &mut self.plan;
+        let redactor = &mut self.redactor;
         r.text = redactor.redact(&r.text);
         if let Some(rule) = r.rule.as_mut() {
             rule.always = redactor.redact(&rule.always);
@@ -542,183 +592,184 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
             contradicts: Vec::new(),
         });
         plan.len() - 1
-    };
-    let title = incident.title.replace('\n', " ");
-    // Observations first: what people saw.
-    let mut symptoms = Vec::new();
-    let symptom_texts: Vec<String> = if pm.symptoms.is_empty() {
-        vec![format!("Reported: {title}")]
-    } else {
-        pm.symptoms.clone()
-    };
-    for s in symptom_texts {
-        symptoms.push(push(
-            &mut plan,
-            base(
+    }
+
+    /// Plans what people saw and concluded: symptoms, summary, root cause, trigger, contributing
+    /// factors and misleading hypotheses. Returns the root cause's row.
+    fn observations(&mut self, pm: &Postmortem, obs_ids: &[i64]) -> usize {
+        let id = self.id;
+        let incident = self.incident;
+        let title = incident.title.replace('\n', " ");
+        // Observations first: what people saw.
+        let mut symptoms = Vec::new();
+        let symptom_texts: Vec<String> = if pm.symptoms.is_empty() {
+            vec![format!("Reported: {title}")]
+        } else {
+            pm.symptoms.clone()
+        };
+        for s in symptom_texts {
+            let r = self.base(
                 MemoryKind::Symptom,
                 format!("{id} symptom on {}: {s}", incident.service),
-            ),
-            vec![],
-            vec![],
-        ));
-    }
-    push(
-        &mut plan,
-        base(
+            );
+            symptoms.push(self.push(r, vec![], vec![]));
+        }
+        let r = self.base(
             MemoryKind::IncidentSummary,
             format!(
                 "{id} ({}, {}): {title}. {}",
                 incident.severity, incident.service, pm.summary
             ),
-        ),
-        obs_ids.clone(),
-        symptoms.clone(),
-    );
-    let root = push(
-        &mut plan,
-        base(
+        );
+        self.push(r, obs_ids.to_vec(), symptoms.clone());
+        let r = self.base(
             MemoryKind::RootCause,
             format!("{id} root cause on {}: {}", incident.service, pm.root_cause),
-        ),
-        obs_ids.clone(),
-        symptoms.clone(),
-    );
-    if !pm.trigger.trim().is_empty() && !pm.trigger.starts_with("Unknown") {
-        push(
-            &mut plan,
-            base(MemoryKind::Trigger, format!("{id} trigger: {}", pm.trigger)),
-            vec![],
-            symptoms.clone(),
         );
-    }
-    for c in &pm.contributing_factors {
-        push(
-            &mut plan,
-            base(
+        let root = self.push(r, obs_ids.to_vec(), symptoms.clone());
+        if !pm.trigger.trim().is_empty() && !pm.trigger.starts_with("Unknown") {
+            let r = self.base(MemoryKind::Trigger, format!("{id} trigger: {}", pm.trigger));
+            self.push(r, vec![], symptoms.clone());
+        }
+        for c in &pm.contributing_factors {
+            let r = self.base(
                 MemoryKind::ContributingFactor,
                 format!("{id} contributing factor: {c}"),
-            ),
-            vec![],
-            symptoms.clone(),
-        );
-    }
-    for h in &pm.misleading_hypotheses {
-        push(
-            &mut plan,
-            base(
+            );
+            self.push(r, vec![], symptoms.clone());
+        }
+        for h in &pm.misleading_hypotheses {
+            let r = self.base(
                 MemoryKind::FalseHypothesis,
                 format!("Misleading first hypothesis during {id}: {h}"),
-            ),
-            vec![],
-            vec![root],
-        );
-    }
-    let mut already = Vec::new();
-    let mut failures = Vec::new();
-    for a in &pm.what_did_not_work {
-        if let Some(existing) = verdict_failures.iter().find(|f| {
-            f.action_kind == Some(a.kind) && f.target.as_deref() == Some(a.target.as_str())
-        }) {
-            already.push(existing.id);
-            continue;
+            );
+            self.push(r, vec![], vec![root]);
         }
-        let mut r = base(
-            MemoryKind::RemediationFailure,
-            format!(
-                "{} on {} during {id} {}{}",
-                a.kind.label(),
-                a.target,
-                if a.outcome == "made_worse" {
-                    "made it worse"
-                } else {
-                    "did not resolve it"
-                },
-                if a.note.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", a.note)
-                }
-            ),
-        );
-        r.action_kind = Some(a.kind);
-        r.target = Some(a.target.clone());
-        r.data = serde_json::json!({"verdict": a.outcome, "note": a.note});
-        failures.push(push(&mut plan, r, vec![], vec![]));
+        root
     }
-    for a in &pm.rejected {
-        let mut r = base(
-            MemoryKind::RejectedRecommendation,
-            format!(
-                "{} on {} was rejected during {id}: {}",
-                a.kind.label(),
-                a.target,
-                a.note
-            ),
-        );
-        r.action_kind = Some(a.kind);
-        r.target = Some(a.target.clone());
-        push(&mut plan, r, vec![], vec![root]);
+
+    /// Plans the actions: what did not work (unless a verdict already recorded it), what was
+    /// rejected and what worked. Returns the ids already in memory and the failures' rows.
+    fn actions(
+        &mut self,
+        pm: &Postmortem,
+        verdict_failures: &[MemoryRecord],
+        root: usize,
+    ) -> (Vec<i64>, Vec<usize>) {
+        let id = self.id;
+        let mut already = Vec::new();
+        let mut failures = Vec::new();
+        for a in &pm.what_did_not_work {
+            if let Some(existing) = verdict_failures.iter().find(|f| {
+                f.action_kind == Some(a.kind) && f.target.as_deref() == Some(a.target.as_str())
+            }) {
+                already.push(existing.id);
+                continue;
+            }
+            let mut r = self.base(
+                MemoryKind::RemediationFailure,
+                format!(
+                    "{} on {} during {id} {}{}",
+                    a.kind.label(),
+                    a.target,
+                    if a.outcome == "made_worse" {
+                        "made it worse"
+                    } else {
+                        "did not resolve it"
+                    },
+                    if a.note.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", a.note)
+                    }
+                ),
+            );
+            r.action_kind = Some(a.kind);
+            r.target = Some(a.target.clone());
+            r.data = serde_json::json!({"verdict": a.outcome, "note": a.note});
+            failures.push(self.push(r, vec![], vec![]));
+        }
+        for a in &pm.rejected {
+            let mut r = self.base(
+                MemoryKind::RejectedRecommendation,
+                format!(
+                    "{} on {} was rejected during {id}: {}",
+                    a.kind.label(),
+                    a.target,
+                    a.note
+                ),
+            );
+            r.action_kind = Some(a.kind);
+            r.target = Some(a.target.clone());
+            self.push(r, vec![], vec![root]);
+        }
+        for a in &pm.what_worked {
+            let mut r = self.base(
+                MemoryKind::RemediationSuccess,
+                format!(
+                    "{} on {} {} {id}{}",
+                    a.kind.label(),
+                    a.target,
+                    if a.outcome == "resolved" {
+                        "resolved"
+                    } else {
+                        "partially resolved"
+                    },
+                    if a.note.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", a.note)
+                    }
+                ),
+            );
+            r.action_kind = Some(a.kind);
+            r.target = Some(a.target.clone());
+            self.push(r, vec![], vec![]);
+        }
+        (already, failures)
     }
-    for a in &pm.what_worked {
-        let mut r = base(
-            MemoryKind::RemediationSuccess,
-            format!(
-                "{} on {} {} {id}{}",
-                a.kind.label(),
-                a.target,
-                if a.outcome == "resolved" {
-                    "resolved"
-                } else {
-                    "partially resolved"
-                },
-                if a.note.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", a.note)
-                }
-            ),
-        );
-        r.action_kind = Some(a.kind);
-        r.target = Some(a.target.clone());
-        push(&mut plan, r, vec![], vec![]);
+
+    /// Plans the lessons, action items and detection gaps.
+    fn lessons(&mut self, pm: &Postmortem, root: usize, failures: &[usize]) {
+        let id = self.id;
+        // A lesson from an incident with one failed action is about that action ("before raising
+        // the pool limit, check…"): it carries the action kind, so a question naming the action
+        // finds it through the structured keys.
+        let lesson_action = match pm.what_did_not_work.split_first() {
+            Some((a, rest)) if rest.iter().all(|b| b.kind == a.kind) => Some(a.kind),
+            _ => None,
+        };
+        for l in &pm.lessons {
+            let mut r = self.base(MemoryKind::Lesson, String::new());
+            r.action_kind = lesson_action;
+            r.rule = Some(Rule {
+                always: l.always.clone(),
+                because: l.because.clone(),
+                scope: l.scope.clone(),
+                severity: l.severity,
+            });
+            r.importance = l.severity.importance();
+            let mut cites = vec![root];
+            cites.extend(failures.iter().copied());
+            self.push(r, vec![], cites);
+        }
+        for a in &pm.action_items {
+            let r = self.base(MemoryKind::ActionItem, format!("{id} action item: {a}"));
+            self.push(r, vec![], vec![root]);
+        }
+        for g in &pm.detection_gaps {
+            let r = self.base(MemoryKind::DetectionGap, format!("{id} detection gap: {g}"));
+            self.push(r, vec![], vec![]);
+        }
     }
-    // A lesson from an incident with one failed action is about that action ("before raising
-    // the pool limit, check…"): it carries the action kind, so a question naming the action
-    // finds it through the structured keys.
-    let lesson_action = match pm.what_did_not_work.split_first() {
-        Some((a, rest)) if rest.iter().all(|b| b.kind == a.kind) => Some(a.kind),
-        _ => None,
-    };
-    for l in &pm.lessons {
-        let mut r = base(MemoryKind::Lesson, String::new());
-        r.action_kind = lesson_action;
-        r.rule = Some(Rule {
-            always: l.always.clone(),
-            because: l.because.clone(),
-            scope: l.scope.clone(),
-            severity: l.severity,
-        });
-        r.importance = l.severity.importance();
-        let mut cites = vec![root];
-        cites.extend(failures.iter().copied());
-        push(&mut plan, r, vec![], cites);
-    }
-    for a in &pm.action_items {
-        push(
-            &mut plan,
-            base(MemoryKind::ActionItem, format!("{id} action item: {a}")),
-            vec![],
-            vec![root],
-        );
-    }
-    for g in &pm.detection_gaps {
-        push(
-            &mut plan,
-            base(MemoryKind::DetectionGap, format!("{id} detection gap: {g}")),
-            vec![],
-            vec![],
-        );
-    }
+}
+
+/// Links planned records that duplicate existing memory instead of copying them.
+async fn mark_duplicates(
+    pool: &SqlitePool,
+    id: &IncidentId,
+    plan: &mut [PlannedMemory],
+) -> AppResult<()> {
     // Exact or near duplicates of existing memory are linked instead of copied.
     for p in plan.iter_mut() {
         let expr = mstore::fts_or_query(&p.record.text);
@@ -739,6 +790,16 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
             }
         }
     }
+    Ok(())
+}
+
+/// Marks the earlier confirmed root causes on the service that a planned root cause denies.
+async fn mark_contradictions(
+    pool: &SqlitePool,
+    id: &IncidentId,
+    incident: &crate::domain::Incident,
+    plan: &mut [PlannedMemory],
+) -> AppResult<()> {
     // A root cause that denies what an earlier confirmed root cause on the service affirmed
     // contradicts it (issue #22): the preview shows it, Learn marks the earlier one.
     if plan.iter().any(|p| p.record.kind == MemoryKind::RootCause) {
@@ -772,6 +833,11 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
             }
         }
     }
+    Ok(())
+}
+
+/// Names each planned record's sources in the words of the preview table.
+fn name_sources(plan: &mut [PlannedMemory]) {
     // Sources in the words of the preview table: its row (and kind) when the source will be
     // written, the existing memory it links to when it duplicates one.
     let mut row = 0;
@@ -801,17 +867,6 @@ pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPrev
             )
             .collect();
     }
-    let (duplicates, memories): (Vec<PlannedMemory>, Vec<PlannedMemory>) =
-        plan.into_iter().partition(|p| p.duplicate_of.is_some());
-    let message = format!("{} durable memories would be written", memories.len());
-    let grading = crate::services::grading::question(pool, &incident, &pm.root_cause).await?;
-    Ok(LearningsPreview {
-        memories,
-        duplicates,
-        already_in_memory: already,
-        message,
-        grading,
-    })
 }
 
 /// What Learn returns (also stored, so a repeat returns the same).
@@ -918,72 +973,7 @@ async fn learn_inner(
         }
         (None, _) => {}
     }
-    let mut written: Vec<i64> = Vec::new();
-    // Indexes in the full plan → ids (duplicates map to the existing record).
-    let mut ids_by_plan: std::collections::HashMap<usize, i64> = std::collections::HashMap::new();
-    let mut all: Vec<&PlannedMemory> = preview
-        .memories
-        .iter()
-        .chain(preview.duplicates.iter())
-        .collect();
-    all.sort_by_key(|p| {
-        p.record
-            .origin
-            .clone()
-            .and_then(|o| o.rsplit(':').next().and_then(|n| n.parse::<usize>().ok()))
-            .unwrap_or(0)
-    });
-    let mut linked = Vec::new();
-    for p in all {
-        let idx = p
-            .record
-            .origin
-            .as_deref()
-            .and_then(|o| o.rsplit(':').next())
-            .and_then(|n| n.parse::<usize>().ok())
-            .unwrap_or(0);
-        if let Some(existing) = p.duplicate_of {
-            mstore::bump_evidence(
-                &mut tx,
-                existing,
-                &user.name,
-                &format!("confirmed again by {id}"),
-            )
-            .await?;
-            ids_by_plan.insert(idx, existing);
-            linked.push(existing);
-            continue;
-        }
-        if fail_after.is_some_and(|n| written.len() >= n) {
-            return Err(AppError::Internal(anyhow::anyhow!(
-                "failpoint: learn interrupted after {} records",
-                written.len()
-            )));
-        }
-        let mut r = p.record.clone();
-        r.cites
-            .extend(p.cites_planned.iter().filter_map(|i| ids_by_plan.get(i)));
-        // The text was redacted for the preview; write it as is.
-        let (rid, _) = mstore::insert(&mut tx, &r, at).await?;
-        audit::append(&mut tx, &user.name, "memory.write", &format!("MEM-{rid}"), &serde_json::json!({"id": rid, "kind": r.kind, "epistemic_type": r.epistemic_type, "incident": id.as_str(), "validation": r.validation}).to_string()).await?;
-        for c in &p.contradicts {
-            let detail = format!(
-                "{id}'s root cause MEM-{rid} says it was not {}",
-                c.claim.join(" ")
-            );
-            mstore::mark_contradicted(&mut tx, c.id, rid, &user.name, &detail).await?;
-            audit::append(
-                &mut tx,
-                &user.name,
-                "memory.contradict",
-                &format!("MEM-{}", c.id),
-                &serde_json::json!({"id": c.id, "contradicted_by": rid, "claim": c.claim, "incident": id.as_str()}).to_string(),
-            )
-            .await?;
-        }
-        ids_by_plan.insert(idx, rid);
-        written.push(rid);
-    }
+    let (written, linked) = write_plan(&mut tx, user, id, &preview, fail_after, at).await?;
     check_written_citations(&mut tx, &written).await?;
     if !incidents::apply_transition(
         &mut tx,
@@ -1025,6 +1015,85 @@ async fn learn_inner(
     .await?;
     tx.commit().await?;
     Ok(result)
+}
+
+/// Writes Learn's plan in order inside `tx`: links the duplicates, inserts the rest with their
+/// planned citations resolved and marks what they contradict. Returns (written, linked).
+async fn write_plan(
+    tx: &mut store::Tx,
+    user: &User,
+    id: &IncidentId,
+    preview: &LearningsPreview,
+    fail_after: Option<usize>,
+    at: jiff::Timestamp,
+) -> AppResult<(Vec<i64>, Vec<i64>)> {
+    let mut written: Vec<i64> = Vec::new();
+    // Indexes in the full plan → ids (duplicates map to the existing record).
+    let mut ids_by_plan: std::collections::HashMap<usize, i64> = std::collections::HashMap::new();
+    let mut all: Vec<&PlannedMemory> = preview
+        .memories
+        .iter()
+        .chain(preview.duplicates.iter())
+        .collect();
+    all.sort_by_key(|p| {
+        p.record
+            .origin
+            .clone()
+            .and_then(|o| o.rsplit(':').next().and_then(|n| n.parse::<usize>().ok()))
+            .unwrap_or(0)
+    });
+    let mut linked = Vec::new();
+    for p in all {
+        let idx = p
+            .record
+            .origin
+            .as_deref()
+            .and_then(|o| o.rsplit(':').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        if let Some(existing) = p.duplicate_of {
+            mstore::bump_evidence(
+                tx,
+                existing,
+                &user.name,
+                &format!("confirmed again by {id}"),
+            )
+            .await?;
+            ids_by_plan.insert(idx, existing);
+            linked.push(existing);
+            continue;
+        }
+        if fail_after.is_some_and(|n| written.len() >= n) {
+            return Err(AppError::Internal(anyhow::anyhow!(
+                "failpoint: learn interrupted after {} records",
+                written.len()
+            )));
+        }
+        let mut r = p.record.clone();
+        r.cites
+            .extend(p.cites_planned.iter().filter_map(|i| ids_by_plan.get(i)));
+        // The text was redacted for the preview; write it as is.
+        let (rid, _) = mstore::insert(tx, &r, at).await?;
+        audit::append(tx, &user.name, "memory.write", &format!("MEM-{rid}"), &serde_json::json!({"id": rid, "kind": r.kind, "epistemic_type": r.epistemic_type, "incident": id.as_str(), "validation": r.validation}).to_string()).await?;
+        for c in &p.contradicts {
+            let detail = format!(
+                "{id}'s root cause MEM-{rid} says it was not {}",
+                c.claim.join(" ")
+            );
+            mstore::mark_contradicted(tx, c.id, rid, &user.name, &detail).await?;
+            audit::append(
+                tx,
+                &user.name,
+                "memory.contradict",
+                &format!("MEM-{}", c.id),
+                &serde_json::json!({"id": c.id, "contradicted_by": rid, "claim": c.claim, "incident": id.as_str()}).to_string(),
+            )
+            .await?;
+        }
+        ids_by_plan.insert(idx, rid);
+        written.push(rid);
+    }
+    Ok((written, linked))
 }
 
 /// Every inference written must cite something, and no decision may cite only decisions

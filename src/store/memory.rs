@@ -1,5 +1,8 @@
 //! Records (working and durable memory), their structured keys, links, history, the FTS5 index
 //! and the service dependency graph. Retracted records are excluded from every candidate query.
+//!
+//! Long because it is the one module of SQL for records: every query on the records, their keys,
+//! links, history and FTS index sits here, as `store/` keeps one module per aggregate.
 
 use sqlx::SqlitePool;
 

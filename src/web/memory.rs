@@ -1,5 +1,8 @@
 //! Organizational memory over HTTP: the memory browser, notes and runbooks, supersede and
 //! retract (reviewers), recall — as pages and as JSON under `/api/v1`.
+//!
+//! Long because it is one resource's module (as every resource in `web/` has one): its pages and
+//! JSON handlers, and their tests (about 240 lines).
 
 use askama::Template;
 use askama_web::WebTemplate;

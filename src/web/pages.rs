@@ -1,5 +1,8 @@
 //! Server-rendered pages (askama). Every page works without JavaScript; forms POST and redirect
 //! with 303, or re-render with the input and a 422 on a validation error.
+//!
+//! Long because the incident page is most of it: its page struct, its builder and its cached copy
+//! (`RenderedPages`), beside the sign-in and profile pages.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -661,6 +664,90 @@ async fn render_page(
         .into_response())
 }
 
+/// The timeline's participants in order of first appearance, and its events in the viewer's zone.
+fn timeline_of(events: Vec<TimelineEvent>, clock: &Clock) -> (Vec<String>, Vec<Event>) {
+    let mut participants: Vec<String> = Vec::new();
+    for e in &events {
+        if !participants.contains(&e.actor) {
+            participants.push(e.actor.clone());
+        }
+    }
+    let timeline: Vec<Event> = events
+        .into_iter()
+        .map(|mut e| {
+            e.detail = clock.localize(&e.detail);
+            Event {
+                at: clock.fmt(&e.at),
+                event: e,
+            }
+        })
+        .collect();
+    (participants, timeline)
+}
+
+/// The page's recall, grouped: similar incidents (one record each, at most 5), dead ends (at
+/// most 8) and rules (at most 6).
+fn bucket_recalled(
+    recalled: &crate::memory::recall::RecallResult,
+    clock: &Clock,
+) -> (Vec<RecalledItem>, Vec<RecalledItem>, Vec<RecalledItem>) {
+    let (mut similar, mut dead_ends, mut rules) = (Vec::new(), Vec::new(), Vec::new());
+    let mut seen_incidents = std::collections::BTreeSet::new();
+    for r in recalled.results.iter().cloned() {
+        let item = RecalledItem {
+            id: r.memory.id,
+            incident_id: r.memory.incident_id.clone().unwrap_or_default(),
+            kind: r.memory.kind.to_string(),
+            text: clock.localize(&r.memory.text),
+            why: super::memory::why_text(&r.why),
+            marks: r.marks.join(", "),
+        };
+        use crate::domain::MemoryKind as K;
+        match r.memory.kind {
+            K::RemediationFailure | K::RejectedRecommendation => dead_ends.push(item),
+            K::Lesson | K::Runbook => rules.push(item),
+            K::ServiceFact | K::Dependency => {}
+            _ if !item.incident_id.is_empty()
+                && seen_incidents.insert(item.incident_id.clone()) =>
+            {
+                similar.push(item)
+            }
+            _ => {}
+        }
+    }
+    similar.truncate(5);
+    dead_ends.truncate(8);
+    rules.truncate(6);
+    (similar, dead_ends, rules)
+}
+
+/// The stepper for this viewer, with Confirm disabled when they edited the draft last, and
+/// whether they may confirm.
+async fn confirm_steps(state: &AppState, user: &User, incident: &Incident) -> (Vec<Step>, bool) {
+    let mut steps = stepper(incident.state, user.role);
+    let last_editor = if incident.state == IncidentState::PostmortemDraft {
+        crate::store::postmortems::get(&state.pool, incident.id.as_str())
+            .await
+            .ok()
+            .map(|pm| pm.edited_by)
+    } else {
+        None
+    };
+    let refusal = (state.settings.confirm_policy())
+        .check(user.role, &user.name, last_editor.as_deref())
+        .err();
+    let may_confirm = refusal.is_none();
+    if refusal == Some(crate::domain::ConfirmRefusal::OwnEdit)
+        && let Some(step) = steps
+            .iter_mut()
+            .find(|s| s.action == Some(Transition::Confirm) && s.disabled_reason.is_none())
+    {
+        step.disabled_reason =
+            Some("You edited the draft last: another reviewer must confirm it".into());
+    }
+    (steps, may_confirm)
+}
+
 /// Everything the incident page shows, with the status it is served with.
 async fn build_page(
     state: &AppState,
@@ -674,22 +761,7 @@ async fn build_page(
     let incident = incidents::get(&state.pool, id).await?;
     let clock = Clock::for_viewer(Some(user), headers);
     let events = incidents::timeline(&state.pool, id).await?;
-    let mut participants: Vec<String> = Vec::new();
-    for e in &events {
-        if !participants.contains(&e.actor) {
-            participants.push(e.actor.clone());
-        }
-    }
-    let timeline = events
-        .into_iter()
-        .map(|mut e| {
-            e.detail = clock.localize(&e.detail);
-            Event {
-                at: clock.fmt(&e.at),
-                event: e,
-            }
-        })
-        .collect();
+    let (participants, timeline) = timeline_of(events, &clock);
     let (status, error) = match error {
         Some((s, m)) => (s, Some(m)),
         None => (StatusCode::OK, None),
@@ -729,55 +801,9 @@ async fn build_page(
         30,
     )
     .await?;
-    let (mut similar, mut dead_ends, mut rules) = (Vec::new(), Vec::new(), Vec::new());
-    let mut seen_incidents = std::collections::BTreeSet::new();
-    for r in recalled.results.iter().cloned() {
-        let item = RecalledItem {
-            id: r.memory.id,
-            incident_id: r.memory.incident_id.clone().unwrap_or_default(),
-            kind: r.memory.kind.to_string(),
-            text: clock.localize(&r.memory.text),
-            why: super::memory::why_text(&r.why),
-            marks: r.marks.join(", "),
-        };
-        use crate::domain::MemoryKind as K;
-        match r.memory.kind {
-            K::RemediationFailure | K::RejectedRecommendation => dead_ends.push(item),
-            K::Lesson | K::Runbook => rules.push(item),
-            K::ServiceFact | K::Dependency => {}
-            _ if !item.incident_id.is_empty()
-                && seen_incidents.insert(item.incident_id.clone()) =>
-            {
-                similar.push(item)
-            }
-            _ => {}
-        }
-    }
-    similar.truncate(5);
-    dead_ends.truncate(8);
-    rules.truncate(6);
+    let (similar, dead_ends, rules) = bucket_recalled(&recalled, &clock);
     let memory_notice = recalled.notice.clone();
-    let mut steps = stepper(incident.state, user.role);
-    let last_editor = if incident.state == IncidentState::PostmortemDraft {
-        crate::store::postmortems::get(&state.pool, id.as_str())
-            .await
-            .ok()
-            .map(|pm| pm.edited_by)
-    } else {
-        None
-    };
-    let refusal = (state.settings.confirm_policy())
-        .check(user.role, &user.name, last_editor.as_deref())
-        .err();
-    let may_confirm = refusal.is_none();
-    if refusal == Some(crate::domain::ConfirmRefusal::OwnEdit)
-        && let Some(step) = steps
-            .iter_mut()
-            .find(|s| s.action == Some(Transition::Confirm) && s.disabled_reason.is_none())
-    {
-        step.disabled_reason =
-            Some("You edited the draft last: another reviewer must confirm it".into());
-    }
+    let (steps, may_confirm) = confirm_steps(state, user, &incident).await;
     let open_recommendations = investigation.as_ref().map_or(0, |i| {
         i.recommendations
             .iter()

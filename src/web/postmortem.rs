@@ -1,5 +1,8 @@
 //! Post-mortem, confirmation, learnings preview and Learn over HTTP (JSON and pages), the
 //! Markdown export and the reviewers' grounding queue.
+//!
+//! Long because it is one resource's module (as every resource in `web/` has one): its JSON
+//! handlers, its pages and its Markdown export all read the same stored post-mortem.
 
 use askama::Template;
 use askama_web::WebTemplate;

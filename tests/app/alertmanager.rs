@@ -212,6 +212,10 @@ fn instant(offset_secs: i64) -> String {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn a_real_alertmanager_opens_an_incident_and_its_resolution_resolves_the_alerts_only() {
     let Some(binary) = alertmanager_binary() else {
         assert!(

@@ -110,6 +110,10 @@ fn find(list: &Value, pred: impl Fn(&Value) -> bool) -> &Value {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn insights_count_failure_modes_dead_ends_response_times_and_thin_memory_by_hand() {
     let app = spawn_app().await;
     let now = Timestamp::from_second(Timestamp::now().as_second() / 60 * 60).unwrap();

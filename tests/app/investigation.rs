@@ -171,6 +171,10 @@ async fn with_nothing_in_memory_the_copilot_says_so_and_stays_low() {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn double_approval_writes_one_transcript_and_verdicts_need_an_approval() {
     let app = spawn_app().await;
     let id = app.open_incident("Checkout slow", "payments-api").await;

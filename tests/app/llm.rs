@@ -836,6 +836,10 @@ fn has_max_length(body: &Value) -> bool {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn a_server_rejecting_max_length_gets_the_schema_without_it_and_long_strings_are_cut() {
     let statement = long("Pool épuisé — ", 900);
     let rationale = long("Überlast ", 2000);

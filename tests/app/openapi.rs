@@ -433,6 +433,10 @@ impl Exerciser<'_> {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "walks every operation of the OpenAPI document against one app and lists what failed at the end"
+)]
 async fn every_documented_example_is_answered_as_its_schema_says() {
     let app = spawn_app().await;
     let doc: Value = app

@@ -136,6 +136,10 @@ async fn confirm_and_preview(app: &TestApp, id: &str) -> Value {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn the_draft_reflects_what_happened_and_preview_equals_what_learn_writes() {
     let app = spawn_app().await;
     let id = worked_incident(&app).await;
@@ -1085,6 +1089,10 @@ async fn root_cause_of(app: &TestApp, learned: &Value) -> Value {
 /// contradicted (shown in the preview first), recall marks it, the reviewer queue lists it, and
 /// the audit log has the mark.
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn a_later_root_cause_that_denies_an_earlier_one_marks_it_contradicted() {
     let app = spawn_app().await;
     let first = app

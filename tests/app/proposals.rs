@@ -94,6 +94,10 @@ async fn resolve_with(app: &TestApp, id: &str, root_cause: &str) {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn a_did_not_resolve_verdict_queues_a_reflection_that_a_reviewer_accepts_as_a_lesson() {
     let app = spawn_app().await;
     let (id, inv) = investigated(&app, "Orders time out at checkout", "orders-api").await;
@@ -334,6 +338,10 @@ async fn rejecting_a_reflection_needs_a_reason_keeps_it_and_writes_no_memory() {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn a_resolved_incident_gets_a_runbook_draft_and_a_later_one_a_new_version_of_it() {
     let app = spawn_app().await;
     let (a, inv) = investigated(&app, "Orders time out at checkout", "orders-api").await;
@@ -479,6 +487,10 @@ async fn a_resolved_incident_gets_a_runbook_draft_and_a_later_one_a_new_version_
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn learn_records_the_reviewers_grade_and_insights_show_the_hit_rate() {
     let app = spawn_app().await;
     let (id, inv) = investigated(&app, "Orders time out at checkout", "orders-api").await;

@@ -271,6 +271,10 @@ async fn page(app: &TestApp, path: &str) -> String {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one secret corpus sent through every input path in turn, then every output searched for it"
+)]
 async fn a_secret_corpus_through_every_input_path_leaks_nowhere_and_versions_survive() {
     let model = CapturingModel::start(ANALYSIS).await;
     let llm = Arc::new(

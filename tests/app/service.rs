@@ -350,6 +350,10 @@ fn sample_value(scrape: &str, series: &str) -> Option<f64> {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn metrics_after_a_scripted_workflow_report_every_family_with_exact_counts() {
     use crate::helpers::{CapturingModel, spawn_app_full, spawn_app_with};
     use incidentmind::analyst::llm::{LlmAnalyst, LlmConfig};
@@ -558,6 +562,10 @@ fn metrics_address(served: &Served) -> String {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn metrics_listen_serves_metrics_on_a_separate_address_without_a_token_and_nothing_else() {
     let client = reqwest::Client::new();
     // --metrics-listen alone: /metrics on its own address, not on --bind.
@@ -739,6 +747,10 @@ async fn counts(path: &Path) -> (i64, i64) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn a_backup_taken_while_a_writer_runs_passes_its_checks_and_restores_with_equal_counts() {
     let dir = tempfile::tempdir().unwrap();
     let live = dir.path().join("live.db");

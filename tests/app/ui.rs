@@ -122,6 +122,10 @@ async fn a_reopen_from_a_page_loaded_before_the_draft_is_refused_and_keeps_the_d
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of cases sent in turn to one app, each next to the answer it expects"
+)]
 async fn every_incident_form_from_a_stale_page_is_a_409_that_keeps_the_input() {
     let app = spawn_app().await;
     let id = app.open_incident("Checkout 503s", "payments-api").await;

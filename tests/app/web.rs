@@ -5,6 +5,10 @@ use reqwest::StatusCode;
 use crate::helpers::{CapturingModel, PASSWORD, TestApp, spawn_app, spawn_app_with_embedder};
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn a_responder_signs_in_opens_an_incident_and_resolves_it_through_the_forms() {
     let app = spawn_app().await;
     // Without a session a page redirects to sign-in, remembering where to come back.

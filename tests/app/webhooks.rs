@@ -97,6 +97,10 @@ fn only_incident(v: &Value) -> String {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one match arm per sample file, each with what its delivery must produce"
+)]
 async fn every_sample_file_goes_through_its_endpoint() {
     let app = spawn_app().await;
     let (_, am) = integration(&app, "prod-am", "alertmanager", json!({})).await;
@@ -554,6 +558,10 @@ async fn skewed_timestamps_are_flagged_and_durations_stay_non_negative() {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of cases sent in turn to one app, each next to the answer it expects"
+)]
 async fn hostile_input_is_a_clean_400_or_stored_safely() {
     let app = spawn_app_with(Settings {
         max_body_bytes: 256 * 1024,
@@ -753,6 +761,10 @@ async fn a_group_firing_again_after_learning_opens_a_follow_up() {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one end-to-end scenario: each step acts on what the steps before it left, so it reads top to bottom"
+)]
 async fn integrations_are_admin_only_and_show_the_secret_once() {
     let app = spawn_app().await;
     for token in [&app.responder, &app.reviewer] {

@@ -325,6 +325,10 @@ async fn credentials_and_roles_are_checked() {
 }
 
 #[tokio::test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "a table of cases sent in turn to one app, each next to the answer it expects"
+)]
 async fn bad_input_gets_a_clear_4xx_and_writes_nothing() {
     let app = spawn_app().await;
     let post = |body: Vec<u8>| {

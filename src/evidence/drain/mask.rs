@@ -535,6 +535,13 @@ fn mask_token(tok: &str, cls: u8, out: &mut String) -> u8 {
         out.push_str(tok);
         return 0;
     }
+    mask_skeleton(tok, out)
+}
+
+/// Masks every alphanumeric run of `tok` that holds a digit (the token's skeleton stays); returns
+/// flags.
+fn mask_skeleton(tok: &str, out: &mut String) -> u8 {
+    let b = tok.as_bytes();
     // skeleton: mask every alphanumeric run holding a digit; a '-' sign before a digit run that
     // follows a non-alphanumeric byte is part of the number.
     let start = out.len();

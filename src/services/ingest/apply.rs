@@ -248,30 +248,50 @@ fn parse_incident_id(s: &str) -> AppResult<IncidentId> {
     IncidentId::parse(s).map_err(|e| AppError::Internal(anyhow::anyhow!("stored group: {e}")))
 }
 
-async fn ingest_group(
+/// A group's write transaction, holding the group and the incident its alerts go to.
+struct Claimed {
+    tx: store::Tx,
+    group_id: i64,
+    incident_id: IncidentId,
+    opened: bool,
+    follows: Option<String>,
+}
+
+/// Finds the delivery's group or opens an incident for it (a new one when its incident is
+/// learned), retrying a raced insert or move. `Err` is the answer when there is nothing to write:
+/// no incident for resolutions alone, or late resolutions for a learned incident.
+async fn claim_group(
     pool: &SqlitePool,
     integ: &Integration,
     group: &IncomingGroup,
-) -> AppResult<Option<GroupOutcome>> {
+    actor: &str,
+    received: jiff::Timestamp,
+) -> AppResult<Result<Claimed, Option<GroupOutcome>>> {
     let source = source_of(integ)?;
-    let actor = format!("integration:{}", integ.name);
     let any_firing = group.alerts.iter().any(|a| a.status == AlertStatus::Firing);
-    let received = store::now();
     let mut attempt = 0;
-    let (mut tx, group_id, incident_id, opened, follows) = loop {
+    loop {
         attempt += 1;
         let mut tx = store::begin_write(pool).await?;
         match astore::find_group(&mut tx, integ.id, &group.key).await? {
             None => {
                 if !any_firing {
                     tx.rollback().await?;
-                    return Ok(None);
+                    return Ok(Err(None));
                 }
-                let incident = open_for_group(&mut tx, integ, group, &actor, received).await?;
+                let incident = open_for_group(&mut tx, integ, group, actor, received).await?;
                 match astore::insert_group(&mut tx, integ.id, &group.key, &incident.id, received)
                     .await?
                 {
-                    Some(gid) => break (tx, gid, incident.id, true, None),
+                    Some(gid) => {
+                        return Ok(Ok(Claimed {
+                            tx,
+                            group_id: gid,
+                            incident_id: incident.id,
+                            opened: true,
+                            follows: None,
+                        }));
+                    }
                     None if attempt < 3 => {
                         tx.rollback().await?;
                         continue;
@@ -288,13 +308,19 @@ async fn ingest_group(
                 let current_id = parse_incident_id(&g.incident_id)?;
                 let current = incidents::get_in(&mut tx, &current_id).await?;
                 if current.state != IncidentState::Learned {
-                    break (tx, g.id, current_id, false, None);
+                    return Ok(Ok(Claimed {
+                        tx,
+                        group_id: g.id,
+                        incident_id: current_id,
+                        opened: false,
+                        follows: None,
+                    }));
                 }
                 if !any_firing {
                     // Late resolutions for a learned incident: nothing to record.
                     let (firing, resolved) = astore::counts_in(&mut tx, &current_id).await?;
                     tx.rollback().await?;
-                    return Ok(Some(GroupOutcome {
+                    return Ok(Err(Some(GroupOutcome {
                         group_key: group.key.clone(),
                         incident: current_id.to_string(),
                         opened: false,
@@ -303,14 +329,14 @@ async fn ingest_group(
                         resolved,
                         summary: summary(firing, resolved),
                         evidence_created: 0,
-                    }));
+                    })));
                 }
-                let incident = open_for_group(&mut tx, integ, group, &actor, received).await?;
+                let incident = open_for_group(&mut tx, integ, group, actor, received).await?;
                 incidents::add_event(
                     &mut tx,
                     &incident.id,
                     received,
-                    &actor,
+                    actor,
                     "follows",
                     &format!(
                         "follows {current_id} (learned): the same {} alert group fired again",
@@ -319,7 +345,13 @@ async fn ingest_group(
                 )
                 .await?;
                 if astore::move_group(&mut tx, g.id, &current_id, &incident.id, received).await? {
-                    break (tx, g.id, incident.id, true, Some(current_id.to_string()));
+                    return Ok(Ok(Claimed {
+                        tx,
+                        group_id: g.id,
+                        incident_id: incident.id,
+                        opened: true,
+                        follows: Some(current_id.to_string()),
+                    }));
                 }
                 tx.rollback().await?;
                 if attempt >= 3 {
@@ -329,7 +361,74 @@ async fn ingest_group(
                 }
             }
         }
+    }
+}
+
+async fn ingest_group(
+    pool: &SqlitePool,
+    integ: &Integration,
+    group: &IncomingGroup,
+) -> AppResult<Option<GroupOutcome>> {
+    let actor = format!("integration:{}", integ.name);
+    let received = store::now();
+    let Claimed {
+        mut tx,
+        group_id,
+        incident_id,
+        opened,
+        follows,
+    } = match claim_group(pool, integ, group, &actor, received).await? {
+        Ok(claimed) => claimed,
+        Err(answer) => return Ok(answer),
     };
+    let (changes, changed) = upsert_alerts(
+        &mut tx,
+        integ,
+        group,
+        group_id,
+        &incident_id,
+        &actor,
+        received,
+    )
+    .await?;
+    let (firing, resolved) = record_alerts(
+        &mut tx,
+        integ,
+        group,
+        &incident_id,
+        &actor,
+        received,
+        changed,
+    )
+    .await?;
+    tx.commit().await?;
+    if opened {
+        tracing::info!(incident.id = %incident_id, integration = %integ.name, "incident opened by an alert");
+    }
+    let evidence_created = add_alert_evidence(pool, integ, group, &changes, &incident_id).await?;
+    Ok(Some(GroupOutcome {
+        group_key: group.key.clone(),
+        incident: incident_id.to_string(),
+        opened,
+        follows,
+        firing,
+        resolved,
+        summary: summary(firing, resolved),
+        evidence_created,
+    }))
+}
+
+/// Upserts the group's alerts (names redacted) and flags their clock skew on the timeline.
+/// Returns each alert's change and how many are new or changed status.
+async fn upsert_alerts(
+    tx: &mut store::Tx,
+    integ: &Integration,
+    group: &IncomingGroup,
+    group_id: i64,
+    incident_id: &IncidentId,
+    actor: &str,
+    received: jiff::Timestamp,
+) -> AppResult<(Vec<astore::AlertChange>, usize)> {
     let mut changes = Vec::with_capacity(group.alerts.len());
     let mut changed = 0usize;
     for a in &group.alerts {
@@ -342,14 +441,14 @@ async fn ingest_group(
             .and_then(clean_service)
             .unwrap_or_else(|| integ.default_service.clone());
         let mut name = a.name.clone();
-        crate::services::memory::redact_for(&mut tx, Some(incident_id.as_str()), &mut [&mut name])
+        crate::services::memory::redact_for(tx, Some(incident_id.as_str()), &mut [&mut name])
             .await?;
         let name = clean_line(&name, 200);
         let change = astore::upsert_alert(
-            &mut tx,
+            tx,
             &astore::AlertUpsert {
                 group_id,
-                incident_id: &incident_id,
+                incident_id,
                 fingerprint: &a.fingerprint,
                 name: &name,
                 status: a.status.as_str(),
@@ -370,10 +469,10 @@ async fn ingest_group(
             changed += 1;
             for (_, why) in &flags {
                 incidents::add_event(
-                    &mut tx,
-                    &incident_id,
+                    tx,
+                    incident_id,
                     received,
-                    &actor,
+                    actor,
                     "alert_flagged",
                     &format!(
                         "alert {} ({}): {why}; kept as sent, ordering and durations use the received time",
@@ -386,10 +485,24 @@ async fn ingest_group(
         }
         changes.push(change);
     }
-    let (firing, resolved) = astore::counts_in(&mut tx, &incident_id).await?;
+    Ok((changes, changed))
+}
+
+/// Counts the incident's alerts and, when some changed, writes the "alerts" timeline event and
+/// the audit line. Returns (firing, resolved).
+async fn record_alerts(
+    tx: &mut store::Tx,
+    integ: &Integration,
+    group: &IncomingGroup,
+    incident_id: &IncidentId,
+    actor: &str,
+    received: jiff::Timestamp,
+    changed: usize,
+) -> AppResult<(i64, i64)> {
+    let (firing, resolved) = astore::counts_in(tx, incident_id).await?;
     if changed > 0 {
         let mut title = group.title.clone();
-        crate::services::memory::redact_for(&mut tx, Some(incident_id.as_str()), &mut [&mut title])
+        crate::services::memory::redact_for(tx, Some(incident_id.as_str()), &mut [&mut title])
             .await?;
         let mut detail = format!("{}: {}", clean_line(&title, 120), summary(firing, resolved));
         if firing == 0 {
@@ -397,27 +510,37 @@ async fn ingest_group(
                 " — every alert resolved; the incident stays open until a person resolves it",
             );
         }
-        incidents::add_event(&mut tx, &incident_id, received, &actor, "alerts", &detail).await?;
+        incidents::add_event(tx, incident_id, received, actor, "alerts", &detail).await?;
         let audit_detail = serde_json::json!({
             "integration": integ.name, "group_key": group.key, "changed": changed,
             "firing": firing, "resolved": resolved,
         });
         audit::append(
-            &mut tx,
-            &actor,
+            tx,
+            actor,
             "alerts.ingest",
             incident_id.as_str(),
             &audit_detail.to_string(),
         )
         .await?;
     }
-    tx.commit().await?;
-    if opened {
-        tracing::info!(incident.id = %incident_id, integration = %integ.name, "incident opened by an alert");
-    }
+    Ok((firing, resolved))
+}
+
+/// Adds one evidence record per alert that is not stale, with a dedup key (repeats add
+/// nothing). Returns how many were created.
+async fn add_alert_evidence(
+    pool: &SqlitePool,
+    integ: &Integration,
+    group: &IncomingGroup,
+    changes: &[astore::AlertChange],
+    incident_id: &IncidentId,
+) -> AppResult<usize> {
+    let source = source_of(integ)?;
+    let actor = format!("integration:{}", integ.name);
     let source_label = format!("{} ({})", integ.name, source.as_str());
     let mut evidence_created = 0;
-    for (a, change) in group.alerts.iter().zip(&changes) {
+    for (a, change) in group.alerts.iter().zip(changes) {
         if *change == astore::AlertChange::Stale {
             continue;
         }
@@ -434,7 +557,7 @@ async fn ingest_group(
         match crate::services::evidence::add(
             pool,
             &actor,
-            &incident_id,
+            incident_id,
             EvidenceKind::Alert,
             a.content.clone(),
             &source_label,
@@ -450,16 +573,7 @@ async fn ingest_group(
             Err(e) => return Err(e),
         }
     }
-    Ok(Some(GroupOutcome {
-        group_key: group.key.clone(),
-        incident: incident_id.to_string(),
-        opened,
-        follows,
-        firing,
-        resolved,
-        summary: summary(firing, resolved),
-        evidence_created,
-    }))
+    Ok(evidence_created)
 }
 
 /// "n of m firing": how an incident's alerts are summed up on its timeline, the ingest response

@@ -3,6 +3,9 @@
 //! `#[utoipa::path(…, example = json!(examples::incident()))]` refers to them, so a shape shared
 //! by several operations (an incident, a memory record) is written once. A test sends every
 //! request example to the running app and validates the answer against the documented schema.
+//!
+//! Long because it is a catalogue: one short, independent function per example body, in the order
+//! of the API.
 
 use serde_json::{Value, json};
 
