@@ -553,6 +553,15 @@ struct Planner<'a> {
     plan: Vec<PlannedMemory>,
 }
 
+/// `": note"` for an action with an engineer's note, nothing without one.
+fn note_suffix(a: &ActionOutcome) -> String {
+    if a.note.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", a.note)
+    }
+}
+
 impl Planner<'_> {
     /// A record of the incident with the fields every planned record shares.
     fn base(&self, kind: MemoryKind, text: String) -> NewRecord {
@@ -562,6 +571,14 @@ impl Planner<'_> {
         r.failure_modes = self.tags.clone();
         r.importance =
             crate::domain::postmortem::rule_severity(self.incident.severity).importance();
+        r
+    }
+
+    /// [`Self::base`] for a record about action `a`: its kind and target set.
+    fn action_record(&self, kind: MemoryKind, a: &ActionOutcome, text: String) -> NewRecord {
+        let mut r = self.base(kind, text);
+        r.action_kind = Some(a.kind);
+        r.target = Some(a.target.clone());
         r
     }
 
@@ -666,32 +683,28 @@ impl Planner<'_> {
                 already.push(existing.id);
                 continue;
             }
-            let mut r = self.base(
+            let worse = if a.outcome == "made_worse" {
+                "made it worse"
+            } else {
+                "did not resolve it"
+            };
+            let mut r = self.action_record(
                 MemoryKind::RemediationFailure,
+                a,
                 format!(
-                    "{} on {} during {id} {}{}",
+                    "{} on {} during {id} {worse}{}",
                     a.kind.label(),
                     a.target,
-                    if a.outcome == "made_worse" {
-                        "made it worse"
-                    } else {
-                        "did not resolve it"
-                    },
-                    if a.note.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", a.note)
-                    }
+                    note_suffix(a)
                 ),
             );
-            r.action_kind = Some(a.kind);
-            r.target = Some(a.target.clone());
             r.data = serde_json::json!({"verdict": a.outcome, "note": a.note});
             failures.push(self.push(r, vec![], vec![]));
         }
         for a in &pm.rejected {
-            let mut r = self.base(
+            let r = self.action_record(
                 MemoryKind::RejectedRecommendation,
+                a,
                 format!(
                     "{} on {} was rejected during {id}: {}",
                     a.kind.label(),
@@ -699,31 +712,24 @@ impl Planner<'_> {
                     a.note
                 ),
             );
-            r.action_kind = Some(a.kind);
-            r.target = Some(a.target.clone());
             self.push(r, vec![], vec![root]);
         }
         for a in &pm.what_worked {
-            let mut r = self.base(
+            let how = if a.outcome == "resolved" {
+                "resolved"
+            } else {
+                "partially resolved"
+            };
+            let r = self.action_record(
                 MemoryKind::RemediationSuccess,
+                a,
                 format!(
-                    "{} on {} {} {id}{}",
+                    "{} on {} {how} {id}{}",
                     a.kind.label(),
                     a.target,
-                    if a.outcome == "resolved" {
-                        "resolved"
-                    } else {
-                        "partially resolved"
-                    },
-                    if a.note.is_empty() {
-                        String::new()
-                    } else {
-                        format!(": {}", a.note)
-                    }
+                    note_suffix(a)
                 ),
             );
-            r.action_kind = Some(a.kind);
-            r.target = Some(a.target.clone());
             self.push(r, vec![], vec![]);
         }
         (already, failures)
