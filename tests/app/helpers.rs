@@ -239,6 +239,31 @@ impl TestApp {
             .expect("request")
     }
 
+    /// Opens an incident as the responder, pastes `log` as log evidence (201) and investigates;
+    /// returns the incident id and the investigation's JSON.
+    pub async fn investigated(&self, title: &str, service: &str, log: &str) -> (String, Value) {
+        let id = self.open_incident(title, service).await;
+        let res = self
+            .post_json(
+                &self.responder,
+                &format!("/api/v1/incidents/{id}/evidence"),
+                serde_json::json!({"kind": "logs", "content": log}),
+            )
+            .await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+        let inv = self
+            .post_json(
+                &self.responder,
+                &format!("/api/v1/incidents/{id}/investigate"),
+                serde_json::json!({}),
+            )
+            .await
+            .json::<Value>()
+            .await
+            .expect("json");
+        (id, inv)
+    }
+
     /// Opens an incident as the responder and returns its id.
     pub async fn open_incident(&self, title: &str, service: &str) -> String {
         let res = self

@@ -12,27 +12,9 @@ const POOL_LOG: &str = "2026-11-29T10:00:00Z INFO request served path=/checkout 
 
 /// An incident taken to `resolved` with a failed and a successful action and a rejection.
 async fn worked_incident(app: &TestApp) -> String {
-    let id = app
-        .open_incident("Payments API errors", "payments-api")
+    let (id, inv) = app
+        .investigated("Payments API errors", "payments-api", POOL_LOG)
         .await;
-    let res = app
-        .post_json(
-            &app.responder,
-            &format!("/api/v1/incidents/{id}/evidence"),
-            json!({"kind": "logs", "content": POOL_LOG}),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::CREATED);
-    let inv: Value = app
-        .post_json(
-            &app.responder,
-            &format!("/api/v1/incidents/{id}/investigate"),
-            json!({}),
-        )
-        .await
-        .json()
-        .await
-        .unwrap();
     let rid = |kind: &str| {
         inv["recommendations"]
             .as_array()

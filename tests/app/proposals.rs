@@ -15,26 +15,7 @@ const LEAK_LOG: &str = "2031-03-04T08:00:00Z INFO order placed id=991 status=201
 /// Opens an incident on `service`, adds the pool log and investigates; returns the id and the
 /// investigation.
 async fn investigated(app: &TestApp, title: &str, service: &str) -> (String, Value) {
-    let id = app.open_incident(title, service).await;
-    let res = app
-        .post_json(
-            &app.responder,
-            &format!("/api/v1/incidents/{id}/evidence"),
-            json!({"kind": "logs", "content": LEAK_LOG}),
-        )
-        .await;
-    assert_eq!(res.status(), StatusCode::CREATED);
-    let inv: Value = app
-        .post_json(
-            &app.responder,
-            &format!("/api/v1/incidents/{id}/investigate"),
-            json!({}),
-        )
-        .await
-        .json()
-        .await
-        .unwrap();
-    (id, inv)
+    app.investigated(title, service, LEAK_LOG).await
 }
 
 fn rid(inv: &Value, kind: &str) -> i64 {
