@@ -98,3 +98,16 @@ pub fn limit_arenas() -> bool {
         false
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn glibc_takes_the_arena_limit_and_the_fixed_mmap_threshold() {
+        assert!(limit_arenas(), "mallopt(M_ARENA_MAX) accepted");
+        assert!(fix_mmap_threshold(), "mallopt(M_MMAP_THRESHOLD) accepted");
+        assert_eq!(MMAP_THRESHOLD, 1024 * 1024);
+    }
+}
