@@ -2,7 +2,7 @@
 //! loopback, with per-route errors and latency, memory growth and the audit chain at the end.
 //!
 //! Usage: `cargo run --release --example soak-bench -- [--connections 200] [--seconds 600]
-//! [--warmup 30] [--embeddings builtin|off]`.
+//! [--warmup 30] [--embeddings builtin|off] [--no-metrics-upkeep]`.
 //!
 //! Builds the app as `serve` builds it (`incidentmind::App::build` over a fresh SQLite file,
 //! with the built-in embedding model unless `--embeddings off`, the memory worker running, the
@@ -659,6 +659,7 @@ async fn run() -> anyhow::Result<()> {
     let mut seconds = 600u64;
     let mut warmup = 30u64;
     let mut with_model = true;
+    let mut upkeep = true;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || {
@@ -676,8 +677,9 @@ async fn run() -> anyhow::Result<()> {
                     other => anyhow::bail!("--embeddings takes builtin or off, not {other}"),
                 }
             }
+            "--no-metrics-upkeep" => upkeep = false,
             other => anyhow::bail!(
-                "unknown argument {other}; usage: soak-bench [--connections 200] [--seconds 600] [--warmup 30] [--embeddings builtin|off]"
+                "unknown argument {other}; usage: soak-bench [--connections 200] [--seconds 600] [--warmup 30] [--embeddings builtin|off] [--no-metrics-upkeep]"
             ),
         }
     }
@@ -731,13 +733,19 @@ async fn run() -> anyhow::Result<()> {
         open.push(inc.id.to_string());
     }
 
-    // Served as `serve` serves it: the memory worker, and the client's address for the limits.
+    // Served as `serve` serves it: the background work (memory worker, metrics upkeep), and the
+    // client's address for the limits. `--no-metrics-upkeep` runs the memory worker alone, as
+    // `serve` did before the upkeep (to measure what it is worth).
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let worker = tokio::spawn(incidentmind::memory::embeddings::run_worker(
-        memory.clone(),
-        Duration::from_secs(10),
-        stopped,
-    ));
+    let worker = if upkeep {
+        app.spawn_background(Duration::from_secs(10), stopped)
+    } else {
+        tokio::spawn(incidentmind::memory::embeddings::run_worker(
+            memory.clone(),
+            Duration::from_secs(10),
+            stopped,
+        ))
+    };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let router = app.router.clone();

@@ -15,6 +15,9 @@ use crate::memory::{Embedder, Memory};
 use crate::store::{self, OpenMode};
 use crate::web::{self, AppState, Settings};
 
+/// How often recorded histogram samples are folded into their buckets when nobody scrapes.
+pub const METRICS_UPKEEP: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// What the app is built from.
 #[derive(Clone)]
 pub struct Config {
@@ -76,6 +79,29 @@ impl App {
         }
         let router = web::router(state.clone());
         Ok(Self { state, router })
+    }
+
+    /// Starts the work `serve` runs beside the router, each until `stop` turns true: the
+    /// memory worker ([`crate::memory::embeddings::run_worker`], woken by writes and at least
+    /// every `idle`) and the metrics upkeep (every [`METRICS_UPKEEP`], see
+    /// [`crate::metrics::Metrics::upkeep`]). Returns the memory worker's handle: it stops
+    /// between batches, so a caller shutting down may wait for it.
+    pub fn spawn_background(
+        &self,
+        idle: std::time::Duration,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(
+            self.state
+                .metrics
+                .clone()
+                .upkeep(METRICS_UPKEEP, stop.clone()),
+        );
+        tokio::spawn(crate::memory::embeddings::run_worker(
+            self.state.memory.clone(),
+            idle,
+            stop,
+        ))
     }
 
     /// The database pool.

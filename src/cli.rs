@@ -899,11 +899,7 @@ async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let app = App::build(serve_config(args)?).await?;
     let grace = std::time::Duration::from_secs(args.shutdown_grace_secs);
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let worker = tokio::spawn(crate::memory::embeddings::run_worker(
-        app.state.memory.clone(),
-        std::time::Duration::from_secs(10),
-        stopped,
-    ));
+    let worker = app.spawn_background(std::time::Duration::from_secs(10), stopped);
     // Bound before the app's listener, so a taken address fails the start.
     if let Some(addr) = args
         .metrics_listen

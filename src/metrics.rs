@@ -137,6 +137,28 @@ impl Metrics {
         metrics
     }
 
+    /// Every `period` until `stop` turns true, folds the histogram samples recorded since the
+    /// last fold into their buckets ([`PrometheusHandle::run_upkeep`]).
+    ///
+    /// metrics-exporter-prometheus keeps each histogram's raw samples in a buffer until an
+    /// upkeep or a render drains it, and a recorder made by `build_recorder` (ours: one per
+    /// app, not global) gets no upkeep task of its own. Without this, a server nobody scrapes
+    /// keeps every request's latency sample: its heap grows with the request count (issue #22,
+    /// the soak bench; the same cause as metrics-rs/metrics#467).
+    pub async fn upkeep(self, period: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            if *stop.borrow() {
+                return;
+            }
+            tokio::select! {
+                _ = tick.tick() => self.handle.run_upkeep(),
+                changed = stop.changed() => if changed.is_err() { return },
+            }
+        }
+    }
+
     fn with<T>(&self, f: impl FnOnce() -> T) -> T {
         metrics_rs::with_local_recorder(self.recorder.as_ref(), f)
     }
@@ -265,5 +287,51 @@ impl Analyst for MeteredAnalyst {
         self.metrics
             .model_call("postmortem", out.as_ref().err().map(fallback_reason));
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn upkeep_folds_every_sample_into_the_buckets_and_stops_when_told() {
+        let metrics = Metrics::new();
+        for _ in 0..1_000 {
+            metrics.http_request("GET", "/healthz", 200, Duration::from_millis(3));
+        }
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(metrics.clone().upkeep(Duration::from_millis(10), stopped));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        for _ in 0..500 {
+            metrics.http_request("GET", "/healthz", 200, Duration::from_millis(30));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        stop.send(true).expect("the upkeep task listens");
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .expect("upkeep stops when told")
+            .expect("upkeep does not panic");
+        let text = metrics.handle.render();
+        let series = r#"method="GET",route="/healthz",status="200""#;
+        assert!(
+            text.contains(&format!(
+                "incidentmind_http_request_duration_seconds_count{{{series}}} 1500"
+            )),
+            "{text}"
+        );
+        // The 3 ms samples fall in the 5 ms bucket, the 30 ms ones from the 50 ms bucket on.
+        assert!(
+            text.contains(&format!(
+                "incidentmind_http_request_duration_seconds_bucket{{{series},le=\"0.005\"}} 1000"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!(
+                "incidentmind_http_request_duration_seconds_bucket{{{series},le=\"0.05\"}} 1500"
+            )),
+            "{text}"
+        );
     }
 }
