@@ -299,8 +299,7 @@ pub(super) async fn incident_alerts(
     _user: CurrentUser,
     Path(id): Path<String>,
 ) -> Result<Json<IncidentAlerts>, ApiError> {
-    let id = IncidentId::parse(&id)
-        .map_err(|_| ApiError(AppError::NotFound(format!("incident {id}"))))?;
+    let id = super::incident_id(&id)?;
     incidents::get(&state.pool, &id).await?;
     let alerts = astore::list_for_incident(&state.pool, id.as_str()).await?;
     let (firing, resolved) = astore::counts(&state.pool, id.as_str()).await?;
