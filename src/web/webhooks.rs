@@ -63,7 +63,7 @@ struct TokenQuery {
 /// first, else `?token=`) and the `X-PagerDuty-Signature` header. The policy that judges them is
 /// [`ingest::authenticate`].
 fn credentials(headers: &HeaderMap, query: Option<&str>) -> ingest::Credentials {
-    let from_header = super::auth::bearer_token(headers).map(str::to_string);
+    let from_header = super::auth::bearer_token(headers);
     let secret = from_header.or_else(|| {
         query
             .and_then(|q| serde_urlencoded::from_str::<TokenQuery>(q).ok())
