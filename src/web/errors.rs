@@ -172,6 +172,12 @@ pub(super) fn rejection(status: StatusCode, text: String, limit: usize) -> AppEr
 }
 
 /// `Json<T>` whose rejections are [`ApiError`]s (400 naming the field, 413 over the limit).
+///
+/// Hand-written rather than `#[derive(FromRequest)]` with
+/// `#[from_request(via(axum::Json), rejection(ApiError))]`: that derive converts the rejection
+/// with `From<JsonRejection>`, which sees neither the state nor the limit (axum's length-limit
+/// rejection carries no number), so the 413 could no longer say "larger than the limit of N
+/// bytes" with the configured N.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ApiJson<T>(pub T);
 
