@@ -420,6 +420,36 @@ pub struct TimelineEvent {
     pub detail: String,
 }
 
+/// Unit tests' incidents.
+#[cfg(test)]
+impl Incident {
+    /// A resolved incident for unit tests: opened by `rita`, opened, changed and resolved at
+    /// `at`, version 2, with no summary or root cause (tests set what they read).
+    pub(crate) fn resolved_example(
+        id: IncidentId,
+        title: &str,
+        service: &str,
+        severity: Severity,
+        at: jiff::Timestamp,
+    ) -> Self {
+        Self {
+            id,
+            title: title.into(),
+            service: service.into(),
+            severity,
+            description: String::new(),
+            state: IncidentState::Resolved,
+            opened_by: "rita".into(),
+            opened_at: at,
+            updated_at: at,
+            resolved_at: Some(at),
+            summary: None,
+            root_cause: None,
+            version: 2,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

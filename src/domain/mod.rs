@@ -8,6 +8,7 @@ pub mod insights;
 pub mod memory;
 pub mod postmortem;
 pub mod proposals;
+pub mod recalled;
 pub mod user;
 
 pub use action::ActionKind;

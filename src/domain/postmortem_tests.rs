@@ -1,5 +1,5 @@
 use super::*;
-use crate::domain::{IncidentId, IncidentState};
+use crate::domain::IncidentId;
 
 #[test]
 fn durations_are_never_negative_even_with_skewed_clocks() {
@@ -26,19 +26,15 @@ fn durations_are_never_negative_even_with_skewed_clocks() {
 fn the_draft_turns_a_failed_action_into_a_rule_and_the_markdown_has_every_section() {
     let now: jiff::Timestamp = "2026-11-29T10:00:00Z".parse().unwrap();
     let incident = Incident {
-        id: IncidentId::new(2026, 7),
-        title: "Checkout errors".into(),
-        service: "payments-api".into(),
-        severity: Severity::Sev2,
-        description: String::new(),
-        state: IncidentState::Resolved,
-        opened_by: "rita".into(),
-        opened_at: now,
-        updated_at: now,
-        resolved_at: Some(now),
         summary: Some("Rolled back".into()),
         root_cause: Some("A connection leak in the retry path. More text.".into()),
-        version: 2,
+        ..Incident::resolved_example(
+            IncidentId::new(2026, 7),
+            "Checkout errors",
+            "payments-api",
+            Severity::Sev2,
+            now,
+        )
     };
     let facts = DraftFacts {
         incident: incident.clone(),
@@ -124,19 +120,15 @@ fn facts_with_root_cause(root_cause: &str) -> DraftFacts {
     let now: jiff::Timestamp = "2026-10-02T08:00:00Z".parse().unwrap();
     DraftFacts {
         incident: Incident {
-            id: IncidentId::new(2026, 31),
-            title: "Search results time out".into(),
-            service: "search-api".into(),
-            severity: Severity::Sev3,
-            description: String::new(),
-            state: IncidentState::Resolved,
-            opened_by: "rita".into(),
-            opened_at: now,
-            updated_at: now,
-            resolved_at: Some(now),
             summary: Some("Reverted the index build".into()),
             root_cause: Some(root_cause.into()),
-            version: 2,
+            ..Incident::resolved_example(
+                IncidentId::new(2026, 31),
+                "Search results time out",
+                "search-api",
+                Severity::Sev3,
+                now,
+            )
         },
         failure_modes: vec!["slow_query".into()],
         observations: Vec::new(),

@@ -1,12 +1,24 @@
-//! Hand-written timestamp parsers for the common log shapes (hot path: no regex, no allocation).
+//! Timestamps in log lines and structured values. Layouts jiff reads are read by jiff: the
+//! RFC 3339 / ISO 8601 date and clock ([`parse_iso`], through `jiff::fmt::temporal`), and the
+//! strptime-style ones through `jiff::fmt::strtime` (`BrokenDownTime::parse_prefix`): ctime
+//! (Apache), `yyMMdd HHmmss` (HDFS), `dd/Mon/yyyy:HH:mm:ss ±zzzz` (access logs) and
+//! `dd Mon yyyy HH:mm:ss` (RFC 2822 dates, Redis). What jiff has no layout for stays small
+//! explicit code here: the year-less syslog stamp (`Mon dd HH:MM:SS`, RFC 3164), the Loghub
+//! shapes (`yyyy-mm-dd-HH.MM.SS.ffffff`, `yyyyMMdd-HH:mm:ss:SSS`, `MM-dd HH:mm:ss.SSS`, …),
+//! epoch numbers, and [`scan_stamp`], which tells the layouts apart from the first bytes
+//! without knowing the layout in advance (hot path: no regex, no allocation).
 //!
 //! All functions return nanoseconds since the Unix epoch (UTC) as `i64` plus the number of bytes
 //! consumed, so the caller can continue parsing the rest of the line. A time without a zone is taken
-//! as UTC. Conversion from a civil date uses Howard Hinnant's `days_from_civil` algorithm
-//! (<https://howardhinnant.github.io/date_algorithms.html>).
+//! as UTC. [`civil_to_ns`], the conversion the explicit layouts use, is Howard Hinnant's
+//! `days_from_civil` (<https://howardhinnant.github.io/date_algorithms.html>): it costs a few
+//! integer operations per line and keeps a day past the month's end rolling over, as a year
+//! guessed for a year-less `Feb 29` needs.
 //!
 //! Long because it is a parser whose cases belong together: each layout is tried against the others
 //! in [`scan_stamp`], and its tests (about 160 lines) stay beside them.
+
+use jiff::fmt::strtime::BrokenDownTime;
 
 /// Nanoseconds per second.
 pub const NS: i64 = 1_000_000_000;
@@ -38,6 +50,26 @@ pub fn civil_to_ns(y: i64, mo: u32, d: u32, h: u32, mi: u32, s: u32, nanos: u32)
 /// Convert epoch nanoseconds into a `jiff::Timestamp`.
 pub fn to_timestamp(ns: i64) -> Option<jiff::Timestamp> {
     jiff::Timestamp::from_nanosecond(ns as i128).ok()
+}
+
+/// A jiff instant as epoch nanoseconds, when it fits an `i64` (1677 to 2262).
+fn ns_of(ts: jiff::Timestamp) -> Option<i64> {
+    i64::try_from(ts.as_nanosecond()).ok()
+}
+
+/// The strptime `format` read by jiff at the start of `b`: the instant (a time without a zone
+/// is UTC) and the bytes read. With `date_only`, the format has no clock: midnight, UTC.
+fn strtime_prefix(format: &str, b: &[u8], date_only: bool) -> Option<(i64, usize)> {
+    let (tm, used) = BrokenDownTime::parse_prefix(format, b).ok()?;
+    let datetime = if date_only {
+        tm.to_date()
+            .ok()?
+            .to_datetime(jiff::civil::Time::midnight())
+    } else {
+        tm.to_datetime().ok()?
+    };
+    let offset = tm.offset().unwrap_or(jiff::tz::Offset::UTC);
+    Some((ns_of(offset.to_timestamp(datetime).ok()?)?, used))
 }
 
 #[inline]
@@ -113,30 +145,18 @@ fn fraction(b: &[u8], at: usize) -> (u32, usize) {
 
 /// ISO-8601 / RFC 3339 style: `YYYY-MM-DD[T ]HH:MM:SS[.frac|,frac][Z|±HH:MM|±HHMM]`; also accepts
 /// `/` as the date separator (`2024/01/02 03:04:05`, nginx). Without a zone the time is UTC.
+/// jiff reads the date and clock (`YYYY-MM-DDTHH:MM:SS`, the separators written as RFC 3339
+/// has them); the fraction after a comma (log4j) and the zone forms RFC 3339 lacks are read here.
 pub fn parse_iso(b: &[u8]) -> Option<(i64, usize)> {
-    let y = digits(b, 0, 4)?;
-    let sep = *b.get(4)?;
-    if sep != b'-' && sep != b'/' {
+    let mut head: [u8; 19] = b.get(..19)?.try_into().ok()?;
+    let sep = head[4];
+    if !matches!(sep, b'-' | b'/') || head[7] != sep || !matches!(head[10], b'T' | b't' | b' ') {
         return None;
     }
-    let mo = digits(b, 5, 2)?;
-    if b.get(7) != Some(&sep) {
-        return None;
-    }
-    let d = digits(b, 8, 2)?;
-    let t = *b.get(10)?;
-    if t != b'T' && t != b' ' && t != b't' {
-        return None;
-    }
-    let h = digits(b, 11, 2)?;
-    if b.get(13) != Some(&b':') {
-        return None;
-    }
-    let mi = digits(b, 14, 2)?;
-    if b.get(16) != Some(&b':') {
-        return None;
-    }
-    let s = digits(b, 17, 2)?;
+    (head[4], head[7], head[10]) = (b'-', b'-', b'T');
+    let datetime = jiff::fmt::temporal::DateTimeParser::new()
+        .parse_datetime(head)
+        .ok()?;
     let mut i = 19;
     let (nanos, used) = fraction(b, i);
     i += used;
@@ -159,8 +179,8 @@ pub fn parse_iso(b: &[u8]) -> Option<(i64, usize)> {
         }
         _ => {}
     }
-    let ns = civil_to_ns(y as i64, mo, d, h, mi, s, nanos)?;
-    Some((ns - offset * NS, i))
+    let utc = jiff::tz::Offset::UTC.to_timestamp(datetime).ok()?;
+    Some((ns_of(utc)? + nanos as i64 - offset * NS, i))
 }
 
 /// Year-less syslog (RFC 3164): `Mmm dd HH:MM:SS` (day may be space padded). Returns
@@ -197,36 +217,35 @@ pub fn parse_syslog(b: &[u8]) -> Option<(u32, u32, u32, u32, usize)> {
     Some((mo, d, h * 3600 + mi * 60 + s, nanos, i + used))
 }
 
-/// ctime style used by Apache 2.x error logs: `Www Mmm dd HH:MM:SS[.uuuuuu] YYYY`.
+/// ctime style used by Apache 2.x error logs: `Www Mmm dd HH:MM:SS[.uuuuuu] YYYY`, read by jiff
+/// (`%b %e %H:%M:%S%.f %Y` after the weekday, which is not checked against the date).
 pub fn parse_ctime(b: &[u8]) -> Option<(i64, usize)> {
-    if b.len() < 24 || b[3] != b' ' {
+    if b.len() < 24 || b[3] != b' ' || b.get(4).is_some_and(u8::is_ascii_whitespace) {
         return None;
     }
-    let (mo, d, sod, nanos, used) = parse_syslog(&b[4..])?;
-    let i = 4 + used;
-    if b.get(i) != Some(&b' ') {
+    let (ns, used) = strtime_prefix("%b %e %H:%M:%S%.f %Y", &b[4..], false)?;
+    // The year is four digits, as ctime writes it.
+    if run_digits(b, 4 + used - 4) != 4 {
         return None;
     }
-    let y = digits(b, i + 1, 4)?;
-    let ns = civil_to_ns(y as i64, mo, d, 0, 0, 0, nanos)? + sod as i64 * NS;
-    Some((ns, i + 5))
+    Some((ns, 4 + used))
 }
 
-/// HDFS / Hadoop short form: `yyMMdd HHmmss` (years 2000-2099).
+/// HDFS / Hadoop short form: `yyMMdd HHmmss` (years 2000-2099), read by jiff
+/// (`%y%m%d %H%M%S`; the two-digit year is always of this century here).
 pub fn parse_yymmdd(b: &[u8]) -> Option<(i64, usize)> {
-    let y = digits(b, 0, 2)?;
-    let mo = digits(b, 2, 2)?;
-    let d = digits(b, 4, 2)?;
-    if b.get(6) != Some(&b' ') {
+    if run_digits(b, 0) != 6 || b.get(6) != Some(&b' ') || run_digits(b, 7) != 6 {
         return None;
     }
-    let h = digits(b, 7, 2)?;
-    let mi = digits(b, 9, 2)?;
-    let s = digits(b, 11, 2)?;
     if b.get(13).is_some_and(|c| !c.is_ascii_whitespace()) {
         return None;
     }
-    Some((civil_to_ns(2000 + y as i64, mo, d, h, mi, s, 0)?, 13))
+    let (mut tm, used) = BrokenDownTime::parse_prefix("%y%m%d %H%M%S", b).ok()?;
+    let year = 2000 + i16::try_from(num(b, 0, 2)).ok()?;
+    tm.set_year(Some(year)).ok()?;
+    let datetime = tm.to_datetime().ok()?;
+    let utc = jiff::tz::Offset::UTC.to_timestamp(datetime).ok()?;
+    (used == 13).then_some((ns_of(utc)?, used))
 }
 
 /// Epoch number at the start of a line: 10 digits = seconds (optional fraction), 13 = ms,
@@ -467,13 +486,22 @@ fn scan_day_or_month_first(b: &[u8], n1: usize) -> Option<(Stamp, usize)> {
     let next = b.get(n1).copied();
     let g1 = num(b, 0, n1);
     match next? {
-        // dd Mon yyyy [HH:MM:SS[.fff]] (RFC 2822 dates, Redis, HTTP dates)
+        // dd Mon yyyy [HH:MM:SS[.fff]] (RFC 2822 dates, Redis, HTTP dates), read by jiff; other
+        // clocks after the date (a comma fraction, a glued zone) like any other date's
         b' ' => {
             let mo = month_abbrev(b.get(n1 + 1..)?)?;
             if b.get(n1 + 4) != Some(&b' ') || run_digits(b, n1 + 5) != 4 {
                 return None;
             }
-            date_then_clock(b, num(b, n1 + 5, 4), mo, g1, n1 + 9)
+            let y = num(b, n1 + 5, 4);
+            if b.get(n1 + 9) == Some(&b' ')
+                && run_digits(b, n1 + 10) == 2
+                && let Some((ns, used)) = strtime_prefix("%e %b %Y %H:%M:%S%.f", b, false)
+                && boundary(b, used)
+            {
+                return plausible_year(y).then_some((Stamp::Abs(ns), used));
+            }
+            date_then_clock(b, y, mo, g1, n1 + 9)
         }
         b':' => {
             if n1 != 2 {
@@ -517,23 +545,15 @@ fn scan_slashed(b: &[u8], n1: usize, g1: u32) -> Option<(Stamp, usize)> {
         && b.get(at2 + 3) == Some(&b'/')
         && run_digits(b, at2 + 4) == 4
     {
-        // dd/Mon/yyyy:HH:mm:ss ±zzzz (access logs)
-        let y = num(b, at2 + 4, 4);
-        let at = at2 + 8;
-        let (st, mut used) = date_then_clock(b, y, mo, g1, at)?;
-        let mut st = st;
-        if b.get(used) == Some(&b' ')
-            && matches!(b.get(used + 1), Some(b'+' | b'-'))
-            && run_digits(b, used + 2) == 4
+        // dd/Mon/yyyy:HH:mm:ss ±zzzz (access logs), read by jiff; without the zone (or with a
+        // fraction or a glued zone) it is a date and clock like any other.
+        if let Some((ns, used)) = strtime_prefix("%d/%b/%Y:%H:%M:%S%.f %z", b, false)
+            && b.get(used - 5).is_some_and(|c| matches!(c, b'+' | b'-'))
+            && boundary(b, used)
         {
-            let sign = if b[used + 1] == b'-' { -1 } else { 1 };
-            let off = sign * (num(b, used + 2, 2) as i64 * 3600 + num(b, used + 4, 2) as i64 * 60);
-            if let Stamp::Abs(ns) = st {
-                st = Stamp::Abs(ns - off * NS);
-            }
-            used += 6;
+            return plausible_year(num(b, at2 + 4, 4)).then_some((Stamp::Abs(ns), used));
         }
-        return Some((st, used));
+        return date_then_clock(b, num(b, at2 + 4, 4), mo, g1, at2 + 8);
     }
     let n2 = run_digits(b, at2);
     if n2 != 2 && n2 != 1 || b.get(at2 + n2) != Some(&b'/') {
@@ -554,14 +574,18 @@ fn scan_slashed(b: &[u8], n1: usize, g1: u32) -> Option<(Stamp, usize)> {
 }
 
 /// Parse any timestamp value found in structured data (JSON/logfmt/CSV): RFC 3339 / ISO string,
-/// `YYYY-MM-DD HH:MM:SS`, or an epoch number (seconds, or ms/µs/ns judged by magnitude).
+/// `YYYY-MM-DD HH:MM:SS`, an RFC 2822 date (`Tue, 1 Jul 2003 10:52:37 +0200`, by jiff), or an
+/// epoch number (seconds, or ms/µs/ns judged by magnitude).
 pub fn parse_any(s: &str) -> Option<i64> {
     let s = s.trim().trim_matches('"');
     if let Some((ns, _)) = parse_iso(s.as_bytes()) {
         return Some(ns);
     }
     if let Ok(ts) = s.parse::<jiff::Timestamp>() {
-        return i64::try_from(ts.as_nanosecond()).ok();
+        return ns_of(ts);
+    }
+    if let Ok(ts) = jiff::fmt::rfc2822::DateTimeParser::new().parse_timestamp(s) {
+        return ns_of(ts);
     }
     let v: f64 = s.parse().ok()?;
     epoch_number_to_ns(v)
@@ -804,6 +828,21 @@ mod tests {
                 std::str::from_utf8(not_time)
             );
         }
+    }
+
+    #[test]
+    fn structured_values_may_be_rfc_2822_dates_and_impossible_dates_are_not_times() {
+        assert_eq!(
+            parse_any("Tue, 1 Jul 2003 10:52:37 +0200"),
+            Some(ts("2003-07-01T08:52:37Z"))
+        );
+        assert_eq!(parse_any("not a date"), None);
+        assert!(parse_iso(b"2023-02-30T10:00:00Z").is_none());
+        assert_eq!(
+            parse_ctime(b"Sun Dec 04 04:47:44.250 2005 x").unwrap(),
+            (ts("2005-12-04T04:47:44.25Z"), 28)
+        );
+        assert!(parse_ctime(b"Sun Dec 04 04:47:44 05 in the log").is_none());
     }
 
     #[test]

@@ -71,20 +71,34 @@ pub async fn since(
     after: i64,
     limit: i64,
 ) -> AppResult<Vec<(i64, i64, Vec<f32>)>> {
-    let rows: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(
-        "SELECT rowid, record_id, vector FROM record_embeddings
-         WHERE model = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3",
-    )
-    .bind(model)
-    .bind(after)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
+    let table = ("record_embeddings", "embedding of record");
+    rows_since(pool, table, model, after, limit).await
+}
+
+/// Vectors of `model` in `table` (`record_embeddings`, `record_part_embeddings`) after row
+/// `after`: `(rowid, record id, vector)` in rowid order, at most `limit`; a blob that is not
+/// f32s is `what` of its record, corrupt.
+async fn rows_since(
+    pool: &SqlitePool,
+    (table, what): (&'static str, &'static str),
+    model: &str,
+    after: i64,
+    limit: i64,
+) -> AppResult<Vec<(i64, i64, Vec<f32>)>> {
+    let sql = format!(
+        "SELECT rowid, record_id, vector FROM {table}
+         WHERE model = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3"
+    );
+    let rows: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(model)
+        .bind(after)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?;
     rows.into_iter()
         .map(|(rowid, id, blob)| {
-            let v = floats(&blob).ok_or_else(|| {
-                corrupt(format!("embedding of record {id} is {} bytes", blob.len()))
-            })?;
+            let v = floats(&blob)
+                .ok_or_else(|| corrupt(format!("{what} {id} is {} bytes", blob.len())))?;
             Ok((rowid, id, v))
         })
         .collect()
@@ -119,16 +133,34 @@ pub async fn missing_documents(
     model: &str,
     limit: i64,
 ) -> AppResult<Vec<(i64, String)>> {
-    Ok(sqlx::query_as(
-        "SELECT d.id, d.embed_text FROM incident_documents d
-         WHERE NOT EXISTS (SELECT 1 FROM incident_document_embeddings e
-                           WHERE e.document_id = d.id AND e.model = ?1)
-         ORDER BY d.id LIMIT ?2",
-    )
-    .bind(model)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?)
+    let texts = (
+        "incident_documents d",
+        "d.embed_text",
+        "incident_document_embeddings e",
+        "e.document_id",
+    );
+    texts_without_vectors(pool, texts, model, limit).await
+}
+
+/// `(id, text)` of the rows of a text table (`(table d, d.text column, vector table e, e.id
+/// column)`, names from this module) without a vector for `model`, oldest first, at most
+/// `limit`: what the backfill embeds next.
+async fn texts_without_vectors(
+    pool: &SqlitePool,
+    (table, text, vectors, key): (&'static str, &'static str, &'static str, &'static str),
+    model: &str,
+    limit: i64,
+) -> AppResult<Vec<(i64, String)>> {
+    let sql = format!(
+        "SELECT d.id, {text} FROM {table}
+         WHERE NOT EXISTS (SELECT 1 FROM {vectors} WHERE {key} = d.id AND e.model = ?1)
+         ORDER BY d.id LIMIT ?2"
+    );
+    Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
+        .bind(model)
+        .bind(limit)
+        .fetch_all(pool)
+        .await?)
 }
 
 /// Stores incident-document vectors for `model` (`(document id, vector)`), replacing earlier
@@ -172,9 +204,15 @@ pub async fn documents(pool: &SqlitePool, model: &str) -> AppResult<Vec<(String,
     .bind(model)
     .fetch_all(pool)
     .await?;
+    by_incident(rows, "embedding of document")
+}
+
+/// Decodes `(incident id, blob)` rows; a blob that is not f32s is `what` of that incident,
+/// corrupt.
+fn by_incident(rows: Vec<(String, Vec<u8>)>, what: &str) -> AppResult<Vec<(String, Vec<f32>)>> {
     rows.into_iter()
         .map(|(id, blob)| {
-            let v = floats(&blob).ok_or_else(|| corrupt(format!("embedding of document {id}")))?;
+            let v = floats(&blob).ok_or_else(|| corrupt(format!("{what} {id}")))?;
             Ok((id, v))
         })
         .collect()
@@ -199,16 +237,13 @@ pub async fn missing_passages(
     model: &str,
     limit: i64,
 ) -> AppResult<Vec<(i64, String)>> {
-    Ok(sqlx::query_as(
-        "SELECT p.id, p.text FROM incident_passages p
-         WHERE NOT EXISTS (SELECT 1 FROM incident_passage_embeddings e
-                           WHERE e.passage_id = p.id AND e.model = ?1)
-         ORDER BY p.id LIMIT ?2",
-    )
-    .bind(model)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?)
+    let texts = (
+        "incident_passages d",
+        "d.text",
+        "incident_passage_embeddings e",
+        "e.passage_id",
+    );
+    texts_without_vectors(pool, texts, model, limit).await
 }
 
 /// Stores passage vectors for `model` (`(passage id, vector)`); a passage deleted meanwhile is
@@ -239,13 +274,7 @@ pub async fn passages(pool: &SqlitePool, model: &str) -> AppResult<Vec<(String, 
     .bind(model)
     .fetch_all(pool)
     .await?;
-    rows.into_iter()
-        .map(|(id, blob)| {
-            let v =
-                floats(&blob).ok_or_else(|| corrupt(format!("embedding of a passage of {id}")))?;
-            Ok((id, v))
-        })
-        .collect()
+    by_incident(rows, "embedding of a passage of")
 }
 
 /// The state of the passage vectors of `model`: `(rows, max rowid)`.
@@ -332,22 +361,8 @@ pub async fn parts_since(
     after: i64,
     limit: i64,
 ) -> AppResult<Vec<(i64, i64, Vec<f32>)>> {
-    let rows: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(
-        "SELECT rowid, record_id, vector FROM record_part_embeddings
-         WHERE model = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3",
-    )
-    .bind(model)
-    .bind(after)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    rows.into_iter()
-        .map(|(rowid, id, blob)| {
-            let v =
-                floats(&blob).ok_or_else(|| corrupt(format!("part embedding of record {id}")))?;
-            Ok((rowid, id, v))
-        })
-        .collect()
+    let table = ("record_part_embeddings", "part embedding of record");
+    rows_since(pool, table, model, after, limit).await
 }
 
 /// One stored vector of a record, as export writes it: the model, the part (`None`: the whole

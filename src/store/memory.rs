@@ -789,16 +789,8 @@ pub async fn remediations_of_incidents(
     pool: &SqlitePool,
     incident_ids: &[String],
 ) -> AppResult<Vec<MemoryRecord>> {
-    if incident_ids.is_empty() {
-        return Ok(Vec::new());
-    }
-    let ids = serde_json::to_string(incident_ids).map_err(corrupt)?;
-    remediations(
-        pool,
-        "r.incident_id IN (SELECT value FROM json_each(?))",
-        ids,
-    )
-    .await
+    let kinds = "'remediation_failure', 'remediation_success'";
+    confirmed_of_incidents(pool, kinds, incident_ids).await
 }
 
 /// Rejected-recommendation records (confirmed or superseded) written at Learn for the incidents
@@ -810,35 +802,26 @@ pub async fn rejections_of_incidents(
     pool: &SqlitePool,
     incident_ids: &[String],
 ) -> AppResult<Vec<MemoryRecord>> {
+    confirmed_of_incidents(pool, "'rejected_recommendation'", incident_ids).await
+}
+
+/// Confirmed or superseded records of `kinds` (an SQL list of kind names from this module)
+/// written during the incidents `incident_ids`, oldest first.
+async fn confirmed_of_incidents(
+    pool: &SqlitePool,
+    kinds: &'static str,
+    incident_ids: &[String],
+) -> AppResult<Vec<MemoryRecord>> {
     if incident_ids.is_empty() {
         return Ok(Vec::new());
     }
     let ids = serde_json::to_string(incident_ids).map_err(corrupt)?;
     let sql = format!(
-        "{SELECT} WHERE r.incident_id IN (SELECT value FROM json_each(?))
-           AND r.kind = 'rejected_recommendation'
+        "{SELECT} WHERE r.incident_id IN (SELECT value FROM json_each(?)) AND r.kind IN ({kinds})
            AND r.validation IN ('confirmed', 'superseded') ORDER BY r.id"
     );
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(ids)
-        .fetch_all(pool)
-        .await?;
-    rows.into_iter().map(Row::into_record).collect()
-}
-
-/// Confirmed or superseded remediation records matching `filter` (SQL over `records r` with one
-/// `?`, bound to `value`), oldest first.
-async fn remediations(
-    pool: &SqlitePool,
-    filter: &'static str,
-    value: String,
-) -> AppResult<Vec<MemoryRecord>> {
-    let sql = format!(
-        "{SELECT} WHERE {filter} AND r.kind IN ('remediation_failure', 'remediation_success')
-           AND r.validation IN ('confirmed', 'superseded') ORDER BY r.id"
-    );
-    let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
-        .bind(value)
         .fetch_all(pool)
         .await?;
     rows.into_iter().map(Row::into_record).collect()

@@ -9,13 +9,12 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use serde::{Deserialize, Serialize};
 
-use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson};
 use super::openapi::{IncidentPath, examples};
+use super::{AppState, incident_id};
 use crate::domain::{
-    Incident, IncidentId, IncidentState, NewIncident, Resolution, Severity, TimelineEvent,
-    Transition,
+    Incident, IncidentState, NewIncident, Resolution, Severity, TimelineEvent, Transition,
 };
 use crate::services::workflow::{self, TransitionInput};
 use crate::store::incidents::{self, IncidentFilter};
@@ -52,6 +51,31 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for BaseVersion {
         }
         Ok(Self(None))
     }
+}
+
+impl BaseVersion {
+    /// The version of a body-less action: the header's or query's, else the optional JSON
+    /// body's `{"version": n}`. The body is read either way, so a malformed one is a 400 even
+    /// when a header names the version.
+    ///
+    /// # Errors
+    /// 400 when the body is not empty and not such JSON.
+    pub fn or_body(self, body: &[u8]) -> Result<Option<i64>, ApiError> {
+        let from_body = VersionBody::parse(body)?.version;
+        Ok(self.0.or(from_body))
+    }
+}
+
+/// Reads an optional JSON body: empty (or only white space) is `T::default()`.
+///
+/// # Errors
+/// 400 naming the problem when the body is not JSON of `T`'s shape.
+pub fn optional_json<T: serde::de::DeserializeOwned + Default>(body: &[u8]) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(T::default());
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| ApiError(crate::AppError::BadRequest(format!("body: {e}"))))
 }
 
 fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
@@ -243,10 +267,6 @@ pub(super) struct IncidentWithTimeline {
     timeline: Vec<TimelineEvent>,
 }
 
-fn parse_id(id: &str) -> Result<IncidentId, ApiError> {
-    IncidentId::parse(id).map_err(|_| ApiError(crate::AppError::NotFound(format!("incident {id}"))))
-}
-
 #[utoipa::path(
     get,
     path = "/api/v1/incidents/{id}",
@@ -265,7 +285,7 @@ pub(super) async fn show(
     _user: CurrentUser,
     Path(id): Path<String>,
 ) -> ApiResult<Json<IncidentWithTimeline>> {
-    let id = parse_id(&id)?;
+    let id = incident_id(&id)?;
     let incident = incidents::get(&state.pool, &id).await?;
     let timeline = incidents::timeline(&state.pool, &id).await?;
     Ok(Json(IncidentWithTimeline { incident, timeline }))
@@ -305,7 +325,7 @@ pub(super) async fn resolve(
     BaseVersion(version): BaseVersion,
     ApiJson(body): ApiJson<ResolveBody>,
 ) -> ApiResult<Json<Incident>> {
-    let id = parse_id(&id)?;
+    let id = incident_id(&id)?;
     let resolution = Resolution::parse(&body.summary, &body.root_cause)?;
     let input = TransitionInput {
         resolution: Some(resolution),
@@ -331,11 +351,7 @@ impl VersionBody {
     /// # Errors
     /// 400 naming the problem when the body is not such JSON.
     pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
-        if body.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Self::default());
-        }
-        serde_json::from_slice(body)
-            .map_err(|e| ApiError(crate::AppError::BadRequest(format!("body: {e}"))))
+        optional_json(body)
     }
 }
 
@@ -358,11 +374,11 @@ pub(super) async fn reopen(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-    BaseVersion(version): BaseVersion,
+    version: BaseVersion,
     body: axum::body::Bytes,
 ) -> ApiResult<Json<Incident>> {
-    let id = parse_id(&id)?;
-    let version = version.or(VersionBody::parse(&body)?.version);
+    let id = incident_id(&id)?;
+    let version = version.or_body(&body)?;
     Ok(Json(
         workflow::transition_from(
             &state.pool,

@@ -34,13 +34,15 @@ fn token_digest(token: &str) -> String {
 }
 
 /// The credentials of an `Authorization: Bearer <token>` header, trimmed (the scheme is
-/// case-insensitive, RFC 9110 §11.1); `None` without the header, with another scheme, or with
-/// an empty token. The one bearer parser: API tokens and webhook secrets both come through it.
-pub fn bearer_token(headers: &axum::http::HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, rest) = value.trim().split_once(' ')?;
-    let token = rest.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+/// case-insensitive, RFC 9110 §11.1), read as axum-extra's typed
+/// `Authorization<Bearer>` header; `None` without the header, with another scheme, or with an
+/// empty token. The one bearer parser: API tokens, the metrics token and webhook secrets all
+/// come through it.
+pub fn bearer_token(headers: &axum::http::HeaderMap) -> Option<String> {
+    use axum_extra::headers::{Authorization, HeaderMapExt, authorization::Bearer};
+    let credentials = headers.typed_get::<Authorization<Bearer>>()?;
+    let token = credentials.token().trim();
+    (!token.is_empty()).then(|| token.to_string())
 }
 
 /// The authenticated user of a request.
@@ -212,7 +214,7 @@ impl FromRequestParts<AppState> for CurrentUser {
             let Some(token) = bearer_token(&parts.headers) else {
                 return Err(AuthRejection::Api(AppError::Unauthenticated));
             };
-            let digest = token_digest(token);
+            let digest = token_digest(&token);
             let known = match state.users.by_token(&digest) {
                 Some(u) => Ok(Some(u)),
                 None => users::find_by_token(&state.pool, &digest)

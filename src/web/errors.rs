@@ -161,9 +161,9 @@ pub async fn error_page_layout(
     }
 }
 
-/// Maps a body rejection by its status: 413 stays 413 with our message, the rest is a 400 that
-/// quotes the parser's explanation (which names the field, line and column).
-fn rejection(status: StatusCode, text: String, limit: usize) -> AppError {
+/// Maps a body rejection by its status: 413 stays 413 with our message (naming `limit`), the
+/// rest is a 400 that quotes the parser's explanation (which names the field, line and column).
+pub(super) fn rejection(status: StatusCode, text: String, limit: usize) -> AppError {
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         AppError::PayloadTooLarge { limit_bytes: limit }
     } else {
@@ -172,6 +172,12 @@ fn rejection(status: StatusCode, text: String, limit: usize) -> AppError {
 }
 
 /// `Json<T>` whose rejections are [`ApiError`]s (400 naming the field, 413 over the limit).
+///
+/// Hand-written rather than `#[derive(FromRequest)]` with
+/// `#[from_request(via(axum::Json), rejection(ApiError))]`: that derive converts the rejection
+/// with `From<JsonRejection>`, which sees neither the state nor the limit (axum's length-limit
+/// rejection carries no number), so the 413 could no longer say "larger than the limit of N
+/// bytes" with the configured N.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ApiJson<T>(pub T);
 
@@ -212,6 +218,27 @@ impl<T: DeserializeOwned> FromRequest<super::AppState> for PageForm<T> {
                 )))
             }
         }
+    }
+}
+
+/// The answer to a form post, the one rule every page form follows (STYLE.md, forms): done, a
+/// 303 to `to(value)`; a 5xx, the error page; any other error, the form's page again through
+/// `again(status, message)`, which keeps what the user typed.
+///
+/// # Errors
+/// Internal errors of `result`, and the re-render's own errors.
+pub async fn form_outcome<T, Fut>(
+    result: Result<T, AppError>,
+    to: impl FnOnce(T) -> String,
+    again: impl FnOnce((StatusCode, String)) -> Fut,
+) -> Result<Response, PageError>
+where
+    Fut: std::future::Future<Output = Result<Response, PageError>>,
+{
+    match result {
+        Ok(value) => Ok(axum::response::Redirect::to(&to(value)).into_response()),
+        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
+        Err(e) => again((e.status(), e.to_string())).await,
     }
 }
 

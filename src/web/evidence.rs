@@ -11,11 +11,11 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::AppState;
 use super::auth::CurrentUser;
-use super::errors::{ApiError, PageError};
+use super::errors::{ApiError, PageError, rejection};
 use super::openapi::{IncidentPath, examples};
 use super::pages::{KeptInput, Layout, incident_error};
+use super::{AppState, incident_id};
 use crate::domain::{IncidentId, ValidationError};
 use crate::error::AppError;
 use crate::evidence::EvidenceKind;
@@ -95,6 +95,18 @@ impl Submission {
 fn paste_key(id: &IncidentId, kind: EvidenceKind, content: &str) -> String {
     let digest = crate::digest::sha256_hex(content.as_bytes());
     format!("paste:{id}:{}:{digest}", kind.as_str())
+}
+
+/// Adds a submission as evidence of `id`, once: under its [`paste_key`], so the same paste
+/// again adds nothing.
+async fn add_once(
+    s: &AppState,
+    actor: &str,
+    id: &IncidentId,
+    r: Read,
+) -> Result<esvc::EvidenceAdded, AppError> {
+    let key = paste_key(id, r.kind, &r.content);
+    esvc::add(&s.pool, actor, id, r.kind, r.content, &r.source, Some(&key)).await
 }
 
 /// What the page and the API say about a paste that was already there.
@@ -180,25 +192,13 @@ async fn read_submission(req: Request, state: &AppState) -> Result<Read, AppErro
     if ct.starts_with("application/json") {
         let axum::Json(s) = axum::Json::<Submission>::from_request(req, state)
             .await
-            .map_err(|e| {
-                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    too_large(limit)
-                } else {
-                    AppError::BadRequest(e.body_text())
-                }
-            })?;
+            .map_err(|e| rejection(e.status(), e.body_text(), limit))?;
         return s.into_read();
     }
     if ct.starts_with("application/x-www-form-urlencoded") {
         let axum::Form(s) = axum::Form::<Submission>::from_request(req, state)
             .await
-            .map_err(|e| {
-                if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-                    too_large(limit)
-                } else {
-                    AppError::BadRequest(e.body_text())
-                }
-            })?;
+            .map_err(|e| rejection(e.status(), e.body_text(), limit))?;
         return s.into_read();
     }
     // Raw text: kind and source in the query string.
@@ -242,10 +242,6 @@ async fn read_text_body(req: Request, limit: usize) -> Result<String, AppError> 
         Ok(s) => s,
         Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
     })
-}
-
-fn incident_id(id: &str) -> Result<IncidentId, AppError> {
-    IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
 }
 
 #[utoipa::path(
@@ -294,17 +290,7 @@ pub(super) async fn api_add(
         None => r.version,
     };
     crate::services::workflow::ensure_version(&s.pool, &id, version).await?;
-    let key = paste_key(&id, r.kind, &r.content);
-    let added = esvc::add(
-        &s.pool,
-        &user.name,
-        &id,
-        r.kind,
-        r.content,
-        &r.source,
-        Some(&key),
-    )
-    .await?;
+    let added = add_once(&s, &user.name, &id, r).await?;
     if !added.created {
         let notice = Some(duplicate_notice(&added.evidence));
         return Ok((StatusCode::OK, Json(EvidenceResponse { added, notice })).into_response());
@@ -386,17 +372,7 @@ pub(super) async fn page_add(
         kept.evidence.2 = r.content;
         return incident_error(&s, &user, &headers, &id, e, kept).await;
     }
-    let key = paste_key(&id, r.kind, &r.content);
-    let result = esvc::add(
-        &s.pool,
-        &user.name,
-        &id,
-        r.kind,
-        r.content,
-        &r.source,
-        Some(&key),
-    )
-    .await;
+    let result = add_once(&s, &user.name, &id, r).await;
     match result {
         Ok(added) if !added.created => Ok(Redirect::to(&format!(
             "/incidents/{id}?duplicate={}#observations",

@@ -5,23 +5,18 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::AppState;
 use super::api::{BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
 use super::openapi::{IncidentPath, RecommendationPath, examples};
-use super::pages::{KeptInput, VersionForm, incident_error};
-use crate::domain::IncidentId;
+use super::pages::{IncidentPost, KeptInput, VersionForm};
+use super::{AppState, incident_id};
 use crate::error::AppError;
 use crate::services::investigation as inv;
 use crate::services::workflow;
-
-fn incident_id(id: &str) -> Result<IncidentId, AppError> {
-    IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
-}
 
 #[utoipa::path(
     post,
@@ -42,12 +37,11 @@ pub(super) async fn api_investigate(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-    BaseVersion(version): BaseVersion,
+    version: BaseVersion,
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let id = incident_id(&id)?;
-    let version = version.or(VersionBody::parse(&body)?.version);
-    workflow::ensure_version(&s.pool, &id, version).await?;
+    workflow::ensure_version(&s.pool, &id, version.or_body(&body)?).await?;
     let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &id).await?;
     s.metrics.recall("investigation", None, view.recalled.len());
     Ok((StatusCode::CREATED, Json(view)).into_response())
@@ -142,26 +136,17 @@ pub(super) async fn page_propose(
     Path(id): Path<String>,
     PageForm(f): PageForm<ProposeBody>,
 ) -> Result<Response, PageError> {
-    let iid = incident_id(&id)?;
-    let b = &f;
+    let post = IncidentPost::new(&s, &user.0, &headers, &id)?;
     let write = inv::propose(
         &s.memory,
         &user.0.name,
-        &iid,
-        &b.kind,
-        &b.target,
-        &b.rationale,
+        &post.id,
+        &f.kind,
+        &f.target,
+        &f.rationale,
     );
-    page_write(
-        &s,
-        &user,
-        &headers,
-        &id,
-        f.version,
-        KeptInput::default(),
-        write,
-    )
-    .await
+    post.write(f.version, KeptInput::default(), COPILOT, write)
+        .await
 }
 
 /// Body of reject.
@@ -209,12 +194,11 @@ pub(super) async fn api_approve(
     State(s): State<AppState>,
     user: CurrentUser,
     Path((id, rid)): Path<(String, i64)>,
-    BaseVersion(version): BaseVersion,
+    version: BaseVersion,
     body: axum::body::Bytes,
 ) -> Result<Json<inv::RecommendationView>, ApiError> {
     let id = incident_id(&id)?;
-    let version = version.or(VersionBody::parse(&body)?.version);
-    workflow::ensure_version(&s.pool, &id, version).await?;
+    workflow::ensure_version(&s.pool, &id, version.or_body(&body)?).await?;
     Ok(Json(inv::approve(&s.pool, &user.0.name, &id, rid).await?))
 }
 
@@ -275,34 +259,8 @@ pub(super) async fn api_verdict(
     ))
 }
 
-fn back(id: &IncidentId) -> Response {
-    Redirect::to(&format!("/incidents/{id}#copilot")).into_response()
-}
-
-/// Runs `write` after checking the page's incident version; on a 4xx re-renders the incident
-/// page with the message and `kept` (what the user typed).
-async fn page_write<F, T>(
-    s: &AppState,
-    user: &CurrentUser,
-    headers: &HeaderMap,
-    id: &str,
-    version: Option<i64>,
-    kept: KeptInput,
-    write: F,
-) -> Result<Response, PageError>
-where
-    F: std::future::Future<Output = Result<T, AppError>>,
-{
-    let id = incident_id(id)?;
-    let result = match workflow::ensure_version(&s.pool, &id, version).await {
-        Ok(_) => write.await.map(|_| ()),
-        Err(e) => Err(e),
-    };
-    match result {
-        Ok(()) => Ok(back(&id)),
-        Err(e) => incident_error(s, &user.0, headers, &id, e, kept).await,
-    }
-}
+/// Where the copilot's forms return to: the incident page's copilot section.
+const COPILOT: &str = "#copilot";
 
 pub(super) async fn page_investigate(
     State(s): State<AppState>,
@@ -311,22 +269,14 @@ pub(super) async fn page_investigate(
     Path(id): Path<String>,
     f: VersionForm,
 ) -> Result<Response, PageError> {
-    let iid = incident_id(&id)?;
+    let post = IncidentPost::new(&s, &user.0, &headers, &id)?;
     let write = async {
-        let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &iid).await?;
+        let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &post.id).await?;
         s.metrics.recall("investigation", None, view.recalled.len());
         Ok(view)
     };
-    page_write(
-        &s,
-        &user,
-        &headers,
-        &id,
-        f.version,
-        KeptInput::default(),
-        write,
-    )
-    .await
+    post.write(f.version, KeptInput::default(), COPILOT, write)
+        .await
 }
 
 pub(super) async fn page_approve(
@@ -336,18 +286,10 @@ pub(super) async fn page_approve(
     Path((id, rid)): Path<(String, i64)>,
     f: VersionForm,
 ) -> Result<Response, PageError> {
-    let iid = incident_id(&id)?;
-    let write = inv::approve(&s.pool, &user.0.name, &iid, rid);
-    page_write(
-        &s,
-        &user,
-        &headers,
-        &id,
-        f.version,
-        KeptInput::default(),
-        write,
-    )
-    .await
+    let post = IncidentPost::new(&s, &user.0, &headers, &id)?;
+    let write = inv::approve(&s.pool, &user.0.name, &post.id, rid);
+    post.write(f.version, KeptInput::default(), COPILOT, write)
+        .await
 }
 
 pub(super) async fn page_reject(
@@ -357,13 +299,13 @@ pub(super) async fn page_reject(
     Path((id, rid)): Path<(String, i64)>,
     PageForm(f): PageForm<RejectBody>,
 ) -> Result<Response, PageError> {
-    let iid = incident_id(&id)?;
+    let post = IncidentPost::new(&s, &user.0, &headers, &id)?;
     let kept = KeptInput {
         reject: Some((rid, f.reason.clone())),
         ..Default::default()
     };
-    let write = inv::reject(&s.pool, &user.0.name, &iid, rid, &f.reason);
-    page_write(&s, &user, &headers, &id, f.version, kept, write).await
+    let write = inv::reject(&s.pool, &user.0.name, &post.id, rid, &f.reason);
+    post.write(f.version, kept, COPILOT, write).await
 }
 
 pub(super) async fn page_verdict(
@@ -373,11 +315,11 @@ pub(super) async fn page_verdict(
     Path((id, rid)): Path<(String, i64)>,
     PageForm(f): PageForm<VerdictBody>,
 ) -> Result<Response, PageError> {
-    let iid = incident_id(&id)?;
+    let post = IncidentPost::new(&s, &user.0, &headers, &id)?;
     let kept = KeptInput {
         verdict: Some((rid, f.verdict.clone(), f.note.clone())),
         ..Default::default()
     };
-    let write = inv::verdict(&s.pool, &user.0.name, &iid, rid, &f.verdict, &f.note);
-    page_write(&s, &user, &headers, &id, f.version, kept, write).await
+    let write = inv::verdict(&s.pool, &user.0.name, &post.id, rid, &f.verdict, &f.note);
+    post.write(f.version, kept, COPILOT, write).await
 }

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::auth::CurrentUser;
-use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::errors::{ApiError, ApiJson, PageError, PageForm, form_outcome};
 use super::openapi::{MemoryPath, examples};
 use super::pages::Layout;
 use super::view::Clock;
@@ -811,6 +811,23 @@ pub(super) struct CurateForm {
     reason: String,
 }
 
+/// The answer to a curation form (supersede, retract): back to the record, or its page again
+/// with the message.
+async fn curated<T>(
+    s: &AppState,
+    user: &CurrentUser,
+    headers: &HeaderMap,
+    id: i64,
+    result: Result<T, AppError>,
+) -> Result<Response, PageError> {
+    form_outcome(
+        result,
+        |_| format!("/memories/{id}"),
+        |error| render_show(s, &user.0, headers, id, Some(error)),
+    )
+    .await
+}
+
 pub(super) async fn supersede_submit(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -827,11 +844,7 @@ pub(super) async fn supersede_submit(
         msvc::supersede(&s.pool, &user.0.name, id, by, f.reason.trim()).await
     }
     .await;
-    match result {
-        Ok(_) => Ok(Redirect::to(&format!("/memories/{id}")).into_response()),
-        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
-        Err(e) => render_show(&s, &user.0, &headers, id, Some((e.status(), e.to_string()))).await,
-    }
+    curated(&s, &user, &headers, id, result).await
 }
 
 pub(super) async fn retract_submit(
@@ -848,11 +861,7 @@ pub(super) async fn retract_submit(
         msvc::retract(&s.pool, &user.0.name, id, &reason).await
     }
     .await;
-    match result {
-        Ok(_) => Ok(Redirect::to(&format!("/memories/{id}")).into_response()),
-        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
-        Err(e) => render_show(&s, &user.0, &headers, id, Some((e.status(), e.to_string()))).await,
-    }
+    curated(&s, &user, &headers, id, result).await
 }
 
 #[derive(Template, WebTemplate)]
@@ -965,17 +974,14 @@ pub(super) async fn new_submit(
         depends_on: f.depends_on.clone(),
         replaces: f.replaces.trim().parse().ok(),
     };
-    match create_memory(&s, &user, &body).await {
-        Ok(m) => Ok(Redirect::to(&format!("/memories/{}", m.id)).into_response()),
-        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
-        Err(e) => Ok((
-            e.status(),
-            NewPage {
-                layout: Layout::new(Some(&user), "New note or runbook"),
-                f,
-                error: Some(e.to_string()),
-            },
-        )
-            .into_response()),
-    }
+    let result = create_memory(&s, &user, &body).await;
+    let again = |(status, message): (StatusCode, String)| async move {
+        let page = NewPage {
+            layout: Layout::new(Some(&user), "New note or runbook"),
+            f,
+            error: Some(message),
+        };
+        Ok((status, page).into_response())
+    };
+    form_outcome(result, |m| format!("/memories/{}", m.id), again).await
 }

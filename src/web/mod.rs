@@ -449,6 +449,14 @@ fn incident_of_path(route: &str, path: &str) -> Option<crate::domain::IncidentId
     })
 }
 
+/// The incident a URL path names (`/incidents/{id}…`, `/api/v1/incidents/{id}…`): an id that
+/// is not `INC-YYYY-NNNN` is a 404, as an unknown incident is. Every handler reads its path
+/// through this one.
+fn incident_id(id: &str) -> Result<crate::domain::IncidentId, crate::error::AppError> {
+    crate::domain::IncidentId::parse(id)
+        .map_err(|_| crate::error::AppError::NotFound(format!("incident {id}")))
+}
+
 /// Names `incident` in the current request's log span (`incident.id`), for handlers that learn
 /// the incident only from the body or the outcome (a new incident, a webhook delivery).
 pub(crate) fn log_incident(incident: &str) {

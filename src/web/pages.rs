@@ -12,11 +12,12 @@ use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use tower_sessions::Session;
 
-use super::AppState;
 use super::api::ListQuery;
 use super::auth::{self, CurrentUser};
 use super::errors::{PageError, PageForm};
 use super::view::{Clock, NextStep, Step, next_step, stepper};
+use super::{AppState, incident_id};
+use crate::domain::recalled::{RecalledGroups, group_recalled};
 use crate::domain::{
     Incident, IncidentId, IncidentState, NewIncident, Resolution, Severity, TimelineEvent,
     Transition,
@@ -530,17 +531,30 @@ impl axum::extract::FromRequest<AppState> for VersionForm {
         req: axum::extract::Request,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let is_form = req
-            .headers()
-            .get(axum::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-        if !is_form {
-            return Ok(Self::default());
-        }
-        let PageForm(f) = PageForm::<Self>::from_request(req, state).await?;
-        Ok(f)
+        optional_form(req, state).await
     }
+}
+
+/// Reads an urlencoded form when the request carries one; a post without one (a script, an
+/// older page) is `T::default()`.
+///
+/// # Errors
+/// A form that does not parse (400), or one over the body limit (413).
+pub(super) async fn optional_form<T: serde::de::DeserializeOwned + Default>(
+    req: axum::extract::Request,
+    state: &AppState,
+) -> Result<T, PageError> {
+    use axum::extract::FromRequest;
+    let is_form = req
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
+    if !is_form {
+        return Ok(T::default());
+    }
+    let PageForm(f) = PageForm::<T>::from_request(req, state).await?;
+    Ok(f)
 }
 
 /// What the user typed into the incident page's forms, given back when a submit fails (409 on a
@@ -600,8 +614,52 @@ impl KeptInput {
     }
 }
 
-fn page_id(id: &str) -> Result<IncidentId, PageError> {
-    IncidentId::parse(id).map_err(|_| PageError(AppError::NotFound(format!("incident {id}"))))
+/// A form post about one incident, from its page or a page of its steps: who sent it, with
+/// which headers (the viewer's zone, should the page be rendered again) and the incident.
+pub(super) struct IncidentPost<'a> {
+    state: &'a AppState,
+    user: &'a User,
+    headers: &'a HeaderMap,
+    /// The incident the URL names.
+    pub(super) id: IncidentId,
+}
+
+impl<'a> IncidentPost<'a> {
+    /// The post about the incident `id` names (a 404 for a malformed id).
+    pub(super) fn new(
+        state: &'a AppState,
+        user: &'a User,
+        headers: &'a HeaderMap,
+        id: &str,
+    ) -> Result<Self, AppError> {
+        Ok(Self {
+            state,
+            user,
+            headers,
+            id: incident_id(id)?,
+        })
+    }
+
+    /// Runs `write` once the incident version the page showed (`version`) is checked; done, a
+    /// redirect to `/incidents/{id}{then}` (`#copilot`, `/postmortem`); a 4xx (409 on a stale
+    /// page) renders the incident page again with the message and `kept`, what the user typed.
+    pub(super) async fn write<T>(
+        &self,
+        version: Option<i64>,
+        kept: KeptInput,
+        then: &str,
+        write: impl std::future::Future<Output = Result<T, AppError>>,
+    ) -> PageResult {
+        let result = async {
+            workflow::ensure_version(&self.state.pool, &self.id, version).await?;
+            write.await
+        }
+        .await;
+        match result {
+            Ok(_) => Ok(Redirect::to(&format!("/incidents/{}{then}", self.id)).into_response()),
+            Err(e) => incident_error(self.state, self.user, self.headers, &self.id, e, kept).await,
+        }
+    }
 }
 
 /// Renders the incident page after a failed submit: a 4xx comes back as the page with the
@@ -685,40 +743,28 @@ fn timeline_of(events: Vec<TimelineEvent>, clock: &Clock) -> (Vec<String>, Vec<E
     (participants, timeline)
 }
 
-/// The page's recall, grouped: similar incidents (one record each, at most 5), dead ends (at
-/// most 8) and rules (at most 6).
+/// The page's recall in the groups [`crate::domain::recalled::group_recalled`] makes, as the
+/// page shows them (times in the viewer's zone).
 fn bucket_recalled(
     recalled: &crate::memory::recall::RecallResult,
     clock: &Clock,
-) -> (Vec<RecalledItem>, Vec<RecalledItem>, Vec<RecalledItem>) {
-    let (mut similar, mut dead_ends, mut rules) = (Vec::new(), Vec::new(), Vec::new());
-    let mut seen_incidents = std::collections::BTreeSet::new();
-    for r in recalled.results.iter().cloned() {
-        let item = RecalledItem {
-            id: r.memory.id,
-            incident_id: r.memory.incident_id.clone().unwrap_or_default(),
-            kind: r.memory.kind.to_string(),
-            text: clock.localize(&r.memory.text),
-            why: super::memory::why_text(&r.why),
-            marks: r.marks.join(", "),
-        };
-        use crate::domain::MemoryKind as K;
-        match r.memory.kind {
-            K::RemediationFailure | K::RejectedRecommendation => dead_ends.push(item),
-            K::Lesson | K::Runbook => rules.push(item),
-            K::ServiceFact | K::Dependency => {}
-            _ if !item.incident_id.is_empty()
-                && seen_incidents.insert(item.incident_id.clone()) =>
-            {
-                similar.push(item)
-            }
-            _ => {}
-        }
+) -> RecalledGroups<RecalledItem> {
+    let groups = group_recalled(&recalled.results, |r| {
+        (r.memory.kind, r.memory.incident_id.as_deref())
+    });
+    let item = |r: &crate::memory::recall::Recalled| RecalledItem {
+        id: r.memory.id,
+        incident_id: r.memory.incident_id.clone().unwrap_or_default(),
+        kind: r.memory.kind.to_string(),
+        text: clock.localize(&r.memory.text),
+        why: super::memory::why_text(&r.why),
+        marks: r.marks.join(", "),
+    };
+    RecalledGroups {
+        similar: groups.similar.into_iter().map(item).collect(),
+        dead_ends: groups.dead_ends.into_iter().map(item).collect(),
+        rules: groups.rules.into_iter().map(item).collect(),
     }
-    similar.truncate(5);
-    dead_ends.truncate(8);
-    rules.truncate(6);
-    (similar, dead_ends, rules)
 }
 
 /// The stepper for this viewer, with Confirm disabled when they edited the draft last, and
@@ -801,7 +847,11 @@ async fn build_page(
         30,
     )
     .await?;
-    let (similar, dead_ends, rules) = bucket_recalled(&recalled, &clock);
+    let RecalledGroups {
+        similar,
+        dead_ends,
+        rules,
+    } = bucket_recalled(&recalled, &clock);
     let memory_notice = recalled.notice.clone();
     let (steps, may_confirm) = confirm_steps(state, user, &incident).await;
     let open_recommendations = investigation.as_ref().map_or(0, |i| {
@@ -861,7 +911,7 @@ pub(super) async fn show_page(
     Path(id): Path<String>,
     Query(q): Query<ShowQuery>,
 ) -> PageResult {
-    let id = page_id(&id)?;
+    let id = incident_id(&id)?;
     if q.duplicate.is_none() {
         return cached_page(&state, &user, &headers, &id).await;
     }
@@ -978,7 +1028,7 @@ async fn transition_from_form(
     input: TransitionInput,
     form: ResolveForm,
 ) -> PageResult {
-    let id = page_id(id)?;
+    let id = incident_id(id)?;
     let version = form.version;
     match workflow::transition_from(&state.pool, user, &id, t, input, version).await {
         Ok(_) => Ok(Redirect::to(&format!("/incidents/{id}")).into_response()),
@@ -1016,7 +1066,7 @@ pub(super) async fn resolve_submit(
             .await
         }
         Err(e) => {
-            let id = page_id(&id)?;
+            let id = incident_id(&id)?;
             let kept = KeptInput {
                 resolve: form,
                 ..Default::default()

@@ -12,13 +12,13 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::AppState;
-use super::api::{BaseVersion, VersionBody};
+use super::api::{BaseVersion, VersionBody, optional_json};
 use super::auth::CurrentUser;
-use super::errors::{ApiError, ApiJson, PageError, PageForm};
+use super::errors::{ApiError, ApiJson, PageError, PageForm, form_outcome};
 use super::openapi::{IncidentPath, examples};
-use super::pages::{KeptInput, Layout, VersionForm, incident_error};
+use super::pages::{IncidentPost, KeptInput, Layout, VersionForm};
 use super::view::{Clock, SafeHtml, render_markdown};
+use super::{AppState, incident_id};
 use crate::domain::memory::Rule;
 use crate::domain::postmortem::{Postmortem, unix_newlines};
 use crate::domain::{ConfirmRefusal, IncidentId, IncidentState};
@@ -26,23 +26,6 @@ use crate::error::AppError;
 use crate::services::postmortem as pm;
 use crate::services::workflow;
 use crate::store::{incidents, postmortems as pstore};
-
-fn incident_id(id: &str) -> Result<IncidentId, AppError> {
-    IncidentId::parse(id).map_err(|_| AppError::NotFound(format!("incident {id}")))
-}
-
-/// Checks the incident version an API request is based on (`If-Match`, `?version=` or a JSON
-/// body `{"version": n}`).
-async fn api_version(
-    s: &AppState,
-    id: &IncidentId,
-    header: BaseVersion,
-    body: &[u8],
-) -> Result<(), ApiError> {
-    let version = header.0.or(VersionBody::parse(body)?.version);
-    workflow::ensure_version(&s.pool, id, version).await?;
-    Ok(())
-}
 
 #[utoipa::path(
     post,
@@ -67,7 +50,7 @@ pub(super) async fn api_draft(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let id = incident_id(&id)?;
-    api_version(&s, &id, version, &body).await?;
+    workflow::ensure_version(&s.pool, &id, version.or_body(&body)?).await?;
     let stored = pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &id).await?;
     Ok((StatusCode::CREATED, Json(stored)).into_response())
 }
@@ -162,7 +145,7 @@ pub(super) async fn api_confirm(
     body: axum::body::Bytes,
 ) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
     let id = incident_id(&id)?;
-    api_version(&s, &id, version, &body).await?;
+    workflow::ensure_version(&s.pool, &id, version.or_body(&body)?).await?;
     Ok(Json(
         pm::confirm(&s.pool, &user.0, &id, s.settings.confirm_policy()).await?,
     ))
@@ -254,8 +237,8 @@ pub(super) async fn api_learn(
     body: axum::body::Bytes,
 ) -> Result<Json<pm::LearnResult>, ApiError> {
     let id = incident_id(&id)?;
-    api_version(&s, &id, version, &body).await?;
-    let grade = LearnBody::parse(&body)?.top_hypothesis_matched;
+    workflow::ensure_version(&s.pool, &id, version.or_body(&body)?).await?;
+    let grade = optional_json::<LearnBody>(&body)?.top_hypothesis_matched;
     Ok(Json(pm::learn_graded(&s.pool, &user.0, &id, grade).await?))
 }
 
@@ -269,16 +252,6 @@ pub struct LearnBody {
     /// top hypothesis match the confirmed root cause. Absent: the incident is not graded.
     #[serde(default)]
     pub top_hypothesis_matched: Option<bool>,
-}
-
-impl LearnBody {
-    fn parse(body: &[u8]) -> Result<Self, ApiError> {
-        if body.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Self::default());
-        }
-        serde_json::from_slice(body)
-            .map_err(|e| ApiError(AppError::BadRequest(format!("body: {e}"))))
-    }
 }
 
 /// The Learn form: the incident version and the answer to the grading question (`yes`/`no`).
@@ -297,16 +270,7 @@ impl axum::extract::FromRequest<AppState> for LearnForm {
         req: axum::extract::Request,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let is_form = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/x-www-form-urlencoded"));
-        if !is_form {
-            return Ok(Self::default());
-        }
-        let PageForm(f) = PageForm::<Self>::from_request(req, state).await?;
-        Ok(f)
+        super::pages::optional_form(req, state).await
     }
 }
 
@@ -418,28 +382,17 @@ pub(super) async fn api_review(
 
 // ---- pages ----
 
-fn back(id: &IncidentId, path: &str) -> Response {
-    Redirect::to(&format!("/incidents/{id}{path}")).into_response()
-}
-
 pub(super) async fn page_draft(
     State(s): State<AppState>,
     user: CurrentUser,
-    headers: axum::http::HeaderMap,
+    headers: HeaderMap,
     Path(id): Path<String>,
     f: VersionForm,
 ) -> Result<Response, PageError> {
-    let id = incident_id(&id)?;
-    let result = match workflow::ensure_version(&s.pool, &id, f.version).await {
-        Ok(_) => pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &id)
-            .await
-            .map(|_| ()),
-        Err(e) => Err(e),
-    };
-    match result {
-        Ok(()) => Ok(back(&id, "/postmortem")),
-        Err(e) => incident_error(&s, &user.0, &headers, &id, e, KeptInput::default()).await,
-    }
+    let post = IncidentPost::new(&s, &user.0, &headers, &id)?;
+    let write = pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &post.id);
+    post.write(f.version, KeptInput::default(), "/postmortem", write)
+        .await
 }
 
 #[derive(Template, WebTemplate)]
@@ -624,22 +577,12 @@ pub(super) async fn page_edit(
         Ok(())
     }
     .await;
-    match result {
-        Ok(()) => Ok(back(&id, "/postmortem?done=saved")),
-        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
-        Err(e) => {
-            render(
-                &s,
-                &user.0,
-                &id,
-                Some(f),
-                Some((e.status(), e.to_string())),
-                None,
-                &headers,
-            )
-            .await
-        }
-    }
+    form_outcome(
+        result,
+        |()| format!("/incidents/{id}/postmortem?done=saved"),
+        |error| render(&s, &user.0, &id, Some(f), Some(error), None, &headers),
+    )
+    .await
 }
 
 pub(super) async fn page_confirm(
@@ -650,26 +593,17 @@ pub(super) async fn page_confirm(
     f: VersionForm,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
-    let result = match workflow::ensure_version(&s.pool, &id, f.version).await {
-        Ok(_) => pm::confirm(&s.pool, &user.0, &id, s.settings.confirm_policy()).await,
-        Err(e) => Err(e),
-    };
-    match result {
-        Ok(_) => Ok(back(&id, "/learnings?done=confirmed")),
-        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
-        Err(e) => {
-            render(
-                &s,
-                &user.0,
-                &id,
-                None,
-                Some((e.status(), e.to_string())),
-                None,
-                &headers,
-            )
-            .await
-        }
+    let result = async {
+        workflow::ensure_version(&s.pool, &id, f.version).await?;
+        pm::confirm(&s.pool, &user.0, &id, s.settings.confirm_policy()).await
     }
+    .await;
+    form_outcome(
+        result,
+        |_| format!("/incidents/{id}/learnings?done=confirmed"),
+        |error| render(&s, &user.0, &id, None, Some(error), None, &headers),
+    )
+    .await
 }
 
 #[derive(Template, WebTemplate)]
@@ -734,5 +668,5 @@ pub(super) async fn page_learn(
         .map(crate::domain::proposals::parse_grade)
         .transpose()?;
     pm::learn_graded(&s.pool, &user.0, &id, grade).await?;
-    Ok(back(&id, "/learnings?done=learned"))
+    Ok(Redirect::to(&format!("/incidents/{id}/learnings?done=learned")).into_response())
 }

@@ -63,7 +63,7 @@ struct TokenQuery {
 /// first, else `?token=`) and the `X-PagerDuty-Signature` header. The policy that judges them is
 /// [`ingest::authenticate`].
 fn credentials(headers: &HeaderMap, query: Option<&str>) -> ingest::Credentials {
-    let from_header = super::auth::bearer_token(headers).map(str::to_string);
+    let from_header = super::auth::bearer_token(headers);
     let secret = from_header.or_else(|| {
         query
             .and_then(|q| serde_urlencoded::from_str::<TokenQuery>(q).ok())
@@ -299,8 +299,7 @@ pub(super) async fn incident_alerts(
     _user: CurrentUser,
     Path(id): Path<String>,
 ) -> Result<Json<IncidentAlerts>, ApiError> {
-    let id = IncidentId::parse(&id)
-        .map_err(|_| ApiError(AppError::NotFound(format!("incident {id}"))))?;
+    let id = super::incident_id(&id)?;
     incidents::get(&state.pool, &id).await?;
     let alerts = astore::list_for_incident(&state.pool, id.as_str()).await?;
     let (firing, resolved) = astore::counts(&state.pool, id.as_str()).await?;

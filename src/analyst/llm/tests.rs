@@ -68,23 +68,19 @@ fn error_bodies_are_read_in_each_servers_dialect() {
 #[test]
 fn a_post_mortem_reply_keeps_the_facts_and_reads_lessons_in_either_form() {
     use crate::domain::postmortem::{ActionOutcome, draft};
-    use crate::domain::{ActionKind, Incident, IncidentId, IncidentState, Severity};
+    use crate::domain::{ActionKind, Incident, IncidentId, Severity};
     let now = jiff::Timestamp::UNIX_EPOCH;
     let facts = DraftFacts {
         incident: Incident {
-            id: IncidentId::new(2026, 3),
-            title: "Checkout errors".into(),
-            service: "payments-api".into(),
-            severity: Severity::Sev1,
-            description: String::new(),
-            state: IncidentState::Resolved,
-            opened_by: "rita".into(),
-            opened_at: now,
-            updated_at: now,
-            resolved_at: Some(now),
             summary: Some("Rolled back".into()),
             root_cause: Some("A leak".into()),
-            version: 2,
+            ..Incident::resolved_example(
+                IncidentId::new(2026, 3),
+                "Checkout errors",
+                "payments-api",
+                Severity::Sev1,
+                now,
+            )
         },
         failure_modes: vec!["connection_leak".into()],
         observations: vec!["pool exhausted".into()],

@@ -1,6 +1,13 @@
 //! Tokenizing and masking a message for [`super::Drain`] (the masks are described in the
 //! [`super`] module doc). One table lookup per byte finds token ends and the kinds of byte a
 //! token holds; most tokens (letters and plain punctuation) are copied as they are.
+//!
+//! Long (about 600 lines) because it is one pass over a line that must stay one pass: the
+//! tokenizer, the quoted-string and bracketed-host rules and the per-token masks decide together
+//! where a token ends and what of it is a variable, and share the byte-class table and the
+//! reusable buffers of [`Tokens`]. Split apart, each piece would need the others' positions and
+//! buffers passed back and forth on the hot path; its tests live with the Drain tests in
+//! [`super`], which exercise the masks through whole lines.
 
 /// Token flags.
 pub const F_MASKED: u8 = 1; // contains a masked variable

@@ -29,9 +29,11 @@
 //!
 //! Files: `integrations.rs` (integrations, their secrets and the webhook authentication policy),
 //! `parse.rs` (the four sender formats, read by `evidence::alerts::read`, → [`Delivery`]),
-//! `apply.rs` (the ingest transaction).
+//! `clean.rs` (what alert fields become before they are stored), `apply.rs` (the ingest
+//! transaction).
 
 mod apply;
+mod clean;
 mod integrations;
 mod parse;
 
