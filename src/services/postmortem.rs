@@ -1095,6 +1095,15 @@ async fn write_plan(
                 &serde_json::json!({"id": c.id, "contradicted_by": rid, "claim": c.claim, "incident": id.as_str()}).to_string(),
             )
             .await?;
+            let supersession = crate::domain::proposals::Supersession {
+                old: c.id,
+                old_text: c.text.clone(),
+                new: rid,
+                new_text: r.text.clone(),
+                claim: c.claim.clone(),
+            };
+            crate::services::proposals::draft_supersession_in(tx, id, supersession, &user.name)
+                .await?;
         }
         ids_by_plan.insert(idx, rid);
         written.push(rid);
