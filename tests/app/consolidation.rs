@@ -248,6 +248,16 @@ async fn consolidate_proposes_a_merged_rule_that_once_accepted_ranks_first_and_m
         );
     }
 
+    // Recall's ranking table follows the mark (migration 0013's triggers).
+    let ranked: Vec<Option<i64>> =
+        sqlx::query_scalar("SELECT consolidated_into FROM records_rank WHERE id IN (?, ?)")
+            .bind(l1)
+            .bind(l2)
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(ranked, vec![Some(merged), Some(merged)]);
+
     // Recall prefers the merged rule; the sources follow, marked. (The memory worker of `serve`
     // embeds the new rule right after the write; here the test does.)
     incidentmind::memory::embeddings::catch_up(&app.memory)
