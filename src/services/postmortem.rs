@@ -446,8 +446,9 @@ pub struct PlannedMemory {
 
 /// An earlier confirmed root cause on the same service that a planned root cause denies
 /// ([`crate::memory::negation::contradiction`]): "pool size was NOT the cause" against "the
-/// pool was too small". Learn marks it; the reviewer queue lists it until a reviewer supersedes
-/// it; recall marks it `contradicted`; hypotheses citing it are capped one level lower.
+/// pool was too small". Learn marks it and drafts a supersession proposal (issue #21); the
+/// reviewer queue lists it until a reviewer supersedes it; recall marks it `contradicted`;
+/// hypotheses citing it are capped one level lower.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Contradicted {
     /// The earlier record.
