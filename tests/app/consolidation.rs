@@ -366,3 +366,37 @@ async fn the_consolidate_command_proposes_once_and_names_services_over_the_cap()
     assert!(out.contains("proposed 0 merged rules"), "{out}");
     assert_eq!(consolidations(&app).await.len(), q.len());
 }
+
+/// `serve`'s schedule calls the same function on its interval and stops on shutdown.
+#[tokio::test]
+async fn the_schedule_proposes_on_its_interval_and_stops_on_shutdown() {
+    let app = spawn_app().await;
+    replay_follow_ups(&app).await;
+    let records = app.count("records").await;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let job = tokio::spawn(incidentmind::services::consolidation::run_schedule(
+        app.memory.clone(),
+        std::time::Duration::from_millis(50),
+        20,
+        stopped,
+    ));
+    let mut waited = 0;
+    while consolidations(&app).await.is_empty() && waited < 100 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        waited += 1;
+    }
+    assert!(
+        !consolidations(&app).await.is_empty(),
+        "the schedule proposed"
+    );
+    assert_eq!(
+        app.count("records").await,
+        records,
+        "proposals only, no memory"
+    );
+    stop.send(true).unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(5), job)
+        .await
+        .expect("the schedule stops")
+        .unwrap();
+}
