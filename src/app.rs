@@ -83,8 +83,9 @@ impl App {
 
     /// Starts the work `serve` runs beside the router, each until `stop` turns true: the
     /// memory worker ([`crate::memory::embeddings::run_worker`], woken by writes and at least
-    /// every `idle`) and the metrics upkeep (every [`METRICS_UPKEEP`], see
-    /// [`crate::metrics::Metrics::upkeep`]). Returns the memory worker's handle: it stops
+    /// every `idle`), the metrics upkeep (every [`METRICS_UPKEEP`], see
+    /// [`crate::metrics::Metrics::upkeep`]) and, when [`Settings::consolidate_every`] is set,
+    /// the consolidation schedule ([`crate::services::consolidation::run_schedule`]). Returns the memory worker's handle: it stops
     /// between batches, so a caller shutting down may wait for it.
     pub fn spawn_background(
         &self,
@@ -97,6 +98,16 @@ impl App {
                 .clone()
                 .upkeep(METRICS_UPKEEP, stop.clone()),
         );
+        // Consolidation on its schedule: proposals only, never durable memory.
+        if let Some(every) = self.state.settings.consolidate_every {
+            tracing::info!(every_secs = every.as_secs(), "consolidation scheduled");
+            tokio::spawn(crate::services::consolidation::run_schedule(
+                self.state.memory.clone(),
+                every,
+                self.state.settings.rule_cap,
+                stop.clone(),
+            ));
+        }
         tokio::spawn(crate::memory::embeddings::run_worker(
             self.state.memory.clone(),
             idle,

@@ -1,6 +1,6 @@
 //! Command line: `serve` (the default; builds the app with [`crate::App::build`]), `user add`,
 //! `user token`, `audit verify`, `export`, `import`, `backup`, `restore`, `history load`, `demo`,
-//! `eval recall`.
+//! `eval recall`, `consolidate`.
 //!
 //! Every option also reads an `INCIDENTMIND_…` environment variable; `--help` lists them.
 //!
@@ -186,6 +186,18 @@ pub struct ServeArgs {
     /// IPs); from any other peer the header is ignored.
     #[arg(long, env = "INCIDENTMIND_TRUSTED_PROXIES", value_delimiter = ',')]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+    /// Standing rules (confirmed lessons) per service above which consolidation proposals for
+    /// that service are queued first and say so.
+    #[arg(long, env = "INCIDENTMIND_RULE_CAP", default_value_t = crate::domain::consolidation::DEFAULT_RULE_CAP)]
+    pub rule_cap: usize,
+    /// Run consolidation (near-duplicate lessons and failure records merged into proposed rules
+    /// for the review queue) every this many hours; 0: off (run `incidentmind consolidate`).
+    #[arg(
+        long,
+        env = "INCIDENTMIND_CONSOLIDATE_EVERY_HOURS",
+        default_value_t = 0
+    )]
+    pub consolidate_every_hours: u64,
     /// On SIGTERM or Ctrl-C: seconds in-flight requests get to finish (new connections are
     /// refused at once); after it the process exits anyway.
     #[arg(long, env = "INCIDENTMIND_SHUTDOWN_GRACE_SECS", default_value_t = 20)]
@@ -218,6 +230,8 @@ impl std::fmt::Debug for ServeArgs {
             .field("llm_context_tokens", &self.llm_context_tokens)
             .field("embeddings", &self.embeddings)
             .field("shutdown_grace_secs", &self.shutdown_grace_secs)
+            .field("rule_cap", &self.rule_cap)
+            .field("consolidate_every_hours", &self.consolidate_every_hours)
             .field("metrics_listen", &self.metrics_listen)
             .finish_non_exhaustive()
     }
@@ -284,6 +298,20 @@ pub enum Command {
     /// Measure quality on a labelled set (runs on its own temporary database).
     #[command(subcommand)]
     Eval(EvalCommand),
+    /// Find near-duplicate lessons and failure records of different incidents and propose one
+    /// merged rule per group for the review queue (nothing is written to memory until a
+    /// reviewer accepts). `serve` runs the same on a schedule with --consolidate-every-hours.
+    Consolidate {
+        /// The database (must exist).
+        #[command(flatten)]
+        db: DbArgs,
+        /// Embeddings compared (with `off`, word overlap).
+        #[command(flatten)]
+        embeddings: EmbeddingArgs,
+        /// Standing rules per service above which its proposals are queued first.
+        #[arg(long, env = "INCIDENTMIND_RULE_CAP", default_value_t = crate::domain::consolidation::DEFAULT_RULE_CAP)]
+        rule_cap: usize,
+    },
 }
 
 /// `eval …`
@@ -470,6 +498,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             db,
             embeddings,
         } => import(&file, skip_existing, &db, &embeddings).await,
+        Command::Consolidate {
+            db,
+            embeddings,
+            rule_cap,
+        } => consolidate(&db, &embeddings, rule_cap).await,
         Command::Backup { file, db } => backup(&file, &db).await,
         Command::Restore { file, force, db } => restore(&file, force, &db).await,
         Command::Audit(AuditCommand::Verify { db }) => {
@@ -485,6 +518,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
         }
     }
+}
+
+/// `consolidate`: builds the app as `serve` does (database, memory with the chosen embedder)
+/// over an existing database and runs [`crate::services::consolidation::consolidate`] once.
+async fn consolidate(
+    db: &DbArgs,
+    embeddings: &EmbeddingArgs,
+    rule_cap: usize,
+) -> anyhow::Result<()> {
+    open(db, store::OpenMode::MustExist).await?.close().await;
+    let app = App::build(crate::app::Config {
+        database_url: db.database_url.clone(),
+        settings: Settings {
+            rule_cap,
+            ..Settings::default()
+        },
+        embedder: embedder(embeddings, None)?,
+        llm: None,
+    })
+    .await?;
+    let report =
+        crate::services::consolidation::consolidate(app.memory(), app.state.settings.rule_cap)
+            .await?;
+    println!("{report}");
+    Ok(())
 }
 
 /// `incidentmind user add`: creates the user (the password read from stdin when asked) and
@@ -861,6 +919,10 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
             api_per_token: args.rate_api_token,
             trusted_proxies: args.trusted_proxies.clone(),
         },
+        rule_cap: args.rule_cap,
+        consolidate_every: (args.consolidate_every_hours > 0).then(|| {
+            std::time::Duration::from_secs(args.consolidate_every_hours.saturating_mul(3600))
+        }),
     };
     let embedder = embedder(&args.embeddings, Some(&ModelServer::of(args)))?;
     let llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>> = if let Some(base) = args
@@ -890,7 +952,8 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
     })
 }
 
-/// `serve`: builds the app ([`App::build`]), runs the memory worker beside it, and serves until
+/// `serve`: builds the app ([`App::build`]), runs its background work beside it
+/// ([`App::spawn_background`]: memory worker, metrics upkeep, consolidation schedule), and serves until
 /// Ctrl-C or SIGTERM. Then it stops accepting connections, tells the worker to stop at its next
 /// safe point (between batches) and lets in-flight requests finish for up to
 /// `--shutdown-grace-secs`; after that it returns anyway (exit status 0, with a warning).

@@ -202,6 +202,11 @@ string_enum!(
     }
 );
 
+/// Ranking weight of a record consolidated into a merged rule (`data.consolidated_into`, issue
+/// #21): the same as a superseded one's, so the merged rule ranks first and its sources below
+/// it, still recalled and marked, never hidden.
+pub const CONSOLIDATED_WEIGHT: f64 = 0.3;
+
 impl Validation {
     /// Ranking weight: confirmed 1, pending 0.6, superseded 0.3, retracted 0 (never recalled).
     pub fn weight(self) -> f64 {
@@ -465,6 +470,16 @@ impl MemoryRecord {
     /// Age in days at `now` (never negative).
     pub fn age_days(&self, now: jiff::Timestamp) -> f64 {
         age_days(self.created_at, now)
+    }
+
+    /// The merged rule this record was consolidated into (`data.consolidated_into`, issue #21).
+    pub fn consolidated_into(&self) -> Option<i64> {
+        self.data.get("consolidated_into").and_then(|v| v.as_i64())
+    }
+
+    /// The later record that contradicts this one (`data.contradicted_by`, issue #22).
+    pub fn contradicted_by(&self) -> Option<i64> {
+        self.data.get("contradicted_by").and_then(|v| v.as_i64())
     }
 }
 

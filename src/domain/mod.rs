@@ -3,6 +3,7 @@
 
 pub mod action;
 pub mod confirm;
+pub mod consolidation;
 pub mod incident;
 pub mod insights;
 pub mod memory;

@@ -19,6 +19,11 @@ pub enum ProposalKind {
     Reflection,
     /// A runbook (or a new version of one) from the actions that resolved an incident.
     Runbook,
+    /// One rule merged from near-duplicate lessons or failure records of several incidents
+    /// ([`super::consolidation`]).
+    Consolidation,
+    /// After Learn marked a record contradicted: replace it by the record that contradicts it.
+    Supersession,
 }
 
 impl ProposalKind {
@@ -27,6 +32,8 @@ impl ProposalKind {
         match self {
             Self::Reflection => "reflection",
             Self::Runbook => "runbook",
+            Self::Consolidation => "consolidation",
+            Self::Supersession => "supersession",
         }
     }
 
@@ -38,9 +45,14 @@ impl ProposalKind {
         match s {
             "reflection" => Ok(Self::Reflection),
             "runbook" => Ok(Self::Runbook),
+            "consolidation" => Ok(Self::Consolidation),
+            "supersession" => Ok(Self::Supersession),
             other => Err(ValidationError::new(
                 "kind",
-                format!("'{other}' is not a proposal kind; use reflection or runbook"),
+                format!(
+                    "'{other}' is not a proposal kind; use reflection, runbook, consolidation \
+                     or supersession"
+                ),
             )),
         }
     }
@@ -83,6 +95,23 @@ impl ProposalStatus {
             )),
         }
     }
+}
+
+/// A supersession to propose after Learn: the newer record contradicts the older one (a root
+/// cause it denies). Accepting marks the older one `superseded_by` the newer; nothing is written
+/// or deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Supersession {
+    /// The older record, to be marked superseded.
+    pub old: i64,
+    /// Its text.
+    pub old_text: String,
+    /// The newer record that contradicts it.
+    pub new: i64,
+    /// Its text.
+    pub new_text: String,
+    /// The words of the claim the newer record denies.
+    pub claim: Vec<String>,
 }
 
 /// An action to try instead of a failed one, and where the suggestion comes from (never

@@ -94,7 +94,8 @@ pub struct Recalled {
     /// Why it was recalled.
     pub why: Why,
     /// `stale` (older than its half-life), `superseded`, `contradicted` (the same action is
-    /// recorded both as failing and as working).
+    /// recorded both as failing and as working, or a later record denies it), `consolidated`
+    /// (merged into a rule that ranks above it).
     #[schema(value_type = Vec<String>)]
     pub marks: Vec<&'static str>,
 }
@@ -987,7 +988,13 @@ fn rank(
             let c = &f.candidate;
             let age = crate::domain::memory::age_days(c.created_at, now);
             let importance = 1.0 + 0.05 * (c.importance.clamp(1, 4) - 2) as f64;
+            let consolidated = if c.consolidated_into.is_some() {
+                crate::domain::memory::CONSOLIDATED_WEIGHT
+            } else {
+                1.0
+            };
             let score = f.rrf
+                * consolidated
                 * kind_weight(c.kind)
                 * c.kind.recency_weight(age)
                 * importance
@@ -1076,6 +1083,9 @@ impl Explain<'_> {
         }
         if r.data.get("contradicted_by").is_some() {
             marks.push("contradicted");
+        }
+        if r.consolidated_into().is_some() {
+            marks.push("consolidated");
         }
         if weak {
             marks.push("weak match");

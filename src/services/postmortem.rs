@@ -446,8 +446,9 @@ pub struct PlannedMemory {
 
 /// An earlier confirmed root cause on the same service that a planned root cause denies
 /// ([`crate::memory::negation::contradiction`]): "pool size was NOT the cause" against "the
-/// pool was too small". Learn marks it; the reviewer queue lists it until a reviewer supersedes
-/// it; recall marks it `contradicted`; hypotheses citing it are capped one level lower.
+/// pool was too small". Learn marks it and drafts a supersession proposal (issue #21); the
+/// reviewer queue lists it until a reviewer supersedes it; recall marks it `contradicted`;
+/// hypotheses citing it are capped one level lower.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct Contradicted {
     /// The earlier record.
@@ -1095,6 +1096,15 @@ async fn write_plan(
                 &serde_json::json!({"id": c.id, "contradicted_by": rid, "claim": c.claim, "incident": id.as_str()}).to_string(),
             )
             .await?;
+            let supersession = crate::domain::proposals::Supersession {
+                old: c.id,
+                old_text: c.text.clone(),
+                new: rid,
+                new_text: r.text.clone(),
+                claim: c.claim.clone(),
+            };
+            crate::services::proposals::draft_supersession_in(tx, id, supersession, &user.name)
+                .await?;
         }
         ids_by_plan.insert(idx, rid);
         written.push(rid);

@@ -1,25 +1,35 @@
-//! Proposals through the human gate (issue #21). Two triggers draft them, never writing durable
+//! Proposals through the human gate (issue #21). Four triggers draft them, never writing durable
 //! memory themselves:
 //! - a `did_not_resolve` / `made_worse` verdict drafts a **reflection** ([`draft_reflection_in`],
 //!   called in the verdict's transaction): what was tried, what happened, what might be tried
 //!   instead, as a lesson;
 //! - resolving an incident whose approved actions resolved it drafts a **runbook**, or a new
 //!   version of the nearest one when that covers the worked actions only partly
-//!   ([`suggest_runbook_in`], called in the resolve transaction).
+//!   ([`suggest_runbook_in`], called in the resolve transaction);
+//! - consolidation (`services::consolidation`, on demand or on a schedule) drafts a
+//!   **consolidation**: one rule merged from near-duplicates of several incidents;
+//! - Learn marking an earlier record contradicted drafts a **supersession**
+//!   ([`draft_supersession_in`], in Learn's transaction).
 //!
 //! A reviewer accepts ([`accept`]: the draft's record goes through `services::memory::write_in`,
-//! the one write path — redaction, citation rules, audit, then embeddings by the memory worker)
-//! or rejects with a reason ([`reject`]). Both are on the audit log and the incident timeline.
+//! the one write path — redaction, citation rules, audit, then embeddings by the memory worker;
+//! a consolidation then marks its sources `consolidated_into` the new rule, a supersession marks
+//! the older record superseded) or rejects with a reason ([`reject`]). Both are on the audit log
+//! and the incident timeline.
+//!
+//! Long because the four kinds share one [`Draft`], one queue and one accept path, which read
+//! best side by side.
 
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 use sqlx::SqlitePool;
 
+use crate::domain::consolidation::Consolidation;
 use crate::domain::memory::NewRecord;
 use crate::domain::proposals::{
     Alternative, KnownRunbook, MAX_ALTERNATIVES, ProposalKind, ProposalStatus, Reflection,
-    RunbookDraft, draft_runbook, is_failing_verdict, match_runbooks,
+    RunbookDraft, Supersession, draft_runbook, is_failing_verdict, match_runbooks,
 };
 use crate::domain::{ActionKind, Incident, IncidentId, MemoryKind, Role, Validation};
 use crate::error::{AppError, AppResult};
@@ -30,7 +40,8 @@ use crate::store::users::User;
 use crate::store::{self, Tx, audit, incidents, memory as mstore};
 
 /// What a proposal holds: exactly the record accepting it writes (`record`; its author becomes
-/// the accepting reviewer), with the reflection or runbook it was built from.
+/// the accepting reviewer), with the reflection, runbook or consolidation it was built from; a
+/// supersession writes no record, it names the two records instead.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Draft {
     /// For a reflection: what was tried, what happened, what might be tried instead.
@@ -39,8 +50,29 @@ pub struct Draft {
     /// For a runbook: the draft a reviewer may edit before accepting.
     #[serde(default)]
     pub runbook: Option<RunbookDraft>,
-    /// The record accepting it writes.
-    pub record: NewRecord,
+    /// For a consolidation: the records merged (marked `consolidated_into` the new rule on
+    /// accept) and whether a service is over the rule cap.
+    #[serde(default)]
+    pub consolidation: Option<Consolidation>,
+    /// For a supersession: the older record and the newer one that contradicts it.
+    #[serde(default)]
+    pub supersession: Option<Supersession>,
+    /// The record accepting it writes (none for a supersession).
+    #[serde(default)]
+    pub record: Option<NewRecord>,
+}
+
+impl Draft {
+    /// A draft writing `record`, with nothing else set.
+    pub fn of(record: NewRecord) -> Self {
+        Self {
+            reflection: None,
+            runbook: None,
+            consolidation: None,
+            supersession: None,
+            record: Some(record),
+        }
+    }
 }
 
 fn specific(tags: &[String]) -> Vec<String> {
@@ -159,8 +191,7 @@ pub async fn draft_reflection_in(
     let title = format!("Reflection: {kind} on {target} {outcome} during {id}");
     let draft = Draft {
         reflection: Some(reflection),
-        runbook: None,
-        record,
+        ..Draft::of(record)
     };
     queue(
         tx,
@@ -174,7 +205,13 @@ pub async fn draft_reflection_in(
     .await
 }
 
-async fn queue(
+/// Puts a draft in the review queue inside `tx`: inserts the proposal (nothing when one with the
+/// same `origin` exists), with an incident timeline event and a `proposal.draft` audit entry.
+/// Returns the new proposal's id.
+///
+/// # Errors
+/// Database errors.
+pub(crate) async fn queue(
     tx: &mut Tx,
     kind: ProposalKind,
     incident: &IncidentId,
@@ -315,9 +352,8 @@ pub async fn suggest_runbook_in(
     };
     let steps = runbook.worked.join("\n");
     let draft = Draft {
-        reflection: None,
         runbook: Some(runbook),
-        record,
+        ..Draft::of(record)
     };
     queue(
         tx,
@@ -384,14 +420,73 @@ fn draft_of(p: &StoredProposal) -> AppResult<Draft> {
         .map_err(|e| AppError::Internal(anyhow::anyhow!("stored draft PRO-{}: {e}", p.id)))
 }
 
+/// Applies a reviewer's edit to a runbook draft (a no-op for other drafts) and checks it.
+fn apply_edit(draft: &mut Draft, edit: RunbookEdit) -> AppResult<()> {
+    let (Some(rb), Some(record)) = (draft.runbook.as_mut(), draft.record.as_mut()) else {
+        return Ok(());
+    };
+    if let Some(t) = edit.title {
+        rb.title = t.trim().to_string();
+    }
+    if let Some(s) = edit.summary {
+        rb.summary = crate::domain::postmortem::unix_newlines(s.trim());
+    }
+    if let Some(s) = edit.steps {
+        rb.steps = crate::domain::proposals::lines_of(&s);
+    }
+    if let Some(c) = edit.common_causes {
+        rb.common_causes = crate::domain::proposals::lines_of(&c);
+    }
+    rb.validate()?;
+    rb.apply_to(record);
+    Ok(())
+}
+
+/// Writes what accepting proposal `id` writes, inside `tx`: its record (confirmed, by the
+/// reviewer), then what follows from it — a runbook's new version supersedes the old one, a
+/// consolidation marks its sources — or, for a supersession, the mark on the older record.
+/// Returns the record written, if any.
+async fn write_accepted(
+    tx: &mut Tx,
+    user: &User,
+    id: i64,
+    draft: &Draft,
+) -> AppResult<Option<i64>> {
+    if let Some(s) = &draft.supersession {
+        let reason = format!("contradicted by MEM-{} (PRO-{id})", s.new);
+        crate::services::memory::supersede_in(tx, &user.name, s.old, s.new, &reason).await?;
+        return Ok(None);
+    }
+    let Some(mut record) = draft.record.clone() else {
+        return Err(AppError::Internal(anyhow::anyhow!(
+            "PRO-{id} writes nothing"
+        )));
+    };
+    record.author = user.name.clone();
+    record.validation = Validation::Confirmed;
+    record.origin = Some(format!("proposal:{id}"));
+    let (rid, _) = crate::services::memory::write_in(tx, record).await?;
+    if let Some(old) = draft.runbook.as_ref().and_then(|r| r.replaces) {
+        let reason = format!("new version (PRO-{id})");
+        crate::services::memory::supersede_in(tx, &user.name, old, rid, &reason).await?;
+    }
+    if let Some(c) = &draft.consolidation {
+        crate::services::consolidation::mark_sources_in(tx, &user.name, id, c, rid).await?;
+    }
+    Ok(Some(rid))
+}
+
 /// Accepts a pending proposal (reviewers): writes its record — for a runbook after applying the
 /// reviewer's `edit` — through `services::memory::write_in`, confirmed and authored by the
-/// reviewer; a runbook's new version supersedes the one it replaces. One transaction, on the
-/// audit log and the incident timeline. `version` is the proposal version the page showed.
+/// reviewer; a runbook's new version supersedes the one it replaces; a consolidation marks each
+/// source `consolidated_into` the merged rule; a supersession marks the older record superseded
+/// by the newer. One transaction, on the audit log and the incident timeline. `version` is the
+/// proposal version the page showed.
 ///
 /// # Errors
 /// [`AppError::Forbidden`] without the reviewer role; [`AppError::NotFound`];
-/// [`AppError::Conflict`] when already decided or stale; validation errors for a bad edit.
+/// [`AppError::Conflict`] when already decided or stale, or when a record it marks changed
+/// since it was drafted; validation errors for a bad edit.
 pub async fn accept(
     pool: &SqlitePool,
     user: &User,
@@ -403,49 +498,67 @@ pub async fn accept(
     let mut tx = store::begin_write(pool).await?;
     let p = pending_in(&mut tx, id, version).await?;
     let mut draft = draft_of(&p)?;
-    if let Some(rb) = draft.runbook.as_mut() {
-        if let Some(t) = edit.title {
-            rb.title = t.trim().to_string();
-        }
-        if let Some(s) = edit.summary {
-            rb.summary = crate::domain::postmortem::unix_newlines(s.trim());
-        }
-        if let Some(s) = edit.steps {
-            rb.steps = crate::domain::proposals::lines_of(&s);
-        }
-        if let Some(c) = edit.common_causes {
-            rb.common_causes = crate::domain::proposals::lines_of(&c);
-        }
-        rb.validate()?;
-        rb.apply_to(&mut draft.record);
-    }
-    let mut record = draft.record.clone();
-    record.author = user.name.clone();
-    record.validation = Validation::Confirmed;
-    record.origin = Some(format!("proposal:{id}"));
-    let (rid, _) = crate::services::memory::write_in(&mut tx, record).await?;
-    if let Some(old) = draft.runbook.as_ref().and_then(|r| r.replaces) {
-        crate::services::memory::supersede_in(
-            &mut tx,
-            &user.name,
-            old,
-            rid,
-            &format!("new version (PRO-{id})"),
-        )
-        .await?;
-    }
+    apply_edit(&mut draft, edit)?;
+    let rid = write_accepted(&mut tx, user, id, &draft).await?;
     let json = serde_json::to_value(&draft).map_err(|e| AppError::Internal(e.into()))?;
+    let event = match (rid, &draft.supersession) {
+        (Some(rid), _) => format!("{} PRO-{id} accepted: MEM-{rid}", p.kind.as_str()),
+        (None, Some(s)) => format!(
+            "{} PRO-{id} accepted: MEM-{} superseded by MEM-{}",
+            p.kind.as_str(),
+            s.old,
+            s.new
+        ),
+        (None, None) => format!("{} PRO-{id} accepted", p.kind.as_str()),
+    };
     let decision = Decision {
         status: ProposalStatus::Accepted,
         reason: None,
-        record_id: Some(rid),
+        record_id: rid,
         draft: &json,
-        event: format!("{} PRO-{id} accepted: MEM-{rid}", p.kind.as_str()),
+        event,
         audit: serde_json::json!({"kind": p.kind, "incident": p.incident_id, "record": rid}),
     };
     record_decision(&mut tx, &p, user, decision).await?;
     tx.commit().await?;
     pstore::get(pool, id).await
+}
+
+/// Drafts a supersession after Learn marked record `old` contradicted by the newly written
+/// `new` (inside Learn's transaction, for the learned incident `incident`): a reviewer who
+/// accepts it marks `old` superseded by `new` through `services::memory::supersede_in`. Once per
+/// pair of records. Returns the proposal id.
+///
+/// # Errors
+/// Database errors.
+pub async fn draft_supersession_in(
+    tx: &mut Tx,
+    incident: &IncidentId,
+    s: Supersession,
+    actor: &str,
+) -> AppResult<Option<i64>> {
+    let title = format!(
+        "Supersession: MEM-{} is contradicted by MEM-{} from {incident}",
+        s.old, s.new
+    );
+    let origin = format!("supersession:{}:{}", s.old, s.new);
+    let draft = Draft {
+        reflection: None,
+        runbook: None,
+        consolidation: None,
+        supersession: Some(s),
+        record: None,
+    };
+    queue(
+        tx,
+        ProposalKind::Supersession,
+        incident,
+        &origin,
+        &title,
+        &draft,
+        actor,
+    )
+    .await
 }
 
 /// Rejects a pending proposal with a reason (reviewers); nothing is written to memory, the
@@ -536,10 +649,13 @@ async fn record_decision(
     Ok(())
 }
 
-/// The pending proposals, oldest first, for the review queue.
+/// The pending proposals for the review queue: consolidations of a service over the rule cap
+/// first (they keep its standing rules bounded), then the rest, oldest first.
 ///
 /// # Errors
 /// Database errors.
 pub async fn pending(pool: &SqlitePool) -> AppResult<Vec<StoredProposal>> {
-    pstore::list(pool, ProposalStatus::Pending).await
+    let mut all = pstore::list(pool, ProposalStatus::Pending).await?;
+    all.sort_by_key(|p| p.draft["consolidation"]["over_cap"].is_null());
+    Ok(all)
 }

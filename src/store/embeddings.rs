@@ -219,7 +219,7 @@ fn by_incident(rows: Vec<(String, Vec<u8>)>, what: &str) -> AppResult<Vec<(Strin
 }
 
 /// Little-endian f32s of a blob; `None` when its length is not a multiple of 4.
-fn floats(blob: &[u8]) -> Option<Vec<f32>> {
+pub(super) fn floats(blob: &[u8]) -> Option<Vec<f32>> {
     blob.len().is_multiple_of(4).then(|| {
         blob.chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))

@@ -635,13 +635,16 @@ pub struct Candidate {
     pub importance: i64,
     /// How many learnings confirmed it.
     pub evidence_count: i64,
+    /// The merged rule it was consolidated into (`data.consolidated_into`), if any.
+    pub consolidated_into: Option<i64>,
 }
 
-/// A [`Candidate`] as `json_array(id, kind, validation, created_at, importance, evidence_count)`.
-pub(super) type CandidateJson = (i64, String, String, String, i64, i64);
+/// A [`Candidate`] as `json_array(id, kind, validation, created_at, importance, evidence_count,
+/// consolidated_into)`.
+pub(super) type CandidateJson = (i64, String, String, String, i64, i64, Option<i64>);
 
 pub(super) fn parse_candidate(
-    (id, kind, validation, created_at, importance, evidence_count): CandidateJson,
+    (id, kind, validation, created_at, importance, evidence_count, consolidated_into): CandidateJson,
 ) -> AppResult<Candidate> {
     Ok(Candidate {
         id,
@@ -650,6 +653,7 @@ pub(super) fn parse_candidate(
         created_at: parse_db_time(&created_at)?,
         importance,
         evidence_count,
+        consolidated_into,
     })
 }
 

@@ -4,6 +4,7 @@
 pub mod alerts;
 pub mod audit;
 pub mod backup;
+pub mod consolidation;
 pub mod embeddings;
 pub mod evidence;
 pub mod incident_documents;

@@ -14,11 +14,12 @@ use crate::error::{AppError, AppResult};
 pub struct StoredProposal {
     /// Id (`PRO-{id}` for people).
     pub id: i64,
-    /// reflection / runbook.
+    /// reflection / runbook / consolidation / supersession.
     pub kind: ProposalKind,
     /// The incident it comes from.
     pub incident_id: String,
-    /// Idempotency key (`reflection:{recommendation}`, `runbook:{incident}`).
+    /// Idempotency key (`reflection:{recommendation}`, `runbook:{incident}:{steps digest}`,
+    /// `consolidation:{sorted source ids}`, `supersession:{old}:{new}`).
     pub origin: String,
     /// One line for the queue.
     pub title: String,

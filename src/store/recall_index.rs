@@ -82,7 +82,8 @@ pub async fn load(pool: &SqlitePool) -> AppResult<RecallIndex> {
              WHERE validation != 'retracted' AND kind IN (SELECT value FROM json_each(?1)))
          SELECT
            (SELECT json_group_array(json_array(
-                json_array(id, kind, validation, created_at, importance, evidence_count),
+                json_array(id, kind, validation, created_at, importance, evidence_count,
+                           consolidated_into),
                 incident_id)) FROM live),
            (SELECT json_group_array(json_array(k.key, k.value, k.record_id))
               FROM record_keys k JOIN live ON live.id = k.record_id),

@@ -62,6 +62,12 @@ pub struct Settings {
     pub metrics_token_sha256: Option<String>,
     /// Rate limits and the proxies trusted for `X-Forwarded-For`.
     pub rate_limits: limits::RateLimitSettings,
+    /// Standing rules (confirmed lessons) per service above which consolidation proposals for
+    /// that service are queued first and say so (issue #21).
+    pub rule_cap: usize,
+    /// How often `serve` runs consolidation; `None`: only on demand (`incidentmind
+    /// consolidate`).
+    pub consolidate_every: Option<std::time::Duration>,
 }
 
 impl Settings {
@@ -83,6 +89,8 @@ impl Default for Settings {
             allow_self_confirm: false,
             metrics_token_sha256: None,
             rate_limits: limits::RateLimitSettings::default(),
+            rule_cap: crate::domain::consolidation::DEFAULT_RULE_CAP,
+            consolidate_every: None,
         }
     }
 }

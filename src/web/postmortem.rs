@@ -619,16 +619,30 @@ struct PreviewPage {
     flash: Option<&'static str>,
     /// The reviewer's grade of the top hypothesis, once Learn recorded it.
     grade: Option<crate::store::proposals::Grade>,
+    /// Why the last Learn was refused (the page is re-rendered with it, status 4xx).
+    error: Option<String>,
+    /// The grading answer the reviewer sent (`yes`/`no`), kept after an error.
+    answer: Option<bool>,
 }
 
-pub(super) async fn page_preview(
-    State(s): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-    Query(done): Query<Done>,
+impl PreviewPage {
+    /// Whether "yes" is checked: the answer sent before an error, else the suggestion.
+    fn answered_yes(&self, suggested: &bool) -> bool {
+        self.answer.unwrap_or(*suggested)
+    }
+}
+
+/// Renders the learnings page of `id` with `status`; after a refused Learn, with its `error`
+/// and the reviewer's `answer` kept.
+async fn render_learnings(
+    s: &AppState,
+    user: &crate::store::users::User,
+    id: &IncidentId,
+    status: StatusCode,
+    flash: Option<&'static str>,
+    refused: Option<(String, Option<bool>)>,
 ) -> Result<Response, PageError> {
-    let id = incident_id(&id)?;
-    let incident = incidents::get(&s.pool, &id).await?;
+    let incident = incidents::get(&s.pool, id).await?;
     let learned: Option<pm::LearnResult> = match pstore::learning(&s.pool, id.as_str()).await? {
         Some(r) => serde_json::from_str(&r).ok(),
         None => None,
@@ -638,22 +652,40 @@ pub(super) async fn page_preview(
         None => Vec::new(),
     };
     let preview = if learned.is_none() {
-        Some(pm::plan(&s.pool, &id).await?)
+        Some(pm::plan(&s.pool, id).await?)
     } else {
         None
     };
-    Ok(PreviewPage {
-        layout: Layout::new(Some(&user.0), format!("Learnings {id}")),
-        incident,
-        preview,
-        learned,
-        written,
-        flash: done.message(),
-        grade: crate::store::proposals::grade(&s.pool, id.as_str()).await?,
-    }
-    .into_response())
+    let (error, answer) = refused.map_or((None, None), |(e, a)| (Some(e), a));
+    Ok((
+        status,
+        PreviewPage {
+            layout: Layout::new(Some(user), format!("Learnings {id}")),
+            incident,
+            preview,
+            learned,
+            written,
+            flash,
+            grade: crate::store::proposals::grade(&s.pool, id.as_str()).await?,
+            error,
+            answer,
+        },
+    )
+        .into_response())
 }
 
+pub(super) async fn page_preview(
+    State(s): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    Query(done): Query<Done>,
+) -> Result<Response, PageError> {
+    let id = incident_id(&id)?;
+    render_learnings(&s, &user.0, &id, StatusCode::OK, done.message(), None).await
+}
+
+/// `POST /incidents/{id}/learn`. An unreadable grading answer (or one for an incident with
+/// nothing to grade) re-renders the learnings page with 422, the message and the answer kept.
 pub(super) async fn page_learn(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -662,11 +694,27 @@ pub(super) async fn page_learn(
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
     workflow::ensure_version(&s.pool, &id, f.version).await?;
-    let grade = f
+    let grade = match f
         .top_hypothesis_matched
         .as_deref()
         .map(crate::domain::proposals::parse_grade)
-        .transpose()?;
-    pm::learn_graded(&s.pool, &user.0, &id, grade).await?;
-    Ok(Redirect::to(&format!("/incidents/{id}/learnings?done=learned")).into_response())
+        .transpose()
+    {
+        Ok(g) => g,
+        Err(e) => {
+            let e = AppError::from(e);
+            let refused = Some((e.to_string(), None));
+            return render_learnings(&s, &user.0, &id, e.status(), None, refused).await;
+        }
+    };
+    match pm::learn_graded(&s.pool, &user.0, &id, grade).await {
+        Ok(_) => {
+            Ok(Redirect::to(&format!("/incidents/{id}/learnings?done=learned")).into_response())
+        }
+        Err(e @ AppError::Validation(_)) => {
+            let refused = Some((e.to_string(), grade));
+            render_learnings(&s, &user.0, &id, e.status(), None, refused).await
+        }
+        Err(e) => Err(e.into()),
+    }
 }

@@ -1,5 +1,5 @@
-//! Proposals in the reviewers' queue over HTTP (issue #21): each pending reflection or runbook
-//! draft as the queue shows it ([`ProposalItem`], in `GET /api/v1/review` and on `/review`), and
+//! Proposals in the reviewers' queue over HTTP (issue #21): each pending reflection, runbook,
+//! consolidation or supersession draft as the queue shows it ([`ProposalItem`], in `GET /api/v1/review` and on `/review`), and
 //! accepting or rejecting one (`POST /api/v1/proposals/{id}/accept|reject` and the `/review`
 //! forms, which redirect back with 303, or re-render the queue with the input on an error).
 
@@ -28,7 +28,7 @@ pub struct ProposalItem {
     pub id: i64,
     /// `PRO-{id}`.
     pub reference: String,
-    /// reflection / runbook.
+    /// reflection / runbook / consolidation / supersession.
     pub kind: ProposalKind,
     /// The incident it comes from.
     pub incident_id: String,
@@ -36,7 +36,8 @@ pub struct ProposalItem {
     pub title: String,
     /// The version to send back with the decision (409 when stale).
     pub version: i64,
-    /// Who drafted it (the responder whose verdict or resolution triggered it).
+    /// Who drafted it (the responder whose verdict or resolution triggered it, the reviewer
+    /// whose Learn found a contradiction, or the `consolidation` job).
     pub created_by: String,
     /// For a reflection: what happened, in words ("Did not resolve — the pool maxed again").
     pub happened: Option<String>,

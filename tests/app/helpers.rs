@@ -216,6 +216,11 @@ async fn spawn_app_inner(
 }
 
 impl TestApp {
+    /// The app's SQLite file (for the command line, which opens it beside the running app).
+    pub fn db_path(&self) -> std::path::PathBuf {
+        self._dir.path().join("test.db")
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }

@@ -1,6 +1,7 @@
 //! Integration tests: the real router over HTTP on loopback, a fresh SQLite file per test.
 mod alertmanager;
 mod cli;
+mod consolidation;
 mod embeddings;
 mod evidence;
 mod helpers;

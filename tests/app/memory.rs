@@ -584,7 +584,8 @@ async fn export_then_import_into_an_empty_database_round_trips_exactly() {
 async fn rank_mismatches(pool: &sqlx::SqlitePool) -> i64 {
     sqlx::query_scalar(
         "WITH r AS (SELECT id, kind, validation, incident_id, created_at, importance,
-                           evidence_count FROM records),
+                           evidence_count, json_extract(data, '$.consolidated_into')
+                      FROM records),
               k AS (SELECT * FROM records_rank)
          SELECT (SELECT count(*) FROM (SELECT * FROM r EXCEPT SELECT * FROM k))
               + (SELECT count(*) FROM (SELECT * FROM k EXCEPT SELECT * FROM r))",

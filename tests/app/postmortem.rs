@@ -1197,6 +1197,99 @@ async fn a_later_root_cause_that_denies_an_earlier_one_marks_it_contradicted() {
     );
 }
 
+/// Issue #21: the contradiction Learn marks also drafts a supersession for the review queue; a
+/// reviewer accepting it marks the earlier record superseded by the later one (kept, marked).
+#[tokio::test]
+async fn a_contradiction_at_learn_queues_a_supersession_that_a_reviewer_accepts() {
+    let app = spawn_app().await;
+    let first = app
+        .open_incident("Search results go stale", "search-api")
+        .await;
+    let (_, learned) = learn_with_root_cause(
+        &app,
+        &first,
+        "The index refresh interval was too long for the write volume.",
+    )
+    .await;
+    let earlier = root_cause_of(&app, &learned).await["id"].as_i64().unwrap();
+    let second = app
+        .open_incident("Search results stale again", "search-api")
+        .await;
+    let (_, learned) = learn_with_root_cause(
+        &app,
+        &second,
+        "The index refresh interval was NOT the cause; a stuck replica served old shards.",
+    )
+    .await;
+    let later = root_cause_of(&app, &learned).await["id"].as_i64().unwrap();
+
+    let q: Value = app
+        .get(&app.reviewer, "/api/v1/review")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let p = q["proposals_to_decide"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["kind"] == "supersession")
+        .unwrap_or_else(|| panic!("a supersession is queued: {q}"))
+        .clone();
+    assert_eq!(p["incident_id"], second);
+    assert_eq!(p["draft"]["supersession"]["old"], earlier);
+    assert_eq!(p["draft"]["supersession"]["new"], later);
+    assert!(p["draft"]["record"].is_null(), "it writes no record: {p}");
+    let b = app.browser("victor").await;
+    let html = app.page(&b, "/review").await;
+    assert!(html.contains("Accept: mark it superseded"), "{html}");
+
+    let pid = p["id"].as_i64().unwrap();
+    let res = app
+        .post_json(
+            &app.reviewer,
+            &format!("/api/v1/proposals/{pid}/accept"),
+            json!({"version": p["version"]}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let accepted: Value = res.json().await.unwrap();
+    assert_eq!(accepted["status"], "accepted");
+    let old: Value = app
+        .get(&app.responder, &format!("/api/v1/memories/{earlier}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        (&old["validation"], &old["superseded_by"]),
+        (&json!("superseded"), &json!(later)),
+        "{old}"
+    );
+    let audited: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM audit_log WHERE action = 'memory.supersede' AND subject = ?",
+    )
+    .bind(format!("MEM-{earlier}"))
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(audited, 1);
+    // Resolved: no longer a contradiction to resolve.
+    let q: Value = app
+        .get(&app.reviewer, "/api/v1/review")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        q["contradictions_to_resolve"]
+            .as_array()
+            .unwrap()
+            .is_empty(),
+        "{q}"
+    );
+}
+
 #[tokio::test]
 async fn a_lesson_naming_no_incident_is_queued_for_review_and_a_learned_one_is_not() {
     use incidentmind::domain::MemoryKind;

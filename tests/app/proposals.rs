@@ -540,6 +540,34 @@ async fn learn_records_the_reviewers_grade_and_insights_show_the_hit_rate() {
         .fetch_one(&app.pool)
         .await
         .unwrap();
+    // An answer that is neither yes nor no: the page again, 422, with the message and the form.
+    let res = b
+        .post(app.url(&format!("/incidents/{id}/learn")))
+        .header("origin", &app.base)
+        .form(&[
+            ("version", version.to_string()),
+            ("top_hypothesis_matched", "maybe".into()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = res.text().await.unwrap();
+    assert!(html.contains("id=\"learn-error\""), "{html}");
+    assert!(
+        html.contains("&#39;maybe&#39; is not an answer")
+            || html.contains("'maybe' is not an answer"),
+        "{html}"
+    );
+    assert!(
+        html.contains("Was the copilot's top hypothesis right?"),
+        "{html}"
+    );
+    assert!(
+        html.contains("value=\"no\" checked"),
+        "the suggestion stays checked: {html}"
+    );
+    assert_eq!(app.count("hypothesis_grades").await, 0);
     let res = b
         .post(app.url(&format!("/incidents/{id}/learn")))
         .header("origin", &app.base)
