@@ -2,7 +2,9 @@
 //! loopback, with per-route errors and latency, memory growth and the audit chain at the end.
 //!
 //! Usage: `cargo run --release --example soak-bench -- [--connections 200] [--seconds 600]
-//! [--warmup 30] [--embeddings builtin|off] [--no-metrics-upkeep]`.
+//! [--warmup 30] [--embeddings builtin|off] [--no-metrics-upkeep]`. Besides the resident set
+//! it prints what the C allocator has handed out and not had back (`mallinfo2`) and the thread
+//! count, so live data can be told from memory the allocator keeps mapped.
 //!
 //! Builds the app as `serve` builds it (`incidentmind::App::build` over a fresh SQLite file,
 //! with the built-in embedding model unless `--embeddings off`, the memory worker running, the
@@ -635,6 +637,23 @@ fn status_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
+/// Bytes the C allocator has handed out and not had back, in KiB (`mallinfo2`: `uordblks`
+/// from its arenas plus `hblkhd` in their own maps; glibc only, else 0). Set against `RssAnon`
+/// it tells live data from memory the allocator keeps mapped after it was freed.
+fn malloc_in_use_kib() -> u64 {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads the allocator's counters.
+        #[allow(unsafe_code)]
+        let m = unsafe { libc::mallinfo2() };
+        ((m.uordblks + m.hblkhd) / 1024) as u64
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    {
+        0
+    }
+}
+
 /// `RssAnon / RssFile / RssShmem` in MiB, for the report.
 fn rss_parts() -> [u64; 3] {
     ["RssAnon:", "RssFile:", "RssShmem:"].map(status_kib)
@@ -815,6 +834,7 @@ async fn run() -> anyhow::Result<()> {
     let conns = load(conns, &shared, &warm, warmup).await?;
     let rss_start = rss_kib();
     let parts_start = rss_parts();
+    let (malloc_start, threads_start) = (malloc_in_use_kib(), status_kib("Threads:"));
     let started = Instant::now();
     // RSS every 10 s for the peak and a trend line, in a fixed-size array.
     let samples = Arc::new((0..128).map(|_| AtomicU64::new(0)).collect::<Vec<_>>());
@@ -834,6 +854,13 @@ async fn run() -> anyhow::Result<()> {
     sampler.abort();
     let rss_end = rss_kib();
     let parts_end = rss_parts();
+    let (malloc_end, threads_end) = (malloc_in_use_kib(), status_kib("Threads:"));
+    // `SOAK_BENCH_EXIT_AT_END=1`, for a heap profiler (heaptrack): what is alive at the end
+    // shows as "leaked" (nothing is dropped); compare a short run with a long one.
+    if std::env::var_os("SOAK_BENCH_EXIT_AT_END").is_some() {
+        println!("malloc in use {malloc_start} → {malloc_end} KiB; exiting without dropping");
+        std::process::exit(0);
+    }
     let groups_sent = conns
         .iter()
         .flat_map(|c| &c.groups)
@@ -897,6 +924,11 @@ async fn run() -> anyhow::Result<()> {
         mib(parts_end[1]),
         mib(parts_start[2]),
         mib(parts_end[2]),
+    );
+    println!(
+        "  allocated and not freed (malloc) {:.1} → {:.1} MiB; threads {threads_start} → {threads_end}",
+        mib(malloc_start),
+        mib(malloc_end),
     );
 
     // What the webhooks made: one alert group and one incident per group sent.

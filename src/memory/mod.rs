@@ -33,8 +33,9 @@ pub use embeddings::Embedder;
 /// Query vectors kept by text (most recently used).
 const QUERY_VECTORS: usize = 8_192;
 
-/// Incident pages whose recall is kept (most recently viewed).
-const PAGE_RECALLS: usize = 1_024;
+/// Incident pages whose recall is kept (most recently viewed): the incidents being worked on,
+/// with room to spare (each result holds its records in full, tens of kB).
+const PAGE_RECALLS: usize = 256;
 
 /// Which candidate lists and mechanisms recall uses: all on by default; the evaluation turns
 /// them off one at a time to measure what each is worth (`incidentmind eval recall --ablate`).
@@ -125,6 +126,8 @@ struct Inner {
     wake: tokio::sync::Notify,
     /// Incident id → the recall its page showed, under the key of what it was computed from.
     page_recalls: Mutex<lru::LruCache<String, (String, Arc<recall::RecallResult>)>>,
+    /// Investigations allowed to run at once ([`Memory::investigation_slot`]).
+    investigations: tokio::sync::Semaphore,
 }
 
 impl Memory {
@@ -160,6 +163,7 @@ impl Memory {
                 query_vectors: Mutex::new(lru::LruCache::new(capacity)),
                 wake: tokio::sync::Notify::new(),
                 page_recalls: Mutex::new(lru::LruCache::new(pages)),
+                investigations: tokio::sync::Semaphore::new(investigation_slots()),
             }),
         }
     }
@@ -237,6 +241,18 @@ impl Memory {
         lock(&self.inner.page_recalls).put(incident_id.to_string(), (key, result));
     }
 
+    /// Waits for one of the [`investigation_slots`] and holds it until the permit is dropped.
+    ///
+    /// An investigation is CPU work (evidence tags, recall, the analyst) over up to a thousand
+    /// observations, and most of what it allocates lives only while it runs. On two cores, ten
+    /// at once finish no sooner than two at a time, but hold ten working sets: under the soak
+    /// bench's load (issue #22) that high-water mark is what the resident set grew by. Waiting
+    /// here keeps it at a few working sets; requests queue in order (tokio's semaphore is fair).
+    /// `None` only if the semaphore were closed, which nothing does (the run then goes ahead).
+    pub async fn investigation_slot(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        self.inner.investigations.acquire().await.ok()
+    }
+
     /// The embedder, unless it failed within the last cooldown.
     fn embedder_ready(&self) -> Option<&Arc<dyn Embedder>> {
         let cooling = lock(&self.inner.cooldown).is_some_and(|until| Instant::now() < until);
@@ -252,7 +268,37 @@ impl Memory {
     }
 }
 
+/// Investigations run at once: the cores this process may use (at least 2).
+pub fn investigation_slots() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get().max(2))
+}
+
 /// Locks a cache mutex; a panic elsewhere while it was held leaves a usable cache.
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn investigations_past_the_slots_wait_for_one_to_finish() {
+        let pool = SqlitePool::connect_lazy("sqlite::memory:").expect("lazy pool");
+        let memory = Memory::new(pool, None);
+        let slots = investigation_slots();
+        assert!(slots >= 2);
+        let mut held = Vec::new();
+        for _ in 0..slots {
+            held.push(memory.investigation_slot().await.expect("a slot"));
+        }
+        let waiting = tokio::time::timeout(Duration::from_millis(50), memory.investigation_slot());
+        assert!(
+            waiting.await.is_err(),
+            "one more waits while every slot is held"
+        );
+        held.pop();
+        let next = tokio::time::timeout(Duration::from_secs(5), memory.investigation_slot()).await;
+        assert!(matches!(next, Ok(Some(_))), "a freed slot is taken at once");
+    }
 }

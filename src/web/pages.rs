@@ -942,10 +942,13 @@ pub struct RenderedPages(std::sync::Mutex<lru::LruCache<String, std::sync::Arc<R
 /// One incident page as rendered, with the status it is served with; filled once.
 type RenderedPage = tokio::sync::OnceCell<(StatusCode, axum::body::Bytes)>;
 
-/// Incident pages kept by [`RenderedPages`] (each a few tens of kB)…
-const RENDERED_PAGES: usize = 256;
+/// Incident pages kept by [`RenderedPages`] (each a few tens of kB). A page is keyed by the
+/// minute it was rendered in, so only the pages viewed this minute are worth holding: 64 of
+/// them, not the 256 kept before, which the soak bench (issue #22) saw fill with the last
+/// minutes' copies and grow the heap while they did…
+const RENDERED_PAGES: usize = 64;
 /// …and the largest page kept, in bytes (a page with thousands of observations is rendered
-/// each time rather than held), so the cache stays under 64 MB.
+/// each time rather than held), so the cache stays under 16 MB.
 const RENDERED_PAGE_MAX: usize = 256 * 1024;
 
 impl std::fmt::Debug for RenderedPages {

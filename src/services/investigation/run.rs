@@ -36,6 +36,7 @@ pub async fn investigate(
     if incident.state == IncidentState::Learned {
         return Err(AppError::Conflict(format!("{id} is learned and closed")));
     }
+    let _slot = memory.investigation_slot().await;
     let (observations, tags) = incident_tags(pool, &incident).await?;
     let input = analyst_input(memory, incident.clone(), observations, tags).await?;
     let memory_empty = input.recalled.is_empty();
