@@ -75,11 +75,11 @@ fn vectors_decide_when_both_have_them_and_the_threshold_is_inclusive() {
         RuleSeverity::Medium,
     );
     a.vector = Some(vec![1.0, 0.0]);
-    // cos = 0.8 ≥ 0.75: near, though no word is shared.
+    // cos = 0.8 ≥ 0.60: near, though no word is shared.
     b.vector = Some(vec![0.8, 0.6]);
     assert_eq!(groups(&[a.clone(), b.clone()]), vec![vec![0, 1]]);
-    // cos = 0.6: not near.
-    b.vector = Some(vec![0.6, 0.8]);
+    // cos = 0.28: not near.
+    b.vector = Some(vec![0.28, 0.96]);
     assert!(groups(&[a, b]).is_empty());
     assert!(Likeness::Cosine(SIMILARITY_THRESHOLD).is_near());
     assert!(!Likeness::Words(WORD_OVERLAP_THRESHOLD - 0.01).is_near());
