@@ -81,8 +81,14 @@ fn vectors_decide_when_both_have_them_and_the_threshold_is_inclusive() {
     // cos = 0.28: not near.
     b.vector = Some(vec![0.28, 0.96]);
     assert!(groups(&[a, b]).is_empty());
-    assert!(Likeness::Cosine(SIMILARITY_THRESHOLD).is_near());
-    assert!(!Likeness::Words(WORD_OVERLAP_THRESHOLD - 0.01).is_near());
+    assert!(Likeness::Cosine(SIMILARITY_THRESHOLD).is_near(MemoryKind::Lesson));
+    assert!(!Likeness::Words(WORD_OVERLAP_THRESHOLD - 0.01).is_near(MemoryKind::Lesson));
+    // Failures share their record's opening words: a cosine that groups lessons does not
+    // group them.
+    let failure = MemoryKind::RemediationFailure;
+    assert!(!Likeness::Cosine(0.7).is_near(failure));
+    assert!(Likeness::Cosine(0.7).is_near(MemoryKind::Lesson));
+    assert!(Likeness::Cosine(FAILURE_SIMILARITY_THRESHOLD).is_near(failure));
 }
 
 #[test]
