@@ -54,7 +54,7 @@ const LESSONS: &[(&str, &str, &str)] = &[
         "Monitor the certificate expiry dates of third-party endpoints we call, not just our own",
     ),
     (
-        "Roll back the deploy first when errors start right after a release, and investigate afterwards",
+        "Undo the new build first when failures begin minutes after it ships, and dig into causes later",
         "If the error rate climbs immediately following a release, revert to the previous version before debugging",
         "Keep the previous release artifact available so a rollback does not require a rebuild",
     ),

@@ -180,7 +180,7 @@ static RATE_CHANGE: LazyLock<regex::Regex> = LazyLock::new(|| {
     .expect("static regex")
 });
 
-/// A request rate described as unchanged (`request rate flat at ~240 rps`, `traffic is
+/// A request rate described as unchanged (`throughput unchanged at ~310 req/s`, `traffic is
 /// normal`, `rps steady, same as yesterday`).
 static RATE_STEADY: LazyLock<regex::Regex> = LazyLock::new(|| {
     regex::Regex::new(
