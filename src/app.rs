@@ -85,8 +85,9 @@ impl App {
     /// memory worker ([`crate::memory::embeddings::run_worker`], woken by writes and at least
     /// every `idle`), the metrics upkeep (every [`METRICS_UPKEEP`], see
     /// [`crate::metrics::Metrics::upkeep`]) and, when [`Settings::consolidate_every`] is set,
-    /// the consolidation schedule ([`crate::services::consolidation::run_schedule`]). Returns the memory worker's handle: it stops
-    /// between batches, so a caller shutting down may wait for it.
+    /// the consolidation schedule ([`crate::services::consolidation::run_schedule`]). Returns
+    /// the memory worker's handle: it stops between batches, so a caller shutting down may
+    /// wait for it.
     pub fn spawn_background(
         &self,
         idle: std::time::Duration,

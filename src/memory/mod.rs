@@ -248,6 +248,7 @@ impl Memory {
     /// at once finish no sooner than two at a time, but hold ten working sets: under the soak
     /// bench's load (issue #22) that high-water mark is what the resident set grew by. Waiting
     /// here keeps it at a few working sets; requests queue in order (tokio's semaphore is fair).
+    /// The investigation service gives its slot back before it calls a model server.
     /// `None` only if the semaphore were closed, which nothing does (the run then goes ahead).
     pub async fn investigation_slot(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
         self.inner.investigations.acquire().await.ok()

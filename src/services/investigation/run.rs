@@ -36,7 +36,9 @@ pub async fn investigate(
     if incident.state == IncidentState::Learned {
         return Err(AppError::Conflict(format!("{id} is learned and closed")));
     }
-    let _slot = memory.investigation_slot().await;
+    // One of a few slots while the work is CPU work here; given back before a model call,
+    // which waits on another server (holding it would queue every investigation behind it).
+    let slot = memory.investigation_slot().await;
     let (observations, tags) = incident_tags(pool, &incident).await?;
     let input = analyst_input(memory, incident.clone(), observations, tags).await?;
     let memory_empty = input.recalled.is_empty();
@@ -46,39 +48,42 @@ pub async fn investigate(
     }
     let mut fallback: Option<String> = None;
     let (output, analyst_name): (AnalystOutput, String) = match llm {
-        Some(a) => match a.investigate(&input).await {
-            Ok(o) if crate::analyst::llm::has_usable_items(&o) => (o, a.name()),
-            Ok(o) => {
-                let mut reason = "the reply had no usable hypothesis or action".to_string();
-                let unknown: Vec<&str> = o.actions.iter().map(|a| a.kind.as_str()).collect();
-                if !unknown.is_empty() {
-                    reason.push_str(&format!(
-                        " (unknown kinds: {})",
-                        crate::evidence::truncate_chars(&unknown.join(", "), 200)
+        Some(a) => {
+            drop(slot);
+            match a.investigate(&input).await {
+                Ok(o) if crate::analyst::llm::has_usable_items(&o) => (o, a.name()),
+                Ok(o) => {
+                    let mut reason = "the reply had no usable hypothesis or action".to_string();
+                    let unknown: Vec<&str> = o.actions.iter().map(|a| a.kind.as_str()).collect();
+                    if !unknown.is_empty() {
+                        reason.push_str(&format!(
+                            " (unknown kinds: {})",
+                            crate::evidence::truncate_chars(&unknown.join(", "), 200)
+                        ));
+                    }
+                    if !o.dropped.is_empty() {
+                        reason.push_str(&format!(
+                            " (dropped: {})",
+                            crate::evidence::truncate_chars(&o.dropped.join("; "), 300)
+                        ));
+                    }
+                    tracing::warn!(reason = %reason, "model output unusable; using the built-in analyst");
+                    notices.push(format!(
+                        "model unavailable: {reason}; showing the built-in analysis"
                     ));
+                    fallback = Some(reason);
+                    (BuiltinAnalyst::analyse(&input), "built-in".into())
                 }
-                if !o.dropped.is_empty() {
-                    reason.push_str(&format!(
-                        " (dropped: {})",
-                        crate::evidence::truncate_chars(&o.dropped.join("; "), 300)
+                Err(e) => {
+                    tracing::warn!(error = %e, "model unavailable; using the built-in analyst");
+                    notices.push(format!(
+                        "model unavailable: {e}; showing the built-in analysis"
                     ));
+                    fallback = Some(e.to_string());
+                    (BuiltinAnalyst::analyse(&input), "built-in".into())
                 }
-                tracing::warn!(reason = %reason, "model output unusable; using the built-in analyst");
-                notices.push(format!(
-                    "model unavailable: {reason}; showing the built-in analysis"
-                ));
-                fallback = Some(reason);
-                (BuiltinAnalyst::analyse(&input), "built-in".into())
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "model unavailable; using the built-in analyst");
-                notices.push(format!(
-                    "model unavailable: {e}; showing the built-in analysis"
-                ));
-                fallback = Some(e.to_string());
-                (BuiltinAnalyst::analyse(&input), "built-in".into())
-            }
-        },
+        }
         None => (BuiltinAnalyst::analyse(&input), "built-in".into()),
     };
     let similar = input.similar.clone();
