@@ -111,18 +111,10 @@ async fn memory(app: &TestApp, id: i64) -> Value {
 }
 
 async fn consolidations(app: &TestApp) -> Vec<Value> {
-    let q: Value = app
-        .get(&app.reviewer, "/api/v1/review")
+    app.proposals_to_decide()
         .await
-        .json()
-        .await
-        .unwrap();
-    q["proposals_to_decide"]
-        .as_array()
-        .unwrap()
-        .iter()
+        .into_iter()
         .filter(|p| p["kind"] == "consolidation")
-        .cloned()
         .collect()
 }
 
@@ -206,11 +198,7 @@ async fn consolidate_proposes_a_merged_rule_that_once_accepted_ranks_first_and_m
         .await
         .unwrap();
     let res = app
-        .post_json(
-            &app.reviewer,
-            &format!("/api/v1/proposals/{pid}/accept"),
-            json!({"version": p["version"]}),
-        )
+        .accept_proposal(&app.reviewer, pid, json!(p["version"]))
         .await;
     assert_eq!(res.status(), StatusCode::OK);
     let accepted: Value = res.json().await.unwrap();

@@ -4,7 +4,7 @@
 use incidentmind::app::{App, Config};
 use incidentmind::{Settings, cli::add_user};
 use reqwest::{Client, Response, StatusCode};
-use serde_json::Value;
+use serde_json::{Value, json};
 use sqlx::SqlitePool;
 
 /// Password of every test user.
@@ -223,6 +223,31 @@ impl TestApp {
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
+    }
+
+    /// The reviewer queue's proposals (`GET /api/v1/review`, `proposals_to_decide`), as the
+    /// reviewer sees them.
+    pub async fn proposals_to_decide(&self) -> Vec<Value> {
+        let q: Value = self
+            .get(&self.reviewer, "/api/v1/review")
+            .await
+            .json()
+            .await
+            .expect("review queue JSON");
+        q["proposals_to_decide"]
+            .as_array()
+            .expect("proposals_to_decide is an array")
+            .clone()
+    }
+
+    /// `POST /api/v1/proposals/{pid}/accept` as `token`, based on `version`.
+    pub async fn accept_proposal(&self, token: &str, pid: i64, version: Value) -> Response {
+        self.post_json(
+            token,
+            &format!("/api/v1/proposals/{pid}/accept"),
+            json!({ "version": version }),
+        )
+        .await
     }
 
     pub async fn post_json(&self, token: &str, path: &str, body: Value) -> Response {

@@ -1223,18 +1223,11 @@ async fn a_contradiction_at_learn_queues_a_supersession_that_a_reviewer_accepts(
     .await;
     let later = root_cause_of(&app, &learned).await["id"].as_i64().unwrap();
 
-    let q: Value = app
-        .get(&app.reviewer, "/api/v1/review")
-        .await
-        .json()
-        .await
-        .unwrap();
-    let p = q["proposals_to_decide"]
-        .as_array()
-        .unwrap()
+    let q = app.proposals_to_decide().await;
+    let p = q
         .iter()
         .find(|p| p["kind"] == "supersession")
-        .unwrap_or_else(|| panic!("a supersession is queued: {q}"))
+        .unwrap_or_else(|| panic!("a supersession is queued: {q:?}"))
         .clone();
     assert_eq!(p["incident_id"], second);
     assert_eq!(p["draft"]["supersession"]["old"], earlier);
@@ -1246,11 +1239,7 @@ async fn a_contradiction_at_learn_queues_a_supersession_that_a_reviewer_accepts(
 
     let pid = p["id"].as_i64().unwrap();
     let res = app
-        .post_json(
-            &app.reviewer,
-            &format!("/api/v1/proposals/{pid}/accept"),
-            json!({"version": p["version"]}),
-        )
+        .accept_proposal(&app.reviewer, pid, json!(p["version"]))
         .await;
     assert_eq!(res.status(), StatusCode::OK);
     let accepted: Value = res.json().await.unwrap();

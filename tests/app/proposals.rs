@@ -47,13 +47,7 @@ async fn judge(app: &TestApp, id: &str, r: i64, verdict: &str, note: &str) {
 }
 
 async fn queue(app: &TestApp) -> Vec<Value> {
-    let q: Value = app
-        .get(&app.reviewer, "/api/v1/review")
-        .await
-        .json()
-        .await
-        .unwrap();
-    q["proposals_to_decide"].as_array().unwrap().clone()
+    app.proposals_to_decide().await
 }
 
 async fn audit_actions(app: &TestApp) -> Vec<String> {
@@ -143,13 +137,7 @@ async fn a_did_not_resolve_verdict_queues_a_reflection_that_a_reviewer_accepts_a
 
     // A responder may not accept it.
     let pid = p["id"].as_i64().unwrap();
-    let res = app
-        .post_json(
-            &app.responder,
-            &format!("/api/v1/proposals/{pid}/accept"),
-            json!({"version": 1}),
-        )
-        .await;
+    let res = app.accept_proposal(&app.responder, pid, json!(1)).await;
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
 
     // The page shows the preview and the three parts.
@@ -159,13 +147,7 @@ async fn a_did_not_resolve_verdict_queues_a_reflection_that_a_reviewer_accepts_a
     assert!(html.contains(&format!("ALWAYS: {always}")), "{html}");
 
     // A reviewer accepts it: exactly the previewed lesson is written, confirmed, by the reviewer.
-    let res = app
-        .post_json(
-            &app.reviewer,
-            &format!("/api/v1/proposals/{pid}/accept"),
-            json!({"version": 1}),
-        )
-        .await;
+    let res = app.accept_proposal(&app.reviewer, pid, json!(1)).await;
     assert_eq!(res.status(), StatusCode::OK);
     let accepted: Value = res.json().await.unwrap();
     assert_eq!(
@@ -222,13 +204,7 @@ async fn a_did_not_resolve_verdict_queues_a_reflection_that_a_reviewer_accepts_a
     );
 
     // A second accept changes nothing.
-    let res = app
-        .post_json(
-            &app.reviewer,
-            &format!("/api/v1/proposals/{pid}/accept"),
-            json!({"version": 2}),
-        )
-        .await;
+    let res = app.accept_proposal(&app.reviewer, pid, json!(2)).await;
     let (status, _, message) = error_of(res).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(
@@ -436,13 +412,7 @@ async fn a_resolved_incident_gets_a_runbook_draft_and_a_later_one_a_new_version_
         ])
     );
     let pid = q[0]["id"].as_i64().unwrap();
-    let res = app
-        .post_json(
-            &app.reviewer,
-            &format!("/api/v1/proposals/{pid}/accept"),
-            json!({"version": 1}),
-        )
-        .await;
+    let res = app.accept_proposal(&app.reviewer, pid, json!(1)).await;
     assert_eq!(res.status(), StatusCode::OK);
     let second = res.json::<Value>().await.unwrap()["record_id"]
         .as_i64()
