@@ -1122,3 +1122,25 @@ async fn a_server_rejecting_seed_is_asked_without_it_and_that_is_remembered() {
         "the rung stays"
     );
 }
+
+/// Issue #22: an investigation holds one of the few investigation slots only for its own CPU
+/// work and gives it back before calling the model server, so slow answers from another server
+/// do not queue the investigations behind them. With twice as many investigations as slots and
+/// a model answering after 2 s, holding the slot through the call would take two rounds (≥ 4 s).
+#[tokio::test]
+async fn investigations_waiting_on_a_model_server_do_not_hold_the_slots() {
+    let (base, s) = stub(Mode::Delayed(2000, VALID)).await;
+    let (app, _) = app_with_model(&base, Duration::from_secs(10)).await;
+    let n = incidentmind::memory::investigation_slots() * 2;
+    let started = Instant::now();
+    let runs = futures::future::join_all((0..n).map(|_| investigate_new(&app))).await;
+    let took = started.elapsed();
+    for (_, inv, _) in &runs {
+        assert_eq!(inv["analyst"], "llm:stub-model", "{inv}");
+    }
+    assert_eq!(s.calls.load(Ordering::SeqCst), n, "one model call each");
+    assert!(
+        took < Duration::from_millis(3800),
+        "{n} at once took {took:?}"
+    );
+}
