@@ -36,7 +36,7 @@ use incidentmind::memory::recall::{self, RecallQuery};
 use incidentmind::store::{self, memory as mstore};
 use rand::rngs::StdRng;
 use rand::{Rng as _, SeedableRng};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 /// Floor of the issue: recall p99 at most this many milliseconds…
 const P99_MAX_MS: f64 = 10.0;
@@ -530,7 +530,7 @@ fn capitalize(s: &str) -> String {
     }
 }
 
-async fn load(pool: &SqlitePool, n: usize, c: &Corpus, rng: &mut Rng) -> anyhow::Result<()> {
+async fn load(pool: &AnyPool, n: usize, c: &Corpus, rng: &mut Rng) -> anyhow::Result<()> {
     let now_s = store::now().as_second();
     let debug = std::env::var_os("RECALL_BENCH_DEBUG").is_some();
     let t0 = Instant::now();
@@ -752,7 +752,7 @@ async fn bench(
     let qs = queries(&mut Rng::seeded(seed ^ 0x5EED), &corpus, query_count);
     let raw = |search: recall::FtsSearch| {
         sqlx::query_scalar::<_, i64>(
-            "SELECT rowid FROM records_fts WHERE records_fts MATCH ? AND rowid >= ? \
+            "SELECT rowid FROM records_fts WHERE records_fts MATCH $1 AND rowid >= $2 \
              ORDER BY bm25(records_fts) LIMIT 60",
         )
         .bind(search.expr)
@@ -785,7 +785,7 @@ async fn bench(
     if std::env::var_os("RECALL_BENCH_DEBUG").is_some() {
         for (q, e) in qs.iter().zip(&exprs).take(8) {
             let c: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM records_fts WHERE records_fts MATCH ? AND rowid >= ?",
+                "SELECT COUNT(*) FROM records_fts WHERE records_fts MATCH $1 AND rowid >= $2",
             )
             .bind(&e.expr)
             .bind(e.min_rowid)
@@ -886,7 +886,7 @@ fn rss_mb() -> (f64, f64, f64, f64) {
     clippy::too_many_lines,
     reason = "a benchmark run: it sets up, measures each figure in turn and prints it against its floor, top to bottom"
 )]
-async fn model_bench(pool: &SqlitePool, qs: &[RecallQuery], seed: u64) -> anyhow::Result<bool> {
+async fn model_bench(pool: &AnyPool, qs: &[RecallQuery], seed: u64) -> anyhow::Result<bool> {
     use incidentmind::memory::embeddings::{self, BuiltinEmbedder, Embedder as _};
     use incidentmind::memory::minilm;
     use std::sync::Arc;
@@ -906,7 +906,7 @@ async fn model_bench(pool: &SqlitePool, qs: &[RecallQuery], seed: u64) -> anyhow
     }
     let model = builtin.model().to_string();
     let memory = incidentmind::memory::Memory::new(pool.clone(), Some(Arc::new(builtin)));
-    let have: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM record_embeddings WHERE model = ?")
+    let have: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM record_embeddings WHERE model = $1")
         .bind(&model)
         .fetch_one(pool)
         .await?;
@@ -919,7 +919,7 @@ async fn model_bench(pool: &SqlitePool, qs: &[RecallQuery], seed: u64) -> anyhow
             stored as f64 / secs
         );
         let sample: Vec<Vec<u8>> =
-            sqlx::query_scalar("SELECT vector FROM record_embeddings WHERE model = ?")
+            sqlx::query_scalar("SELECT vector FROM record_embeddings WHERE model = $1")
                 .bind(&model)
                 .fetch_all(pool)
                 .await?;
@@ -935,7 +935,7 @@ async fn model_bench(pool: &SqlitePool, qs: &[RecallQuery], seed: u64) -> anyhow
         anyhow::ensure!(!sample.is_empty(), "the backfill stored no vector");
         let ids: Vec<i64> = sqlx::query_scalar(
             "SELECT id FROM records WHERE kind != 'observation' AND id NOT IN \
-             (SELECT record_id FROM record_embeddings WHERE model = ?)",
+             (SELECT record_id FROM record_embeddings WHERE model = $1)",
         )
         .bind(&model)
         .fetch_all(pool)

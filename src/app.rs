@@ -117,7 +117,7 @@ impl App {
     }
 
     /// The database pool.
-    pub fn pool(&self) -> &sqlx::SqlitePool {
+    pub fn pool(&self) -> &sqlx::AnyPool {
         &self.state.pool
     }
 

@@ -9,7 +9,7 @@
 use std::io::{BufRead, Write};
 
 use clap::{Args, Parser, Subcommand};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::app::App;
 use crate::domain::{Role, UserName};
@@ -426,7 +426,7 @@ fn init_tracing(json: bool) {
     };
 }
 
-async fn open(db: &DbArgs, mode: store::OpenMode) -> anyhow::Result<SqlitePool> {
+async fn open(db: &DbArgs, mode: store::OpenMode) -> anyhow::Result<AnyPool> {
     Ok(store::open(&db.database_url, mode).await?)
 }
 
@@ -775,7 +775,7 @@ fn id_list(ids: &[i64]) -> String {
 /// # Errors
 /// Validation errors for the name or role, a conflict when the name is taken.
 pub async fn add_user(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     name: &str,
     role: &str,
     password: Option<&str>,

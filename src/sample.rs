@@ -6,7 +6,7 @@
 //! The input shape is the `past[]` schema of `../shared/data/recall-dev.json`.
 
 use serde::Deserialize;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::domain::memory::{Rule, RuleSeverity};
 use crate::domain::{IncidentId, NewIncident, Resolution, Role, Transition, UserName};
@@ -89,7 +89,7 @@ pub struct HistoryFile {
 ///
 /// # Errors
 /// Database errors.
-pub async fn history_users(pool: &SqlitePool) -> AppResult<(User, User)> {
+pub async fn history_users(pool: &AnyPool) -> AppResult<(User, User)> {
     let mut out = Vec::new();
     for (name, role) in [
         ("history-responder", Role::Responder),

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::error::AppResult;
 use crate::store::recall_index::{self, RecallIndex};
@@ -89,7 +89,7 @@ impl RecallTuning {
 /// the caches recall keeps. Cheap to clone (one `Arc`).
 #[derive(Clone)]
 pub struct Memory {
-    pool: SqlitePool,
+    pool: AnyPool,
     inner: Arc<Inner>,
 }
 
@@ -133,13 +133,13 @@ struct Inner {
 impl Memory {
     /// The memory of `pool`, comparing vectors of `embedder` (none: recall runs on words and
     /// keys only).
-    pub fn new(pool: SqlitePool, embedder: Option<Arc<dyn Embedder>>) -> Self {
+    pub fn new(pool: AnyPool, embedder: Option<Arc<dyn Embedder>>) -> Self {
         Self::with_tuning(pool, embedder, RecallTuning::default())
     }
 
     /// [`Memory::new`] with some recall mechanisms turned off (evaluation and ablation).
     pub fn with_tuning(
-        pool: SqlitePool,
+        pool: AnyPool,
         embedder: Option<Arc<dyn Embedder>>,
         tuning: RecallTuning,
     ) -> Self {
@@ -169,7 +169,7 @@ impl Memory {
     }
 
     /// The database pool.
-    pub fn pool(&self) -> &SqlitePool {
+    pub fn pool(&self) -> &AnyPool {
         &self.pool
     }
 
@@ -285,7 +285,7 @@ mod tests {
 
     #[tokio::test]
     async fn investigations_past_the_slots_wait_for_one_to_finish() {
-        let pool = SqlitePool::connect_lazy("sqlite::memory:").expect("lazy pool");
+        let pool = AnyPool::connect_lazy("sqlite::memory:").expect("lazy pool");
         let memory = Memory::new(pool, None);
         let slots = investigation_slots();
         assert!(slots >= 2);

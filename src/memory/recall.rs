@@ -25,7 +25,7 @@ use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 pub use super::negation::strip_negated;
 use super::{Memory, RecallTuning, embeddings, lock};
@@ -487,7 +487,7 @@ pub async fn fts_search(memory: &Memory, q: &RecallQuery) -> AppResult<FtsSearch
 /// durable, non-retracted matches of `kinds` (empty: every durable kind), and the first half as
 /// many rules and runbooks, best BM25 first, without `exclude`'s own records.
 async fn text_lists(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     index: &RecallIndex,
     search: &FtsSearch,
     kinds: &[MemoryKind],

@@ -1,7 +1,7 @@
 //! Adding evidence to an incident: extract observations (DESIGN.md §2), redact, store the raw
 //! text and one `observation` record per finding, all in one transaction.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::domain::memory::{MemoryRecord, NewRecord};
 use crate::domain::{IncidentId, IncidentState, MemoryKind, ValidationError};
@@ -76,7 +76,7 @@ async fn write_observations(
 /// [`AppError::NotFound`]; [`AppError::Conflict`] on a learned incident; validation errors for
 /// empty content or an over-long source.
 pub async fn add(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &str,
     id: &IncidentId,
     kind: EvidenceKind,

@@ -5,7 +5,7 @@
 //! the grades (`store::proposals::grades_since`).
 
 use serde::Serialize;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::domain::Incident;
 use crate::error::{AppError, AppResult};
@@ -33,7 +33,7 @@ pub struct GradeQuestion {
 /// # Errors
 /// Database errors.
 pub async fn question(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     incident: &Incident,
     root_cause: &str,
 ) -> AppResult<Option<GradeQuestion>> {

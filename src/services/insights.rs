@@ -3,7 +3,7 @@
 //! to `domain::insights::compute`. Read-only: nothing here writes memory, the timeline or the
 //! audit log.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::domain::insights::{FailedAction, GradeFacts, IncidentFacts, Insights, Window, compute};
 use crate::error::AppResult;
@@ -16,11 +16,7 @@ use crate::store::{incidents, insights as istore, proposals as pstore};
 ///
 /// # Errors
 /// Database errors.
-pub async fn insights(
-    pool: &SqlitePool,
-    window: Window,
-    now: jiff::Timestamp,
-) -> AppResult<Insights> {
+pub async fn insights(pool: &AnyPool, window: Window, now: jiff::Timestamp) -> AppResult<Insights> {
     let since = window.since(now);
     let opened = incidents::opened_since(pool, since).await?;
     let alerts = istore::first_alert_starts(pool, since).await?;

@@ -2,7 +2,7 @@
 //! audit log for every write, supersede and retract (never a hard delete).
 
 use serde::{Deserialize, Serialize};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::domain::memory::{MemoryRecord, NewRecord, check_citations};
 use crate::domain::{EpistemicType, Validation};
@@ -127,7 +127,7 @@ pub async fn write_in(tx: &mut Tx, mut r: NewRecord) -> AppResult<(i64, bool)> {
 ///
 /// # Errors
 /// As [`write_in`].
-pub async fn write(pool: &SqlitePool, r: NewRecord) -> AppResult<MemoryRecord> {
+pub async fn write(pool: &AnyPool, r: NewRecord) -> AppResult<MemoryRecord> {
     let mut tx = store::begin_write(pool).await?;
     let (id, _) = write_in(&mut tx, r).await?;
     tx.commit().await?;
@@ -140,7 +140,7 @@ pub async fn write(pool: &SqlitePool, r: NewRecord) -> AppResult<MemoryRecord> {
 /// [`AppError::NotFound`], or [`AppError::Conflict`] when `old` is retracted or already
 /// superseded.
 pub async fn supersede(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &str,
     old: i64,
     new: i64,
@@ -202,7 +202,7 @@ pub async fn supersede_in(
 /// # Errors
 /// [`AppError::NotFound`]; [`AppError::Conflict`] when already retracted.
 pub async fn retract(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &str,
     id: i64,
     reason: &str,
@@ -271,7 +271,7 @@ impl ExportedVector {
 ///
 /// # Errors
 /// Database errors.
-pub async fn export(pool: &SqlitePool) -> AppResult<String> {
+pub async fn export(pool: &AnyPool) -> AppResult<String> {
     let mut vectors: std::collections::HashMap<i64, Vec<ExportedVector>> =
         std::collections::HashMap::new();
     for v in crate::store::embeddings::all_vectors(pool).await? {
@@ -344,7 +344,7 @@ pub struct Imported {
 /// # Errors
 /// [`ImportError::BadLines`], [`ImportError::Existing`], or database errors.
 pub async fn import(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &str,
     jsonl: &str,
     skip_existing: bool,
@@ -432,7 +432,7 @@ pub async fn import(
 ///
 /// # Errors
 /// As [`write_in`].
-pub async fn write_note(pool: &SqlitePool, r: NewRecord) -> AppResult<MemoryRecord> {
+pub async fn write_note(pool: &AnyPool, r: NewRecord) -> AppResult<MemoryRecord> {
     let mut tx = store::begin_write(pool).await?;
     if r.kind == crate::domain::MemoryKind::Dependency
         && let (Some(svc), Some(on)) = (

@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use serde::Serialize;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::domain::memory::{MemoryRecord, NewRecord, Rule};
 use crate::domain::postmortem::{ActionOutcome, DraftFacts, Postmortem, draft};
@@ -24,7 +24,7 @@ use crate::store::{
 
 pub use crate::domain::ConfirmPolicy;
 
-async fn facts(pool: &SqlitePool, incident: &crate::domain::Incident) -> AppResult<DraftFacts> {
+async fn facts(pool: &AnyPool, incident: &crate::domain::Incident) -> AppResult<DraftFacts> {
     let (observations, tags) =
         crate::services::investigation::incident_tags(pool, incident).await?;
     let earliest = observations
@@ -125,7 +125,7 @@ async fn facts(pool: &SqlitePool, incident: &crate::domain::Incident) -> AppResu
 /// # Errors
 /// [`AppError::InvalidTransition`] unless resolved; [`AppError::NotFound`].
 pub async fn draft_postmortem(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     llm: Option<&dyn crate::analyst::Analyst>,
     user: &User,
     id: &IncidentId,
@@ -290,7 +290,7 @@ fn checked_model_draft(
 /// # Errors
 /// [`AppError::Conflict`] when not a draft (or on a stale `expected_version`); validation errors.
 pub async fn edit(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user: &User,
     id: &IncidentId,
     pm: Postmortem,
@@ -374,7 +374,7 @@ fn validate(pm: &Postmortem) -> Result<(), crate::domain::ValidationError> {
 /// [`AppError::Forbidden`] without the reviewer role or when confirming one's own edit;
 /// [`AppError::InvalidTransition`] when not a draft.
 pub async fn confirm(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user: &User,
     id: &IncidentId,
     policy: ConfirmPolicy,
@@ -487,7 +487,7 @@ fn norm_words(s: &str) -> BTreeSet<String> {
 ///
 /// # Errors
 /// [`AppError::InvalidTransition`] unless confirmed; database errors.
-pub async fn plan(pool: &SqlitePool, id: &IncidentId) -> AppResult<LearningsPreview> {
+pub async fn plan(pool: &AnyPool, id: &IncidentId) -> AppResult<LearningsPreview> {
     let incident = incidents::get(pool, id).await?;
     if incident.state != IncidentState::Confirmed {
         incident.state.apply(Transition::Learn)?;
@@ -773,7 +773,7 @@ impl Planner<'_> {
 
 /// Links planned records that duplicate existing memory instead of copying them.
 async fn mark_duplicates(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     id: &IncidentId,
     plan: &mut [PlannedMemory],
 ) -> AppResult<()> {
@@ -802,7 +802,7 @@ async fn mark_duplicates(
 
 /// Marks the earlier confirmed root causes on the service that a planned root cause denies.
 async fn mark_contradictions(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     id: &IncidentId,
     incident: &crate::domain::Incident,
     plan: &mut [PlannedMemory],
@@ -893,10 +893,7 @@ pub struct LearnResult {
 ///
 /// # Errors
 /// Database errors.
-pub async fn written_records(
-    pool: &SqlitePool,
-    result: &LearnResult,
-) -> AppResult<Vec<MemoryRecord>> {
+pub async fn written_records(pool: &AnyPool, result: &LearnResult) -> AppResult<Vec<MemoryRecord>> {
     let mut records = mstore::get_many(pool, &result.written).await?;
     records.sort_by_key(|r| result.written.iter().position(|w| *w == r.id));
     Ok(records)
@@ -907,7 +904,7 @@ pub async fn written_records(
 ///
 /// # Errors
 /// [`AppError::InvalidTransition`] unless confirmed (or already learned).
-pub async fn learn(pool: &SqlitePool, user: &User, id: &IncidentId) -> AppResult<LearnResult> {
+pub async fn learn(pool: &AnyPool, user: &User, id: &IncidentId) -> AppResult<LearnResult> {
     learn_inner(pool, user, id, None, None).await
 }
 
@@ -919,7 +916,7 @@ pub async fn learn(pool: &SqlitePool, user: &User, id: &IncidentId) -> AppResult
 /// As [`learn`]; a validation error on `top_hypothesis_matched` when there is no hypothesis to
 /// grade.
 pub async fn learn_graded(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user: &User,
     id: &IncidentId,
     top_hypothesis_matched: Option<bool>,
@@ -934,7 +931,7 @@ pub async fn learn_graded(
 /// As [`learn`]; [`AppError::Internal`] at the failpoint.
 #[doc(hidden)]
 pub async fn learn_with_failpoint(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user: &User,
     id: &IncidentId,
     fail_after: Option<usize>,
@@ -943,7 +940,7 @@ pub async fn learn_with_failpoint(
 }
 
 async fn learn_inner(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user: &User,
     id: &IncidentId,
     fail_after: Option<usize>,
@@ -1130,7 +1127,7 @@ async fn check_written_citations(tx: &mut store::Tx, ids: &[i64]) -> AppResult<(
     Ok(())
 }
 
-async fn stored_result(pool: &SqlitePool, id: &IncidentId) -> AppResult<Option<LearnResult>> {
+async fn stored_result(pool: &AnyPool, id: &IncidentId) -> AppResult<Option<LearnResult>> {
     match pstore::learning(pool, id.as_str()).await? {
         Some(s) => Ok(Some(
             serde_json::from_str(&s).map_err(|e| AppError::Internal(e.into()))?,

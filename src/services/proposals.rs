@@ -23,7 +23,7 @@
 use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::domain::consolidation::Consolidation;
 use crate::domain::memory::NewRecord;
@@ -295,7 +295,7 @@ fn known_runbook(r: &crate::domain::memory::MemoryRecord) -> KnownRunbook {
 /// Database errors.
 pub async fn suggest_runbook_in(
     tx: &mut Tx,
-    pool: &SqlitePool,
+    pool: &AnyPool,
     incident: &Incident,
     actor: &str,
 ) -> AppResult<Option<i64>> {
@@ -488,7 +488,7 @@ async fn write_accepted(
 /// [`AppError::Conflict`] when already decided or stale, or when a record it marks changed
 /// since it was drafted; validation errors for a bad edit.
 pub async fn accept(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user: &User,
     id: i64,
     version: Option<i64>,
@@ -567,7 +567,7 @@ pub async fn draft_supersession_in(
 /// # Errors
 /// As [`accept`]; a validation error for an empty reason.
 pub async fn reject(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user: &User,
     id: i64,
     version: Option<i64>,
@@ -654,7 +654,7 @@ async fn record_decision(
 ///
 /// # Errors
 /// Database errors.
-pub async fn pending(pool: &SqlitePool) -> AppResult<Vec<StoredProposal>> {
+pub async fn pending(pool: &AnyPool) -> AppResult<Vec<StoredProposal>> {
     let mut all = pstore::list(pool, ProposalStatus::Pending).await?;
     all.sort_by_key(|p| p.draft["consolidation"]["over_cap"].is_null());
     Ok(all)

@@ -1,6 +1,6 @@
 //! Opening incidents and moving them through the state machine (DESIGN.md §1).
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::domain::incident::required_role;
 use crate::domain::{Incident, IncidentId, NewIncident, Resolution, Transition};
@@ -12,11 +12,7 @@ use crate::store::{self, audit, incidents};
 ///
 /// # Errors
 /// Database errors.
-pub async fn open_incident(
-    pool: &SqlitePool,
-    actor: &str,
-    new: &NewIncident,
-) -> AppResult<Incident> {
+pub async fn open_incident(pool: &AnyPool, actor: &str, new: &NewIncident) -> AppResult<Incident> {
     let mut tx = store::begin_write(pool).await?;
     let incident = open_in(&mut tx, new, actor, store::now()).await?;
     let detail = serde_json::json!({
@@ -76,7 +72,7 @@ pub struct TransitionInput {
 ///   concurrent request moved it first;
 /// - [`AppError::Validation`] when resolve comes without a resolution.
 pub async fn transition(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user: &User,
     id: &IncidentId,
     transition: Transition,
@@ -108,7 +104,7 @@ pub fn stale_message(current: &Incident, based_on: i64) -> String {
 /// # Errors
 /// [`AppError::NotFound`]; [`AppError::Conflict`] (409) with [`stale_message`] when stale.
 pub async fn ensure_version(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     id: &IncidentId,
     expected_version: Option<i64>,
 ) -> AppResult<Incident> {
@@ -125,7 +121,7 @@ pub async fn ensure_version(
 /// # Errors
 /// As [`transition`], plus [`AppError::Conflict`] when `expected_version` is not current.
 pub async fn transition_from(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     user: &User,
     id: &IncidentId,
     transition: Transition,

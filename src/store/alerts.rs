@@ -5,7 +5,7 @@
 //! `UNIQUE (incident_id, fingerprint)`), so duplicate deliveries from several app instances
 //! still map to one incident and one alert row.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::{Tx, db_time, parse_db_time};
 use crate::domain::{IncidentId, Severity};
@@ -37,7 +37,7 @@ pub async fn find_group(
 ) -> AppResult<Option<AlertGroup>> {
     Ok(sqlx::query_as(
         "SELECT id, integration_id, group_key, incident_id, previous_incident_id FROM alert_groups
-         WHERE integration_id = ? AND group_key = ?",
+         WHERE integration_id = $1 AND group_key = $2",
     )
     .bind(integration_id)
     .bind(group_key)
@@ -61,7 +61,7 @@ pub async fn insert_group(
     let t = db_time(at);
     Ok(sqlx::query_scalar(
         "INSERT INTO alert_groups (integration_id, group_key, incident_id, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?) ON CONFLICT (integration_id, group_key) DO NOTHING RETURNING id",
+         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (integration_id, group_key) DO NOTHING RETURNING id",
     )
     .bind(integration_id)
     .bind(group_key)
@@ -85,8 +85,8 @@ pub async fn move_group(
     at: jiff::Timestamp,
 ) -> AppResult<bool> {
     Ok(sqlx::query(
-        "UPDATE alert_groups SET incident_id = ?, previous_incident_id = ?, updated_at = ?
-         WHERE id = ? AND incident_id = ?",
+        "UPDATE alert_groups SET incident_id = $1, previous_incident_id = $2, updated_at = $3
+         WHERE id = $4 AND incident_id = $5",
     )
     .bind(to.as_str())
     .bind(from.as_str())
@@ -259,7 +259,7 @@ pub async fn upsert_alert(
     received: jiff::Timestamp,
 ) -> AppResult<AlertChange> {
     let sql =
-        format!("SELECT {ALERT_COLUMNS} FROM alerts WHERE incident_id = ? AND fingerprint = ?");
+        format!("SELECT {ALERT_COLUMNS} FROM alerts WHERE incident_id = $1 AND fingerprint = $2");
     let existing: Option<AlertRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(a.incident_id.as_str())
         .bind(a.fingerprint)
@@ -275,7 +275,7 @@ pub async fn upsert_alert(
             "INSERT INTO alerts (group_id, incident_id, fingerprint, name, status, severity, service,
                                  starts_at, ends_at, first_received_at, last_received_at,
                                  resolved_received_at, flags)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
              ON CONFLICT (incident_id, fingerprint) DO NOTHING",
         )
         .bind(a.group_id)
@@ -307,7 +307,7 @@ pub async fn upsert_alert(
         return Ok(AlertChange::Stale);
     }
     if e.status == a.status {
-        sqlx::query("UPDATE alerts SET last_received_at = ? WHERE id = ?")
+        sqlx::query("UPDATE alerts SET last_received_at = $1 WHERE id = $2")
             .bind(&t)
             .bind(e.id)
             .execute(&mut **tx)
@@ -315,10 +315,10 @@ pub async fn upsert_alert(
         return Ok(AlertChange::Unchanged);
     }
     sqlx::query(
-        "UPDATE alerts SET status = ?, severity = ?, name = ?, starts_at = COALESCE(?, starts_at),
-             ends_at = ?, last_received_at = ?, resolved_received_at = ?, flags = ?,
-             first_received_at = CASE WHEN ? = 'firing' THEN ? ELSE first_received_at END
-         WHERE id = ?",
+        "UPDATE alerts SET status = $1, severity = $2, name = $3, starts_at = COALESCE($4, starts_at),
+             ends_at = $5, last_received_at = $6, resolved_received_at = $7, flags = $8,
+             first_received_at = CASE WHEN $9 = 'firing' THEN $10 ELSE first_received_at END
+         WHERE id = $11",
     )
     .bind(a.status)
     .bind(a.severity.as_str())
@@ -343,7 +343,7 @@ pub async fn upsert_alert(
 pub async fn counts_in(tx: &mut Tx, incident_id: &IncidentId) -> AppResult<(i64, i64)> {
     let row: (i64, i64) = sqlx::query_as(
         "SELECT COALESCE(SUM(status = 'firing'), 0), COALESCE(SUM(status = 'resolved'), 0)
-         FROM alerts WHERE incident_id = ?",
+         FROM alerts WHERE incident_id = $1",
     )
     .bind(incident_id.as_str())
     .fetch_one(&mut **tx)
@@ -355,10 +355,10 @@ pub async fn counts_in(tx: &mut Tx, incident_id: &IncidentId) -> AppResult<(i64,
 ///
 /// # Errors
 /// Database errors.
-pub async fn counts(pool: &SqlitePool, incident_id: &str) -> AppResult<(i64, i64)> {
+pub async fn counts(pool: &AnyPool, incident_id: &str) -> AppResult<(i64, i64)> {
     let row: (i64, i64) = sqlx::query_as(
         "SELECT COALESCE(SUM(status = 'firing'), 0), COALESCE(SUM(status = 'resolved'), 0)
-         FROM alerts WHERE incident_id = ?",
+         FROM alerts WHERE incident_id = $1",
     )
     .bind(incident_id)
     .fetch_one(pool)
@@ -370,12 +370,9 @@ pub async fn counts(pool: &SqlitePool, incident_id: &str) -> AppResult<(i64, i64
 ///
 /// # Errors
 /// Database errors.
-pub async fn list_for_incident(
-    pool: &SqlitePool,
-    incident_id: &str,
-) -> AppResult<Vec<StoredAlert>> {
+pub async fn list_for_incident(pool: &AnyPool, incident_id: &str) -> AppResult<Vec<StoredAlert>> {
     let sql = format!(
-        "SELECT {ALERT_COLUMNS} FROM alerts WHERE incident_id = ? ORDER BY first_received_at, id"
+        "SELECT {ALERT_COLUMNS} FROM alerts WHERE incident_id = $1 ORDER BY first_received_at, id"
     );
     let rows: Vec<AlertRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(incident_id)
@@ -389,7 +386,7 @@ pub async fn list_for_incident(
 /// # Errors
 /// Database errors.
 pub async fn group_of_incident(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     incident_id: &str,
 ) -> AppResult<Option<(AlertGroup, String, String)>> {
     #[derive(sqlx::FromRow)]
@@ -403,7 +400,7 @@ pub async fn group_of_incident(
         "SELECT g.id, g.integration_id, g.group_key, g.incident_id, g.previous_incident_id,
                 i.name, i.source
          FROM alert_groups g JOIN integrations i ON i.id = g.integration_id
-         WHERE g.incident_id = ? ORDER BY g.id LIMIT 1",
+         WHERE g.incident_id = $1 ORDER BY g.id LIMIT 1",
     )
     .bind(incident_id)
     .fetch_optional(pool)

@@ -3,7 +3,7 @@
 //! edit of any row breaks verification from that row on.
 
 use sha2::{Digest, Sha256};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::{Tx, db_time, now};
 use crate::error::AppResult;
@@ -81,7 +81,7 @@ pub async fn append(
     let hash = entry_hash(&prev, seq, &at, actor, action, subject, detail);
     sqlx::query(
         "INSERT INTO audit_log (seq, at, actor, action, subject, detail, prev_hash, hash)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(seq)
     .bind(&at)
@@ -117,7 +117,7 @@ pub enum Verification {
 ///
 /// # Errors
 /// Database errors.
-pub async fn verify(pool: &SqlitePool) -> AppResult<Verification> {
+pub async fn verify(pool: &AnyPool) -> AppResult<Verification> {
     let rows: Vec<AuditEntry> = sqlx::query_as("SELECT * FROM audit_log ORDER BY seq")
         .fetch_all(pool)
         .await?;

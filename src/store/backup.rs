@@ -1,7 +1,7 @@
 //! Backups of the SQLite database: an online consistent copy (`VACUUM INTO`, which reads one
 //! snapshot under WAL while writers go on) and the checks run on a copy before it is trusted.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::error::AppResult;
 
@@ -11,7 +11,7 @@ use crate::error::AppResult;
 ///
 /// # Errors
 /// Database errors (the file exists, its folder is missing or not writable, …).
-pub async fn vacuum_into(pool: &SqlitePool, path: &std::path::Path) -> AppResult<()> {
+pub async fn vacuum_into(pool: &AnyPool, path: &std::path::Path) -> AppResult<()> {
     sqlx::query("VACUUM INTO ?")
         .bind(path.to_string_lossy().into_owned())
         .execute(pool)
@@ -23,7 +23,7 @@ pub async fn vacuum_into(pool: &SqlitePool, path: &std::path::Path) -> AppResult
 ///
 /// # Errors
 /// Database errors.
-pub async fn integrity_check(pool: &SqlitePool) -> AppResult<Vec<String>> {
+pub async fn integrity_check(pool: &AnyPool) -> AppResult<Vec<String>> {
     Ok(sqlx::query_scalar("PRAGMA integrity_check")
         .fetch_all(pool)
         .await?)
@@ -63,7 +63,7 @@ impl std::fmt::Display for Contents {
 ///
 /// # Errors
 /// Database errors.
-pub async fn contents(pool: &SqlitePool) -> AppResult<Contents> {
+pub async fn contents(pool: &AnyPool) -> AppResult<Contents> {
     let (users, incidents, records, audit_entries): (i64, i64, i64, i64) = sqlx::query_as(
         "SELECT (SELECT COUNT(*) FROM users), (SELECT COUNT(*) FROM incidents), \
          (SELECT COUNT(*) FROM records), (SELECT COUNT(*) FROM audit_log)",

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::{Tx, now};
 use crate::error::AppResult;
@@ -14,7 +14,7 @@ use crate::error::AppResult;
 ///
 /// # Errors
 /// Database errors.
-pub async fn candidate_ids(pool: &SqlitePool) -> AppResult<Vec<i64>> {
+pub async fn candidate_ids(pool: &AnyPool) -> AppResult<Vec<i64>> {
     Ok(sqlx::query_scalar(
         "SELECT id FROM records
           WHERE kind IN ('lesson', 'remediation_failure') AND validation = 'confirmed'
@@ -32,17 +32,17 @@ pub async fn candidate_ids(pool: &SqlitePool) -> AppResult<Vec<i64>> {
 /// # Errors
 /// Database errors; [`crate::error::AppError::Internal`] for a blob that is not f32s.
 pub async fn vectors(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     model: &str,
     ids: &[i64],
 ) -> AppResult<HashMap<i64, Vec<f32>>> {
     let rows: Vec<(i64, Option<Vec<u8>>)> = sqlx::query_as(
         "SELECT j.value,
                 COALESCE((SELECT p.vector FROM record_part_embeddings p
-                           WHERE p.record_id = j.value AND p.model = ?2 AND p.part = 0),
+                           WHERE p.record_id = j.value AND p.model = $2 AND p.part = 0),
                          (SELECT e.vector FROM record_embeddings e
-                           WHERE e.record_id = j.value AND e.model = ?2))
-           FROM json_each(?1) j",
+                           WHERE e.record_id = j.value AND e.model = $2))
+           FROM json_each($1) j",
     )
     .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()))
     .bind(model)
@@ -63,7 +63,7 @@ pub async fn vectors(
 ///
 /// # Errors
 /// Database errors.
-pub async fn standing_rules(pool: &SqlitePool) -> AppResult<BTreeMap<String, usize>> {
+pub async fn standing_rules(pool: &AnyPool) -> AppResult<BTreeMap<String, usize>> {
     let rows: Vec<(String, i64)> = sqlx::query_as(
         "SELECT s.value, COUNT(*) FROM records r, json_each(r.services) s
           WHERE r.kind = 'lesson' AND r.validation = 'confirmed'
@@ -91,10 +91,12 @@ pub async fn mark_consolidated(
     actor: &str,
     detail: &str,
 ) -> AppResult<()> {
-    sqlx::query("UPDATE records SET data = json_set(data, '$.consolidated_into', ?) WHERE id = ?")
-        .bind(into)
-        .bind(id)
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query(
+        "UPDATE records SET data = json_set(data, '$.consolidated_into', $1) WHERE id = $2",
+    )
+    .bind(into)
+    .bind(id)
+    .execute(&mut **tx)
+    .await?;
     super::memory::add_history(tx, id, actor, "consolidated", detail, now()).await
 }

@@ -1,7 +1,7 @@
 //! Embedding vectors of durable records (migration 0007) and of incident documents (migration
 //! 0008), for recall's vector lists ([`crate::memory::embeddings`]).
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::memory::{corrupt, durable_kinds_json};
 use crate::error::AppResult;
@@ -11,12 +11,12 @@ use crate::error::AppResult;
 ///
 /// # Errors
 /// Database errors.
-pub async fn missing(pool: &SqlitePool, model: &str, limit: i64) -> AppResult<Vec<(i64, String)>> {
+pub async fn missing(pool: &AnyPool, model: &str, limit: i64) -> AppResult<Vec<(i64, String)>> {
     Ok(sqlx::query_as(
         "SELECT r.id, r.text FROM records r
-         WHERE r.validation != 'retracted' AND r.kind IN (SELECT value FROM json_each(?1))
-           AND NOT EXISTS (SELECT 1 FROM record_embeddings e WHERE e.record_id = r.id AND e.model = ?2)
-         ORDER BY r.id LIMIT ?3",
+         WHERE r.validation != 'retracted' AND r.kind IN (SELECT value FROM json_each($1))
+           AND NOT EXISTS (SELECT 1 FROM record_embeddings e WHERE e.record_id = r.id AND e.model = $2)
+         ORDER BY r.id LIMIT $3",
     )
     .bind(durable_kinds_json())
     .bind(model)
@@ -30,14 +30,14 @@ pub async fn missing(pool: &SqlitePool, model: &str, limit: i64) -> AppResult<Ve
 ///
 /// # Errors
 /// Database errors.
-pub async fn store(pool: &SqlitePool, model: &str, vectors: &[(i64, Vec<f32>)]) -> AppResult<()> {
-    store_rows(pool, "INSERT OR REPLACE INTO record_embeddings (record_id, model, vector) SELECT id, ?2, ?3 FROM records WHERE id = ?1", model, vectors).await
+pub async fn store(pool: &AnyPool, model: &str, vectors: &[(i64, Vec<f32>)]) -> AppResult<()> {
+    store_rows(pool, "INSERT OR REPLACE INTO record_embeddings (record_id, model, vector) SELECT id, $2, $3 FROM records WHERE id = $1", model, vectors).await
 }
 
 /// Writes `(id, vector)` rows for `model` with `sql` (binding `?1` id, `?2` model, `?3` the
 /// vector as little-endian f32s) in one transaction.
 async fn store_rows(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     sql: &'static str,
     model: &str,
     vectors: &[(i64, Vec<f32>)],
@@ -66,7 +66,7 @@ fn blob_of(v: &[f32]) -> Vec<u8> {
 /// # Errors
 /// Database errors; [`crate::error::AppError::Internal`] for a blob that is not f32s.
 pub async fn since(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     model: &str,
     after: i64,
     limit: i64,
@@ -79,7 +79,7 @@ pub async fn since(
 /// `after`: `(rowid, record id, vector)` in rowid order, at most `limit`; a blob that is not
 /// f32s is `what` of its record, corrupt.
 async fn rows_since(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     (table, what): (&'static str, &'static str),
     model: &str,
     after: i64,
@@ -87,7 +87,7 @@ async fn rows_since(
 ) -> AppResult<Vec<(i64, i64, Vec<f32>)>> {
     let sql = format!(
         "SELECT rowid, record_id, vector FROM {table}
-         WHERE model = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3"
+         WHERE model = $1 AND rowid > $2 ORDER BY rowid LIMIT $3"
     );
     let rows: Vec<(i64, i64, Vec<u8>)> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(model)
@@ -108,14 +108,14 @@ async fn rows_since(
 ///
 /// # Errors
 /// Database errors.
-pub async fn progress(pool: &SqlitePool, model: &str) -> AppResult<(i64, i64)> {
+pub async fn progress(pool: &AnyPool, model: &str) -> AppResult<(i64, i64)> {
     Ok(sqlx::query_as(
         "SELECT
            (SELECT count(*) FROM record_embeddings e JOIN records r ON r.id = e.record_id
-             WHERE e.model = ?2 AND r.validation != 'retracted'
-               AND r.kind IN (SELECT value FROM json_each(?1))),
+             WHERE e.model = $2 AND r.validation != 'retracted'
+               AND r.kind IN (SELECT value FROM json_each($1))),
            (SELECT count(*) FROM records r WHERE r.validation != 'retracted'
-               AND r.kind IN (SELECT value FROM json_each(?1)))",
+               AND r.kind IN (SELECT value FROM json_each($1)))",
     )
     .bind(durable_kinds_json())
     .bind(model)
@@ -129,7 +129,7 @@ pub async fn progress(pool: &SqlitePool, model: &str) -> AppResult<(i64, i64)> {
 /// # Errors
 /// Database errors.
 pub async fn missing_documents(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     model: &str,
     limit: i64,
 ) -> AppResult<Vec<(i64, String)>> {
@@ -146,15 +146,15 @@ pub async fn missing_documents(
 /// column)`, names from this module) without a vector for `model`, oldest first, at most
 /// `limit`: what the backfill embeds next.
 async fn texts_without_vectors(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     (table, text, vectors, key): (&'static str, &'static str, &'static str, &'static str),
     model: &str,
     limit: i64,
 ) -> AppResult<Vec<(i64, String)>> {
     let sql = format!(
         "SELECT d.id, {text} FROM {table}
-         WHERE NOT EXISTS (SELECT 1 FROM {vectors} WHERE {key} = d.id AND e.model = ?1)
-         ORDER BY d.id LIMIT ?2"
+         WHERE NOT EXISTS (SELECT 1 FROM {vectors} WHERE {key} = d.id AND e.model = $1)
+         ORDER BY d.id LIMIT $2"
     );
     Ok(sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(model)
@@ -169,11 +169,11 @@ async fn texts_without_vectors(
 /// # Errors
 /// Database errors.
 pub async fn store_documents(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     model: &str,
     vectors: &[(i64, Vec<f32>)],
 ) -> AppResult<()> {
-    store_rows(pool, "INSERT OR REPLACE INTO incident_document_embeddings (document_id, model, vector) SELECT id, ?2, ?3 FROM incident_documents WHERE id = ?1", model, vectors).await
+    store_rows(pool, "INSERT OR REPLACE INTO incident_document_embeddings (document_id, model, vector) SELECT id, $2, $3 FROM incident_documents WHERE id = $1", model, vectors).await
 }
 
 /// The state of the incident-document vectors of `model`: `(rows, max rowid, recall
@@ -181,11 +181,11 @@ pub async fn store_documents(
 ///
 /// # Errors
 /// Database errors.
-pub async fn documents_state(pool: &SqlitePool, model: &str) -> AppResult<(i64, i64, i64)> {
+pub async fn documents_state(pool: &AnyPool, model: &str) -> AppResult<(i64, i64, i64)> {
     Ok(sqlx::query_as(
         "SELECT count(*), coalesce(max(rowid), 0),
                 (SELECT value FROM recall_generation WHERE id = 1)
-         FROM incident_document_embeddings WHERE model = ?1",
+         FROM incident_document_embeddings WHERE model = $1",
     )
     .bind(model)
     .fetch_one(pool)
@@ -196,10 +196,10 @@ pub async fn documents_state(pool: &SqlitePool, model: &str) -> AppResult<(i64, 
 ///
 /// # Errors
 /// Database errors; [`crate::error::AppError::Internal`] for a blob that is not f32s.
-pub async fn documents(pool: &SqlitePool, model: &str) -> AppResult<Vec<(String, Vec<f32>)>> {
+pub async fn documents(pool: &AnyPool, model: &str) -> AppResult<Vec<(String, Vec<f32>)>> {
     let rows: Vec<(String, Vec<u8>)> = sqlx::query_as(
         "SELECT d.incident_id, e.vector FROM incident_document_embeddings e
-         JOIN incident_documents d ON d.id = e.document_id WHERE e.model = ?1",
+         JOIN incident_documents d ON d.id = e.document_id WHERE e.model = $1",
     )
     .bind(model)
     .fetch_all(pool)
@@ -233,7 +233,7 @@ pub(super) fn floats(blob: &[u8]) -> Option<Vec<f32>> {
 /// # Errors
 /// Database errors.
 pub async fn missing_passages(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     model: &str,
     limit: i64,
 ) -> AppResult<Vec<(i64, String)>> {
@@ -252,11 +252,11 @@ pub async fn missing_passages(
 /// # Errors
 /// Database errors.
 pub async fn store_passages(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     model: &str,
     vectors: &[(i64, Vec<f32>)],
 ) -> AppResult<()> {
-    store_rows(pool, "INSERT OR REPLACE INTO incident_passage_embeddings (passage_id, model, vector) SELECT id, ?2, ?3 FROM incident_passages WHERE id = ?1", model, vectors).await
+    store_rows(pool, "INSERT OR REPLACE INTO incident_passage_embeddings (passage_id, model, vector) SELECT id, $2, $3 FROM incident_passages WHERE id = $1", model, vectors).await
 }
 
 /// Every passage vector of `model` with its incident: `(incident id, vector)`, grouped by
@@ -264,12 +264,12 @@ pub async fn store_passages(
 ///
 /// # Errors
 /// Database errors; [`crate::error::AppError::Internal`] for a blob that is not f32s.
-pub async fn passages(pool: &SqlitePool, model: &str) -> AppResult<Vec<(String, Vec<f32>)>> {
+pub async fn passages(pool: &AnyPool, model: &str) -> AppResult<Vec<(String, Vec<f32>)>> {
     let rows: Vec<(String, Vec<u8>)> = sqlx::query_as(
         "SELECT d.incident_id, e.vector FROM incident_passage_embeddings e
          JOIN incident_passages p ON p.id = e.passage_id
          JOIN incident_documents d ON d.id = p.document_id
-         WHERE e.model = ?1 ORDER BY d.incident_id, p.id",
+         WHERE e.model = $1 ORDER BY d.incident_id, p.id",
     )
     .bind(model)
     .fetch_all(pool)
@@ -281,9 +281,9 @@ pub async fn passages(pool: &SqlitePool, model: &str) -> AppResult<Vec<(String, 
 ///
 /// # Errors
 /// Database errors.
-pub async fn passages_state(pool: &SqlitePool, model: &str) -> AppResult<(i64, i64)> {
+pub async fn passages_state(pool: &AnyPool, model: &str) -> AppResult<(i64, i64)> {
     Ok(sqlx::query_as(
-        "SELECT count(*), coalesce(max(rowid), 0) FROM incident_passage_embeddings WHERE model = ?1",
+        "SELECT count(*), coalesce(max(rowid), 0) FROM incident_passage_embeddings WHERE model = $1",
     )
     .bind(model)
     .fetch_one(pool)
@@ -297,7 +297,7 @@ pub async fn passages_state(pool: &SqlitePool, model: &str) -> AppResult<(i64, i
 /// # Errors
 /// Database errors.
 pub async fn missing_parts(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     model: &str,
     limit: i64,
 ) -> AppResult<Vec<(i64, [String; 3])>> {
@@ -306,10 +306,10 @@ pub async fn missing_parts(
                 coalesce(r.rule_scope, '')
          FROM records r
          WHERE r.validation != 'retracted' AND r.rule_always IS NOT NULL
-           AND r.kind IN (SELECT value FROM json_each(?1))
+           AND r.kind IN (SELECT value FROM json_each($1))
            AND NOT EXISTS (SELECT 1 FROM record_part_embeddings e
-                           WHERE e.record_id = r.id AND e.model = ?2)
-         ORDER BY r.id LIMIT ?3",
+                           WHERE e.record_id = r.id AND e.model = $2)
+         ORDER BY r.id LIMIT $3",
     )
     .bind(durable_kinds_json())
     .bind(model)
@@ -328,7 +328,7 @@ pub async fn missing_parts(
 /// # Errors
 /// Database errors.
 pub async fn store_parts(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     model: &str,
     vectors: &[(i64, i64, Vec<f32>)],
 ) -> AppResult<()> {
@@ -337,7 +337,7 @@ pub async fn store_parts(
         let blob = blob_of(v);
         sqlx::query(
             "INSERT OR REPLACE INTO record_part_embeddings (record_id, part, model, vector)
-             SELECT id, ?2, ?3, ?4 FROM records WHERE id = ?1",
+             SELECT id, $2, $3, $4 FROM records WHERE id = $1",
         )
         .bind(id)
         .bind(part)
@@ -356,7 +356,7 @@ pub async fn store_parts(
 /// # Errors
 /// Database errors; [`crate::error::AppError::Internal`] for a blob that is not f32s.
 pub async fn parts_since(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     model: &str,
     after: i64,
     limit: i64,
@@ -384,7 +384,7 @@ pub struct StoredVector {
 ///
 /// # Errors
 /// Database errors; [`crate::error::AppError::Internal`] for a blob that is not f32s.
-pub async fn all_vectors(pool: &SqlitePool) -> AppResult<Vec<StoredVector>> {
+pub async fn all_vectors(pool: &AnyPool) -> AppResult<Vec<StoredVector>> {
     let rows: Vec<(i64, String, Option<i64>, Vec<u8>)> = sqlx::query_as(
         "SELECT record_id, model, NULL, vector FROM record_embeddings
          UNION ALL
@@ -418,7 +418,7 @@ pub async fn restore_vectors(tx: &mut super::Tx, vectors: &[StoredVector]) -> Ap
             None => {
                 sqlx::query(
                     "INSERT OR REPLACE INTO record_embeddings (record_id, model, vector)
-                     VALUES (?1, ?2, ?3)",
+                     VALUES ($1, $2, $3)",
                 )
                 .bind(v.record_id)
                 .bind(&v.model)
@@ -429,7 +429,7 @@ pub async fn restore_vectors(tx: &mut super::Tx, vectors: &[StoredVector]) -> Ap
             Some(part) => {
                 sqlx::query(
                     "INSERT OR REPLACE INTO record_part_embeddings (record_id, part, model, vector)
-                     VALUES (?1, ?2, ?3, ?4)",
+                     VALUES ($1, $2, $3, $4)",
                 )
                 .bind(v.record_id)
                 .bind(part)

@@ -1,6 +1,6 @@
 //! Evidence as submitted (already redacted): one row per paste, upload or alert.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::{Tx, db_time};
 use crate::error::{AppError, AppResult};
@@ -62,7 +62,7 @@ pub async fn insert(
 ) -> AppResult<Option<i64>> {
     let id: Option<i64> = sqlx::query_scalar(
         "INSERT INTO evidence (incident_id, kind, source, content, bytes, lines, format, author, created_at, dedup_key)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (dedup_key) DO NOTHING RETURNING id",
     )
     .bind(e.incident_id)
     .bind(e.kind)
@@ -83,10 +83,10 @@ pub async fn insert(
 ///
 /// # Errors
 /// Database errors.
-pub async fn list(pool: &SqlitePool, incident_id: &str) -> AppResult<Vec<EvidenceMeta>> {
+pub async fn list(pool: &AnyPool, incident_id: &str) -> AppResult<Vec<EvidenceMeta>> {
     Ok(sqlx::query_as(
         "SELECT id, incident_id, kind, source, bytes, lines, format, author, created_at FROM evidence
-         WHERE incident_id = ? ORDER BY id",
+         WHERE incident_id = $1 ORDER BY id",
     )
     .bind(incident_id)
     .fetch_all(pool)
@@ -98,7 +98,7 @@ pub async fn list(pool: &SqlitePool, incident_id: &str) -> AppResult<Vec<Evidenc
 /// # Errors
 /// [`AppError::NotFound`] when the evidence does not belong to the incident.
 pub async fn lines(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     incident_id: &str,
     id: i64,
     from: u64,
@@ -113,7 +113,7 @@ pub async fn lines(
     }
     let row: Option<Row> = sqlx::query_as(
         "SELECT id, incident_id, kind, source, bytes, lines, format, author, created_at, content FROM evidence
-         WHERE incident_id = ? AND id = ?",
+         WHERE incident_id = $1 AND id = $2",
     )
     .bind(incident_id)
     .bind(id)
@@ -138,10 +138,10 @@ pub async fn lines(
 ///
 /// # Errors
 /// Database errors.
-pub async fn find_by_key(pool: &SqlitePool, dedup_key: &str) -> AppResult<Option<EvidenceMeta>> {
+pub async fn find_by_key(pool: &AnyPool, dedup_key: &str) -> AppResult<Option<EvidenceMeta>> {
     Ok(sqlx::query_as(
         "SELECT id, incident_id, kind, source, bytes, lines, format, author, created_at FROM evidence
-         WHERE dedup_key = ?",
+         WHERE dedup_key = $1",
     )
     .bind(dedup_key)
     .fetch_optional(pool)

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::error::AppResult;
 
@@ -28,7 +28,7 @@ pub struct DocumentRow {
 ///
 /// # Errors
 /// Database errors.
-pub async fn signatures(pool: &SqlitePool) -> AppResult<HashMap<String, String>> {
+pub async fn signatures(pool: &AnyPool) -> AppResult<HashMap<String, String>> {
     let rows: Vec<(String, String)> =
         sqlx::query_as("SELECT incident_id, signature FROM incident_documents")
             .fetch_all(pool)
@@ -41,13 +41,10 @@ pub async fn signatures(pool: &SqlitePool) -> AppResult<HashMap<String, String>>
 ///
 /// # Errors
 /// Database errors.
-pub async fn incident_states(
-    pool: &SqlitePool,
-    ids: &[String],
-) -> AppResult<HashMap<String, String>> {
+pub async fn incident_states(pool: &AnyPool, ids: &[String]) -> AppResult<HashMap<String, String>> {
     let json = serde_json::to_string(ids).map_err(super::memory::corrupt)?;
     let rows: Vec<(String, String)> = sqlx::query_as(
-        "SELECT id, state FROM incidents WHERE id IN (SELECT value FROM json_each(?1))",
+        "SELECT id, state FROM incidents WHERE id IN (SELECT value FROM json_each($1))",
     )
     .bind(json)
     .fetch_all(pool)
@@ -60,31 +57,31 @@ pub async fn incident_states(
 ///
 /// # Errors
 /// Database errors.
-pub async fn upsert(pool: &SqlitePool, doc: &DocumentRow) -> AppResult<()> {
+pub async fn upsert(pool: &AnyPool, doc: &DocumentRow) -> AppResult<()> {
     let mut tx = super::begin_write(pool).await?;
     let old: Option<i64> =
-        sqlx::query_scalar("SELECT id FROM incident_documents WHERE incident_id = ?1")
+        sqlx::query_scalar("SELECT id FROM incident_documents WHERE incident_id = $1")
             .bind(&doc.incident_id)
             .fetch_optional(&mut *tx)
             .await?;
     let at = super::db_time(super::now());
     let id = match old {
         Some(id) => {
-            sqlx::query("DELETE FROM incident_documents_fts WHERE rowid = ?1")
+            sqlx::query("DELETE FROM incident_documents_fts WHERE rowid = $1")
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
             for sql in [
-                "DELETE FROM incident_document_embeddings WHERE document_id = ?1",
+                "DELETE FROM incident_document_embeddings WHERE document_id = $1",
                 "DELETE FROM incident_passage_embeddings WHERE passage_id IN
-                     (SELECT id FROM incident_passages WHERE document_id = ?1)",
-                "DELETE FROM incident_passages WHERE document_id = ?1",
+                     (SELECT id FROM incident_passages WHERE document_id = $1)",
+                "DELETE FROM incident_passages WHERE document_id = $1",
             ] {
                 sqlx::query(sql).bind(id).execute(&mut *tx).await?;
             }
             sqlx::query(
-                "UPDATE incident_documents SET service = ?2, text = ?3, embed_text = ?4,
-                 signature = ?5, updated_at = ?6 WHERE id = ?1",
+                "UPDATE incident_documents SET service = $2, text = $3, embed_text = $4,
+                 signature = $5, updated_at = $6 WHERE id = $1",
             )
             .bind(id)
             .bind(&doc.service)
@@ -98,7 +95,7 @@ pub async fn upsert(pool: &SqlitePool, doc: &DocumentRow) -> AppResult<()> {
         }
         None => sqlx::query_scalar(
             "INSERT INTO incident_documents (incident_id, service, text, embed_text, signature, updated_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6) RETURNING id",
+             VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
         )
         .bind(&doc.incident_id)
         .bind(&doc.service)
@@ -109,13 +106,13 @@ pub async fn upsert(pool: &SqlitePool, doc: &DocumentRow) -> AppResult<()> {
         .fetch_one(&mut *tx)
         .await?,
     };
-    sqlx::query("INSERT INTO incident_documents_fts (rowid, text) VALUES (?1, ?2)")
+    sqlx::query("INSERT INTO incident_documents_fts (rowid, text) VALUES ($1, $2)")
         .bind(id)
         .bind(&doc.text)
         .execute(&mut *tx)
         .await?;
     for p in &doc.passages {
-        sqlx::query("INSERT INTO incident_passages (document_id, text) VALUES (?1, ?2)")
+        sqlx::query("INSERT INTO incident_passages (document_id, text) VALUES ($1, $2)")
             .bind(id)
             .bind(p)
             .execute(&mut *tx)
@@ -129,21 +126,21 @@ pub async fn upsert(pool: &SqlitePool, doc: &DocumentRow) -> AppResult<()> {
 ///
 /// # Errors
 /// Database errors.
-pub async fn delete(pool: &SqlitePool, incident_id: &str) -> AppResult<()> {
+pub async fn delete(pool: &AnyPool, incident_id: &str) -> AppResult<()> {
     let mut tx = super::begin_write(pool).await?;
     let id: Option<i64> =
-        sqlx::query_scalar("SELECT id FROM incident_documents WHERE incident_id = ?1")
+        sqlx::query_scalar("SELECT id FROM incident_documents WHERE incident_id = $1")
             .bind(incident_id)
             .fetch_optional(&mut *tx)
             .await?;
     if let Some(id) = id {
         for sql in [
-            "DELETE FROM incident_documents_fts WHERE rowid = ?1",
-            "DELETE FROM incident_document_embeddings WHERE document_id = ?1",
+            "DELETE FROM incident_documents_fts WHERE rowid = $1",
+            "DELETE FROM incident_document_embeddings WHERE document_id = $1",
             "DELETE FROM incident_passage_embeddings WHERE passage_id IN
-                 (SELECT id FROM incident_passages WHERE document_id = ?1)",
-            "DELETE FROM incident_passages WHERE document_id = ?1",
-            "DELETE FROM incident_documents WHERE id = ?1",
+                 (SELECT id FROM incident_passages WHERE document_id = $1)",
+            "DELETE FROM incident_passages WHERE document_id = $1",
+            "DELETE FROM incident_documents WHERE id = $1",
         ] {
             sqlx::query(sql).bind(id).execute(&mut *tx).await?;
         }
@@ -163,7 +160,7 @@ pub async fn delete(pool: &SqlitePool, incident_id: &str) -> AppResult<()> {
 /// # Errors
 /// Database errors.
 pub async fn search(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     expr: &str,
     exclude: Option<&str>,
     limit: i64,
@@ -174,8 +171,8 @@ pub async fn search(
     Ok(sqlx::query_as(
         "SELECT d.incident_id, -bm25(incident_documents_fts) FROM incident_documents_fts f
          JOIN incident_documents d ON d.id = f.rowid
-         WHERE incident_documents_fts MATCH ?1 AND (?2 IS NULL OR d.incident_id != ?2)
-         ORDER BY bm25(incident_documents_fts) LIMIT ?3",
+         WHERE incident_documents_fts MATCH $1 AND ($2 IS NULL OR d.incident_id != $2)
+         ORDER BY bm25(incident_documents_fts) LIMIT $3",
     )
     .bind(expr)
     .bind(exclude)

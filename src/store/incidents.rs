@@ -3,7 +3,7 @@
 //! A transition is applied as compare-and-set on the state (`UPDATE … WHERE id = ? AND state = ?`),
 //! so of several concurrent conflicting requests exactly one succeeds (DESIGN.md §1).
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::{Tx, db_time, parse_db_time};
 use crate::domain::{
@@ -63,7 +63,7 @@ const COLUMNS: &str = "id, title, service, severity, description, state, opened_
 pub async fn next_id(tx: &mut Tx, at: jiff::Timestamp) -> AppResult<IncidentId> {
     let year = at.to_zoned_datetime(jiff::tz::TimeZone::UTC).year();
     let seq: i64 = sqlx::query_scalar(
-        "INSERT INTO incident_counters (year, last) VALUES (?, 1)
+        "INSERT INTO incident_counters (year, last) VALUES ($1, 1)
          ON CONFLICT (year) DO UPDATE SET last = last + 1 RETURNING last",
     )
     .bind(i64::from(year))
@@ -88,7 +88,7 @@ pub async fn insert(
     sqlx::query(
         "INSERT INTO incidents (id, title, service, severity, description, state, opened_by,
                                 opened_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, 'investigating', ?, ?, ?)",
+         VALUES ($1, $2, $3, $4, $5, 'investigating', $6, $7, $8)",
     )
     .bind(id.as_str())
     .bind(&new.title)
@@ -139,7 +139,7 @@ pub async fn add_event(
     detail: &str,
 ) -> AppResult<()> {
     sqlx::query(
-        "INSERT INTO timeline_events (incident_id, at, actor, kind, detail) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO timeline_events (incident_id, at, actor, kind, detail) VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(id.as_str())
     .bind(db_time(at))
@@ -155,8 +155,8 @@ pub async fn add_event(
 ///
 /// # Errors
 /// [`AppError::NotFound`] when there is no such incident.
-pub async fn get(pool: &SqlitePool, id: &IncidentId) -> AppResult<Incident> {
-    let sql = format!("SELECT {COLUMNS} FROM incidents WHERE id = ?");
+pub async fn get(pool: &AnyPool, id: &IncidentId) -> AppResult<Incident> {
+    let sql = format!("SELECT {COLUMNS} FROM incidents WHERE id = $1");
     let row: Option<IncidentRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(id.as_str())
         .fetch_optional(pool)
@@ -170,9 +170,9 @@ pub async fn get(pool: &SqlitePool, id: &IncidentId) -> AppResult<Incident> {
 ///
 /// # Errors
 /// Database errors.
-pub async fn opened_since(pool: &SqlitePool, since: jiff::Timestamp) -> AppResult<Vec<Incident>> {
+pub async fn opened_since(pool: &AnyPool, since: jiff::Timestamp) -> AppResult<Vec<Incident>> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM incidents WHERE opened_at >= ? ORDER BY opened_at, id LIMIT 5000"
+        "SELECT {COLUMNS} FROM incidents WHERE opened_at >= $1 ORDER BY opened_at, id LIMIT 5000"
     );
     let rows: Vec<IncidentRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(db_time(since))
@@ -189,10 +189,10 @@ pub async fn opened_since(pool: &SqlitePool, since: jiff::Timestamp) -> AppResul
 ///
 /// # Errors
 /// [`AppError::NotFound`] when there is no such incident.
-pub async fn page_state(pool: &SqlitePool, id: &IncidentId) -> AppResult<(i64, i64, String, i64)> {
+pub async fn page_state(pool: &AnyPool, id: &IncidentId) -> AppResult<(i64, i64, String, i64)> {
     let row: Option<(i64, i64, String, i64)> = sqlx::query_as(
         "SELECT i.version, i.revision, g.epoch, g.value
-           FROM incidents i, recall_generation g WHERE i.id = ? AND g.id = 1",
+           FROM incidents i, recall_generation g WHERE i.id = $1 AND g.id = 1",
     )
     .bind(id.as_str())
     .fetch_optional(pool)
@@ -205,7 +205,7 @@ pub async fn page_state(pool: &SqlitePool, id: &IncidentId) -> AppResult<(i64, i
 /// # Errors
 /// [`AppError::NotFound`] when there is no such incident.
 pub async fn get_in(tx: &mut Tx, id: &IncidentId) -> AppResult<Incident> {
-    let sql = format!("SELECT {COLUMNS} FROM incidents WHERE id = ?");
+    let sql = format!("SELECT {COLUMNS} FROM incidents WHERE id = $1");
     let row: Option<IncidentRow> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(id.as_str())
         .fetch_optional(&mut **tx)
@@ -339,28 +339,28 @@ pub struct IncidentFilter {
 ///
 /// # Errors
 /// Database errors.
-pub async fn list(pool: &SqlitePool, f: &IncidentFilter) -> AppResult<Vec<Incident>> {
+pub async fn list(pool: &AnyPool, f: &IncidentFilter) -> AppResult<Vec<Incident>> {
     let (keyset, order) = match f.sort {
         IncidentSort::Newest => (
-            "(?7 IS NULL OR (opened_at, id) < (?7, ?8))",
+            "($7 IS NULL OR (opened_at, id) < ($7, $8))",
             "opened_at DESC, id DESC",
         ),
         IncidentSort::Oldest => (
-            "(?7 IS NULL OR (opened_at, id) > (?7, ?8))",
+            "($7 IS NULL OR (opened_at, id) > ($7, $8))",
             "opened_at ASC, id ASC",
         ),
         IncidentSort::Severity => (
-            "(?7 IS NULL OR severity > ?9 OR (severity = ?9 AND (opened_at, id) < (?7, ?8)))",
+            "($7 IS NULL OR severity > $9 OR (severity = $9 AND (opened_at, id) < ($7, $8)))",
             "severity ASC, opened_at DESC, id DESC",
         ),
     };
     let sql = format!(
         "SELECT {COLUMNS} FROM incidents
-         WHERE (?1 IS NULL OR state = ?1) AND (?2 IS NULL OR service = ?2) AND (?3 IS NULL OR severity = ?3)
-           AND (?5 = 0 OR state != 'learned')
-           AND (?6 IS NULL OR id LIKE ?6 ESCAPE '\\' OR title LIKE ?6 ESCAPE '\\' OR description LIKE ?6 ESCAPE '\\')
+         WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR service = $2) AND ($3 IS NULL OR severity = $3)
+           AND ($5 = 0 OR state != 'learned')
+           AND ($6 IS NULL OR id LIKE $6 ESCAPE '\\' OR title LIKE $6 ESCAPE '\\' OR description LIKE $6 ESCAPE '\\')
            AND {keyset}
-         ORDER BY {order} LIMIT ?4"
+         ORDER BY {order} LIMIT $4"
     );
     let pattern = f.text.as_deref().map(|t| {
         let escaped = t
@@ -388,7 +388,7 @@ pub async fn list(pool: &SqlitePool, f: &IncidentFilter) -> AppResult<Vec<Incide
 ///
 /// # Errors
 /// Database errors.
-pub async fn services(pool: &SqlitePool) -> AppResult<Vec<String>> {
+pub async fn services(pool: &AnyPool) -> AppResult<Vec<String>> {
     Ok(
         sqlx::query_scalar("SELECT DISTINCT service FROM incidents ORDER BY service")
             .fetch_all(pool)
@@ -400,7 +400,7 @@ pub async fn services(pool: &SqlitePool) -> AppResult<Vec<String>> {
 ///
 /// # Errors
 /// Database errors.
-pub async fn timeline(pool: &SqlitePool, id: &IncidentId) -> AppResult<Vec<TimelineEvent>> {
+pub async fn timeline(pool: &AnyPool, id: &IncidentId) -> AppResult<Vec<TimelineEvent>> {
     #[derive(sqlx::FromRow)]
     struct Row {
         id: i64,
@@ -410,7 +410,7 @@ pub async fn timeline(pool: &SqlitePool, id: &IncidentId) -> AppResult<Vec<Timel
         detail: String,
     }
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT id, at, actor, kind, detail FROM timeline_events WHERE incident_id = ? ORDER BY id",
+        "SELECT id, at, actor, kind, detail FROM timeline_events WHERE incident_id = $1 ORDER BY id",
     )
     .bind(id.as_str())
     .fetch_all(pool)
@@ -464,10 +464,10 @@ pub async fn apply_transition(
         None => (None, None, None),
     };
     let done = sqlx::query(
-        "UPDATE incidents SET state = ?, updated_at = ?, version = version + 1,
-             summary = COALESCE(?, summary), root_cause = COALESCE(?, root_cause),
-             resolved_at = COALESCE(?, resolved_at)
-         WHERE id = ? AND state = ?",
+        "UPDATE incidents SET state = $1, updated_at = $2, version = version + 1,
+             summary = COALESCE($3, summary), root_cause = COALESCE($4, root_cause),
+             resolved_at = COALESCE($5, resolved_at)
+         WHERE id = $6 AND state = $7",
     )
     .bind(to.as_str())
     .bind(&t)

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::{db_time, parse_db_time};
 use crate::error::{AppError, AppResult};
@@ -33,7 +33,7 @@ pub struct FailedActionRow {
 /// # Errors
 /// Database errors; [`AppError::Internal`] for an unreadable stored instant or tag list.
 pub async fn failed_actions(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     since: jiff::Timestamp,
 ) -> AppResult<Vec<FailedActionRow>> {
     #[derive(sqlx::FromRow)]
@@ -51,7 +51,7 @@ pub async fn failed_actions(
            JOIN incidents i ON i.id = r.incident_id
            LEFT JOIN records m ON m.origin = 'verdict:' || r.id
           WHERE r.status = 'approved' AND r.verdict IN ('did_not_resolve', 'made_worse')
-            AND r.decided_at IS NOT NULL AND r.verdict_at IS NOT NULL AND i.opened_at >= ?
+            AND r.decided_at IS NOT NULL AND r.verdict_at IS NOT NULL AND i.opened_at >= $1
           ORDER BY r.verdict_at, r.id",
     )
     .bind(db_time(since))
@@ -83,12 +83,12 @@ pub async fn failed_actions(
 /// # Errors
 /// Database errors.
 pub async fn first_alert_starts(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     since: jiff::Timestamp,
 ) -> AppResult<BTreeMap<String, jiff::Timestamp>> {
     let rows: Vec<(String, String)> = sqlx::query_as(
         "SELECT a.incident_id, a.starts_at FROM alerts a JOIN incidents i ON i.id = a.incident_id
-          WHERE a.starts_at IS NOT NULL AND i.opened_at >= ?",
+          WHERE a.starts_at IS NOT NULL AND i.opened_at >= $1",
     )
     .bind(db_time(since))
     .fetch_all(pool)
@@ -112,12 +112,12 @@ pub async fn first_alert_starts(
 /// # Errors
 /// Database errors.
 pub async fn incidents_with_lessons(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     since: jiff::Timestamp,
 ) -> AppResult<BTreeSet<String>> {
     let ids: Vec<String> = sqlx::query_scalar(
         "SELECT DISTINCT r.incident_id FROM records r JOIN incidents i ON i.id = r.incident_id
-          WHERE r.kind = 'lesson' AND r.validation != 'retracted' AND i.opened_at >= ?",
+          WHERE r.kind = 'lesson' AND r.validation != 'retracted' AND i.opened_at >= $1",
     )
     .bind(db_time(since))
     .fetch_all(pool)

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::{Tx, db_time};
 use crate::domain::Severity;
@@ -113,7 +113,7 @@ pub async fn insert(tx: &mut Tx, new: &NewIntegration<'_>, at: jiff::Timestamp) 
     let res = sqlx::query_scalar(
         "INSERT INTO integrations (name, source, default_service, default_severity, severity_map,
                                    secret_sha256, signing_secret, created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
     )
     .bind(new.name)
     .bind(new.source)
@@ -141,8 +141,8 @@ pub async fn insert(tx: &mut Tx, new: &NewIntegration<'_>, at: jiff::Timestamp) 
 ///
 /// # Errors
 /// [`AppError::NotFound`] when there is none with this id.
-pub async fn get(pool: &SqlitePool, id: i64) -> AppResult<Integration> {
-    let sql = format!("SELECT {COLUMNS} FROM integrations WHERE id = ?");
+pub async fn get(pool: &AnyPool, id: i64) -> AppResult<Integration> {
+    let sql = format!("SELECT {COLUMNS} FROM integrations WHERE id = $1");
     let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(id)
         .fetch_optional(pool)
@@ -155,11 +155,8 @@ pub async fn get(pool: &SqlitePool, id: i64) -> AppResult<Integration> {
 ///
 /// # Errors
 /// Database errors.
-pub async fn find_by_secret(
-    pool: &SqlitePool,
-    secret_sha256: &str,
-) -> AppResult<Option<Integration>> {
-    let sql = format!("SELECT {COLUMNS} FROM integrations WHERE secret_sha256 = ?");
+pub async fn find_by_secret(pool: &AnyPool, secret_sha256: &str) -> AppResult<Option<Integration>> {
+    let sql = format!("SELECT {COLUMNS} FROM integrations WHERE secret_sha256 = $1");
     let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(secret_sha256)
         .fetch_optional(pool)
@@ -171,9 +168,9 @@ pub async fn find_by_secret(
 ///
 /// # Errors
 /// Database errors.
-pub async fn list(pool: &SqlitePool, source: Option<&str>) -> AppResult<Vec<Integration>> {
+pub async fn list(pool: &AnyPool, source: Option<&str>) -> AppResult<Vec<Integration>> {
     let sql =
-        format!("SELECT {COLUMNS} FROM integrations WHERE (?1 IS NULL OR source = ?1) ORDER BY id");
+        format!("SELECT {COLUMNS} FROM integrations WHERE ($1 IS NULL OR source = $1) ORDER BY id");
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(source)
         .fetch_all(pool)
@@ -216,12 +213,12 @@ pub async fn update(
     };
     let done = sqlx::query(
         "UPDATE integrations SET
-             default_service = COALESCE(?, default_service),
-             default_severity = COALESCE(?, default_severity),
-             severity_map = COALESCE(?, severity_map),
-             signing_secret = CASE WHEN ? THEN ? ELSE signing_secret END,
-             updated_at = ?
-         WHERE id = ?",
+             default_service = COALESCE($1, default_service),
+             default_severity = COALESCE($2, default_severity),
+             severity_map = COALESCE($3, severity_map),
+             signing_secret = CASE WHEN $4 THEN $5 ELSE signing_secret END,
+             updated_at = $6
+         WHERE id = $7",
     )
     .bind(patch.default_service.as_deref())
     .bind(patch.default_severity.map(Severity::as_str))

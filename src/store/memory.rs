@@ -4,7 +4,7 @@
 //! Long because it is the one module of SQL for records: every query on the records, their keys,
 //! links, history and FTS index sits here, as `store/` keeps one module per aggregate.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::{Tx, db_time, now, parse_db_time};
 use crate::domain::memory::{MemoryRecord, NewRecord};
@@ -134,7 +134,7 @@ fn scope_text(r: &NewRecord) -> String {
 /// Database errors.
 pub async fn insert(tx: &mut Tx, r: &NewRecord, at: jiff::Timestamp) -> AppResult<(i64, bool)> {
     if let Some(origin) = &r.origin {
-        let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM records WHERE origin = ?")
+        let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM records WHERE origin = $1")
             .bind(origin)
             .fetch_optional(&mut **tx)
             .await?;
@@ -147,7 +147,7 @@ pub async fn insert(tx: &mut Tx, r: &NewRecord, at: jiff::Timestamp) -> AppResul
         "INSERT INTO records (kind, epistemic_type, text, services, failure_modes, action_kind, target,
             incident_id, validation, confidence, importance, rule_always, rule_because, rule_scope,
             rule_severity, author, created_at, origin, data)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING id",
     )
     .bind(r.kind.as_str())
     .bind(r.epistemic_type.as_str())
@@ -177,16 +177,18 @@ pub async fn insert(tx: &mut Tx, r: &NewRecord, at: jiff::Timestamp) -> AppResul
         .chain(r.failure_modes.iter().map(|t| ("failure_mode", t.as_str())))
         .chain(r.action_kind.map(|a| ("action_kind", a.as_str())));
     for (key, value) in keys {
-        sqlx::query("INSERT OR IGNORE INTO record_keys (key, value, record_id) VALUES (?, ?, ?)")
-            .bind(key)
-            .bind(value)
-            .bind(id)
-            .execute(&mut **tx)
-            .await?;
+        sqlx::query(
+            "INSERT OR IGNORE INTO record_keys (key, value, record_id) VALUES ($1, $2, $3)",
+        )
+        .bind(key)
+        .bind(value)
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
     }
     for to in &r.cites {
         sqlx::query(
-            "INSERT OR IGNORE INTO record_links (from_id, to_id, relation) VALUES (?, ?, 'cites')",
+            "INSERT OR IGNORE INTO record_links (from_id, to_id, relation) VALUES ($1, $2, 'cites')",
         )
         .bind(id)
         .bind(to)
@@ -194,7 +196,7 @@ pub async fn insert(tx: &mut Tx, r: &NewRecord, at: jiff::Timestamp) -> AppResul
         .await?;
     }
     if r.kind.is_durable() {
-        sqlx::query("INSERT INTO records_fts (rowid, text, scope) VALUES (?, ?, ?)")
+        sqlx::query("INSERT INTO records_fts (rowid, text, scope) VALUES ($1, $2, $3)")
             .bind(id)
             .bind(&r.text)
             .bind(scope_text(r))
@@ -309,27 +311,27 @@ async fn insert_batch(
                 rule_scope, rule_severity, author, created_at, data)
              SELECT v->>0, v->>1, v->>2, v->>3, v->>4, v->>5, v->>6, v->>7, v->>8, v->>9, v->>10,
                 v->>11, v->>12, v->>13, v->>14, v->>15, v->>16, v->>17, v->>18
-             FROM (SELECT value AS v FROM json_each(?))",
+             FROM (SELECT value AS v FROM json_each($1))",
             rows,
         ),
         (
             "INSERT OR IGNORE INTO record_keys (key, value, record_id)
-             SELECT v->>0, v->>1, v->>2 FROM (SELECT value AS v FROM json_each(?))",
+             SELECT v->>0, v->>1, v->>2 FROM (SELECT value AS v FROM json_each($1))",
             keys,
         ),
         (
             "INSERT OR IGNORE INTO record_links (from_id, to_id, relation)
-             SELECT v->>0, v->>1, 'cites' FROM (SELECT value AS v FROM json_each(?))",
+             SELECT v->>0, v->>1, 'cites' FROM (SELECT value AS v FROM json_each($1))",
             links,
         ),
         (
             "INSERT INTO records_fts (rowid, text, scope)
-             SELECT v->>0, v->>1, v->>2 FROM (SELECT value AS v FROM json_each(?))",
+             SELECT v->>0, v->>1, v->>2 FROM (SELECT value AS v FROM json_each($1))",
             fts,
         ),
         (
             "INSERT INTO record_history (record_id, at, actor, change, detail)
-             SELECT v->>0, v->>3, v->>1, 'created', v->>2 FROM (SELECT value AS v FROM json_each(?))",
+             SELECT v->>0, v->>3, v->>1, 'created', v->>2 FROM (SELECT value AS v FROM json_each($1))",
             history,
         ),
     ];
@@ -358,7 +360,7 @@ pub async fn add_history(
     at: jiff::Timestamp,
 ) -> AppResult<()> {
     sqlx::query(
-        "INSERT INTO record_history (record_id, at, actor, change, detail) VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO record_history (record_id, at, actor, change, detail) VALUES ($1, $2, $3, $4, $5)",
     )
     .bind(id)
     .bind(db_time(at))
@@ -374,8 +376,8 @@ pub async fn add_history(
 ///
 /// # Errors
 /// [`AppError::NotFound`] for an unknown id.
-pub async fn get(pool: &SqlitePool, id: i64) -> AppResult<MemoryRecord> {
-    let sql = format!("{SELECT} WHERE r.id = ?");
+pub async fn get(pool: &AnyPool, id: i64) -> AppResult<MemoryRecord> {
+    let sql = format!("{SELECT} WHERE r.id = $1");
     let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(id)
         .fetch_optional(pool)
@@ -389,7 +391,7 @@ pub async fn get(pool: &SqlitePool, id: i64) -> AppResult<MemoryRecord> {
 /// # Errors
 /// [`AppError::NotFound`] for an unknown id.
 pub async fn get_in(tx: &mut Tx, id: i64) -> AppResult<MemoryRecord> {
-    let sql = format!("{SELECT} WHERE r.id = ?");
+    let sql = format!("{SELECT} WHERE r.id = $1");
     let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(id)
         .fetch_optional(&mut **tx)
@@ -402,12 +404,12 @@ pub async fn get_in(tx: &mut Tx, id: i64) -> AppResult<MemoryRecord> {
 ///
 /// # Errors
 /// Database errors.
-pub async fn get_many(pool: &SqlitePool, ids: &[i64]) -> AppResult<Vec<MemoryRecord>> {
+pub async fn get_many(pool: &AnyPool, ids: &[i64]) -> AppResult<Vec<MemoryRecord>> {
     if ids.is_empty() {
         return Ok(Vec::new());
     }
     let list = serde_json::to_string(ids).map_err(corrupt)?;
-    let sql = format!("{SELECT} WHERE r.id IN (SELECT value FROM json_each(?))");
+    let sql = format!("{SELECT} WHERE r.id IN (SELECT value FROM json_each($1))");
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(list)
         .fetch_all(pool)
@@ -466,9 +468,9 @@ pub(super) fn durable_kinds_json() -> String {
 ///
 /// # Errors
 /// Database errors.
-pub async fn list(pool: &SqlitePool, f: &MemoryFilter) -> AppResult<Vec<MemoryRecord>> {
+pub async fn list(pool: &AnyPool, f: &MemoryFilter) -> AppResult<Vec<MemoryRecord>> {
     let fts = f.q.as_deref().map(fts_or_query).filter(|q| !q.is_empty());
-    let mut b = sqlx::QueryBuilder::<sqlx::Sqlite>::new(SELECT);
+    let mut b = sqlx::QueryBuilder::<sqlx::Any>::new(SELECT);
     if fts.is_some() {
         b.push(" JOIN records_fts ON records_fts.rowid = r.id");
     }
@@ -557,7 +559,7 @@ pub fn fts_or_terms(terms: &[String]) -> String {
 /// # Errors
 /// Database errors (an FTS syntax error cannot happen with [`fts_or_query`] output).
 pub async fn fts_candidates(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     expr: &str,
     kinds: &[MemoryKind],
     exclude_incident: Option<&str>,
@@ -574,10 +576,10 @@ pub async fn fts_candidates(
     };
     let ids: Vec<i64> = sqlx::query_scalar(
         "SELECT r.id FROM records_fts JOIN records r ON r.id = records_fts.rowid
-         WHERE records_fts MATCH ? AND r.validation != 'retracted'
-           AND r.kind IN (SELECT value FROM json_each(?))
-           AND (? IS NULL OR r.incident_id IS NULL OR r.incident_id != ?)
-         ORDER BY bm25(records_fts, 1.0, 0.6) LIMIT ?",
+         WHERE records_fts MATCH $1 AND r.validation != 'retracted'
+           AND r.kind IN (SELECT value FROM json_each($2))
+           AND ($3 IS NULL OR r.incident_id IS NULL OR r.incident_id != $4)
+         ORDER BY bm25(records_fts, 1.0, 0.6) LIMIT $5",
     )
     .bind(expr)
     .bind(kinds_json)
@@ -596,7 +598,7 @@ pub async fn fts_candidates(
 ///
 /// # Errors
 /// Database errors.
-pub async fn term_doc_counts(pool: &SqlitePool, words: &[String], cap: i64) -> AppResult<Vec<i64>> {
+pub async fn term_doc_counts(pool: &AnyPool, words: &[String], cap: i64) -> AppResult<Vec<i64>> {
     if words.is_empty() {
         return Ok(Vec::new());
     }
@@ -610,8 +612,8 @@ pub async fn term_doc_counts(pool: &SqlitePool, words: &[String], cap: i64) -> A
     // One row (a JSON array): rows cross a thread boundary one by one, arrays do not.
     let counts: String = sqlx::query_scalar(
         "SELECT json_group_array((SELECT count(*) FROM (
-                    SELECT 1 FROM records_fts WHERE records_fts MATCH j.value LIMIT ?2)) ORDER BY j.key)
-         FROM json_each(?1) j",
+                    SELECT 1 FROM records_fts WHERE records_fts MATCH j.value LIMIT $2)) ORDER BY j.key)
+         FROM json_each($1) j",
     )
     .bind(serde_json::to_string(&quoted).map_err(corrupt)?)
     .bind(cap)
@@ -667,7 +669,7 @@ pub(super) fn parse_candidate(
 /// # Errors
 /// Database errors.
 pub async fn fts_matches(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     expr: &str,
     min_rowid: i64,
     cap: i64,
@@ -679,7 +681,7 @@ pub async fn fts_matches(
     let rows: String = sqlx::query_scalar(
         "SELECT json_group_array(id ORDER BY s, id) FROM (
              SELECT rowid AS id, bm25(records_fts, 1.0, 0.6) AS s FROM records_fts
-             WHERE records_fts MATCH ?1 AND rowid >= ?2 ORDER BY s LIMIT ?3)",
+             WHERE records_fts MATCH $1 AND rowid >= $2 ORDER BY s LIMIT $3)",
     )
     .bind(expr)
     .bind(min_rowid)
@@ -694,10 +696,10 @@ pub async fn fts_matches(
 ///
 /// # Errors
 /// Database errors.
-pub async fn newest_match_floor(pool: &SqlitePool, word: &str, n: i64) -> AppResult<Option<i64>> {
+pub async fn newest_match_floor(pool: &AnyPool, word: &str, n: i64) -> AppResult<Option<i64>> {
     let word: String = word.chars().filter(|c| c.is_alphanumeric()).collect();
     Ok(sqlx::query_scalar(
-        "SELECT rowid FROM records_fts WHERE records_fts MATCH ?1 ORDER BY rowid DESC LIMIT 1 OFFSET ?2",
+        "SELECT rowid FROM records_fts WHERE records_fts MATCH $1 ORDER BY rowid DESC LIMIT 1 OFFSET $2",
     )
     .bind(format!("\"{word}\""))
     .bind((n - 1).max(0))
@@ -710,7 +712,7 @@ pub async fn newest_match_floor(pool: &SqlitePool, word: &str, n: i64) -> AppRes
 /// # Errors
 /// Database errors.
 pub async fn add_dependency(tx: &mut Tx, service: &str, depends_on: &str) -> AppResult<()> {
-    sqlx::query("INSERT OR IGNORE INTO service_dependencies (service, depends_on) VALUES (?, ?)")
+    sqlx::query("INSERT OR IGNORE INTO service_dependencies (service, depends_on) VALUES ($1, $2)")
         .bind(service)
         .bind(depends_on)
         .execute(&mut **tx)
@@ -726,7 +728,7 @@ pub async fn add_dependency(tx: &mut Tx, service: &str, depends_on: &str) -> App
 /// # Errors
 /// Database errors.
 pub async fn dead_ends_for(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     action: ActionKind,
     service: &str,
     modes: &[String],
@@ -739,15 +741,15 @@ pub async fn dead_ends_for(
     // sort under LIMIT would otherwise carry every candidate's text, data and sources).
     let sql = format!(
         "{SELECT} WHERE r.id IN (
-           SELECT c.id FROM records c WHERE c.action_kind = ?1 AND c.kind = 'remediation_failure'
+           SELECT c.id FROM records c WHERE c.action_kind = $1 AND c.kind = 'remediation_failure'
              AND c.validation IN ('confirmed', 'superseded')
-             AND (c.incident_id IN (SELECT value FROM json_each(?4))
-               OR EXISTS (SELECT 1 FROM record_keys k WHERE k.key = 'service' AND k.value = ?2
+             AND (c.incident_id IN (SELECT value FROM json_each($4))
+               OR EXISTS (SELECT 1 FROM record_keys k WHERE k.key = 'service' AND k.value = $2
                             AND k.record_id = c.id)
                OR EXISTS (SELECT 1 FROM record_keys k WHERE k.key = 'failure_mode'
-                            AND k.value IN (SELECT value FROM json_each(?3)) AND k.record_id = c.id))
-             ORDER BY (c.incident_id IN (SELECT value FROM json_each(?4))) DESC, c.id DESC
-             LIMIT ?5)
+                            AND k.value IN (SELECT value FROM json_each($3)) AND k.record_id = c.id))
+             ORDER BY (c.incident_id IN (SELECT value FROM json_each($4))) DESC, c.id DESC
+             LIMIT $5)
          ORDER BY r.id"
     );
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -766,14 +768,14 @@ pub async fn dead_ends_for(
 /// # Errors
 /// Database errors.
 pub async fn successes_for(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     action: ActionKind,
     limit: i64,
 ) -> AppResult<Vec<MemoryRecord>> {
     let sql = format!(
         "{SELECT} WHERE r.id IN (
-           SELECT c.id FROM records c WHERE c.action_kind = ? AND c.kind = 'remediation_success'
-             AND c.validation IN ('confirmed', 'superseded') ORDER BY c.id LIMIT ?)
+           SELECT c.id FROM records c WHERE c.action_kind = $1 AND c.kind = 'remediation_success'
+             AND c.validation IN ('confirmed', 'superseded') ORDER BY c.id LIMIT $2)
          ORDER BY r.id"
     );
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -790,7 +792,7 @@ pub async fn successes_for(
 /// # Errors
 /// Database errors.
 pub async fn remediations_of_incidents(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     incident_ids: &[String],
 ) -> AppResult<Vec<MemoryRecord>> {
     let kinds = "'remediation_failure', 'remediation_success'";
@@ -803,7 +805,7 @@ pub async fn remediations_of_incidents(
 /// # Errors
 /// Database errors.
 pub async fn rejections_of_incidents(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     incident_ids: &[String],
 ) -> AppResult<Vec<MemoryRecord>> {
     confirmed_of_incidents(pool, "'rejected_recommendation'", incident_ids).await
@@ -812,7 +814,7 @@ pub async fn rejections_of_incidents(
 /// Confirmed or superseded records of `kinds` (an SQL list of kind names from this module)
 /// written during the incidents `incident_ids`, oldest first.
 async fn confirmed_of_incidents(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     kinds: &'static str,
     incident_ids: &[String],
 ) -> AppResult<Vec<MemoryRecord>> {
@@ -821,7 +823,7 @@ async fn confirmed_of_incidents(
     }
     let ids = serde_json::to_string(incident_ids).map_err(corrupt)?;
     let sql = format!(
-        "{SELECT} WHERE r.incident_id IN (SELECT value FROM json_each(?)) AND r.kind IN ({kinds})
+        "{SELECT} WHERE r.incident_id IN (SELECT value FROM json_each($1)) AND r.kind IN ({kinds})
            AND r.validation IN ('confirmed', 'superseded') ORDER BY r.id"
     );
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
@@ -843,14 +845,14 @@ pub async fn set_validation(
     actor: &str,
     reason: &str,
 ) -> AppResult<()> {
-    sqlx::query("UPDATE records SET validation = ?, superseded_by = COALESCE(?, superseded_by) WHERE id = ?")
+    sqlx::query("UPDATE records SET validation = $1, superseded_by = COALESCE($2, superseded_by) WHERE id = $3")
         .bind(v.as_str())
         .bind(superseded_by)
         .bind(id)
         .execute(&mut **tx)
         .await?;
     if v == Validation::Retracted {
-        sqlx::query("DELETE FROM records_fts WHERE rowid = ?")
+        sqlx::query("DELETE FROM records_fts WHERE rowid = $1")
             .bind(id)
             .execute(&mut **tx)
             .await?;
@@ -863,7 +865,7 @@ pub async fn set_validation(
 /// # Errors
 /// Database errors.
 pub async fn bump_evidence(tx: &mut Tx, id: i64, actor: &str, detail: &str) -> AppResult<()> {
-    sqlx::query("UPDATE records SET evidence_count = evidence_count + 1 WHERE id = ?")
+    sqlx::query("UPDATE records SET evidence_count = evidence_count + 1 WHERE id = $1")
         .bind(id)
         .execute(&mut **tx)
         .await?;
@@ -884,7 +886,7 @@ pub async fn mark_contradicted(
     actor: &str,
     detail: &str,
 ) -> AppResult<()> {
-    sqlx::query("UPDATE records SET data = json_set(data, '$.contradicted_by', ?) WHERE id = ?")
+    sqlx::query("UPDATE records SET data = json_set(data, '$.contradicted_by', $1) WHERE id = $2")
         .bind(by)
         .bind(id)
         .execute(&mut **tx)
@@ -899,13 +901,13 @@ pub async fn mark_contradicted(
 ///
 /// # Errors
 /// Database errors.
-pub async fn touch_recalled(pool: &SqlitePool, ids: &[i64]) -> AppResult<()> {
+pub async fn touch_recalled(pool: &AnyPool, ids: &[i64]) -> AppResult<()> {
     if ids.is_empty() {
         return Ok(());
     }
     sqlx::query(
-        "UPDATE records SET recall_count = recall_count + 1, last_recalled_at = ?
-         WHERE id IN (SELECT value FROM json_each(?))",
+        "UPDATE records SET recall_count = recall_count + 1, last_recalled_at = $1
+         WHERE id IN (SELECT value FROM json_each($2))",
     )
     .bind(db_time(now()))
     .bind(serde_json::to_string(ids).map_err(corrupt)?)
@@ -918,12 +920,9 @@ pub async fn touch_recalled(pool: &SqlitePool, ids: &[i64]) -> AppResult<()> {
 ///
 /// # Errors
 /// Database errors.
-pub async fn history(
-    pool: &SqlitePool,
-    id: i64,
-) -> AppResult<Vec<(String, String, String, String)>> {
+pub async fn history(pool: &AnyPool, id: i64) -> AppResult<Vec<(String, String, String, String)>> {
     Ok(sqlx::query_as(
-        "SELECT at, actor, change, detail FROM record_history WHERE record_id = ? ORDER BY id",
+        "SELECT at, actor, change, detail FROM record_history WHERE record_id = $1 ORDER BY id",
     )
     .bind(id)
     .fetch_all(pool)
@@ -934,7 +933,7 @@ pub async fn history(
 ///
 /// # Errors
 /// Database errors.
-pub async fn all(pool: &SqlitePool) -> AppResult<Vec<MemoryRecord>> {
+pub async fn all(pool: &AnyPool) -> AppResult<Vec<MemoryRecord>> {
     let sql = format!("{SELECT} ORDER BY r.id");
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .fetch_all(pool)
@@ -949,7 +948,7 @@ pub async fn all(pool: &SqlitePool) -> AppResult<Vec<MemoryRecord>> {
 pub async fn existing_ids(tx: &mut Tx, ids: &[i64]) -> AppResult<std::collections::BTreeSet<i64>> {
     let ids = serde_json::to_string(ids).map_err(corrupt)?;
     let found: Vec<i64> =
-        sqlx::query_scalar("SELECT id FROM records WHERE id IN (SELECT value FROM json_each(?))")
+        sqlx::query_scalar("SELECT id FROM records WHERE id IN (SELECT value FROM json_each($1))")
             .bind(ids)
             .fetch_all(&mut **tx)
             .await?;
@@ -981,7 +980,7 @@ pub async fn restore(tx: &mut Tx, r: &MemoryRecord) -> AppResult<()> {
         origin: None,
         data: r.data.clone(),
     };
-    let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM records WHERE id = ?")
+    let exists: Option<i64> = sqlx::query_scalar("SELECT id FROM records WHERE id = $1")
         .bind(r.id)
         .fetch_optional(&mut **tx)
         .await?;
@@ -993,8 +992,8 @@ pub async fn restore(tx: &mut Tx, r: &MemoryRecord) -> AppResult<()> {
     }
     let (new_id, _) = insert(tx, &new, r.created_at).await?;
     sqlx::query(
-        "UPDATE records SET id = ?, last_recalled_at = ?, recall_count = ?, evidence_count = ?, superseded_by = ?
-         WHERE id = ?",
+        "UPDATE records SET id = $1, last_recalled_at = $2, recall_count = $3, evidence_count = $4, superseded_by = $5
+         WHERE id = $6",
     )
     .bind(r.id)
     .bind(r.last_recalled_at.map(db_time))
@@ -1009,7 +1008,7 @@ pub async fn restore(tx: &mut Tx, r: &MemoryRecord) -> AppResult<()> {
         ("record_history", "record_id"),
     ] {
         sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE {table} SET {col} = ? WHERE {col} = ?"
+            "UPDATE {table} SET {col} = $1 WHERE {col} = $2"
         )))
         .bind(r.id)
         .bind(new_id)
@@ -1017,12 +1016,12 @@ pub async fn restore(tx: &mut Tx, r: &MemoryRecord) -> AppResult<()> {
         .await?;
     }
     if r.kind.is_durable() {
-        sqlx::query("DELETE FROM records_fts WHERE rowid = ?")
+        sqlx::query("DELETE FROM records_fts WHERE rowid = $1")
             .bind(new_id)
             .execute(&mut **tx)
             .await?;
         if r.validation != Validation::Retracted {
-            sqlx::query("INSERT INTO records_fts (rowid, text, scope) VALUES (?, ?, ?)")
+            sqlx::query("INSERT INTO records_fts (rowid, text, scope) VALUES ($1, $2, $3)")
                 .bind(r.id)
                 .bind(&r.text)
                 .bind(scope_text(&new))
@@ -1040,7 +1039,7 @@ pub async fn restore(tx: &mut Tx, r: &MemoryRecord) -> AppResult<()> {
 pub async fn restore_links(tx: &mut Tx, from: i64, sources: &[i64]) -> AppResult<()> {
     for to in sources {
         sqlx::query(
-            "INSERT OR IGNORE INTO record_links (from_id, to_id, relation) VALUES (?, ?, 'cites')",
+            "INSERT OR IGNORE INTO record_links (from_id, to_id, relation) VALUES ($1, $2, 'cites')",
         )
         .bind(from)
         .bind(to)

@@ -22,15 +22,15 @@ pub mod stats;
 pub mod users;
 
 use std::str::FromStr;
-use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{SqlitePool, Transaction};
+use sqlx::any::AnyPoolOptions;
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{AnyPool, Transaction};
 
 use crate::error::{AppError, AppResult};
 
-/// A write transaction on the app's SQLite database.
-pub type Tx = Transaction<'static, sqlx::Sqlite>;
+/// A write transaction on the app's database (either backend).
+pub type Tx = Transaction<'static, sqlx::Any>;
 
 /// Whether [`open`] may create a missing database file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,24 +112,79 @@ impl From<OpenError> for AppError {
     }
 }
 
-/// Opens (creating if missing) the SQLite database at `url` (`sqlite://path.db` or a plain path);
-/// see [`open`].
+/// Which database engine holds the app's data, chosen by the database URL's scheme.
+///
+/// SQLite (a path, `sqlite:` URL) is the default and needs nothing installed; PostgreSQL
+/// (`postgres://` or `postgresql://`) lets several app instances share one database. The store's
+/// SQL is one text for both wherever the two dialects agree; where they do not, a query picks its
+/// text with [`Backend::sql`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// An embedded SQLite file (or `:memory:`).
+    Sqlite,
+    /// A PostgreSQL server (15 or later).
+    Postgres,
+}
+
+impl Backend {
+    /// The backend a database URL selects: `postgres://…` and `postgresql://…` select
+    /// PostgreSQL, anything else (a path, `sqlite:…`) SQLite.
+    pub fn of_url(url: &str) -> Backend {
+        let lower = url.trim_start().to_ascii_lowercase();
+        if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
+            Backend::Postgres
+        } else {
+            Backend::Sqlite
+        }
+    }
+
+    /// The backend an open pool talks to.
+    pub fn of(pool: &AnyPool) -> Backend {
+        Backend::of_url(pool.connect_options().database_url.as_str())
+    }
+
+    /// The backend a transaction talks to.
+    pub fn of_tx(tx: &Tx) -> Backend {
+        match tx.backend_name() {
+            "PostgreSQL" => Backend::Postgres,
+            _ => Backend::Sqlite,
+        }
+    }
+
+    /// Picks the statement text for this backend: `sqlite` on SQLite, `postgres` on PostgreSQL.
+    pub fn sql(self, sqlite: &'static str, postgres: &'static str) -> &'static str {
+        match self {
+            Backend::Sqlite => sqlite,
+            Backend::Postgres => postgres,
+        }
+    }
+}
+
+/// Opens (creating if missing) the database at `url`; see [`open`].
 ///
 /// # Errors
 /// [`AppError::Internal`] wrapping an [`OpenError`].
-pub async fn connect(url: &str) -> AppResult<SqlitePool> {
+pub async fn connect(url: &str) -> AppResult<AnyPool> {
     Ok(open(url, OpenMode::CreateIfMissing).await?)
 }
 
-/// Opens the SQLite database at `url` (`sqlite://path.db` or a plain path), in WAL mode with a
-/// 10 s busy timeout and foreign keys on, and runs the embedded migrations. With
-/// [`OpenMode::MustExist`] a missing file, or one this program did not write, is refused before
-/// anything is written. Reads go through a memory map of up to 256 MiB (shared by every
-/// connection, no copy per page read) and a 4 MiB page cache per connection.
+/// Opens the database at `url` and runs the embedded migrations of its backend
+/// (`migrations/sqlite` or `migrations/postgres`).
+///
+/// - SQLite (`sqlite://path.db` or a plain path): WAL mode, a 10 s busy timeout, foreign keys
+///   on, reads through a memory map of up to 256 MiB (shared by every connection, no copy per
+///   page read) and a 4 MiB page cache per connection. With [`OpenMode::MustExist`] a missing
+///   file, or one this program did not write, is refused before anything is written.
+/// - PostgreSQL (`postgres://user@host:port/db`): a pool of up to 20 connections; with
+///   [`OpenMode::MustExist`] a database without this program's tables is refused.
 ///
 /// # Errors
-/// [`OpenError`], naming the file.
-pub async fn open(url: &str, mode: OpenMode) -> Result<SqlitePool, OpenError> {
+/// [`OpenError`], naming the file or URL.
+pub async fn open(url: &str, mode: OpenMode) -> Result<AnyPool, OpenError> {
+    sqlx::any::install_default_drivers();
+    if Backend::of_url(url) == Backend::Postgres {
+        return open_postgres(url, mode).await;
+    }
     let (full, opts) = connect_options(url)?;
     let file = opts.get_filename();
     let path = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
@@ -137,16 +192,25 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<SqlitePool, OpenError> {
     if mode == OpenMode::MustExist && !in_memory && !path.is_file() {
         return Err(OpenError::Missing { path });
     }
-    let opts = opts
-        .create_if_missing(mode == OpenMode::CreateIfMissing)
-        .journal_mode(SqliteJournalMode::Wal)
-        .synchronous(SqliteSynchronous::Normal)
-        .busy_timeout(Duration::from_secs(10))
-        .foreign_keys(true)
-        .pragma("mmap_size", "268435456")
-        // 4 MiB of page cache per connection: with the map above, pages are read from the
-        // file's mapping; a larger cache only held copies (≈ 11 MB more RSS at 100k records).
-        .pragma("cache_size", "-4096");
+    if !in_memory && !is_sqlite_or_empty(&path) {
+        return Err(OpenError::Foreign {
+            path,
+            reason: "not a SQLite file".into(),
+        });
+    }
+    // The Any driver reads only the URL: the open mode goes into it, the pragmas run on every
+    // new connection.
+    let any_url = if in_memory || full.contains("mode=") {
+        full.clone()
+    } else {
+        let sep = if full.contains('?') { '&' } else { '?' };
+        let m = if mode == OpenMode::CreateIfMissing {
+            "rwc"
+        } else {
+            "rw"
+        };
+        format!("{full}{sep}mode={m}")
+    };
     let open_error = |e: sqlx::Error| match &e {
         // SQLITE_NOTADB: the file exists and is something else.
         sqlx::Error::Database(d) if d.code().as_deref() == Some("26") => OpenError::Foreign {
@@ -158,10 +222,25 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<SqlitePool, OpenError> {
             reason: e.to_string(),
         },
     };
-    let pool = SqlitePoolOptions::new()
+    let pool = AnyPoolOptions::new()
         .max_connections(8)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                // 4 MiB of page cache per connection: with the map, pages are read from the
+                // file's mapping; a larger cache only held copies (≈ 11 MB more RSS at 100k
+                // records).
+                sqlx::raw_sql(
+                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+                     PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
+                     PRAGMA mmap_size = 268435456; PRAGMA cache_size = -4096;",
+                )
+                .execute(conn)
+                .await?;
+                Ok(())
+            })
+        })
         .before_acquire(|conn, _| Box::pin(outside_transaction(conn)))
-        .connect_with(opts)
+        .connect(&any_url)
         .await
         .map_err(open_error)?;
     if mode == OpenMode::MustExist && !in_memory {
@@ -179,7 +258,7 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<SqlitePool, OpenError> {
             });
         }
     }
-    sqlx::migrate!()
+    sqlx::migrate!("migrations/sqlite")
         .run(&pool)
         .await
         .map_err(|e| OpenError::Migrate {
@@ -189,8 +268,77 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<SqlitePool, OpenError> {
     Ok(pool)
 }
 
-/// The file a database URL (`sqlite://path.db` or a plain path, as [`open`] takes) names, made
-/// absolute.
+/// Whether the file at `path` is missing, empty, or starts with SQLite's 16-byte header
+/// ("SQLite format 3\0", sqlite.org/fileformat.html §1.3.1). Checked before the pool opens: a
+/// connection to a foreign file fails only at its first statement, which the pool retries until
+/// its timeout.
+fn is_sqlite_or_empty(path: &std::path::Path) -> bool {
+    use std::io::Read as _;
+    let Ok(f) = std::fs::File::open(path) else {
+        return true;
+    };
+    let mut head = Vec::with_capacity(16);
+    match f.take(16).read_to_end(&mut head) {
+        Ok(0) => true,
+        Ok(_) => head == b"SQLite format 3\0",
+        Err(_) => false,
+    }
+}
+
+/// [`open`] for a `postgres://` URL.
+async fn open_postgres(url: &str, mode: OpenMode) -> Result<AnyPool, OpenError> {
+    let shown = redacted_url(url);
+    let path = std::path::PathBuf::from(&shown);
+    let pool = AnyPoolOptions::new()
+        .max_connections(20)
+        .before_acquire(|conn, _| Box::pin(outside_transaction(conn)))
+        .connect(url)
+        .await
+        .map_err(|e| OpenError::Open {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+    if mode == OpenMode::MustExist {
+        let ours: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = '_sqlx_migrations'",
+        )
+        .fetch_one(&pool)
+        .await
+        .map_err(|e| OpenError::Open {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+        if ours == 0 {
+            pool.close().await;
+            return Err(OpenError::Foreign {
+                path,
+                reason: "a PostgreSQL database without this program's tables".into(),
+            });
+        }
+    }
+    sqlx::migrate!("migrations/postgres")
+        .run(&pool)
+        .await
+        .map_err(|e| OpenError::Migrate {
+            path: path.clone(),
+            reason: e.to_string(),
+        })?;
+    Ok(pool)
+}
+
+/// A database URL with its password replaced by `***`, for messages and logs.
+pub fn redacted_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// The file a SQLite database URL (`sqlite://path.db` or a plain path, as [`open`] takes) names,
+/// made absolute.
 ///
 /// # Errors
 /// [`OpenError::BadUrl`].
@@ -215,13 +363,33 @@ fn connect_options(url: &str) -> Result<(String, SqliteConnectOptions), OpenErro
     Ok((full, opts))
 }
 
-/// Starts a write transaction that takes SQLite's write lock at once (`BEGIN IMMEDIATE`), so
-/// concurrent writers queue on the busy timeout instead of failing on a lock upgrade.
+/// Key of the PostgreSQL advisory lock every write transaction takes ([`begin_write`]).
+const WRITE_LOCK_KEY: i64 = 0x1d_c1de_a7;
+
+/// Starts a write transaction that holds the database's write lock from its first statement, so
+/// concurrent writers queue instead of interleaving.
+///
+/// - SQLite: `BEGIN IMMEDIATE` (writers queue on the busy timeout instead of failing on a lock
+///   upgrade).
+/// - PostgreSQL: `BEGIN` and a transaction-level advisory lock (`pg_advisory_xact_lock`, released
+///   at commit or rollback), so writers from every app instance on the database run one at a
+///   time, as on SQLite: the compare-and-set transitions, the webhook dedupe and the audit
+///   chain's append keep the guarantees they have there. Reads never take it.
 ///
 /// # Errors
 /// [`AppError::Internal`] when the database is unavailable.
-pub async fn begin_write(pool: &SqlitePool) -> AppResult<Tx> {
-    Ok(pool.begin_with("BEGIN IMMEDIATE").await?)
+pub async fn begin_write(pool: &AnyPool) -> AppResult<Tx> {
+    match Backend::of(pool) {
+        Backend::Sqlite => Ok(pool.begin_with("BEGIN IMMEDIATE").await?),
+        Backend::Postgres => {
+            let mut tx = pool.begin().await?;
+            sqlx::query("SELECT 1 FROM pg_advisory_xact_lock($1)")
+                .bind(WRITE_LOCK_KEY)
+                .execute(&mut *tx)
+                .await?;
+            Ok(tx)
+        }
+    }
 }
 
 /// Formats an instant for storage: RFC 3339 in UTC with exactly six fractional digits, so that
@@ -257,15 +425,17 @@ pub fn is_unique_violation(e: &sqlx::Error) -> bool {
 ///
 /// # Errors
 /// [`AppError::Internal`] when the database does not answer.
-pub async fn migration_status(pool: &SqlitePool) -> AppResult<(i64, i64)> {
-    let expected = sqlx::migrate!()
-        .iter()
-        .filter(|m| !m.migration_type.is_down_migration())
-        .count() as i64;
-    let applied: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success = 1")
-            .fetch_one(pool)
-            .await?;
+pub async fn migration_status(pool: &AnyPool) -> AppResult<(i64, i64)> {
+    let expected = match Backend::of(pool) {
+        Backend::Sqlite => sqlx::migrate!("migrations/sqlite"),
+        Backend::Postgres => sqlx::migrate!("migrations/postgres"),
+    }
+    .iter()
+    .filter(|m| !m.migration_type.is_down_migration())
+    .count() as i64;
+    let applied: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
+        .fetch_one(pool)
+        .await?;
     Ok((applied, expected))
 }
 
@@ -273,7 +443,7 @@ pub async fn migration_status(pool: &SqlitePool) -> AppResult<(i64, i64)> {
 ///
 /// # Errors
 /// [`AppError::Internal`] with the driver's error.
-pub async fn ping(pool: &SqlitePool) -> AppResult<()> {
+pub async fn ping(pool: &AnyPool) -> AppResult<()> {
     sqlx::query("SELECT 1").execute(pool).await?;
     Ok(())
 }
@@ -289,7 +459,7 @@ pub async fn ping(pool: &SqlitePool) -> AppResult<()> {
 /// transaction depth"): after a full disk the app answered 500 to writes until a restart. Such
 /// a connection is closed here and the pool opens a fresh one. The queued `ROLLBACK` of a
 /// transaction dropped just before runs ahead of a ping, so a connection is judged after it.
-async fn outside_transaction(conn: &mut sqlx::SqliteConnection) -> Result<bool, sqlx::Error> {
+async fn outside_transaction(conn: &mut sqlx::AnyConnection) -> Result<bool, sqlx::Error> {
     use sqlx::Connection as _;
     if !conn.is_in_transaction() {
         return Ok(true);

@@ -1,6 +1,6 @@
 //! Post-mortem drafts (one per incident), their confirmation, and the stored result of Learn.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::{Tx, db_time, parse_db_time};
 use crate::domain::postmortem::Postmortem;
@@ -66,8 +66,8 @@ fn from_row(r: Row) -> AppResult<StoredPostmortem> {
 ///
 /// # Errors
 /// [`AppError::NotFound`] when none was drafted.
-pub async fn get(pool: &SqlitePool, incident_id: &str) -> AppResult<StoredPostmortem> {
-    let row: Option<Row> = sqlx::query_as("SELECT * FROM postmortems WHERE incident_id = ?")
+pub async fn get(pool: &AnyPool, incident_id: &str) -> AppResult<StoredPostmortem> {
+    let row: Option<Row> = sqlx::query_as("SELECT * FROM postmortems WHERE incident_id = $1")
         .bind(incident_id)
         .fetch_optional(pool)
         .await?;
@@ -79,7 +79,7 @@ pub async fn get(pool: &SqlitePool, incident_id: &str) -> AppResult<StoredPostmo
 /// # Errors
 /// [`AppError::NotFound`] when none was drafted.
 pub async fn get_in(tx: &mut Tx, incident_id: &str) -> AppResult<StoredPostmortem> {
-    let row: Option<Row> = sqlx::query_as("SELECT * FROM postmortems WHERE incident_id = ?")
+    let row: Option<Row> = sqlx::query_as("SELECT * FROM postmortems WHERE incident_id = $1")
         .bind(incident_id)
         .fetch_optional(&mut **tx)
         .await?;
@@ -103,7 +103,7 @@ pub async fn upsert_draft(
     let t = db_time(at);
     sqlx::query(
         "INSERT INTO postmortems (incident_id, draft, drafted_by, drafted_at, edited_by, edited_at, analyst, notice)
-         VALUES (?1, ?2, ?3, ?4, ?3, ?4, ?5, ?6)
+         VALUES ($1, $2, $3, $4, $3, $4, $5, $6)
          ON CONFLICT (incident_id) DO UPDATE SET draft = excluded.draft, drafted_by = excluded.drafted_by,
            drafted_at = excluded.drafted_at, edited_by = excluded.edited_by, edited_at = excluded.edited_at,
            analyst = excluded.analyst, notice = excluded.notice, confirmed_by = NULL, confirmed_at = NULL,
@@ -134,8 +134,8 @@ pub async fn save_edit(
 ) -> AppResult<bool> {
     let json = serde_json::to_string(pm).map_err(|e| AppError::Internal(e.into()))?;
     Ok(sqlx::query(
-        "UPDATE postmortems SET draft = ?, edited_by = ?, edited_at = ?, version = version + 1
-         WHERE incident_id = ? AND (? IS NULL OR version = ?)",
+        "UPDATE postmortems SET draft = $1, edited_by = $2, edited_at = $3, version = version + 1
+         WHERE incident_id = $4 AND ($5 IS NULL OR version = $6)",
     )
     .bind(json)
     .bind(actor)
@@ -159,12 +159,14 @@ pub async fn set_confirmation(
     reviewer: Option<&str>,
     at: jiff::Timestamp,
 ) -> AppResult<()> {
-    sqlx::query("UPDATE postmortems SET confirmed_by = ?, confirmed_at = ? WHERE incident_id = ?")
-        .bind(reviewer)
-        .bind(reviewer.map(|_| db_time(at)))
-        .bind(incident_id)
-        .execute(&mut **tx)
-        .await?;
+    sqlx::query(
+        "UPDATE postmortems SET confirmed_by = $1, confirmed_at = $2 WHERE incident_id = $3",
+    )
+    .bind(reviewer)
+    .bind(reviewer.map(|_| db_time(at)))
+    .bind(incident_id)
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 
@@ -180,7 +182,7 @@ pub async fn save_learning(
     at: jiff::Timestamp,
 ) -> AppResult<()> {
     sqlx::query(
-        "INSERT INTO learnings (incident_id, learned_by, learned_at, result) VALUES (?, ?, ?, ?)",
+        "INSERT INTO learnings (incident_id, learned_by, learned_at, result) VALUES ($1, $2, $3, $4)",
     )
     .bind(incident_id)
     .bind(actor)
@@ -195,9 +197,9 @@ pub async fn save_learning(
 ///
 /// # Errors
 /// Database errors.
-pub async fn learning(pool: &SqlitePool, incident_id: &str) -> AppResult<Option<String>> {
+pub async fn learning(pool: &AnyPool, incident_id: &str) -> AppResult<Option<String>> {
     Ok(
-        sqlx::query_scalar("SELECT result FROM learnings WHERE incident_id = ?")
+        sqlx::query_scalar("SELECT result FROM learnings WHERE incident_id = $1")
             .bind(incident_id)
             .fetch_optional(pool)
             .await?,
@@ -210,7 +212,7 @@ pub async fn learning(pool: &SqlitePool, incident_id: &str) -> AppResult<Option<
 /// # Errors
 /// Database errors.
 pub async fn review_queue(
-    pool: &SqlitePool,
+    pool: &AnyPool,
 ) -> AppResult<(Vec<(i64, String)>, Vec<(String, String)>)> {
     let ungrounded = sqlx::query_as(
         "SELECT id, text FROM records WHERE kind = 'lesson' AND validation IN ('confirmed', 'pending')
@@ -234,7 +236,7 @@ pub async fn review_queue(
 ///
 /// # Errors
 /// Database errors.
-pub async fn contradictions(pool: &SqlitePool) -> AppResult<Vec<(i64, String, i64)>> {
+pub async fn contradictions(pool: &AnyPool) -> AppResult<Vec<(i64, String, i64)>> {
     Ok(sqlx::query_as(
         "SELECT id, text, CAST(json_extract(data, '$.contradicted_by') AS INTEGER) FROM records
           WHERE json_extract(data, '$.contradicted_by') IS NOT NULL AND validation = 'confirmed'

@@ -3,7 +3,7 @@
 //! the analyst's remaining recommendations, the actions that worked, the standing runbooks).
 //! A proposal is never deleted: deciding it is a compare-and-set on its status and version.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::{Tx, db_time, parse_db_time};
 use crate::domain::proposals::{ProposalKind, ProposalStatus};
@@ -108,7 +108,7 @@ pub async fn insert(
 ) -> AppResult<Option<i64>> {
     Ok(sqlx::query_scalar(
         "INSERT INTO proposals (kind, incident_id, origin, title, draft, created_by, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (origin) DO NOTHING RETURNING id",
+         VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (origin) DO NOTHING RETURNING id",
     )
     .bind(kind.as_str())
     .bind(incident_id)
@@ -125,8 +125,8 @@ pub async fn insert(
 ///
 /// # Errors
 /// [`AppError::NotFound`].
-pub async fn get(pool: &SqlitePool, id: i64) -> AppResult<StoredProposal> {
-    let row: Option<Row> = sqlx::query_as("SELECT * FROM proposals WHERE id = ?")
+pub async fn get(pool: &AnyPool, id: i64) -> AppResult<StoredProposal> {
+    let row: Option<Row> = sqlx::query_as("SELECT * FROM proposals WHERE id = $1")
         .bind(id)
         .fetch_optional(pool)
         .await?;
@@ -139,7 +139,7 @@ pub async fn get(pool: &SqlitePool, id: i64) -> AppResult<StoredProposal> {
 /// # Errors
 /// [`AppError::NotFound`].
 pub async fn get_in(tx: &mut Tx, id: i64) -> AppResult<StoredProposal> {
-    let row: Option<Row> = sqlx::query_as("SELECT * FROM proposals WHERE id = ?")
+    let row: Option<Row> = sqlx::query_as("SELECT * FROM proposals WHERE id = $1")
         .bind(id)
         .fetch_optional(&mut **tx)
         .await?;
@@ -151,9 +151,9 @@ pub async fn get_in(tx: &mut Tx, id: i64) -> AppResult<StoredProposal> {
 ///
 /// # Errors
 /// Database errors.
-pub async fn list(pool: &SqlitePool, status: ProposalStatus) -> AppResult<Vec<StoredProposal>> {
+pub async fn list(pool: &AnyPool, status: ProposalStatus) -> AppResult<Vec<StoredProposal>> {
     let rows: Vec<Row> =
-        sqlx::query_as("SELECT * FROM proposals WHERE status = ? ORDER BY id LIMIT 200")
+        sqlx::query_as("SELECT * FROM proposals WHERE status = $1 ORDER BY id LIMIT 200")
             .bind(status.as_str())
             .fetch_all(pool)
             .await?;
@@ -164,9 +164,9 @@ pub async fn list(pool: &SqlitePool, status: ProposalStatus) -> AppResult<Vec<St
 ///
 /// # Errors
 /// Database errors.
-pub async fn of_incident(pool: &SqlitePool, incident_id: &str) -> AppResult<Vec<StoredProposal>> {
+pub async fn of_incident(pool: &AnyPool, incident_id: &str) -> AppResult<Vec<StoredProposal>> {
     let rows: Vec<Row> =
-        sqlx::query_as("SELECT * FROM proposals WHERE incident_id = ? ORDER BY id")
+        sqlx::query_as("SELECT * FROM proposals WHERE incident_id = $1 ORDER BY id")
             .bind(incident_id)
             .fetch_all(pool)
             .await?;
@@ -192,9 +192,9 @@ pub async fn decide(
     draft: &serde_json::Value,
 ) -> AppResult<bool> {
     let done = sqlx::query(
-        "UPDATE proposals SET status = ?, decided_by = ?, decided_at = ?, reason = ?, record_id = ?,
-                draft = ?, version = version + 1
-          WHERE id = ? AND status = 'pending' AND version = ?",
+        "UPDATE proposals SET status = $1, decided_by = $2, decided_at = $3, reason = $4, record_id = $5,
+                draft = $6, version = version + 1
+          WHERE id = $7 AND status = 'pending' AND version = $8",
     )
     .bind(status.as_str())
     .bind(by)
@@ -228,11 +228,11 @@ pub async fn successes_in(
     Ok(sqlx::query_as(
         "SELECT r.id, r.incident_id, r.action_kind FROM records r
           WHERE r.kind = 'remediation_success' AND r.validation = 'confirmed'
-            AND r.action_kind IS NOT NULL AND r.action_kind != ?
-            AND COALESCE(r.incident_id, '') != ?
-            AND (EXISTS (SELECT 1 FROM json_each(r.services) s WHERE s.value = ?)
+            AND r.action_kind IS NOT NULL AND r.action_kind != $1
+            AND COALESCE(r.incident_id, '') != $2
+            AND (EXISTS (SELECT 1 FROM json_each(r.services) s WHERE s.value = $3)
                  OR EXISTS (SELECT 1 FROM json_each(r.failure_modes) f
-                             WHERE f.value IN (SELECT value FROM json_each(?))))
+                             WHERE f.value IN (SELECT value FROM json_each($4))))
           ORDER BY r.id DESC LIMIT 20",
     )
     .bind(not_kind)
@@ -255,9 +255,9 @@ pub async fn recalled_successes_in(
 ) -> AppResult<Vec<Success>> {
     let rows: Vec<Success> = sqlx::query_as(
         "SELECT r.id, r.incident_id, r.action_kind FROM records r
-          WHERE r.id IN (SELECT value FROM json_each(?))
+          WHERE r.id IN (SELECT value FROM json_each($1))
             AND r.kind = 'remediation_success' AND r.validation = 'confirmed'
-            AND r.action_kind IS NOT NULL AND r.action_kind != ?",
+            AND r.action_kind IS NOT NULL AND r.action_kind != $2",
     )
     .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()))
     .bind(not_kind)
@@ -274,7 +274,7 @@ pub async fn recalled_successes_in(
 /// Database errors; [`AppError::Internal`] for an unreadable stored list.
 pub async fn latest_recalled_in(tx: &mut Tx, incident_id: &str) -> AppResult<Vec<i64>> {
     let recalled: Option<String> = sqlx::query_scalar(
-        "SELECT recalled FROM investigations WHERE incident_id = ? ORDER BY id DESC LIMIT 1",
+        "SELECT recalled FROM investigations WHERE incident_id = $1 ORDER BY id DESC LIMIT 1",
     )
     .bind(incident_id)
     .fetch_optional(&mut **tx)
@@ -297,7 +297,7 @@ pub async fn open_recommendations_in(
 ) -> AppResult<Vec<(String, String)>> {
     Ok(sqlx::query_as(
         "SELECT action_kind, target FROM recommendations
-          WHERE investigation_id = ? AND status = 'proposed' AND warning IS NULL
+          WHERE investigation_id = $1 AND status = 'proposed' AND warning IS NULL
           ORDER BY position, id",
     )
     .bind(investigation_id)
@@ -326,7 +326,7 @@ pub struct Worked {
 pub async fn worked_in(tx: &mut Tx, incident_id: &str) -> AppResult<Vec<Worked>> {
     Ok(sqlx::query_as(
         "SELECT action_kind, target, verdict, transcript_id FROM recommendations
-          WHERE incident_id = ? AND status = 'approved'
+          WHERE incident_id = $1 AND status = 'approved'
             AND verdict IN ('resolved', 'partially_resolved')
           ORDER BY decided_at, id",
     )
@@ -377,14 +377,15 @@ pub struct Grade {
 pub async fn insert_grade(tx: &mut Tx, g: &Grade) -> AppResult<()> {
     sqlx::query(
         "INSERT INTO hypothesis_grades (incident_id, hypothesis_id, hypothesis, matched, suggested,
-                memory_recalled, graded_by, graded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                memory_recalled, graded_by, graded_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
     )
     .bind(&g.incident_id)
     .bind(g.hypothesis_id)
     .bind(&g.hypothesis)
-    .bind(g.matched)
-    .bind(g.suggested)
-    .bind(g.memory_recalled)
+    // Stored as 0/1 integers on both backends.
+    .bind(i64::from(g.matched))
+    .bind(i64::from(g.suggested))
+    .bind(i64::from(g.memory_recalled))
     .bind(&g.graded_by)
     .bind(db_time(g.graded_at))
     .execute(&mut **tx)
@@ -397,9 +398,9 @@ struct GradeRow {
     incident_id: String,
     hypothesis_id: Option<i64>,
     hypothesis: String,
-    matched: bool,
-    suggested: bool,
-    memory_recalled: bool,
+    matched: i64,
+    suggested: i64,
+    memory_recalled: i64,
     graded_by: String,
     graded_at: String,
 }
@@ -413,9 +414,9 @@ impl TryFrom<GradeRow> for Grade {
             incident_id: r.incident_id,
             hypothesis_id: r.hypothesis_id,
             hypothesis: r.hypothesis,
-            matched: r.matched,
-            suggested: r.suggested,
-            memory_recalled: r.memory_recalled,
+            matched: r.matched != 0,
+            suggested: r.suggested != 0,
+            memory_recalled: r.memory_recalled != 0,
             graded_by: r.graded_by,
         })
     }
@@ -425,9 +426,9 @@ impl TryFrom<GradeRow> for Grade {
 ///
 /// # Errors
 /// Database errors.
-pub async fn grade(pool: &SqlitePool, incident_id: &str) -> AppResult<Option<Grade>> {
+pub async fn grade(pool: &AnyPool, incident_id: &str) -> AppResult<Option<Grade>> {
     let row: Option<GradeRow> =
-        sqlx::query_as("SELECT * FROM hypothesis_grades WHERE incident_id = ?")
+        sqlx::query_as("SELECT * FROM hypothesis_grades WHERE incident_id = $1")
             .bind(incident_id)
             .fetch_optional(pool)
             .await?;
@@ -439,7 +440,7 @@ pub async fn grade(pool: &SqlitePool, incident_id: &str) -> AppResult<Option<Gra
 /// # Errors
 /// Database errors.
 pub async fn grades_since(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     since: jiff::Timestamp,
 ) -> AppResult<Vec<(Grade, jiff::Timestamp)>> {
     #[derive(sqlx::FromRow)]
@@ -450,7 +451,7 @@ pub async fn grades_since(
     }
     let rows: Vec<Joined> = sqlx::query_as(
         "SELECT g.*, i.opened_at FROM hypothesis_grades g JOIN incidents i ON i.id = g.incident_id
-          WHERE i.opened_at >= ? ORDER BY i.opened_at, g.incident_id",
+          WHERE i.opened_at >= $1 ORDER BY i.opened_at, g.incident_id",
     )
     .bind(db_time(since))
     .fetch_all(pool)

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::memory::{Candidate, corrupt, durable_kinds_json, parse_candidate};
 use crate::error::AppResult;
@@ -55,7 +55,7 @@ const NO_INCIDENT: u32 = u32::MAX;
 ///
 /// # Errors
 /// Database errors.
-pub async fn generation(pool: &SqlitePool) -> AppResult<(String, i64)> {
+pub async fn generation(pool: &AnyPool) -> AppResult<(String, i64)> {
     Ok(
         sqlx::query_as("SELECT epoch, value FROM recall_generation WHERE id = 1")
             .fetch_one(pool)
@@ -69,7 +69,7 @@ pub async fn generation(pool: &SqlitePool) -> AppResult<(String, i64)> {
 ///
 /// # Errors
 /// Database errors; [`crate::error::AppError::Internal`] for rows this program did not write.
-pub async fn load(pool: &SqlitePool) -> AppResult<RecallIndex> {
+pub async fn load(pool: &AnyPool) -> AppResult<RecallIndex> {
     let mut tx = pool.begin().await?;
     let generation: (String, i64) =
         sqlx::query_as("SELECT epoch, value FROM recall_generation WHERE id = 1")
@@ -79,7 +79,7 @@ pub async fn load(pool: &SqlitePool) -> AppResult<RecallIndex> {
     let (entries, keys, graph): (String, String, String) = sqlx::query_as(
         "WITH live AS MATERIALIZED (
              SELECT * FROM records_rank
-             WHERE validation != 'retracted' AND kind IN (SELECT value FROM json_each(?1)))
+             WHERE validation != 'retracted' AND kind IN (SELECT value FROM json_each($1)))
          SELECT
            (SELECT json_group_array(json_array(
                 json_array(id, kind, validation, created_at, importance, evidence_count,

@@ -2,7 +2,7 @@
 //! approved → verdict). State changes are compare-and-set, so a double submission changes
 //! nothing the second time.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::{Tx, db_time};
 use crate::error::{AppError, AppResult};
@@ -67,7 +67,7 @@ pub async fn insert_investigation(
 ) -> AppResult<i64> {
     Ok(sqlx::query_scalar(
         "INSERT INTO investigations (incident_id, actor, analyst, notice, dropped, recalled, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+         VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id",
     )
     .bind(incident_id)
     .bind(actor)
@@ -106,11 +106,11 @@ pub struct Investigation {
 /// # Errors
 /// Database errors.
 pub async fn latest_investigation(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     incident_id: &str,
 ) -> AppResult<Option<Investigation>> {
     Ok(sqlx::query_as(
-        "SELECT * FROM investigations WHERE incident_id = ? ORDER BY id DESC LIMIT 1",
+        "SELECT * FROM investigations WHERE incident_id = $1 ORDER BY id DESC LIMIT 1",
     )
     .bind(incident_id)
     .fetch_optional(pool)
@@ -147,7 +147,7 @@ pub struct NewRecommendation<'a> {
 pub async fn insert(tx: &mut Tx, r: &NewRecommendation<'_>) -> AppResult<i64> {
     Ok(sqlx::query_scalar(
         "INSERT INTO recommendations (investigation_id, incident_id, record_id, hypothesis_id, action_kind, target,
-             rationale, warning, position) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+             rationale, warning, position) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
     )
     .bind(r.investigation_id)
     .bind(r.incident_id)
@@ -167,11 +167,11 @@ pub async fn insert(tx: &mut Tx, r: &NewRecommendation<'_>) -> AppResult<i64> {
 /// # Errors
 /// Database errors.
 pub async fn of_investigation(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     investigation_id: i64,
 ) -> AppResult<Vec<Recommendation>> {
     Ok(sqlx::query_as(
-        "SELECT * FROM recommendations WHERE investigation_id = ? ORDER BY position, id",
+        "SELECT * FROM recommendations WHERE investigation_id = $1 ORDER BY position, id",
     )
     .bind(investigation_id)
     .fetch_all(pool)
@@ -182,8 +182,8 @@ pub async fn of_investigation(
 ///
 /// # Errors
 /// Database errors.
-pub async fn of_incident(pool: &SqlitePool, incident_id: &str) -> AppResult<Vec<Recommendation>> {
-    Ok(sqlx::query_as("SELECT * FROM recommendations WHERE incident_id = ? ORDER BY investigation_id, position, id")
+pub async fn of_incident(pool: &AnyPool, incident_id: &str) -> AppResult<Vec<Recommendation>> {
+    Ok(sqlx::query_as("SELECT * FROM recommendations WHERE incident_id = $1 ORDER BY investigation_id, position, id")
         .bind(incident_id)
         .fetch_all(pool)
         .await?)
@@ -194,7 +194,7 @@ pub async fn of_incident(pool: &SqlitePool, incident_id: &str) -> AppResult<Vec<
 /// # Errors
 /// [`AppError::NotFound`].
 pub async fn get_in(tx: &mut Tx, incident_id: &str, id: i64) -> AppResult<Recommendation> {
-    sqlx::query_as("SELECT * FROM recommendations WHERE id = ? AND incident_id = ?")
+    sqlx::query_as("SELECT * FROM recommendations WHERE id = $1 AND incident_id = $2")
         .bind(id)
         .bind(incident_id)
         .fetch_optional(&mut **tx)
@@ -217,8 +217,8 @@ pub async fn decide(
     at: jiff::Timestamp,
 ) -> AppResult<bool> {
     Ok(sqlx::query(
-        "UPDATE recommendations SET status = ?, decided_by = ?, decided_at = ?, reject_reason = ?, transcript_id = ?
-         WHERE id = ? AND status = 'proposed'",
+        "UPDATE recommendations SET status = $1, decided_by = $2, decided_at = $3, reject_reason = $4, transcript_id = $5
+         WHERE id = $6 AND status = 'proposed'",
     )
     .bind(if approve { "approved" } else { "rejected" })
     .bind(actor)
@@ -246,8 +246,8 @@ pub async fn set_verdict(
     at: jiff::Timestamp,
 ) -> AppResult<bool> {
     Ok(sqlx::query(
-        "UPDATE recommendations SET verdict = ?, verdict_note = ?, verdict_by = ?, verdict_at = ?
-         WHERE id = ? AND status = 'approved' AND verdict IS NULL",
+        "UPDATE recommendations SET verdict = $1, verdict_note = $2, verdict_by = $3, verdict_at = $4
+         WHERE id = $5 AND status = 'approved' AND verdict IS NULL",
     )
     .bind(verdict)
     .bind(note)
@@ -264,9 +264,9 @@ pub async fn set_verdict(
 ///
 /// # Errors
 /// Database errors.
-pub async fn incident_exists(pool: &SqlitePool, id: &str) -> AppResult<bool> {
+pub async fn incident_exists(pool: &AnyPool, id: &str) -> AppResult<bool> {
     Ok(
-        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM incidents WHERE id = ?")
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM incidents WHERE id = $1")
             .bind(id)
             .fetch_one(pool)
             .await?
@@ -278,8 +278,8 @@ pub async fn incident_exists(pool: &SqlitePool, id: &str) -> AppResult<bool> {
 ///
 /// # Errors
 /// [`AppError::NotFound`].
-pub async fn get_investigation(pool: &SqlitePool, id: i64) -> AppResult<Investigation> {
-    sqlx::query_as("SELECT * FROM investigations WHERE id = ?")
+pub async fn get_investigation(pool: &AnyPool, id: i64) -> AppResult<Investigation> {
+    sqlx::query_as("SELECT * FROM investigations WHERE id = $1")
         .bind(id)
         .fetch_optional(pool)
         .await?

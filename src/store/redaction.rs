@@ -5,7 +5,7 @@ use super::Tx;
 use crate::error::{AppError, AppResult};
 use crate::redact::Redactor;
 
-const SELECT: &str = "SELECT map FROM redaction_maps WHERE incident_id = ?";
+const SELECT: &str = "SELECT map FROM redaction_maps WHERE incident_id = $1";
 
 fn parse(map: Option<String>) -> AppResult<Redactor> {
     match map {
@@ -33,7 +33,7 @@ pub async fn load(tx: &mut Tx, incident_id: &str) -> AppResult<Redactor> {
 ///
 /// # Errors
 /// Database errors; a stored map that does not parse.
-pub async fn peek(pool: &sqlx::SqlitePool, incident_id: &str) -> AppResult<Redactor> {
+pub async fn peek(pool: &sqlx::AnyPool, incident_id: &str) -> AppResult<Redactor> {
     parse(
         sqlx::query_scalar(SELECT)
             .bind(incident_id)
@@ -49,7 +49,7 @@ pub async fn peek(pool: &sqlx::SqlitePool, incident_id: &str) -> AppResult<Redac
 pub async fn save(tx: &mut Tx, incident_id: &str, r: &Redactor) -> AppResult<()> {
     let map = serde_json::to_string(r).map_err(|e| AppError::Internal(e.into()))?;
     sqlx::query(
-        "INSERT INTO redaction_maps (incident_id, map) VALUES (?, ?)
+        "INSERT INTO redaction_maps (incident_id, map) VALUES ($1, $2)
          ON CONFLICT (incident_id) DO UPDATE SET map = excluded.map",
     )
     .bind(incident_id)

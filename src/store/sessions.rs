@@ -2,7 +2,7 @@
 //! older sqlx). Records are JSON; expired sessions are never returned and are pruned on write.
 
 use async_trait::async_trait;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use tower_sessions::cookie::time::OffsetDateTime;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, SessionStore};
@@ -10,12 +10,12 @@ use tower_sessions::session_store::{self, SessionStore};
 /// Session storage in the `sessions` table.
 #[derive(Debug, Clone)]
 pub struct SqliteSessionStore {
-    pool: SqlitePool,
+    pool: AnyPool,
 }
 
 impl SqliteSessionStore {
     /// Wraps the app's pool.
-    pub fn new(pool: SqlitePool) -> Self {
+    pub fn new(pool: AnyPool) -> Self {
         Self { pool }
     }
 }
@@ -31,12 +31,13 @@ impl SessionStore for SqliteSessionStore {
             .map_err(|e| session_store::Error::Encode(e.to_string()))?;
         // Ids are 128-bit random; on the astronomically unlikely collision, draw a new one.
         loop {
-            let res = sqlx::query("INSERT INTO sessions (id, data, expiry_date) VALUES (?, ?, ?)")
-                .bind(record.id.to_string())
-                .bind(&data)
-                .bind(record.expiry_date.unix_timestamp())
-                .execute(&self.pool)
-                .await;
+            let res =
+                sqlx::query("INSERT INTO sessions (id, data, expiry_date) VALUES ($1, $2, $3)")
+                    .bind(record.id.to_string())
+                    .bind(&data)
+                    .bind(record.expiry_date.unix_timestamp())
+                    .execute(&self.pool)
+                    .await;
             match res {
                 Ok(_) => return Ok(()),
                 Err(e) if super::is_unique_violation(&e) => record.id = Id::default(),
@@ -49,7 +50,7 @@ impl SessionStore for SqliteSessionStore {
         let data = serde_json::to_vec(&record.data)
             .map_err(|e| session_store::Error::Encode(e.to_string()))?;
         sqlx::query(
-            "INSERT INTO sessions (id, data, expiry_date) VALUES (?, ?, ?)
+            "INSERT INTO sessions (id, data, expiry_date) VALUES ($1, $2, $3)
              ON CONFLICT (id) DO UPDATE SET data = excluded.data, expiry_date = excluded.expiry_date",
         )
         .bind(record.id.to_string())
@@ -58,7 +59,7 @@ impl SessionStore for SqliteSessionStore {
         .execute(&self.pool)
         .await
         .map_err(backend)?;
-        sqlx::query("DELETE FROM sessions WHERE expiry_date < ?")
+        sqlx::query("DELETE FROM sessions WHERE expiry_date < $1")
             .bind(OffsetDateTime::now_utc().unix_timestamp())
             .execute(&self.pool)
             .await
@@ -68,7 +69,7 @@ impl SessionStore for SqliteSessionStore {
 
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
         let row: Option<(Vec<u8>, i64)> = sqlx::query_as(
-            "SELECT data, expiry_date FROM sessions WHERE id = ? AND expiry_date > ?",
+            "SELECT data, expiry_date FROM sessions WHERE id = $1 AND expiry_date > $2",
         )
         .bind(id.to_string())
         .bind(OffsetDateTime::now_utc().unix_timestamp())
@@ -87,7 +88,7 @@ impl SessionStore for SqliteSessionStore {
     }
 
     async fn delete(&self, id: &Id) -> session_store::Result<()> {
-        sqlx::query("DELETE FROM sessions WHERE id = ?")
+        sqlx::query("DELETE FROM sessions WHERE id = $1")
             .bind(id.to_string())
             .execute(&self.pool)
             .await

@@ -1,7 +1,7 @@
 //! Counts for the operator's metrics (`GET /metrics`): read-only aggregate queries over the
 //! other aggregates' tables, each one statement.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::error::AppResult;
 
@@ -10,7 +10,7 @@ use crate::error::AppResult;
 ///
 /// # Errors
 /// Database errors.
-pub async fn open_incidents(pool: &SqlitePool) -> AppResult<Vec<(String, String, i64)>> {
+pub async fn open_incidents(pool: &AnyPool) -> AppResult<Vec<(String, String, i64)>> {
     Ok(sqlx::query_as(
         "SELECT state, severity, COUNT(*) FROM incidents WHERE state <> 'learned' \
          GROUP BY state, severity",
@@ -23,7 +23,7 @@ pub async fn open_incidents(pool: &SqlitePool) -> AppResult<Vec<(String, String,
 ///
 /// # Errors
 /// Database errors.
-pub async fn records_by_kind(pool: &SqlitePool) -> AppResult<Vec<(String, i64)>> {
+pub async fn records_by_kind(pool: &AnyPool) -> AppResult<Vec<(String, i64)>> {
     Ok(
         sqlx::query_as("SELECT kind, COUNT(*) FROM records GROUP BY kind")
             .fetch_all(pool)
@@ -35,7 +35,7 @@ pub async fn records_by_kind(pool: &SqlitePool) -> AppResult<Vec<(String, i64)>>
 ///
 /// # Errors
 /// Database errors.
-pub async fn audit_entries(pool: &SqlitePool) -> AppResult<i64> {
+pub async fn audit_entries(pool: &AnyPool) -> AppResult<i64> {
     Ok(sqlx::query_scalar("SELECT COUNT(*) FROM audit_log")
         .fetch_one(pool)
         .await?)

@@ -1,7 +1,7 @@
 //! Users and their API tokens. Passwords arrive already hashed (PHC string); tokens are stored as
 //! the hex SHA-256 of the token (tokens are 256-bit random, so a fast hash is enough).
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::{db_time, is_unique_violation, now};
 use crate::domain::{Role, UserName};
@@ -45,23 +45,24 @@ impl UserRow {
 /// # Errors
 /// [`AppError::Conflict`] when the name is taken.
 pub async fn create(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     name: &UserName,
     role: Role,
     password_hash: Option<&str>,
 ) -> AppResult<User> {
-    let res = sqlx::query(
-        "INSERT INTO users (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)",
+    let res = sqlx::query_scalar::<_, i64>(
+        "INSERT INTO users (name, role, password_hash, created_at) VALUES ($1, $2, $3, $4) \
+         RETURNING id",
     )
     .bind(name.as_str())
     .bind(role.as_str())
     .bind(password_hash)
     .bind(db_time(now()))
-    .execute(pool)
+    .fetch_one(pool)
     .await;
     match res {
-        Ok(r) => Ok(User {
-            id: r.last_insert_rowid(),
+        Ok(id) => Ok(User {
+            id,
             name: name.as_str().to_string(),
             role,
             time_zone: None,
@@ -78,8 +79,8 @@ pub async fn create(
 ///
 /// # Errors
 /// Database errors.
-pub async fn add_token(pool: &SqlitePool, user_id: i64, token_sha256: &str) -> AppResult<()> {
-    sqlx::query("INSERT INTO api_tokens (user_id, token_sha256, created_at) VALUES (?, ?, ?)")
+pub async fn add_token(pool: &AnyPool, user_id: i64, token_sha256: &str) -> AppResult<()> {
+    sqlx::query("INSERT INTO api_tokens (user_id, token_sha256, created_at) VALUES ($1, $2, $3)")
         .bind(user_id)
         .bind(token_sha256)
         .bind(db_time(now()))
@@ -92,10 +93,10 @@ pub async fn add_token(pool: &SqlitePool, user_id: i64, token_sha256: &str) -> A
 ///
 /// # Errors
 /// Database errors.
-pub async fn find_by_token(pool: &SqlitePool, token_sha256: &str) -> AppResult<Option<User>> {
+pub async fn find_by_token(pool: &AnyPool, token_sha256: &str) -> AppResult<Option<User>> {
     let row: Option<UserRow> = sqlx::query_as(
         "SELECT u.id, u.name, u.role, u.time_zone FROM users u
-         JOIN api_tokens t ON t.user_id = u.id WHERE t.token_sha256 = ?",
+         JOIN api_tokens t ON t.user_id = u.id WHERE t.token_sha256 = $1",
     )
     .bind(token_sha256)
     .fetch_optional(pool)
@@ -107,9 +108,9 @@ pub async fn find_by_token(pool: &SqlitePool, token_sha256: &str) -> AppResult<O
 ///
 /// # Errors
 /// Database errors.
-pub async fn find(pool: &SqlitePool, id: i64) -> AppResult<Option<User>> {
+pub async fn find(pool: &AnyPool, id: i64) -> AppResult<Option<User>> {
     let row: Option<UserRow> =
-        sqlx::query_as("SELECT id, name, role, time_zone FROM users WHERE id = ?")
+        sqlx::query_as("SELECT id, name, role, time_zone FROM users WHERE id = $1")
             .bind(id)
             .fetch_optional(pool)
             .await?;
@@ -121,7 +122,7 @@ pub async fn find(pool: &SqlitePool, id: i64) -> AppResult<Option<User>> {
 /// # Errors
 /// Database errors.
 pub async fn find_with_password(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     name: &str,
 ) -> AppResult<Option<(User, Option<String>)>> {
     #[derive(sqlx::FromRow)]
@@ -130,11 +131,12 @@ pub async fn find_with_password(
         user: UserRow,
         password_hash: Option<String>,
     }
-    let row: Option<Row> =
-        sqlx::query_as("SELECT id, name, role, time_zone, password_hash FROM users WHERE name = ?")
-            .bind(name)
-            .fetch_optional(pool)
-            .await?;
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT id, name, role, time_zone, password_hash FROM users WHERE name = $1",
+    )
+    .bind(name)
+    .fetch_optional(pool)
+    .await?;
     row.map(|r| Ok((r.user.into_user()?, r.password_hash)))
         .transpose()
 }
@@ -143,8 +145,8 @@ pub async fn find_with_password(
 ///
 /// # Errors
 /// Database errors.
-pub async fn set_time_zone(pool: &SqlitePool, id: i64, zone: Option<&str>) -> AppResult<()> {
-    sqlx::query("UPDATE users SET time_zone = ? WHERE id = ?")
+pub async fn set_time_zone(pool: &AnyPool, id: i64, zone: Option<&str>) -> AppResult<()> {
+    sqlx::query("UPDATE users SET time_zone = $1 WHERE id = $2")
         .bind(zone)
         .bind(id)
         .execute(pool)
@@ -156,7 +158,7 @@ pub async fn set_time_zone(pool: &SqlitePool, id: i64, zone: Option<&str>) -> Ap
 ///
 /// # Errors
 /// Database errors.
-pub async fn count(pool: &SqlitePool) -> AppResult<i64> {
+pub async fn count(pool: &AnyPool) -> AppResult<i64> {
     Ok(sqlx::query_scalar("SELECT COUNT(*) FROM users")
         .fetch_one(pool)
         .await?)

@@ -207,7 +207,7 @@ impl ListQuery {
 /// # Errors
 /// Database errors.
 pub async fn page_of(
-    pool: &sqlx::SqlitePool,
+    pool: &sqlx::AnyPool,
     mut filter: IncidentFilter,
     size: i64,
 ) -> Result<(Vec<Incident>, Option<String>), crate::AppError> {

@@ -5,7 +5,7 @@
 use axum::extract::FromRequestParts;
 use axum::http::{header, request::Parts};
 use axum::response::{IntoResponse, Redirect, Response};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use tower_sessions::Session;
 
 use super::AppState;
@@ -22,7 +22,7 @@ const SESSION_USER: &str = "user_id";
 ///
 /// # Errors
 /// Database errors.
-pub async fn issue_token(pool: &SqlitePool, user_id: i64) -> AppResult<String> {
+pub async fn issue_token(pool: &AnyPool, user_id: i64) -> AppResult<String> {
     let bytes: [u8; 32] = rand::random();
     let token = format!("im_{}", hex::encode(bytes));
     users::add_token(pool, user_id, &token_digest(&token)).await?;
@@ -265,7 +265,7 @@ impl FromRequestParts<AppState> for CurrentUser {
 /// [`AppError::Unauthenticated`] for an unknown name, a user without a password, or a wrong
 /// password (the same error for all three).
 pub async fn sign_in(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     session: &Session,
     name: &str,
     password: &str,

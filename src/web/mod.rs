@@ -29,7 +29,7 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, State};
 use axum::http::{HeaderName, HeaderValue, Request, StatusCode, header};
 use axum::response::Redirect;
 use axum::routing::{get, post};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 use tower::ServiceBuilder;
 use tower_http::csrf::CsrfLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -100,7 +100,7 @@ impl Default for Settings {
 #[derive(Debug, Clone)]
 pub struct AppState {
     /// The one SQLite pool.
-    pub pool: SqlitePool,
+    pub pool: AnyPool,
     /// Recall, its caches and the embedder, over the same pool.
     pub memory: crate::memory::Memory,
     /// Settings.
@@ -119,7 +119,7 @@ pub struct AppState {
 
 impl AppState {
     /// Builds the state with the built-in analyst only and a memory without embeddings.
-    pub fn new(pool: SqlitePool, settings: Settings) -> Self {
+    pub fn new(pool: AnyPool, settings: Settings) -> Self {
         Self {
             limits: std::sync::Arc::new(limits::RateLimiters::new(&settings.rate_limits)),
             memory: crate::memory::Memory::new(pool.clone(), None),

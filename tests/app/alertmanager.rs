@@ -373,7 +373,7 @@ async fn a_real_alertmanager_opens_an_incident_and_its_resolution_resolves_the_a
          incident stays open until a person resolves it"
     );
     let evidence: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM evidence WHERE incident_id = ? AND kind = 'alert'",
+        "SELECT COUNT(*) FROM evidence WHERE incident_id = $1 AND kind = 'alert'",
     )
     .bind(&id)
     .fetch_one(&app.pool)

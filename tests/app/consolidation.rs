@@ -95,7 +95,7 @@ async fn replay_follow_ups(app: &TestApp) -> (String, String) {
 }
 
 async fn lesson_of(app: &TestApp, incident: &str) -> i64 {
-    sqlx::query_scalar("SELECT id FROM records WHERE kind = 'lesson' AND incident_id = ?")
+    sqlx::query_scalar("SELECT id FROM records WHERE kind = 'lesson' AND incident_id = $1")
         .bind(incident)
         .fetch_one(&app.pool)
         .await
@@ -204,7 +204,7 @@ async fn consolidate_proposes_a_merged_rule_that_once_accepted_ranks_first_and_m
     let accepted: Value = res.json().await.unwrap();
     let merged = accepted["record_id"].as_i64().unwrap();
     assert_eq!(app.count("records").await, records_before + 1, "only grew");
-    let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM records WHERE id <= ?")
+    let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM records WHERE id <= $1")
         .bind(max_before)
         .fetch_one(&app.pool)
         .await
@@ -238,7 +238,7 @@ async fn consolidate_proposes_a_merged_rule_that_once_accepted_ranks_first_and_m
 
     // Recall's ranking table follows the mark (migration 0013's triggers).
     let ranked: Vec<Option<i64>> =
-        sqlx::query_scalar("SELECT consolidated_into FROM records_rank WHERE id IN (?, ?)")
+        sqlx::query_scalar("SELECT consolidated_into FROM records_rank WHERE id IN ($1, $2)")
             .bind(l1)
             .bind(l2)
             .fetch_all(&app.pool)

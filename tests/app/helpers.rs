@@ -5,20 +5,23 @@ use incidentmind::app::{App, Config};
 use incidentmind::{Settings, cli::add_user};
 use reqwest::{Client, Response, StatusCode};
 use serde_json::{Value, json};
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 /// Password of every test user.
 pub const PASSWORD: &str = "correct horse battery";
 
 pub struct TestApp {
     pub base: String,
-    pub pool: SqlitePool,
+    pub pool: AnyPool,
     /// The app's memory (same pool, same caches and embedder as its handlers).
     pub memory: incidentmind::memory::Memory,
     pub responder: String,
     pub reviewer: String,
     pub admin: String,
     pub client: Client,
+    /// The database URL the app was built with (a SQLite path, or a PostgreSQL URL when the
+    /// suite runs on PostgreSQL).
+    pub database_url: String,
     _dir: tempfile::TempDir,
 }
 
@@ -120,13 +123,36 @@ impl CapturingModel {
 }
 
 /// Every row of every table (FTS shadow tables included) as text, one string per row.
-pub async fn dump_all_tables(pool: &SqlitePool) -> Vec<(String, String)> {
+pub async fn dump_all_tables(pool: &AnyPool) -> Vec<(String, String)> {
     use sqlx::{Column, Row, ValueRef};
-    let tables: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+    if incidentmind::store::Backend::of(pool) == incidentmind::store::Backend::Postgres {
+        // Each row cast to its text form: every column, whatever its type.
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT table_name::text FROM information_schema.tables \
+             WHERE table_schema = 'public' AND table_name <> '_sqlx_migrations' ORDER BY 1",
+        )
+        .fetch_all(pool)
+        .await
+        .expect("tables");
+        let mut out = Vec::new();
+        for t in tables {
+            let rows: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "SELECT CAST(t AS text) FROM \"{t}\" t"
+            )))
             .fetch_all(pool)
             .await
-            .expect("tables");
+            .expect("select rows");
+            out.extend(rows.into_iter().map(|r| (t.clone(), r)));
+        }
+        return out;
+    }
+    let tables: Vec<String> = sqlx::query_scalar(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name <> '_sqlx_migrations' \
+             ORDER BY name",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("tables");
     let mut out = Vec::new();
     for t in tables {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!("SELECT * FROM \"{t}\"")))
@@ -169,9 +195,13 @@ async fn spawn_app_inner(
 ) -> TestApp {
     let dir = tempfile::tempdir().expect("tempdir");
     let db_path = dir.path().join("test.db");
+    let database_url = match suite_on_postgres() {
+        Some(server) => fresh_postgres_database(&server).await,
+        None => db_path.to_str().expect("utf-8 path").to_string(),
+    };
     // The app as `serve` builds it (database and migrations, memory, model, router).
     let built = App::build(Config {
-        database_url: db_path.to_str().expect("utf-8 path").to_string(),
+        database_url: database_url.clone(),
         settings,
         embedder,
         llm,
@@ -211,8 +241,61 @@ async fn spawn_app_inner(
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .expect("client"),
+        database_url,
         _dir: dir,
     }
+}
+
+/// The PostgreSQL server the PostgreSQL tests use (`INCIDENTMIND_TEST_DATABASE_URL`, e.g.
+/// `postgres://postgres@127.0.0.1:55432/postgres`, as `scripts/pg-test-cluster start` prints).
+/// Without it, under `CI=true`, panics (CI must run them); otherwise prints SKIPPED and gives
+/// `None`.
+pub fn postgres_server(test: &str) -> Option<String> {
+    match std::env::var("INCIDENTMIND_TEST_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "{test}: INCIDENTMIND_TEST_DATABASE_URL is not set and CI=true: the PostgreSQL \
+                 tests must run in CI (start a server with scripts/pg-test-cluster start)"
+            );
+            eprintln!(
+                "\n*** SKIPPED {test}: no PostgreSQL (set INCIDENTMIND_TEST_DATABASE_URL; \
+                 scripts/pg-test-cluster start prints one) ***\n"
+            );
+            None
+        }
+    }
+}
+
+/// `Some(server)` when the whole suite runs on PostgreSQL: `INCIDENTMIND_TEST_BACKEND=postgres`
+/// (with `INCIDENTMIND_TEST_DATABASE_URL` naming the server, else a panic).
+pub fn suite_on_postgres() -> Option<String> {
+    if std::env::var("INCIDENTMIND_TEST_BACKEND").as_deref() != Ok("postgres") {
+        return None;
+    }
+    Some(
+        std::env::var("INCIDENTMIND_TEST_DATABASE_URL")
+            .expect("INCIDENTMIND_TEST_BACKEND=postgres needs INCIDENTMIND_TEST_DATABASE_URL"),
+    )
+}
+
+/// Creates an empty database with a unique name on the PostgreSQL `server` and gives its URL.
+pub async fn fresh_postgres_database(server: &str) -> String {
+    use sqlx::Connection as _;
+    sqlx::any::install_default_drivers();
+    let name = format!("im_test_{}", uuid::Uuid::now_v7().simple());
+    let mut admin = sqlx::AnyConnection::connect(server)
+        .await
+        .expect("connect to the PostgreSQL test server");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await
+        .expect("create a test database");
+    admin.close().await.ok();
+    let mut url = url::Url::parse(server).expect("server URL");
+    url.set_path(&name);
+    url.to_string()
 }
 
 impl TestApp {

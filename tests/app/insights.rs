@@ -70,7 +70,7 @@ async fn try_action(app: &TestApp, id: &str, kind: &str, verdict: &str) -> i64 {
 }
 
 async fn set_incident(app: &TestApp, id: &str, opened: Timestamp, resolved: Option<Timestamp>) {
-    sqlx::query("UPDATE incidents SET opened_at = ?, resolved_at = ? WHERE id = ?")
+    sqlx::query("UPDATE incidents SET opened_at = $1, resolved_at = $2 WHERE id = $3")
         .bind(incidentmind::store::db_time(opened))
         .bind(resolved.map(incidentmind::store::db_time))
         .bind(id)
@@ -80,7 +80,7 @@ async fn set_incident(app: &TestApp, id: &str, opened: Timestamp, resolved: Opti
 }
 
 async fn set_action(app: &TestApp, rid: i64, approved: Timestamp, verdict: Timestamp) {
-    sqlx::query("UPDATE recommendations SET decided_at = ?, verdict_at = ? WHERE id = ?")
+    sqlx::query("UPDATE recommendations SET decided_at = $1, verdict_at = $2 WHERE id = $3")
         .bind(incidentmind::store::db_time(approved))
         .bind(incidentmind::store::db_time(verdict))
         .bind(rid)
@@ -155,7 +155,7 @@ async fn insights_count_failure_modes_dead_ends_response_times_and_thin_memory_b
         assert_eq!(res.status(), StatusCode::OK, "{step}");
     }
     let lessons: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM records WHERE kind = 'lesson' AND incident_id = ?",
+        "SELECT COUNT(*) FROM records WHERE kind = 'lesson' AND incident_id = $1",
     )
     .bind(&i2)
     .fetch_one(&app.pool)

@@ -19,7 +19,7 @@ fn rec(kind: MemoryKind, text: &str, service: &str, tags: &[&str]) -> NewRecord 
 
 /// Writes `r`, first writing an observation for it to cite when it is an inference.
 async fn write(
-    pool: &sqlx::SqlitePool,
+    pool: &sqlx::AnyPool,
     mut r: NewRecord,
 ) -> incidentmind::domain::memory::MemoryRecord {
     if r.epistemic_type == EpistemicType::Inference && r.cites.is_empty() {
@@ -35,7 +35,7 @@ async fn write(
 }
 
 /// A small, varied memory so ranking has something to beat.
-async fn seed_distractors(pool: &sqlx::SqlitePool) {
+async fn seed_distractors(pool: &sqlx::AnyPool) {
     let items = [
         (
             MemoryKind::RootCause,
@@ -581,7 +581,7 @@ async fn export_then_import_into_an_empty_database_round_trips_exactly() {
 }
 
 /// Rows where `records_rank` differs from `records` (or is missing on either side).
-async fn rank_mismatches(pool: &sqlx::SqlitePool) -> i64 {
+async fn rank_mismatches(pool: &sqlx::AnyPool) -> i64 {
     sqlx::query_scalar(
         "WITH r AS (SELECT id, kind, validation, incident_id, created_at, importance,
                            evidence_count, json_extract(data, '$.consolidated_into')
@@ -665,7 +665,7 @@ async fn an_incidents_own_observations_never_crowd_the_structured_keys() {
 }
 
 /// The value of the database's recall generation counter (migration 0006).
-async fn generation(pool: &sqlx::SqlitePool) -> i64 {
+async fn generation(pool: &sqlx::AnyPool) -> i64 {
     sqlx::query_scalar("SELECT value FROM recall_generation")
         .fetch_one(pool)
         .await

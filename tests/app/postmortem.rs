@@ -1169,7 +1169,7 @@ async fn a_later_root_cause_that_denies_an_earlier_one_marks_it_contradicted() {
         "{item}"
     );
     let audited: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM audit_log WHERE action = 'memory.contradict' AND subject = ?",
+        "SELECT COUNT(*) FROM audit_log WHERE action = 'memory.contradict' AND subject = $1",
     )
     .bind(format!("MEM-{earlier_id}"))
     .fetch_one(&app.pool)
@@ -1256,7 +1256,7 @@ async fn a_contradiction_at_learn_queues_a_supersession_that_a_reviewer_accepts(
         "{old}"
     );
     let audited: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM audit_log WHERE action = 'memory.supersede' AND subject = ?",
+        "SELECT COUNT(*) FROM audit_log WHERE action = 'memory.supersede' AND subject = $1",
     )
     .bind(format!("MEM-{earlier}"))
     .fetch_one(&app.pool)
@@ -1297,7 +1297,7 @@ async fn a_lesson_naming_no_incident_is_queued_for_review_and_a_learned_one_is_n
         .await;
     assert_eq!(res.status(), StatusCode::OK);
     let grounded: Vec<i64> =
-        sqlx::query_scalar("SELECT id FROM records WHERE kind = 'lesson' AND incident_id = ?")
+        sqlx::query_scalar("SELECT id FROM records WHERE kind = 'lesson' AND incident_id = $1")
             .bind(&id)
             .fetch_all(&app.pool)
             .await

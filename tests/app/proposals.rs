@@ -267,7 +267,7 @@ async fn rejecting_a_reflection_needs_a_reason_keeps_it_and_writes_no_memory() {
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     assert_eq!(res.headers()["location"], "/review?done=rejected");
     let (status, reason, decided_by): (String, String, String) =
-        sqlx::query_as("SELECT status, reason, decided_by FROM proposals WHERE id = ?")
+        sqlx::query_as("SELECT status, reason, decided_by FROM proposals WHERE id = $1")
             .bind(pid)
             .fetch_one(&app.pool)
             .await
@@ -356,13 +356,13 @@ async fn a_resolved_incident_gets_a_runbook_draft_and_a_later_one_a_new_version_
         .unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     assert_eq!(res.headers()["location"], "/review?done=accepted");
-    let first: i64 = sqlx::query_scalar("SELECT record_id FROM proposals WHERE id = ?")
+    let first: i64 = sqlx::query_scalar("SELECT record_id FROM proposals WHERE id = $1")
         .bind(pid)
         .fetch_one(&app.pool)
         .await
         .unwrap();
     let (text, data, author): (String, String, String) =
-        sqlx::query_as("SELECT text, data, author FROM records WHERE id = ?")
+        sqlx::query_as("SELECT text, data, author FROM records WHERE id = $1")
             .bind(first)
             .fetch_one(&app.pool)
             .await
@@ -419,13 +419,13 @@ async fn a_resolved_incident_gets_a_runbook_draft_and_a_later_one_a_new_version_
         .unwrap();
     // The first version stays, superseded by the second; nothing is deleted.
     let (validation, by): (String, Option<i64>) =
-        sqlx::query_as("SELECT validation, superseded_by FROM records WHERE id = ?")
+        sqlx::query_as("SELECT validation, superseded_by FROM records WHERE id = $1")
             .bind(first)
             .fetch_one(&app.pool)
             .await
             .unwrap();
     assert_eq!((validation.as_str(), by), ("superseded", Some(second)));
-    let data: String = sqlx::query_scalar("SELECT data FROM records WHERE id = ?")
+    let data: String = sqlx::query_scalar("SELECT data FROM records WHERE id = $1")
         .bind(second)
         .fetch_one(&app.pool)
         .await
@@ -505,7 +505,7 @@ async fn learn_records_the_reviewers_grade_and_insights_show_the_hit_rate() {
         html.contains("Was the copilot's top hypothesis right?"),
         "{html}"
     );
-    let version: i64 = sqlx::query_scalar("SELECT version FROM incidents WHERE id = ?")
+    let version: i64 = sqlx::query_scalar("SELECT version FROM incidents WHERE id = $1")
         .bind(&id)
         .fetch_one(&app.pool)
         .await
@@ -549,13 +549,13 @@ async fn learn_records_the_reviewers_grade_and_insights_show_the_hit_rate() {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let (matched, graded_by): (bool, String) =
-        sqlx::query_as("SELECT matched, graded_by FROM hypothesis_grades WHERE incident_id = ?")
+    let (matched, graded_by): (i64, String) =
+        sqlx::query_as("SELECT matched, graded_by FROM hypothesis_grades WHERE incident_id = $1")
             .bind(&id)
             .fetch_one(&app.pool)
             .await
             .unwrap();
-    assert_eq!((matched, graded_by.as_str()), (false, "victor"));
+    assert_eq!((matched, graded_by.as_str()), (0, "victor"));
     let html = app.page(&b, &format!("/incidents/{id}/learnings")).await;
     assert!(html.contains("Top hypothesis graded by victor: it did not match the root cause."));
 

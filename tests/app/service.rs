@@ -688,7 +688,7 @@ async fn metrics_listen_serves_metrics_on_a_separate_address_without_a_token_and
 
 /// `n` symptom records written with the store's bulk insert, plus one audit entry, in one
 /// transaction.
-async fn bulk_records(pool: &sqlx::SqlitePool, from: usize, n: usize) {
+async fn bulk_records(pool: &sqlx::AnyPool, from: usize, n: usize) {
     use incidentmind::domain::MemoryKind;
     use incidentmind::domain::memory::NewRecord;
     let at = jiff::Timestamp::now();

@@ -987,7 +987,7 @@ async fn a_cached_incident_page_shows_every_change_at_once() {
         "the investigation is on the page"
     );
 
-    sqlx::query("UPDATE incidents SET title = 'Search answers nothing at all' WHERE id = ?")
+    sqlx::query("UPDATE incidents SET title = 'Search answers nothing at all' WHERE id = $1")
         .bind(&id)
         .execute(&app.pool)
         .await
@@ -995,7 +995,7 @@ async fn a_cached_incident_page_shows_every_change_at_once() {
     // A title change alone bumps no counter; a timeline row written beside it does.
     sqlx::query(
         "INSERT INTO timeline_events (incident_id, at, actor, kind, detail) \
-         VALUES (?, '2026-11-29T15:00:00Z', 'rita', 'note', 'renamed')",
+         VALUES ($1, '2026-11-29T15:00:00Z', 'rita', 'note', 'renamed')",
     )
     .bind(&id)
     .execute(&app.pool)

@@ -334,7 +334,7 @@ async fn health_and_readiness_answer() {
     let res = app.client.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     let v: serde_json::Value = res.json().await.unwrap();
-    let expected = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations"))
+    let expected = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite"))
         .unwrap()
         .filter(|e| {
             let name = e.as_ref().unwrap().file_name();

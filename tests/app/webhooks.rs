@@ -83,7 +83,7 @@ fn timeline_details(inc: &Value, kind: &str) -> Vec<String> {
 }
 
 async fn evidence_count(app: &TestApp, incident: &str) -> i64 {
-    sqlx::query_scalar("SELECT COUNT(*) FROM evidence WHERE incident_id = ? AND kind = 'alert'")
+    sqlx::query_scalar("SELECT COUNT(*) FROM evidence WHERE incident_id = $1 AND kind = 'alert'")
         .bind(incident)
         .fetch_one(&app.pool)
         .await
@@ -138,7 +138,7 @@ async fn every_sample_file_goes_through_its_endpoint() {
                 assert_eq!(inc["opened_by"], "integration:prod-am");
                 assert_eq!(evidence_count(&app, &id).await, 2);
                 let observations: i64 = sqlx::query_scalar(
-                    "SELECT COUNT(*) FROM records WHERE incident_id = ? AND epistemic_type = 'observation'",
+                    "SELECT COUNT(*) FROM records WHERE incident_id = $1 AND epistemic_type = 'observation'",
                 )
                 .bind(&id)
                 .fetch_one(&app.pool)
@@ -437,10 +437,8 @@ async fn unauthenticated_posts_get_401_and_change_nothing() {
 
 /// A second app instance (own pool, own router, own port) on the same database file.
 async fn second_instance(app: &TestApp) -> String {
-    let opts = (*app.pool.connect_options()).clone();
-    let pool = sqlx::sqlite::SqlitePoolOptions::new()
-        .max_connections(8)
-        .connect_with(opts)
+    let url = app.pool.connect_options().database_url.to_string();
+    let pool = incidentmind::store::connect(&url)
         .await
         .expect("second pool");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -2,7 +2,7 @@
 //! record and observation per alert, idempotent under retries and concurrency, in one
 //! `BEGIN IMMEDIATE` transaction per group.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::domain::{IncidentId, IncidentState, NewIncident};
 use crate::error::{AppError, AppResult};
@@ -64,7 +64,7 @@ pub struct IngestOutcome {
 /// # Errors
 /// Database errors only; sender input was validated by [`parse_delivery`].
 pub async fn ingest(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     integ: &Integration,
     delivery: &Delivery,
 ) -> AppResult<IngestOutcome> {
@@ -167,7 +167,7 @@ struct Claimed {
 /// learned), retrying a raced insert or move. `Err` is the answer when there is nothing to write:
 /// no incident for resolutions alone, or late resolutions for a learned incident.
 async fn claim_group(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     integ: &Integration,
     group: &IncomingGroup,
     actor: &str,
@@ -271,7 +271,7 @@ async fn claim_group(
 }
 
 async fn ingest_group(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     integ: &Integration,
     group: &IncomingGroup,
 ) -> AppResult<Option<GroupOutcome>> {
@@ -436,7 +436,7 @@ async fn record_alerts(
 /// Adds one evidence record per alert that is not stale, with a dedup key (repeats add
 /// nothing). Returns how many were created.
 async fn add_alert_evidence(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     integ: &Integration,
     group: &IncomingGroup,
     changes: &[astore::AlertChange],

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::domain::{Severity, ValidationError, optional_text, required_text};
 use crate::error::{AppError, AppResult};
@@ -69,7 +69,7 @@ pub struct Credentials {
 /// [`AppError::Unauthenticated`] (401) without a valid secret or signature;
 /// [`AppError::Forbidden`] (403) for a secret of another source's integration.
 pub async fn authenticate(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     source: Source,
     credentials: &Credentials,
     body: &[u8],
@@ -206,7 +206,7 @@ fn parse_default_service(s: Option<&str>) -> Result<String, ValidationError> {
 /// [`AppError::Validation`] naming the bad field; [`AppError::Conflict`] when the name is
 /// taken; database errors.
 pub async fn create_integration(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &str,
     input: &IntegrationInput,
 ) -> AppResult<(Integration, String)> {
@@ -256,7 +256,7 @@ pub async fn create_integration(
 /// # Errors
 /// [`AppError::NotFound`]; [`AppError::Validation`] naming the bad field; database errors.
 pub async fn update_integration(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &str,
     id: i64,
     input: &IntegrationUpdate,

@@ -2,7 +2,7 @@
 //! reject it with a reason, give the verdict on an approved one (a failure becomes memory at
 //! once), or propose an action of their own.
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::input::{incident_tags, recall_for_incident};
 use super::view::{RecommendationView, recommendation_view};
@@ -83,7 +83,7 @@ pub fn simulate(kind: ActionKind, target: &str, incident: &str) -> String {
 /// # Errors
 /// [`AppError::NotFound`], [`AppError::Conflict`].
 pub async fn approve(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &str,
     id: &IncidentId,
     rid: i64,
@@ -148,7 +148,7 @@ pub async fn approve(
 /// # Errors
 /// Validation error for an empty reason; [`AppError::NotFound`]; [`AppError::Conflict`].
 pub async fn reject(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &str,
     id: &IncidentId,
     rid: i64,
@@ -203,7 +203,7 @@ pub const VERDICTS: [&str; 4] = [
 /// Validation error for an unknown verdict; [`AppError::Conflict`] when not approved or already
 /// judged.
 pub async fn verdict(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &str,
     id: &IncidentId,
     rid: i64,

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::warnings::{SIMILAR_INCIDENTS, similar_incidents};
 use crate::analyst::InvestigationInput;
@@ -21,7 +21,7 @@ use crate::store::memory as mstore;
 /// # Errors
 /// Database errors.
 pub async fn incident_tags(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     incident: &crate::domain::Incident,
 ) -> AppResult<(Vec<MemoryRecord>, Vec<String>)> {
     let filter = mstore::MemoryFilter {

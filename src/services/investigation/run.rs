@@ -5,7 +5,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::input::{analyst_input, incident_tags};
 use super::view::{InvestigationView, view_investigation};
@@ -121,7 +121,7 @@ type CheckedAction = (
 
 #[allow(clippy::too_many_arguments)]
 async fn store_investigation(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &str,
     incident: &crate::domain::Incident,
     observations: &[MemoryRecord],
@@ -210,7 +210,7 @@ fn known_sources(
 /// most salient observation cited when none is left, and confidence after ceilings; what is
 /// dropped is said in `dropped`.
 async fn checked_hypotheses(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     incident: &crate::domain::Incident,
     observations: &[MemoryRecord],
     known: &HashMap<i64, SourceInfo>,
@@ -286,7 +286,7 @@ async fn checked_hypotheses(
 /// The analyst's actions coerced into the closed vocabulary (one per kind, unknown kinds said in
 /// `dropped`), each with its dead-end warning and precedent, in the order shown.
 async fn checked_actions(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     incident: &crate::domain::Incident,
     tags: &[String],
     similar: &[String],
@@ -387,7 +387,7 @@ fn notice_of(notices: Vec<String>, output: &AnalystOutput, dropped: &[String]) -
 /// recommendations, timeline event and audit line — and returns its id.
 #[allow(clippy::too_many_arguments)]
 async fn save_investigation(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     actor: &str,
     incident: &crate::domain::Incident,
     recalled: &[Recalled],

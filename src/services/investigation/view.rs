@@ -2,7 +2,7 @@
 //! recommendations and recalled memories.
 
 use serde::Serialize;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use super::warnings::Warning;
 use crate::analyst::PriorIncident;
@@ -95,7 +95,7 @@ pub struct RecalledView {
 ///
 /// # Errors
 /// Database errors; [`AppError::NotFound`].
-pub async fn view_investigation(pool: &SqlitePool, inv_id: i64) -> AppResult<InvestigationView> {
+pub async fn view_investigation(pool: &AnyPool, inv_id: i64) -> AppResult<InvestigationView> {
     let inv = rstore::get_investigation(pool, inv_id).await?;
     let filter = mstore::MemoryFilter {
         incident: Some(inv.incident_id.clone()),
@@ -198,7 +198,7 @@ pub async fn view_investigation(pool: &SqlitePool, inv_id: i64) -> AppResult<Inv
 
 /// One recommendation of investigation `inv` as the API shows it.
 pub(super) async fn recommendation_view(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     inv: i64,
     rid: i64,
 ) -> AppResult<RecommendationView> {

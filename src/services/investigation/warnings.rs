@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 
 use serde::Serialize;
-use sqlx::SqlitePool;
+use sqlx::AnyPool;
 
 use crate::domain::memory::MemoryRecord;
 use crate::domain::{ActionKind, MemoryKind};
@@ -100,7 +100,7 @@ const SUCCESSES_READ: i64 = 50;
 /// # Errors
 /// Database errors.
 pub async fn dead_end_warning(
-    pool: &SqlitePool,
+    pool: &AnyPool,
     action: ActionKind,
     service: &str,
     tags: &[String],
