@@ -604,9 +604,19 @@ async fn check_database(path: &std::path::Path) -> anyhow::Result<(store::backup
     checked
 }
 
+/// Refuses `command` (a SQLite file operation) on a PostgreSQL database, naming the tool to use.
+fn sqlite_only(db: &DbArgs, command: &str, instead: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        store::Backend::of_url(&db.database_url) == store::Backend::Sqlite,
+        "`{command}` copies a SQLite file; this database is PostgreSQL: use {instead}"
+    );
+    Ok(())
+}
+
 /// `backup FILE`: `VACUUM INTO` from the live database, then [`check_database`] on the copy. A
 /// copy that fails its check is left in place for inspection and the command fails.
 async fn backup(file: &std::path::Path, db: &DbArgs) -> anyhow::Result<()> {
+    sqlite_only(db, "backup", "pg_dump")?;
     anyhow::ensure!(
         !file.exists(),
         "{} already exists; give a new file name (backups are never overwritten)",
@@ -638,6 +648,7 @@ async fn backup(file: &std::path::Path, db: &DbArgs) -> anyhow::Result<()> {
 /// copy of the backup beside the target and renames it over the target (after removing the
 /// target's `-wal` and `-shm`, which belong to the old file), then checks the result.
 async fn restore(file: &std::path::Path, force: bool, db: &DbArgs) -> anyhow::Result<()> {
+    sqlite_only(db, "restore", "pg_restore, or migrate-db from a SQLite backup")?;
     let (contents, _) = check_database(file)
         .await
         .map_err(|e| e.context(format!("not restoring from {}", file.display())))?;

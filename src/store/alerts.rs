@@ -342,7 +342,7 @@ pub async fn upsert_alert(
 /// Database errors.
 pub async fn counts_in(tx: &mut Tx, incident_id: &IncidentId) -> AppResult<(i64, i64)> {
     let row: (i64, i64) = sqlx::query_as(
-        "SELECT COALESCE(SUM(status = 'firing'), 0), COALESCE(SUM(status = 'resolved'), 0)
+        "SELECT COUNT(CASE WHEN status = 'firing' THEN 1 END), COUNT(CASE WHEN status = 'resolved' THEN 1 END)
          FROM alerts WHERE incident_id = $1",
     )
     .bind(incident_id.as_str())
@@ -357,7 +357,7 @@ pub async fn counts_in(tx: &mut Tx, incident_id: &IncidentId) -> AppResult<(i64,
 /// Database errors.
 pub async fn counts(pool: &AnyPool, incident_id: &str) -> AppResult<(i64, i64)> {
     let row: (i64, i64) = sqlx::query_as(
-        "SELECT COALESCE(SUM(status = 'firing'), 0), COALESCE(SUM(status = 'resolved'), 0)
+        "SELECT COUNT(CASE WHEN status = 'firing' THEN 1 END), COUNT(CASE WHEN status = 'resolved' THEN 1 END)
          FROM alerts WHERE incident_id = $1",
     )
     .bind(incident_id)

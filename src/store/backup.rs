@@ -12,7 +12,7 @@ use crate::error::AppResult;
 /// # Errors
 /// Database errors (the file exists, its folder is missing or not writable, …).
 pub async fn vacuum_into(pool: &AnyPool, path: &std::path::Path) -> AppResult<()> {
-    sqlx::query("VACUUM INTO ?")
+    sqlx::query("VACUUM INTO $1")
         .bind(path.to_string_lossy().into_owned())
         .execute(pool)
         .await?;

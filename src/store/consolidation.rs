@@ -37,12 +37,12 @@ pub async fn vectors(
     ids: &[i64],
 ) -> AppResult<HashMap<i64, Vec<f32>>> {
     let rows: Vec<(i64, Option<Vec<u8>>)> = sqlx::query_as(
-        "SELECT j.value,
+        "SELECT i.id,
                 COALESCE((SELECT p.vector FROM record_part_embeddings p
-                           WHERE p.record_id = j.value AND p.model = $2 AND p.part = 0),
+                           WHERE p.record_id = i.id AND p.model = $2 AND p.part = 0),
                          (SELECT e.vector FROM record_embeddings e
-                           WHERE e.record_id = j.value AND e.model = $2))
-           FROM json_each($1) j",
+                           WHERE e.record_id = i.id AND e.model = $2))
+           FROM (SELECT CAST(value AS BIGINT) AS id FROM json_each($1)) AS i",
     )
     .bind(serde_json::to_string(ids).unwrap_or_else(|_| "[]".into()))
     .bind(model)

@@ -5,6 +5,8 @@ use std::collections::HashMap;
 
 use sqlx::AnyPool;
 
+use super::Backend;
+
 use crate::error::AppResult;
 
 /// A document as written: built by [`crate::memory::documents::build`].
@@ -168,12 +170,18 @@ pub async fn search(
     if expr.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(sqlx::query_as(
+    Ok(sqlx::query_as(Backend::of(pool).sql(
         "SELECT d.incident_id, -bm25(incident_documents_fts) FROM incident_documents_fts f
          JOIN incident_documents d ON d.id = f.rowid
          WHERE incident_documents_fts MATCH $1 AND ($2 IS NULL OR d.incident_id != $2)
          ORDER BY bm25(incident_documents_fts) LIMIT $3",
-    )
+        "SELECT d.incident_id,
+                CAST(ts_rank_cd(f.tsv, websearch_to_tsquery('english', $1)) AS DOUBLE PRECISION) AS s
+         FROM incident_documents_fts f
+         JOIN incident_documents d ON d.id = f.rowid
+         WHERE f.tsv @@ websearch_to_tsquery('english', $1) AND ($2 IS NULL OR d.incident_id != $2)
+         ORDER BY s DESC, d.incident_id LIMIT $3",
+    ))
     .bind(expr)
     .bind(exclude)
     .bind(limit)

@@ -64,7 +64,7 @@ pub async fn next_id(tx: &mut Tx, at: jiff::Timestamp) -> AppResult<IncidentId> 
     let year = at.to_zoned_datetime(jiff::tz::TimeZone::UTC).year();
     let seq: i64 = sqlx::query_scalar(
         "INSERT INTO incident_counters (year, last) VALUES ($1, 1)
-         ON CONFLICT (year) DO UPDATE SET last = last + 1 RETURNING last",
+         ON CONFLICT (year) DO UPDATE SET last = incident_counters.last + 1 RETURNING last",
     )
     .bind(i64::from(year))
     .fetch_one(&mut **tx)
@@ -358,7 +358,8 @@ pub async fn list(pool: &AnyPool, f: &IncidentFilter) -> AppResult<Vec<Incident>
         "SELECT {COLUMNS} FROM incidents
          WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR service = $2) AND ($3 IS NULL OR severity = $3)
            AND ($5 = 0 OR state != 'learned')
-           AND ($6 IS NULL OR id LIKE $6 ESCAPE '\\' OR title LIKE $6 ESCAPE '\\' OR description LIKE $6 ESCAPE '\\')
+           AND ($6 IS NULL OR lower(id) LIKE lower($6) ESCAPE '\\' OR lower(title) LIKE lower($6) ESCAPE '\\'
+                OR lower(description) LIKE lower($6) ESCAPE '\\')
            AND {keyset}
          ORDER BY {order} LIMIT $4"
     );

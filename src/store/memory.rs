@@ -6,7 +6,7 @@
 
 use sqlx::AnyPool;
 
-use super::{Tx, db_time, now, parse_db_time};
+use super::{Backend, Tx, db_time, now, parse_db_time};
 use crate::domain::memory::{MemoryRecord, NewRecord};
 use crate::domain::{
     ActionKind, Confidence, EpistemicType, MemoryKind, Rule, RuleSeverity, Validation,
@@ -45,7 +45,7 @@ const SELECT: &str = "SELECT r.id, r.kind, r.epistemic_type, r.text, r.services,
     r.target, r.incident_id, r.validation, r.confidence, r.importance, r.rule_always, r.rule_because,
     r.rule_scope, r.rule_severity, r.author, r.created_at, r.last_recalled_at, r.recall_count,
     r.evidence_count, r.superseded_by, r.data,
-    (SELECT group_concat(to_id) FROM (SELECT to_id FROM record_links l WHERE l.from_id = r.id ORDER BY to_id)) AS sources
+    (SELECT string_agg(CAST(to_id AS TEXT), ',' ORDER BY to_id) FROM record_links l WHERE l.from_id = r.id) AS sources
     FROM records r";
 
 pub(super) fn corrupt(e: impl std::fmt::Display) -> AppError {
@@ -178,7 +178,8 @@ pub async fn insert(tx: &mut Tx, r: &NewRecord, at: jiff::Timestamp) -> AppResul
         .chain(r.action_kind.map(|a| ("action_kind", a.as_str())));
     for (key, value) in keys {
         sqlx::query(
-            "INSERT OR IGNORE INTO record_keys (key, value, record_id) VALUES ($1, $2, $3)",
+            "INSERT INTO record_keys (key, value, record_id) VALUES ($1, $2, $3) \
+             ON CONFLICT DO NOTHING",
         )
         .bind(key)
         .bind(value)
@@ -188,7 +189,8 @@ pub async fn insert(tx: &mut Tx, r: &NewRecord, at: jiff::Timestamp) -> AppResul
     }
     for to in &r.cites {
         sqlx::query(
-            "INSERT OR IGNORE INTO record_links (from_id, to_id, relation) VALUES ($1, $2, 'cites')",
+            "INSERT INTO record_links (from_id, to_id, relation) VALUES ($1, $2, 'cites') \
+             ON CONFLICT DO NOTHING",
         )
         .bind(id)
         .bind(to)
@@ -304,34 +306,39 @@ async fn insert_batch(
         history.push(json!([id, r.author, r.validation.as_str(), at]));
         ids.push(id);
     }
+    // Integers travel as JSON and come out of `->>` as text on PostgreSQL: cast them back.
     let statements: [(&str, Vec<Value>); 5] = [
         (
             "INSERT INTO records (id, kind, epistemic_type, text, services, failure_modes, action_kind,
                 target, incident_id, validation, confidence, importance, rule_always, rule_because,
                 rule_scope, rule_severity, author, created_at, data)
-             SELECT v->>0, v->>1, v->>2, v->>3, v->>4, v->>5, v->>6, v->>7, v->>8, v->>9, v->>10,
-                v->>11, v->>12, v->>13, v->>14, v->>15, v->>16, v->>17, v->>18
-             FROM (SELECT value AS v FROM json_each($1))",
+             SELECT CAST(v->>0 AS BIGINT), v->>1, v->>2, v->>3, v->>4, v->>5, v->>6, v->>7, v->>8,
+                v->>9, v->>10, CAST(v->>11 AS BIGINT), v->>12, v->>13, v->>14, v->>15, v->>16,
+                v->>17, v->>18
+             FROM (SELECT value AS v FROM json_each($1)) AS j",
             rows,
         ),
         (
-            "INSERT OR IGNORE INTO record_keys (key, value, record_id)
-             SELECT v->>0, v->>1, v->>2 FROM (SELECT value AS v FROM json_each($1))",
+            "INSERT INTO record_keys (key, value, record_id)
+             SELECT v->>0, v->>1, CAST(v->>2 AS BIGINT) FROM (SELECT value AS v FROM json_each($1)) AS j
+             WHERE true ON CONFLICT DO NOTHING",
             keys,
         ),
         (
-            "INSERT OR IGNORE INTO record_links (from_id, to_id, relation)
-             SELECT v->>0, v->>1, 'cites' FROM (SELECT value AS v FROM json_each($1))",
+            "INSERT INTO record_links (from_id, to_id, relation)
+             SELECT CAST(v->>0 AS BIGINT), CAST(v->>1 AS BIGINT), 'cites'
+             FROM (SELECT value AS v FROM json_each($1)) AS j WHERE true ON CONFLICT DO NOTHING",
             links,
         ),
         (
             "INSERT INTO records_fts (rowid, text, scope)
-             SELECT v->>0, v->>1, v->>2 FROM (SELECT value AS v FROM json_each($1))",
+             SELECT CAST(v->>0 AS BIGINT), v->>1, v->>2 FROM (SELECT value AS v FROM json_each($1)) AS j",
             fts,
         ),
         (
             "INSERT INTO record_history (record_id, at, actor, change, detail)
-             SELECT v->>0, v->>3, v->>1, 'created', v->>2 FROM (SELECT value AS v FROM json_each($1))",
+             SELECT CAST(v->>0 AS BIGINT), v->>3, v->>1, 'created', v->>2
+             FROM (SELECT value AS v FROM json_each($1)) AS j",
             history,
         ),
     ];
@@ -409,7 +416,7 @@ pub async fn get_many(pool: &AnyPool, ids: &[i64]) -> AppResult<Vec<MemoryRecord
         return Ok(Vec::new());
     }
     let list = serde_json::to_string(ids).map_err(corrupt)?;
-    let sql = format!("{SELECT} WHERE r.id IN (SELECT value FROM json_each($1))");
+    let sql = format!("{SELECT} WHERE r.id IN (SELECT CAST(value AS BIGINT) FROM json_each($1))");
     let rows: Vec<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(list)
         .fetch_all(pool)
@@ -469,59 +476,97 @@ pub(super) fn durable_kinds_json() -> String {
 /// # Errors
 /// Database errors.
 pub async fn list(pool: &AnyPool, f: &MemoryFilter) -> AppResult<Vec<MemoryRecord>> {
+    use sqlx::Arguments as _;
+    let backend = Backend::of(pool);
     let fts = f.q.as_deref().map(fts_or_query).filter(|q| !q.is_empty());
-    let mut b = sqlx::QueryBuilder::<sqlx::Any>::new(SELECT);
-    if fts.is_some() {
-        b.push(" JOIN records_fts ON records_fts.rowid = r.id");
+    let mut sql = String::from(SELECT);
+    let mut args = sqlx::any::AnyArguments::default();
+    // Appends `$n` for the next argument (sqlx's QueryBuilder writes `?` for the Any driver,
+    // which PostgreSQL does not take).
+    let mut bind = |sql: &mut String, v: Value| -> AppResult<()> {
+        match v {
+            Value::Text(t) => args.add(t),
+            Value::Int(n) => args.add(n),
+        }
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("bind: {e}")))?;
+        sql.push_str(&format!("${}", args.len()));
+        Ok(())
+    };
+    enum Value {
+        Text(String),
+        Int(i64),
     }
-    b.push(" WHERE 1 = 1");
+    if fts.is_some() {
+        sql.push_str(" JOIN records_fts ON records_fts.rowid = r.id");
+    }
+    sql.push_str(" WHERE 1 = 1");
     if let Some(kind) = f.kind {
-        b.push(" AND r.kind = ").push_bind(kind.as_str());
+        sql.push_str(" AND r.kind = ");
+        bind(&mut sql, Value::Text(kind.as_str().into()))?;
     }
     if let Some(service) = f.service.as_deref() {
-        b.push(" AND EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'service' AND k.value = ")
-            .push_bind(service)
-            .push(")");
+        sql.push_str(" AND EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'service' AND k.value = ");
+        bind(&mut sql, Value::Text(service.into()))?;
+        sql.push(')');
     }
     if let Some(mode) = f.failure_mode.as_deref() {
-        b.push(" AND EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'failure_mode' AND k.value = ")
-            .push_bind(mode)
-            .push(")");
+        sql.push_str(" AND EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'failure_mode' AND k.value = ");
+        bind(&mut sql, Value::Text(mode.into()))?;
+        sql.push(')');
     }
     if let Some(incident) = f.incident.as_deref() {
-        b.push(" AND r.incident_id = ").push_bind(incident);
+        sql.push_str(" AND r.incident_id = ");
+        bind(&mut sql, Value::Text(incident.into()))?;
     }
     if let Some(v) = f.validation {
-        b.push(" AND r.validation = ").push_bind(v.as_str());
+        sql.push_str(" AND r.validation = ");
+        bind(&mut sql, Value::Text(v.as_str().into()))?;
     }
     if !(f.include_working || f.incident.is_some()) {
-        b.push(" AND r.kind IN (SELECT value FROM json_each(")
-            .push_bind(durable_kinds_json())
-            .push("))");
+        sql.push_str(" AND r.kind IN (SELECT value FROM json_each(");
+        bind(&mut sql, Value::Text(durable_kinds_json()))?;
+        sql.push_str("))");
     }
+    let mut order = String::new();
     match (&fts, f.after_id) {
         (Some(q), _) => {
-            b.push(" AND records_fts MATCH ").push_bind(q.clone());
+            let mut p = String::new();
+            bind(&mut p, Value::Text(q.clone()))?;
+            match backend {
+                Backend::Sqlite => {
+                    sql.push_str(&format!(" AND records_fts MATCH {p}"));
+                    order = " ORDER BY bm25(records_fts, 1.0, 0.5)".into();
+                }
+                Backend::Postgres => {
+                    let q = format!("websearch_to_tsquery('english', {p})");
+                    sql.push_str(&format!(" AND records_fts.tsv @@ {q}"));
+                    order = format!(" ORDER BY ts_rank_cd(records_fts.tsv, {q}) DESC, r.id DESC");
+                }
+            }
         }
         (None, Some(after)) if f.oldest_first => {
-            b.push(" AND r.id > ").push_bind(after);
+            sql.push_str(" AND r.id > ");
+            bind(&mut sql, Value::Int(after))?;
         }
         (None, Some(after)) => {
-            b.push(" AND r.id < ").push_bind(after);
+            sql.push_str(" AND r.id < ");
+            bind(&mut sql, Value::Int(after))?;
         }
         (None, None) => {}
     }
-    b.push(match (fts.is_some(), f.oldest_first) {
-        (true, _) => " ORDER BY bm25(records_fts, 1.0, 0.5)",
-        (false, true) => " ORDER BY r.id ASC",
-        (false, false) => " ORDER BY r.id DESC",
-    });
-    b.push(" LIMIT ")
-        .push_bind(f.limit.unwrap_or(200).clamp(1, 1000));
-    if let (Some(_), Some(skip)) = (&fts, f.offset.filter(|n| *n > 0)) {
-        b.push(" OFFSET ").push_bind(skip);
+    if order.is_empty() {
+        order = if f.oldest_first { " ORDER BY r.id ASC" } else { " ORDER BY r.id DESC" }.into();
     }
-    let rows: Vec<Row> = b.build_query_as().fetch_all(pool).await?;
+    sql.push_str(&order);
+    sql.push_str(" LIMIT ");
+    bind(&mut sql, Value::Int(f.limit.unwrap_or(200).clamp(1, 1000)))?;
+    if let (Some(_), Some(skip)) = (&fts, f.offset.filter(|n| *n > 0)) {
+        sql.push_str(" OFFSET ");
+        bind(&mut sql, Value::Int(skip))?;
+    }
+    let rows: Vec<Row> = sqlx::query_as_with(sqlx::AssertSqlSafe(sql), args)
+        .fetch_all(pool)
+        .await?;
     rows.into_iter().map(Row::into_record).collect()
 }
 
@@ -574,13 +619,20 @@ pub async fn fts_candidates(
         serde_json::to_string(&kinds.iter().map(|k| k.as_str()).collect::<Vec<_>>())
             .map_err(corrupt)?
     };
-    let ids: Vec<i64> = sqlx::query_scalar(
+    let ids: Vec<i64> = sqlx::query_scalar(Backend::of(pool).sql(
         "SELECT r.id FROM records_fts JOIN records r ON r.id = records_fts.rowid
          WHERE records_fts MATCH $1 AND r.validation != 'retracted'
            AND r.kind IN (SELECT value FROM json_each($2))
            AND ($3 IS NULL OR r.incident_id IS NULL OR r.incident_id != $4)
          ORDER BY bm25(records_fts, 1.0, 0.6) LIMIT $5",
-    )
+        "SELECT r.id FROM records_fts JOIN records r ON r.id = records_fts.rowid
+         WHERE records_fts.tsv @@ websearch_to_tsquery('english', $1)
+           AND r.validation != 'retracted'
+           AND r.kind IN (SELECT value FROM json_each($2))
+           AND ($3 IS NULL OR r.incident_id IS NULL OR r.incident_id != $4)
+         ORDER BY ts_rank_cd(records_fts.tsv, websearch_to_tsquery('english', $1)) DESC, r.id
+         LIMIT $5",
+    ))
     .bind(expr)
     .bind(kinds_json)
     .bind(exclude_incident)
@@ -610,11 +662,16 @@ pub async fn term_doc_counts(pool: &AnyPool, words: &[String], cap: i64) -> AppR
         })
         .collect();
     // One row (a JSON array): rows cross a thread boundary one by one, arrays do not.
-    let counts: String = sqlx::query_scalar(
+    let counts: String = sqlx::query_scalar(Backend::of(pool).sql(
         "SELECT json_group_array((SELECT count(*) FROM (
                     SELECT 1 FROM records_fts WHERE records_fts MATCH j.value LIMIT $2)) ORDER BY j.key)
          FROM json_each($1) j",
-    )
+        "SELECT json_group_array((SELECT count(*) FROM (
+                    SELECT 1 FROM records_fts
+                    WHERE tsv @@ websearch_to_tsquery('english', j.value) LIMIT $2) AS m)
+                ORDER BY j.key)
+         FROM json_each($1) j",
+    ))
     .bind(serde_json::to_string(&quoted).map_err(corrupt)?)
     .bind(cap)
     .fetch_one(pool)
@@ -678,11 +735,16 @@ pub async fn fts_matches(
         return Ok(Vec::new());
     }
     // One row (a JSON array): rows cross a thread boundary one by one, arrays do not.
-    let rows: String = sqlx::query_scalar(
+    let rows: String = sqlx::query_scalar(Backend::of(pool).sql(
         "SELECT json_group_array(id ORDER BY s, id) FROM (
              SELECT rowid AS id, bm25(records_fts, 1.0, 0.6) AS s FROM records_fts
              WHERE records_fts MATCH $1 AND rowid >= $2 ORDER BY s LIMIT $3)",
-    )
+        "SELECT coalesce(json_group_array(id ORDER BY s, id), '[]') FROM (
+             SELECT rowid AS id, -ts_rank_cd(tsv, websearch_to_tsquery('english', $1)) AS s
+             FROM records_fts
+             WHERE tsv @@ websearch_to_tsquery('english', $1) AND rowid >= $2
+             ORDER BY s, id LIMIT $3) AS m",
+    ))
     .bind(expr)
     .bind(min_rowid)
     .bind(cap)
@@ -698,9 +760,11 @@ pub async fn fts_matches(
 /// Database errors.
 pub async fn newest_match_floor(pool: &AnyPool, word: &str, n: i64) -> AppResult<Option<i64>> {
     let word: String = word.chars().filter(|c| c.is_alphanumeric()).collect();
-    Ok(sqlx::query_scalar(
+    Ok(sqlx::query_scalar(Backend::of(pool).sql(
         "SELECT rowid FROM records_fts WHERE records_fts MATCH $1 ORDER BY rowid DESC LIMIT 1 OFFSET $2",
-    )
+        "SELECT rowid FROM records_fts WHERE tsv @@ websearch_to_tsquery('english', $1)
+         ORDER BY rowid DESC LIMIT 1 OFFSET $2",
+    ))
     .bind(format!("\"{word}\""))
     .bind((n - 1).max(0))
     .fetch_optional(pool)
@@ -712,7 +776,9 @@ pub async fn newest_match_floor(pool: &AnyPool, word: &str, n: i64) -> AppResult
 /// # Errors
 /// Database errors.
 pub async fn add_dependency(tx: &mut Tx, service: &str, depends_on: &str) -> AppResult<()> {
-    sqlx::query("INSERT OR IGNORE INTO service_dependencies (service, depends_on) VALUES ($1, $2)")
+    sqlx::query(
+        "INSERT INTO service_dependencies (service, depends_on) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+    )
         .bind(service)
         .bind(depends_on)
         .execute(&mut **tx)
@@ -907,7 +973,7 @@ pub async fn touch_recalled(pool: &AnyPool, ids: &[i64]) -> AppResult<()> {
     }
     sqlx::query(
         "UPDATE records SET recall_count = recall_count + 1, last_recalled_at = $1
-         WHERE id IN (SELECT value FROM json_each($2))",
+         WHERE id IN (SELECT CAST(value AS BIGINT) FROM json_each($2))",
     )
     .bind(db_time(now()))
     .bind(serde_json::to_string(ids).map_err(corrupt)?)
@@ -948,7 +1014,9 @@ pub async fn all(pool: &AnyPool) -> AppResult<Vec<MemoryRecord>> {
 pub async fn existing_ids(tx: &mut Tx, ids: &[i64]) -> AppResult<std::collections::BTreeSet<i64>> {
     let ids = serde_json::to_string(ids).map_err(corrupt)?;
     let found: Vec<i64> =
-        sqlx::query_scalar("SELECT id FROM records WHERE id IN (SELECT value FROM json_each($1))")
+        sqlx::query_scalar(
+            "SELECT id FROM records WHERE id IN (SELECT CAST(value AS BIGINT) FROM json_each($1))",
+        )
             .bind(ids)
             .fetch_all(&mut **tx)
             .await?;
@@ -1039,7 +1107,8 @@ pub async fn restore(tx: &mut Tx, r: &MemoryRecord) -> AppResult<()> {
 pub async fn restore_links(tx: &mut Tx, from: i64, sources: &[i64]) -> AppResult<()> {
     for to in sources {
         sqlx::query(
-            "INSERT OR IGNORE INTO record_links (from_id, to_id, relation) VALUES ($1, $2, 'cites')",
+            "INSERT INTO record_links (from_id, to_id, relation) VALUES ($1, $2, 'cites') \
+             ON CONFLICT DO NOTHING",
         )
         .bind(from)
         .bind(to)

@@ -107,7 +107,7 @@ pub async fn upsert_draft(
          ON CONFLICT (incident_id) DO UPDATE SET draft = excluded.draft, drafted_by = excluded.drafted_by,
            drafted_at = excluded.drafted_at, edited_by = excluded.edited_by, edited_at = excluded.edited_at,
            analyst = excluded.analyst, notice = excluded.notice, confirmed_by = NULL, confirmed_at = NULL,
-           version = version + 1",
+           version = postmortems.version + 1",
     )
     .bind(incident_id)
     .bind(json)

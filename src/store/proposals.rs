@@ -255,7 +255,7 @@ pub async fn recalled_successes_in(
 ) -> AppResult<Vec<Success>> {
     let rows: Vec<Success> = sqlx::query_as(
         "SELECT r.id, r.incident_id, r.action_kind FROM records r
-          WHERE r.id IN (SELECT value FROM json_each($1))
+          WHERE r.id IN (SELECT CAST(value AS BIGINT) FROM json_each($1))
             AND r.kind = 'remediation_success' AND r.validation = 'confirmed'
             AND r.action_kind IS NOT NULL AND r.action_kind != $2",
     )

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use rustc_hash::FxHashMap;
 use sqlx::AnyPool;
 
+use super::Backend;
 use super::memory::{Candidate, corrupt, durable_kinds_json, parse_candidate};
 use crate::error::AppResult;
 
@@ -70,13 +71,20 @@ pub async fn generation(pool: &AnyPool) -> AppResult<(String, i64)> {
 /// # Errors
 /// Database errors; [`crate::error::AppError::Internal`] for rows this program did not write.
 pub async fn load(pool: &AnyPool) -> AppResult<RecallIndex> {
+    let backend = Backend::of(pool);
     let mut tx = pool.begin().await?;
+    if backend == Backend::Postgres {
+        // One snapshot for the whole transaction, as SQLite's read transaction gives.
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+    }
     let generation: (String, i64) =
         sqlx::query_as("SELECT epoch, value FROM recall_generation WHERE id = 1")
             .fetch_one(&mut *tx)
             .await?;
     // One row each (JSON arrays): rows cross a thread boundary one by one, arrays do not.
-    let (entries, keys, graph): (String, String, String) = sqlx::query_as(
+    let (entries, keys, graph): (String, String, String) = sqlx::query_as(backend.sql(
         "WITH live AS MATERIALIZED (
              SELECT * FROM records_rank
              WHERE validation != 'retracted' AND kind IN (SELECT value FROM json_each($1)))
@@ -88,7 +96,19 @@ pub async fn load(pool: &AnyPool) -> AppResult<RecallIndex> {
            (SELECT json_group_array(json_array(k.key, k.value, k.record_id))
               FROM record_keys k JOIN live ON live.id = k.record_id),
            (SELECT json_group_array(json_array(service, depends_on)) FROM service_dependencies)",
-    )
+        "WITH live AS MATERIALIZED (
+             SELECT * FROM records_rank
+             WHERE validation != 'retracted' AND kind IN (SELECT value FROM json_each($1)))
+         SELECT
+           (SELECT coalesce(json_agg(json_build_array(
+                json_build_array(id, kind, validation, created_at, importance, evidence_count,
+                                 consolidated_into),
+                incident_id)), '[]')::text FROM live),
+           (SELECT coalesce(json_agg(json_build_array(k.key, k.value, k.record_id)), '[]')::text
+              FROM record_keys k JOIN live ON live.id = k.record_id),
+           (SELECT coalesce(json_agg(json_build_array(service, depends_on)), '[]')::text
+              FROM service_dependencies)",
+    ))
     .bind(durable_kinds_json())
     .fetch_one(&mut *tx)
     .await?;

@@ -193,6 +193,13 @@ async fn spawn_app_inner(
     llm: Option<std::sync::Arc<dyn incidentmind::analyst::Analyst>>,
     embedder: Option<std::sync::Arc<dyn incidentmind::memory::Embedder>>,
 ) -> TestApp {
+    if std::env::var_os("INCIDENTMIND_TEST_LOG").is_some() {
+        // The app's own log (errors behind a 500) in the test output.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter("incidentmind=warn")
+            .with_test_writer()
+            .try_init();
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let db_path = dir.path().join("test.db");
     let database_url = match suite_on_postgres() {
