@@ -648,7 +648,11 @@ async fn backup(file: &std::path::Path, db: &DbArgs) -> anyhow::Result<()> {
 /// copy of the backup beside the target and renames it over the target (after removing the
 /// target's `-wal` and `-shm`, which belong to the old file), then checks the result.
 async fn restore(file: &std::path::Path, force: bool, db: &DbArgs) -> anyhow::Result<()> {
-    sqlite_only(db, "restore", "pg_restore, or migrate-db from a SQLite backup")?;
+    sqlite_only(
+        db,
+        "restore",
+        "pg_restore, or migrate-db from a SQLite backup",
+    )?;
     let (contents, _) = check_database(file)
         .await
         .map_err(|e| e.context(format!("not restoring from {}", file.display())))?;

@@ -266,6 +266,11 @@ impl Redactor {
     /// Redact `text` (see the module docs for what is replaced). Idempotent: placeholders are not
     /// redacted again.
     pub fn redact(&mut self, text: &str) -> String {
+        if text.contains('\0') {
+            // NUL is no character of any log, note or rule, and PostgreSQL text cannot hold it:
+            // every stored text passes here, so neither backend stores one.
+            return self.redact_at(&text.replace('\0', ""), 0);
+        }
         self.redact_at(text, 0)
     }
 
@@ -277,6 +282,11 @@ impl Redactor {
     pub fn redact_large(&mut self, text: String) -> String {
         const PIECE: usize = 1 << 20;
         const HARD: usize = 4 << 20;
+        let text = if text.contains('\0') {
+            text.replace('\0', "")
+        } else {
+            text
+        };
         if text.len() <= HARD {
             return self.redact(&text);
         }

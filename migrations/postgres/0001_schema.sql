@@ -16,7 +16,7 @@
 --   compares and sorts text bytewise, BINARY; "C" does the same whatever the database locale:
 --   RFC 3339 instants, ids and names sort and compare as on SQLite). JSON stays in TEXT.
 -- * FTS5 tables records_fts / incident_documents_fts -> ordinary tables with the same columns
---   plus `rowid` (the app writes and deletes by rowid) and a stored tsvector `tsv` ('english',
+--   plus `rowid` (the app writes and deletes by rowid) and a stored tsvector `tsv` ('incidentmind',
 --   i.e. Snowball stemming like FTS5's porter) with a GIN index. records_fts weighs text as 'A'
 --   and scope as 'B': SQLite ranks with bm25(records_fts, 1.0, 0.5|0.6), here use e.g.
 --   ts_rank('{0, 0, 0.6, 1}', tsv, query) (higher is better; bm25 is lower-is-better).
@@ -25,6 +25,18 @@
 --   INSERT OR REPLACE (delete + insert) gives the replacing row a new rowid, so readers that
 --   ask for "rows after rowid N" see replaced vectors.
 -- * Triggers -> PL/pgSQL trigger functions; trigger names are SQLite's.
+
+-- ---------------------------------------------------------------------------------------------
+-- Text search configuration
+-- ---------------------------------------------------------------------------------------------
+-- 'incidentmind': the english configuration with the Snowball English stemmer but no stop-word
+-- list, like FTS5's `porter unicode61` tokenizer, which keeps every word: a search for "the" or
+-- "on" finds what it finds on SQLite.
+CREATE TEXT SEARCH DICTIONARY incidentmind_stem (TEMPLATE = snowball, Language = english);
+CREATE TEXT SEARCH CONFIGURATION incidentmind (COPY = english);
+ALTER TEXT SEARCH CONFIGURATION incidentmind
+    ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
+    WITH incidentmind_stem;
 
 -- ---------------------------------------------------------------------------------------------
 -- Trigger functions
@@ -293,8 +305,8 @@ CREATE TABLE records_fts (
     scope TEXT COLLATE "C",
     rowid BIGINT PRIMARY KEY,
     tsv   tsvector GENERATED ALWAYS AS (
-              setweight(to_tsvector('english', coalesce(text, '')), 'A')
-           || setweight(to_tsvector('english', coalesce(scope, '')), 'B')) STORED
+              setweight(to_tsvector('incidentmind', coalesce(text, '')), 'A')
+           || setweight(to_tsvector('incidentmind', coalesce(scope, '')), 'B')) STORED
 );
 CREATE INDEX records_fts_tsv ON records_fts USING gin (tsv);
 
@@ -540,7 +552,7 @@ CREATE TABLE incident_documents_fts (
     text  TEXT COLLATE "C",
     rowid BIGINT PRIMARY KEY,
     tsv   tsvector GENERATED ALWAYS AS (
-              setweight(to_tsvector('english', coalesce(text, '')), 'A')) STORED
+              setweight(to_tsvector('incidentmind', coalesce(text, '')), 'A')) STORED
 );
 CREATE INDEX incident_documents_fts_tsv ON incident_documents_fts USING gin (tsv);
 

@@ -374,12 +374,12 @@ pub async fn store_parts(
     for (id, part, v) in vectors {
         let blob = blob_of(v);
         sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
-        .bind(id)
-        .bind(part)
-        .bind(model)
-        .bind(blob)
-        .execute(&mut *tx)
-        .await?;
+            .bind(id)
+            .bind(part)
+            .bind(model)
+            .bind(blob)
+            .execute(&mut *tx)
+            .await?;
     }
     tx.commit().await?;
     Ok(())
@@ -450,7 +450,10 @@ pub async fn restore_vectors(tx: &mut super::Tx, vectors: &[StoredVector]) -> Ap
     let backend = Backend::of_tx(tx);
     let whole = replace_sql(
         backend,
-        ("record_embeddings (record_id, model, vector) VALUES ($1, $2, $3)", "record_id, model"),
+        (
+            "record_embeddings (record_id, model, vector) VALUES ($1, $2, $3)",
+            "record_id, model",
+        ),
     );
     let part_sql = replace_sql(
         backend,
@@ -464,20 +467,20 @@ pub async fn restore_vectors(tx: &mut super::Tx, vectors: &[StoredVector]) -> Ap
         match v.part {
             None => {
                 sqlx::query(sqlx::AssertSqlSafe(whole.as_str()))
-                .bind(v.record_id)
-                .bind(&v.model)
-                .bind(blob)
-                .execute(&mut **tx)
-                .await?;
+                    .bind(v.record_id)
+                    .bind(&v.model)
+                    .bind(blob)
+                    .execute(&mut **tx)
+                    .await?;
             }
             Some(part) => {
                 sqlx::query(sqlx::AssertSqlSafe(part_sql.as_str()))
-                .bind(v.record_id)
-                .bind(part)
-                .bind(&v.model)
-                .bind(blob)
-                .execute(&mut **tx)
-                .await?;
+                    .bind(v.record_id)
+                    .bind(part)
+                    .bind(&v.model)
+                    .bind(blob)
+                    .execute(&mut **tx)
+                    .await?;
             }
         }
     }

@@ -176,10 +176,10 @@ pub async fn search(
          WHERE incident_documents_fts MATCH $1 AND ($2 IS NULL OR d.incident_id != $2)
          ORDER BY bm25(incident_documents_fts) LIMIT $3",
         "SELECT d.incident_id,
-                CAST(ts_rank_cd(f.tsv, websearch_to_tsquery('english', $1)) AS DOUBLE PRECISION) AS s
+                CAST(ts_rank_cd(f.tsv, websearch_to_tsquery('incidentmind', $1)) AS DOUBLE PRECISION) AS s
          FROM incident_documents_fts f
          JOIN incident_documents d ON d.id = f.rowid
-         WHERE f.tsv @@ websearch_to_tsquery('english', $1) AND ($2 IS NULL OR d.incident_id != $2)
+         WHERE f.tsv @@ websearch_to_tsquery('incidentmind', $1) AND ($2 IS NULL OR d.incident_id != $2)
          ORDER BY s DESC, d.incident_id LIMIT $3",
     ))
     .bind(expr)

@@ -375,7 +375,7 @@ pub async fn list(pool: &AnyPool, f: &IncidentFilter) -> AppResult<Vec<Incident>
         .bind(f.service.as_deref())
         .bind(f.severity.map(Severity::as_str))
         .bind(f.limit.unwrap_or(200).clamp(1, 1000))
-        .bind(f.active_only && f.state.is_none())
+        .bind(i64::from(f.active_only && f.state.is_none()))
         .bind(pattern)
         .bind(f.after.as_ref().map(|c| c.opened_at.as_str()))
         .bind(f.after.as_ref().map(|c| c.id.as_str()))

@@ -538,7 +538,7 @@ pub async fn list(pool: &AnyPool, f: &MemoryFilter) -> AppResult<Vec<MemoryRecor
                     order = " ORDER BY bm25(records_fts, 1.0, 0.5)".into();
                 }
                 Backend::Postgres => {
-                    let q = format!("websearch_to_tsquery('english', {p})");
+                    let q = format!("websearch_to_tsquery('incidentmind', {p})");
                     sql.push_str(&format!(" AND records_fts.tsv @@ {q}"));
                     order = format!(" ORDER BY ts_rank_cd(records_fts.tsv, {q}) DESC, r.id DESC");
                 }
@@ -555,7 +555,12 @@ pub async fn list(pool: &AnyPool, f: &MemoryFilter) -> AppResult<Vec<MemoryRecor
         (None, None) => {}
     }
     if order.is_empty() {
-        order = if f.oldest_first { " ORDER BY r.id ASC" } else { " ORDER BY r.id DESC" }.into();
+        order = if f.oldest_first {
+            " ORDER BY r.id ASC"
+        } else {
+            " ORDER BY r.id DESC"
+        }
+        .into();
     }
     sql.push_str(&order);
     sql.push_str(" LIMIT ");
@@ -626,11 +631,11 @@ pub async fn fts_candidates(
            AND ($3 IS NULL OR r.incident_id IS NULL OR r.incident_id != $4)
          ORDER BY bm25(records_fts, 1.0, 0.6) LIMIT $5",
         "SELECT r.id FROM records_fts JOIN records r ON r.id = records_fts.rowid
-         WHERE records_fts.tsv @@ websearch_to_tsquery('english', $1)
+         WHERE records_fts.tsv @@ websearch_to_tsquery('incidentmind', $1)
            AND r.validation != 'retracted'
            AND r.kind IN (SELECT value FROM json_each($2))
            AND ($3 IS NULL OR r.incident_id IS NULL OR r.incident_id != $4)
-         ORDER BY ts_rank_cd(records_fts.tsv, websearch_to_tsquery('english', $1)) DESC, r.id
+         ORDER BY ts_rank_cd(records_fts.tsv, websearch_to_tsquery('incidentmind', $1)) DESC, r.id
          LIMIT $5",
     ))
     .bind(expr)
@@ -668,7 +673,7 @@ pub async fn term_doc_counts(pool: &AnyPool, words: &[String], cap: i64) -> AppR
          FROM json_each($1) j",
         "SELECT json_group_array((SELECT count(*) FROM (
                     SELECT 1 FROM records_fts
-                    WHERE tsv @@ websearch_to_tsquery('english', j.value) LIMIT $2) AS m)
+                    WHERE tsv @@ websearch_to_tsquery('incidentmind', j.value) LIMIT $2) AS m)
                 ORDER BY j.key)
          FROM json_each($1) j",
     ))
@@ -740,9 +745,9 @@ pub async fn fts_matches(
              SELECT rowid AS id, bm25(records_fts, 1.0, 0.6) AS s FROM records_fts
              WHERE records_fts MATCH $1 AND rowid >= $2 ORDER BY s LIMIT $3)",
         "SELECT coalesce(json_group_array(id ORDER BY s, id), '[]') FROM (
-             SELECT rowid AS id, -ts_rank_cd(tsv, websearch_to_tsquery('english', $1)) AS s
+             SELECT rowid AS id, -ts_rank_cd(tsv, websearch_to_tsquery('incidentmind', $1)) AS s
              FROM records_fts
-             WHERE tsv @@ websearch_to_tsquery('english', $1) AND rowid >= $2
+             WHERE tsv @@ websearch_to_tsquery('incidentmind', $1) AND rowid >= $2
              ORDER BY s, id LIMIT $3) AS m",
     ))
     .bind(expr)
@@ -762,7 +767,7 @@ pub async fn newest_match_floor(pool: &AnyPool, word: &str, n: i64) -> AppResult
     let word: String = word.chars().filter(|c| c.is_alphanumeric()).collect();
     Ok(sqlx::query_scalar(Backend::of(pool).sql(
         "SELECT rowid FROM records_fts WHERE records_fts MATCH $1 ORDER BY rowid DESC LIMIT 1 OFFSET $2",
-        "SELECT rowid FROM records_fts WHERE tsv @@ websearch_to_tsquery('english', $1)
+        "SELECT rowid FROM records_fts WHERE tsv @@ websearch_to_tsquery('incidentmind', $1)
          ORDER BY rowid DESC LIMIT 1 OFFSET $2",
     ))
     .bind(format!("\"{word}\""))
@@ -814,7 +819,8 @@ pub async fn dead_ends_for(
                             AND k.record_id = c.id)
                OR EXISTS (SELECT 1 FROM record_keys k WHERE k.key = 'failure_mode'
                             AND k.value IN (SELECT value FROM json_each($3)) AND k.record_id = c.id))
-             ORDER BY (c.incident_id IN (SELECT value FROM json_each($4))) DESC, c.id DESC
+             ORDER BY CASE WHEN c.incident_id IN (SELECT value FROM json_each($4)) THEN 1 ELSE 0 END DESC,
+                      c.id DESC
              LIMIT $5)
          ORDER BY r.id"
     );
@@ -1013,13 +1019,12 @@ pub async fn all(pool: &AnyPool) -> AppResult<Vec<MemoryRecord>> {
 /// Database errors.
 pub async fn existing_ids(tx: &mut Tx, ids: &[i64]) -> AppResult<std::collections::BTreeSet<i64>> {
     let ids = serde_json::to_string(ids).map_err(corrupt)?;
-    let found: Vec<i64> =
-        sqlx::query_scalar(
-            "SELECT id FROM records WHERE id IN (SELECT CAST(value AS BIGINT) FROM json_each($1))",
-        )
-            .bind(ids)
-            .fetch_all(&mut **tx)
-            .await?;
+    let found: Vec<i64> = sqlx::query_scalar(
+        "SELECT id FROM records WHERE id IN (SELECT CAST(value AS BIGINT) FROM json_each($1))",
+    )
+    .bind(ids)
+    .fetch_all(&mut **tx)
+    .await?;
     let found = found.into_iter().collect();
     Ok(found)
 }

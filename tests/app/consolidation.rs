@@ -313,7 +313,7 @@ async fn the_consolidate_command_proposes_once_and_names_services_over_the_cap()
             .args([
                 "consolidate",
                 "--database-url",
-                app.db_path().to_str().unwrap(),
+                &app.database_url,
                 "--embeddings",
                 "off",
                 "--rule-cap",

@@ -122,6 +122,20 @@ impl CapturingModel {
     }
 }
 
+/// Drops the trigger that keeps `audit_log` append-only, as someone with database access could:
+/// for tests that show `audit verify` catching an edited row.
+pub async fn drop_audit_update_guard(pool: &AnyPool) {
+    use incidentmind::store::Backend;
+    let sql = Backend::of(pool).sql(
+        "DROP TRIGGER audit_log_no_update",
+        "DROP TRIGGER audit_log_no_update ON audit_log",
+    );
+    sqlx::query(sql)
+        .execute(pool)
+        .await
+        .expect("drop the trigger");
+}
+
 /// Every row of every table (FTS shadow tables included) as text, one string per row.
 pub async fn dump_all_tables(pool: &AnyPool) -> Vec<(String, String)> {
     use sqlx::{Column, Row, ValueRef};
@@ -306,11 +320,6 @@ pub async fn fresh_postgres_database(server: &str) -> String {
 }
 
 impl TestApp {
-    /// The app's SQLite file (for the command line, which opens it beside the running app).
-    pub fn db_path(&self) -> std::path::PathBuf {
-        self._dir.path().join("test.db")
-    }
-
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }

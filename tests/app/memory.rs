@@ -519,10 +519,7 @@ async fn the_audit_chain_holds_after_1000_operations() {
         verify(&app.pool).await.unwrap(),
         Verification::Intact { entries: 1000 }
     );
-    sqlx::query("DROP TRIGGER audit_log_no_update")
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    crate::helpers::drop_audit_update_guard(&app.pool).await;
     sqlx::query("UPDATE audit_log SET detail = '{}' WHERE seq = 500")
         .execute(&app.pool)
         .await
@@ -584,11 +581,12 @@ async fn export_then_import_into_an_empty_database_round_trips_exactly() {
 async fn rank_mismatches(pool: &sqlx::AnyPool) -> i64 {
     sqlx::query_scalar(
         "WITH r AS (SELECT id, kind, validation, incident_id, created_at, importance,
-                           evidence_count, json_extract(data, '$.consolidated_into')
+                           evidence_count,
+                           CAST(json_extract(data, '$.consolidated_into') AS BIGINT)
                       FROM records),
               k AS (SELECT * FROM records_rank)
-         SELECT (SELECT count(*) FROM (SELECT * FROM r EXCEPT SELECT * FROM k))
-              + (SELECT count(*) FROM (SELECT * FROM k EXCEPT SELECT * FROM r))",
+         SELECT (SELECT count(*) FROM (SELECT * FROM r EXCEPT SELECT * FROM k) AS a)
+              + (SELECT count(*) FROM (SELECT * FROM k EXCEPT SELECT * FROM r) AS b)",
     )
     .fetch_one(pool)
     .await

@@ -334,14 +334,21 @@ async fn health_and_readiness_answer() {
     let res = app.client.get(app.url("/readyz")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     let v: serde_json::Value = res.json().await.unwrap();
-    let expected = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/sqlite"))
-        .unwrap()
-        .filter(|e| {
-            let name = e.as_ref().unwrap().file_name();
-            let name = name.to_string_lossy();
-            name.ends_with(".sql") && !name.ends_with(".down.sql")
-        })
-        .count();
+    let folder = match incidentmind::store::Backend::of(&app.pool) {
+        incidentmind::store::Backend::Sqlite => "sqlite",
+        incidentmind::store::Backend::Postgres => "postgres",
+    };
+    let expected = std::fs::read_dir(format!(
+        "{}/migrations/{folder}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+    .filter(|e| {
+        let name = e.as_ref().unwrap().file_name();
+        let name = name.to_string_lossy();
+        name.ends_with(".sql") && !name.ends_with(".down.sql")
+    })
+    .count();
     assert_eq!(
         v,
         serde_json::json!({

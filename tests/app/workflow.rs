@@ -511,10 +511,7 @@ async fn the_audit_chain_verifies_and_breaks_when_a_row_is_edited() {
         .execute(&app.pool)
         .await;
     assert!(res.is_err(), "the table refuses updates");
-    sqlx::query("DROP TRIGGER audit_log_no_update")
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    crate::helpers::drop_audit_update_guard(&app.pool).await;
     sqlx::query("UPDATE audit_log SET actor = 'mallory' WHERE seq = 2")
         .execute(&app.pool)
         .await
