@@ -37,14 +37,44 @@ pub async fn spawn_app_full(
     settings: Settings,
     llm: Option<std::sync::Arc<dyn incidentmind::analyst::Analyst>>,
 ) -> TestApp {
-    spawn_app_inner(settings, llm, None).await
+    spawn_app_inner(settings, llm, None, None).await
+}
+
+/// A test app on an existing `database_url` (e.g. one from [`fresh_postgres_database`]).
+pub async fn spawn_app_at(database_url: &str) -> TestApp {
+    spawn_app_inner(
+        Settings::default(),
+        None,
+        None,
+        Some(database_url.to_string()),
+    )
+    .await
+}
+
+/// Another app instance on `database_url`, built and served as `serve` does (own pool, memory,
+/// router and loopback port) and sharing nothing else with the first: its base URL.
+pub async fn serve_instance(database_url: &str) -> String {
+    let built = App::build(Config::new(database_url))
+        .await
+        .expect("second instance");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let app = built
+        .router
+        .into_make_service_with_connect_info::<std::net::SocketAddr>();
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.expect("serve");
+    });
+    format!("http://{addr}")
 }
 
 /// A test app whose memory compares the vectors of `embedder`.
 pub async fn spawn_app_with_embedder(
     embedder: std::sync::Arc<dyn incidentmind::memory::Embedder>,
 ) -> TestApp {
-    spawn_app_inner(Settings::default(), None, Some(embedder)).await
+    spawn_app_inner(Settings::default(), None, Some(embedder), None).await
 }
 
 /// A test app with both a model analyst and an embedder (e.g. both pointed at a
@@ -53,7 +83,7 @@ pub async fn spawn_app_with_models(
     llm: std::sync::Arc<dyn incidentmind::analyst::Analyst>,
     embedder: std::sync::Arc<dyn incidentmind::memory::Embedder>,
 ) -> TestApp {
-    spawn_app_inner(Settings::default(), Some(llm), Some(embedder)).await
+    spawn_app_inner(Settings::default(), Some(llm), Some(embedder), None).await
 }
 
 /// A loopback stand-in for an OpenAI-compatible server (`/v1/chat/completions` and
@@ -206,6 +236,7 @@ async fn spawn_app_inner(
     settings: Settings,
     llm: Option<std::sync::Arc<dyn incidentmind::analyst::Analyst>>,
     embedder: Option<std::sync::Arc<dyn incidentmind::memory::Embedder>>,
+    database_url: Option<String>,
 ) -> TestApp {
     if std::env::var_os("INCIDENTMIND_TEST_LOG").is_some() {
         // The app's own log (errors behind a 500) in the test output.
@@ -216,9 +247,10 @@ async fn spawn_app_inner(
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let db_path = dir.path().join("test.db");
-    let database_url = match suite_on_postgres() {
-        Some(server) => fresh_postgres_database(&server).await,
-        None => db_path.to_str().expect("utf-8 path").to_string(),
+    let database_url = match (database_url, suite_on_postgres()) {
+        (Some(url), _) => url,
+        (None, Some(server)) => fresh_postgres_database(&server).await,
+        (None, None) => db_path.to_str().expect("utf-8 path").to_string(),
     };
     // The app as `serve` builds it (database and migrations, memory, model, router).
     let built = App::build(Config {

@@ -1,4 +1,5 @@
-//! Integration tests: the real router over HTTP on loopback, a fresh SQLite file per test.
+//! Integration tests: the real router over HTTP on loopback, a fresh database per test (a SQLite
+//! file; a PostgreSQL database with `INCIDENTMIND_TEST_BACKEND=postgres`, see helpers.rs).
 mod alertmanager;
 mod cli;
 mod consolidation;
@@ -6,6 +7,7 @@ mod embeddings;
 mod evidence;
 mod helpers;
 mod insights;
+mod instances;
 mod investigation;
 mod llm;
 mod memory;

@@ -12,7 +12,7 @@ use crate::helpers::{TestApp, error_of, spawn_app, spawn_app_with};
 
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/data/alerts");
 
-fn sample(name: &str) -> Vec<u8> {
+pub(crate) fn sample(name: &str) -> Vec<u8> {
     std::fs::read(format!("{SAMPLES}/{name}")).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
@@ -21,7 +21,12 @@ fn sample_json(name: &str) -> Value {
 }
 
 /// Creates an integration as the admin; returns (id, secret).
-async fn integration(app: &TestApp, name: &str, source: &str, extra: Value) -> (i64, String) {
+pub(crate) async fn integration(
+    app: &TestApp,
+    name: &str,
+    source: &str,
+    extra: Value,
+) -> (i64, String) {
     let mut body = json!({"name": name, "source": source});
     if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
         b.extend(e.clone());
