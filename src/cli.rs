@@ -295,6 +295,19 @@ pub enum Command {
         #[command(flatten)]
         db: DbArgs,
     },
+    /// Copy a whole database into an empty one, on either backend (e.g. `--from incidentmind.db
+    /// --to postgres://user@host/incidentmind`): users, tokens, sessions, incidents and their
+    /// timelines, evidence, memory with its embeddings, integrations, proposals and the audit
+    /// log, ids kept, in one transaction on the target; then verify the audit chain there. Stop
+    /// the server on the source first.
+    MigrateDb {
+        /// The database to copy (must exist): a SQLite path or URL, or a postgres:// URL.
+        #[arg(long)]
+        from: String,
+        /// The database to fill (created, with its schema, when missing; must hold nothing).
+        #[arg(long)]
+        to: String,
+    },
     /// Measure quality on a labelled set (runs on its own temporary database).
     #[command(subcommand)]
     Eval(EvalCommand),
@@ -504,6 +517,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             rule_cap,
         } => consolidate(&db, &embeddings, rule_cap).await,
         Command::Backup { file, db } => backup(&file, &db).await,
+        Command::MigrateDb { from, to } => migrate_db(&from, &to).await,
         Command::Restore { file, force, db } => restore(&file, force, &db).await,
         Command::Audit(AuditCommand::Verify { db }) => {
             let pool = open(&db, MustExist).await?;
@@ -602,6 +616,42 @@ async fn check_database(path: &std::path::Path) -> anyhow::Result<(store::backup
     .await;
     pool.close().await;
     checked
+}
+
+/// `migrate-db --from URL --to URL`: [`store::migrate::copy_database`], then the audit chain
+/// verified on the target; prints rows per table.
+async fn migrate_db(from: &str, to: &str) -> anyhow::Result<()> {
+    let source = store::open(from, store::OpenMode::MustExist).await?;
+    let target = store::open(to, store::OpenMode::CreateIfMissing).await?;
+    let report = store::migrate::copy_database(&source, &target).await;
+    source.close().await;
+    let report = match report {
+        Ok(r) => r,
+        Err(e) => {
+            target.close().await;
+            anyhow::bail!("nothing was copied: {e}");
+        }
+    };
+    let mut total = 0;
+    for (table, rows) in &report {
+        println!("{table:<32} {rows:>9}");
+        total += rows;
+    }
+    println!("{:<32} {total:>9}", "rows copied");
+    let verified = audit::verify(&target).await?;
+    target.close().await;
+    match verified {
+        audit::Verification::Intact { entries } => {
+            println!(
+                "audit chain on {}: intact ({entries} entries)",
+                store::redacted_url(to)
+            );
+            Ok(())
+        }
+        audit::Verification::Broken { seq, reason } => {
+            anyhow::bail!("the audit chain on the target is broken at entry {seq}: {reason}")
+        }
+    }
 }
 
 /// Refuses `command` (a SQLite file operation) on a PostgreSQL database, naming the tool to use.

@@ -115,13 +115,27 @@ impl Row {
 
 /// Words indexed beside the text so scope matches by search too: services, tags, action kind.
 fn scope_text(r: &NewRecord) -> String {
+    scope_of(
+        &r.services,
+        &r.failure_modes,
+        r.action_kind.map(ActionKind::as_str),
+    )
+}
+
+/// The `scope` column of a record's full-text entry: its services, failure modes and action
+/// kind as words (`payments-api` → `payments api`).
+pub(super) fn scope_of(
+    services: &[String],
+    failure_modes: &[String],
+    action_kind: Option<&str>,
+) -> String {
     let mut s = String::new();
-    for part in r.services.iter().chain(r.failure_modes.iter()) {
+    for part in services.iter().chain(failure_modes.iter()) {
         s.push_str(&part.replace(['_', '-'], " "));
         s.push(' ');
     }
-    if let Some(a) = r.action_kind {
-        s.push_str(&a.as_str().replace('_', " "));
+    if let Some(a) = action_kind {
+        s.push_str(&a.replace('_', " "));
     }
     s
 }

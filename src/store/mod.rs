@@ -12,6 +12,7 @@ pub mod incidents;
 pub mod insights;
 pub mod integrations;
 pub mod memory;
+pub mod migrate;
 pub mod postmortems;
 pub mod proposals;
 pub mod recall_index;

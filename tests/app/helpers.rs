@@ -312,9 +312,12 @@ pub fn postgres_server(test: &str) -> Option<String> {
                 "{test}: INCIDENTMIND_TEST_DATABASE_URL is not set and CI=true: the PostgreSQL \
                  tests must run in CI (start a server with scripts/pg-test-cluster start)"
             );
-            eprintln!(
+            // Straight to the terminal: the test harness captures eprintln! of passing tests.
+            use std::io::Write as _;
+            let _ = writeln!(
+                std::io::stderr(),
                 "\n*** SKIPPED {test}: no PostgreSQL (set INCIDENTMIND_TEST_DATABASE_URL; \
-                 scripts/pg-test-cluster start prints one) ***\n"
+                 scripts/pg-test-cluster start prints one) ***"
             );
             None
         }

@@ -11,6 +11,7 @@ mod instances;
 mod investigation;
 mod llm;
 mod memory;
+mod migrate_db;
 mod openapi;
 mod postmortem;
 mod proposals;
