@@ -231,9 +231,9 @@ fn cell(row: &AnyRow, i: usize) -> AppResult<Cell> {
 /// Copies `table` row for row (columns both sides have; `records.superseded_by` left empty, see
 /// [`restore_trigger_effects`]): the number of rows.
 async fn copy_table(from: &AnyPool, tx: &mut Tx, table: &'static str) -> AppResult<u64> {
-    let target = columns(&mut **tx, table).await?;
+    let target = columns(tx, table).await?;
     let mut source_conn = from.acquire().await?;
-    let source: Vec<String> = columns(&mut *source_conn, table)
+    let source: Vec<String> = columns(&mut source_conn, table)
         .await?
         .into_iter()
         .map(|(n, _)| n)

@@ -365,7 +365,7 @@ fn connect_options(url: &str) -> Result<(String, SqliteConnectOptions), OpenErro
 }
 
 /// Key of the PostgreSQL advisory lock every write transaction takes ([`begin_write`]).
-const WRITE_LOCK_KEY: i64 = 0x1d_c1de_a7;
+const WRITE_LOCK_KEY: i64 = 0x1dc1_dea7;
 
 /// Starts a write transaction that holds the database's write lock from its first statement, so
 /// concurrent writers queue instead of interleaving.

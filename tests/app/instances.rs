@@ -25,7 +25,7 @@ async fn two_instances(test: &str) -> Option<(TestApp, String)> {
 
 /// `base` of A for even `i`, of B for odd: requests alternate between the instances.
 fn either<'a>(a: &'a TestApp, b: &'a str, i: usize) -> &'a str {
-    if i % 2 == 0 { &a.base } else { b }
+    if i.is_multiple_of(2) { &a.base } else { b }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
