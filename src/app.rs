@@ -21,7 +21,8 @@ pub const METRICS_UPKEEP: std::time::Duration = std::time::Duration::from_secs(5
 /// What the app is built from.
 #[derive(Clone)]
 pub struct Config {
-    /// SQLite database file (or `sqlite://…` URL); created, with its migrations, when missing.
+    /// SQLite database file (or `sqlite://…` URL), or a `postgres://…` URL; created (SQLite) or
+    /// migrated (both) when needed.
     pub database_url: String,
     /// Settings the handlers read (body limits, cookies, self-confirm).
     pub settings: Settings,

@@ -44,8 +44,9 @@ pub struct Cli {
 /// Where the database is: every command that reads or writes it takes this option.
 #[derive(Debug, Clone, Args)]
 pub struct DbArgs {
-    /// SQLite database file (or `sqlite://…` URL). `serve`, `user add`, `import` and
-    /// `history load` create it when missing; `audit verify`, `export` and `user token` refuse to.
+    /// SQLite database file (or `sqlite://…` URL), or a PostgreSQL `postgres://…` URL. `serve`,
+    /// `user add`, `import` and `history load` create it (or its schema) when missing; `audit
+    /// verify`, `export` and `user token` refuse to.
     #[arg(
         long,
         env = "INCIDENTMIND_DATABASE_URL",

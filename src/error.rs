@@ -49,7 +49,8 @@ pub enum AppError {
         /// Seconds until a request would be accepted (at least 1).
         retry_after_secs: u64,
     },
-    /// The database's disk is full (SQLite `SQLITE_FULL`, result code 13): the write was rolled
+    /// The database's disk is full (SQLite `SQLITE_FULL`, result code 13; PostgreSQL SQLSTATE
+    /// `53100` disk_full): the write was rolled
     /// back, nothing was stored, and reads still work (HTTP 503 Service Unavailable with
     /// `Retry-After`, RFC 9110 §15.6.4; logged).
     #[error(
@@ -65,15 +66,25 @@ pub enum AppError {
 /// SQLite's primary result code for a full disk (`SQLITE_FULL`; sqlite.org/rescode.html).
 const SQLITE_FULL: i64 = 13;
 
+/// PostgreSQL's SQLSTATE for a full disk (`disk_full`; PostgreSQL manual, appendix A).
+const PG_DISK_FULL: &str = "53100";
+
 impl From<sqlx::Error> for AppError {
     /// [`AppError::StorageFull`] for `SQLITE_FULL` (sqlx reports the extended result code,
-    /// whose low byte is the primary one), else [`AppError::Internal`].
+    /// whose low byte is the primary one) or PostgreSQL's `disk_full`, else
+    /// [`AppError::Internal`].
     fn from(e: sqlx::Error) -> Self {
-        let full = e
-            .as_database_error()
-            .and_then(|d| d.code())
-            .and_then(|c| c.parse::<i64>().ok())
-            .is_some_and(|c| c & 0xff == SQLITE_FULL);
+        let full = e.as_database_error().is_some_and(|d| {
+            if d.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+                .is_some()
+            {
+                d.code().as_deref() == Some(PG_DISK_FULL)
+            } else {
+                d.code()
+                    .and_then(|c| c.parse::<i64>().ok())
+                    .is_some_and(|c| c & 0xff == SQLITE_FULL)
+            }
+        });
         if full {
             tracing::error!(error = %e, "the database's disk is full; the write was rolled back");
             return Self::StorageFull;

@@ -1,5 +1,6 @@
-//! A `tower_sessions::SessionStore` on the app's SQLite pool (the published SQLx store needs an
-//! older sqlx). Records are JSON; expired sessions are never returned and are pruned on write.
+//! A `tower_sessions::SessionStore` on the app's database pool, either backend (the published
+//! SQLx store needs an older sqlx). Sessions live in the database, so every app instance on it
+//! knows them. Records are JSON; expired sessions are never returned and are pruned on write.
 
 use async_trait::async_trait;
 use sqlx::AnyPool;
@@ -9,11 +10,11 @@ use tower_sessions::session_store::{self, SessionStore};
 
 /// Session storage in the `sessions` table.
 #[derive(Debug, Clone)]
-pub struct SqliteSessionStore {
+pub struct DatabaseSessionStore {
     pool: AnyPool,
 }
 
-impl SqliteSessionStore {
+impl DatabaseSessionStore {
     /// Wraps the app's pool.
     pub fn new(pool: AnyPool) -> Self {
         Self { pool }
@@ -25,7 +26,7 @@ fn backend(e: impl std::fmt::Display) -> session_store::Error {
 }
 
 #[async_trait]
-impl SessionStore for SqliteSessionStore {
+impl SessionStore for DatabaseSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
         let data = serde_json::to_vec(&record.data)
             .map_err(|e| session_store::Error::Encode(e.to_string()))?;

@@ -37,7 +37,7 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 use tower_sessions::{Expiry, SessionManagerLayer, cookie::SameSite};
 
-use crate::store::sessions::SqliteSessionStore;
+use crate::store::sessions::DatabaseSessionStore;
 
 /// Every request is answered within this time, 408 Request Timeout after it.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -99,7 +99,7 @@ impl Default for Settings {
 /// and caches), the settings and the optional model.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    /// The one SQLite pool.
+    /// The one database pool (SQLite or PostgreSQL, see [`crate::store::Backend`]).
     pub pool: AnyPool,
     /// Recall, its caches and the embedder, over the same pool.
     pub memory: crate::memory::Memory,
@@ -362,7 +362,7 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
 /// The whole application: the route table ([`routes`]) inside the middleware stack (request ids,
 /// tracing, security headers, CSRF check, sessions, body limit, timeout).
 pub fn router(state: AppState) -> Router {
-    let sessions = SessionManagerLayer::new(SqliteSessionStore::new(state.pool.clone()))
+    let sessions = SessionManagerLayer::new(DatabaseSessionStore::new(state.pool.clone()))
         .with_name("incidentmind_session")
         .with_secure(state.settings.secure_cookies)
         .with_http_only(true)
