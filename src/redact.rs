@@ -902,6 +902,16 @@ pub fn redact_once(text: &str) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn nul_characters_are_dropped_from_every_stored_text() {
+        let mut r = Redactor::default();
+        assert_eq!(r.redact("job=\0node\0-exporter"), "job=node-exporter");
+        assert_eq!(
+            r.redact_large("disk full on /var\0\n".to_string()),
+            "disk full on /var\n"
+        );
+    }
+
     const SECRETS: &[&str] = &[
         "hunter2hunter2",
         "s3cr3t-P@ss",

@@ -17,9 +17,10 @@
 --   RFC 3339 instants, ids and names sort and compare as on SQLite). JSON stays in TEXT.
 -- * FTS5 tables records_fts / incident_documents_fts -> ordinary tables with the same columns
 --   plus `rowid` (the app writes and deletes by rowid) and a stored tsvector `tsv` ('incidentmind',
---   i.e. Snowball stemming like FTS5's porter) with a GIN index. records_fts weighs text as 'A'
---   and scope as 'B': SQLite ranks with bm25(records_fts, 1.0, 0.5|0.6), here use e.g.
---   ts_rank('{0, 0, 0.6, 1}', tsv, query) (higher is better; bm25 is lower-is-better).
+--   i.e. Snowball stemming like FTS5's porter, no stop words) with a GIN index. records_fts
+--   weighs text as 'A' and scope as 'B': SQLite ranks with bm25(records_fts, 1.0, 0.5|0.6), the
+--   store here with ts_rank_cd's default weights (A 1.0, B 0.4; higher is better, bm25 is
+--   lower-is-better).
 -- * The hidden rowid that src/store/embeddings.rs reads on the four *_embeddings tables ->
 --   an explicit `rowid` identity column, renewed on UPDATE (embedding_rowid_renew) as SQLite's
 --   INSERT OR REPLACE (delete + insert) gives the replacing row a new rowid, so readers that

@@ -141,7 +141,10 @@ impl Backend {
 
     /// The backend an open pool talks to.
     pub fn of(pool: &AnyPool) -> Backend {
-        Backend::of_url(pool.connect_options().database_url.as_str())
+        match pool.connect_options().database_url.scheme() {
+            "postgres" | "postgresql" => Backend::Postgres,
+            _ => Backend::Sqlite,
+        }
     }
 
     /// The backend a transaction talks to.
@@ -472,6 +475,34 @@ async fn outside_transaction(conn: &mut sqlx::AnyConnection) -> Result<bool, sql
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_url_scheme_picks_the_backend() {
+        for (url, backend) in [
+            ("incidentmind.db", Backend::Sqlite),
+            ("/var/lib/incidentmind/im.db", Backend::Sqlite),
+            ("sqlite://im.db?mode=rwc", Backend::Sqlite),
+            ("postgres://u:p@db:5432/im", Backend::Postgres),
+            ("postgresql://db/im", Backend::Postgres),
+            ("PostgreS://db/im", Backend::Postgres),
+            // A file whose name starts like the scheme is still a file.
+            ("postgres.db", Backend::Sqlite),
+        ] {
+            assert_eq!(Backend::of_url(url), backend, "{url}");
+        }
+        assert_eq!(Backend::Postgres.sql("a", "b"), "b");
+        assert_eq!(Backend::Sqlite.sql("a", "b"), "a");
+    }
+
+    #[test]
+    fn a_database_password_never_reaches_a_message() {
+        assert_eq!(
+            redacted_url("postgres://im:s3cr3t@db.internal:5432/im"),
+            "postgres://im:***@db.internal:5432/im"
+        );
+        assert_eq!(redacted_url("postgres://db/im"), "postgres://db/im");
+        assert_eq!(redacted_url("im.db"), "im.db");
+    }
 
     #[test]
     fn stored_instants_have_fixed_width_and_round_trip() {
