@@ -12,6 +12,7 @@ use crate::helpers::{
     TestApp, fresh_postgres_database, postgres_server, serve_instance, spawn_app_at,
 };
 use crate::webhooks::{integration, sample};
+use crate::workflow::incident_in;
 
 /// Instance A (with users and tokens) and instance B's base URL, on one fresh PostgreSQL
 /// database; `None` (test skipped) without a server.
@@ -236,4 +237,61 @@ async fn a_memory_written_through_one_instance_is_recalled_through_the_other_at_
         recall(b).await >= 1,
         "B recalls what A wrote, without a restart"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn learn_sent_20_times_over_two_instances_writes_memory_once() {
+    let Some((a, b)) = two_instances("instances::learn").await else {
+        return;
+    };
+    // The same incident in a separate app, learned by one request: what one Learn writes.
+    let solo = crate::helpers::spawn_app().await;
+    let control = incident_in(&solo, "confirmed").await;
+    let before = solo.count("records").await;
+    let res = solo
+        .post_json(
+            &solo.reviewer,
+            &format!("/api/v1/incidents/{control}/learn"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let once = solo.count("records").await - before;
+    assert!(once > 0, "Learn writes memory");
+    let raced = incident_in(&a, "confirmed").await;
+    let before = a.count("records").await;
+    let results = join_all((0..20).map(|i| {
+        a.client
+            .post(format!(
+                "{}/api/v1/incidents/{raced}/learn",
+                either(&a, &b, i)
+            ))
+            .bearer_auth(&a.reviewer)
+            .json(&json!({}))
+            .send()
+    }))
+    .await;
+    // Learn is idempotent: every request succeeds, and the memory is written once.
+    for r in results {
+        assert_eq!(r.expect("request").status(), StatusCode::OK);
+    }
+    assert_eq!(a.count("records").await - before, once);
+    let v: Value = a
+        .get(&a.responder, &format!("/api/v1/incidents/{raced}"))
+        .await
+        .json()
+        .await
+        .expect("incident");
+    assert_eq!(v["state"], "learned");
+    let learned = v["timeline"]
+        .as_array()
+        .expect("timeline")
+        .iter()
+        .filter(|e| e["kind"] == "learn")
+        .count();
+    assert_eq!(learned, 1, "one Learn on the timeline: {v}");
+    assert!(matches!(
+        verify(&a.pool).await.expect("verify"),
+        Verification::Intact { .. }
+    ));
 }

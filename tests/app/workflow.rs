@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::helpers::{error_of, spawn_app};
 
 /// Drives a new incident into `state` through the API and returns its id.
-async fn incident_in(app: &crate::helpers::TestApp, state: &str) -> String {
+pub(crate) async fn incident_in(app: &crate::helpers::TestApp, state: &str) -> String {
     let id = app.open_incident("Checkout failing", "payments-api").await;
     let steps: &[(&str, &str)] = match state {
         "investigating" => &[],
