@@ -89,6 +89,15 @@ impl From<sqlx::Error> for AppError {
             tracing::error!(error = %e, "the database's disk is full; the write was rolled back");
             return Self::StorageFull;
         }
+        // PostgreSQL refuses text with a NUL character (22021) or a JSON `\u0000` (22P05); SQLite
+        // stores both. Stored texts drop NUL on the way in (redaction); a key or filter that
+        // still carries one is the sender's input, refused as such.
+        let code = e.as_database_error().and_then(|d| d.code());
+        if matches!(code.as_deref(), Some("22021" | "22P05")) {
+            return Self::BadRequest(
+                "the request holds a NUL character (\\u0000), which no field may contain".into(),
+            );
+        }
         Self::Internal(e.into())
     }
 }

@@ -39,6 +39,15 @@ ALTER TEXT SEARCH CONFIGURATION incidentmind
     ALTER MAPPING FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
     WITH incidentmind_stem;
 
+-- fts_words(text): the text with every run of ASCII punctuation turned into one space, so that
+-- `checkout.svc.cluster.local`, `/var/log/app.log` or `java.lang.NullPointerException` are
+-- indexed word by word, as FTS5's unicode61 tokenizer and the app's query terms split them
+-- (PostgreSQL's parser would keep them whole as one host, path or version token).
+CREATE FUNCTION fts_words(t text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT regexp_replace(coalesce(t, ''), '[!-/:-@[-`{-~]+', ' ', 'g')
+$$;
+
 -- ---------------------------------------------------------------------------------------------
 -- Trigger functions
 -- ---------------------------------------------------------------------------------------------
@@ -306,8 +315,8 @@ CREATE TABLE records_fts (
     scope TEXT COLLATE "C",
     rowid BIGINT PRIMARY KEY,
     tsv   tsvector GENERATED ALWAYS AS (
-              setweight(to_tsvector('incidentmind', coalesce(text, '')), 'A')
-           || setweight(to_tsvector('incidentmind', coalesce(scope, '')), 'B')) STORED
+              setweight(to_tsvector('incidentmind', fts_words(text)), 'A')
+           || setweight(to_tsvector('incidentmind', fts_words(scope)), 'B')) STORED
 );
 CREATE INDEX records_fts_tsv ON records_fts USING gin (tsv);
 
@@ -553,7 +562,7 @@ CREATE TABLE incident_documents_fts (
     text  TEXT COLLATE "C",
     rowid BIGINT PRIMARY KEY,
     tsv   tsvector GENERATED ALWAYS AS (
-              setweight(to_tsvector('incidentmind', coalesce(text, '')), 'A')) STORED
+              setweight(to_tsvector('incidentmind', fts_words(text)), 'A')) STORED
 );
 CREATE INDEX incident_documents_fts_tsv ON incident_documents_fts USING gin (tsv);
 

@@ -358,13 +358,16 @@ pub async fn list(pool: &AnyPool, f: &IncidentFilter) -> AppResult<Vec<Incident>
         "SELECT {COLUMNS} FROM incidents
          WHERE ($1 IS NULL OR state = $1) AND ($2 IS NULL OR service = $2) AND ($3 IS NULL OR severity = $3)
            AND ($5 = 0 OR state != 'learned')
-           AND ($6 IS NULL OR lower(id) LIKE lower($6) ESCAPE '\\' OR lower(title) LIKE lower($6) ESCAPE '\\'
-                OR lower(description) LIKE lower($6) ESCAPE '\\')
+           AND ($6 IS NULL OR lower(id) LIKE $6 ESCAPE '\\' OR lower(title) LIKE $6 ESCAPE '\\'
+                OR lower(description) LIKE $6 ESCAPE '\\')
            AND {keyset}
          ORDER BY {order} LIMIT $4"
     );
+    // Case folded here, ASCII only, as lower() folds on both backends (SQLite's lower() and
+    // PostgreSQL's under the columns' "C" collation); the columns are folded in the SQL.
     let pattern = f.text.as_deref().map(|t| {
         let escaped = t
+            .to_ascii_lowercase()
             .replace('\\', "\\\\")
             .replace('%', "\\%")
             .replace('_', "\\_");

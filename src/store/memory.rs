@@ -147,6 +147,16 @@ pub(super) fn scope_of(
 /// # Errors
 /// Database errors.
 pub async fn insert(tx: &mut Tx, r: &NewRecord, at: jiff::Timestamp) -> AppResult<(i64, bool)> {
+    insert_as(tx, r, at, None).await
+}
+
+/// [`insert`] with the id given (`explicit`, for an import) or assigned by the database.
+async fn insert_as(
+    tx: &mut Tx,
+    r: &NewRecord,
+    at: jiff::Timestamp,
+    explicit: Option<i64>,
+) -> AppResult<(i64, bool)> {
     if let Some(origin) = &r.origin {
         let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM records WHERE origin = $1")
             .bind(origin)
@@ -157,33 +167,46 @@ pub async fn insert(tx: &mut Tx, r: &NewRecord, at: jiff::Timestamp) -> AppResul
         }
     }
     let rule = r.rule.as_ref();
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO records (kind, epistemic_type, text, services, failure_modes, action_kind, target,
-            incident_id, validation, confidence, importance, rule_always, rule_because, rule_scope,
-            rule_severity, author, created_at, origin, data)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19) RETURNING id",
-    )
-    .bind(r.kind.as_str())
-    .bind(r.epistemic_type.as_str())
-    .bind(&r.text)
-    .bind(serde_json::to_string(&r.services).map_err(corrupt)?)
-    .bind(serde_json::to_string(&r.failure_modes).map_err(corrupt)?)
-    .bind(r.action_kind.map(ActionKind::as_str))
-    .bind(r.target.as_deref())
-    .bind(r.incident_id.as_deref())
-    .bind(r.validation.as_str())
-    .bind(r.confidence.map(Confidence::as_str))
-    .bind(r.importance)
-    .bind(rule.map(|x| x.always.as_str()))
-    .bind(rule.map(|x| x.because.as_str()))
-    .bind(rule.map(|x| x.scope.as_str()))
-    .bind(rule.map(|x| x.severity.as_str()))
-    .bind(&r.author)
-    .bind(db_time(at))
-    .bind(r.origin.as_deref())
-    .bind(if r.data.is_null() { "{}".to_string() } else { r.data.to_string() })
-    .fetch_one(&mut **tx)
-    .await?;
+    let (id_column, id_value) = if explicit.is_some() {
+        ("id, ", "$20, ")
+    } else {
+        ("", "")
+    };
+    let sql = format!(
+        "INSERT INTO records ({id_column}kind, epistemic_type, text, services, failure_modes,
+            action_kind, target, incident_id, validation, confidence, importance, rule_always,
+            rule_because, rule_scope, rule_severity, author, created_at, origin, data)
+         VALUES ({id_value}$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+            $17, $18, $19) RETURNING id"
+    );
+    let mut query = sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(sql))
+        .bind(r.kind.as_str())
+        .bind(r.epistemic_type.as_str())
+        .bind(&r.text)
+        .bind(serde_json::to_string(&r.services).map_err(corrupt)?)
+        .bind(serde_json::to_string(&r.failure_modes).map_err(corrupt)?)
+        .bind(r.action_kind.map(ActionKind::as_str))
+        .bind(r.target.as_deref())
+        .bind(r.incident_id.as_deref())
+        .bind(r.validation.as_str())
+        .bind(r.confidence.map(Confidence::as_str))
+        .bind(r.importance)
+        .bind(rule.map(|x| x.always.as_str()))
+        .bind(rule.map(|x| x.because.as_str()))
+        .bind(rule.map(|x| x.scope.as_str()))
+        .bind(rule.map(|x| x.severity.as_str()))
+        .bind(&r.author)
+        .bind(db_time(at))
+        .bind(r.origin.as_deref())
+        .bind(if r.data.is_null() {
+            "{}".to_string()
+        } else {
+            r.data.to_string()
+        });
+    if let Some(id) = explicit {
+        query = query.bind(id);
+    }
+    let id: i64 = query.fetch_one(&mut **tx).await?;
     let keys = r
         .services
         .iter()
@@ -1077,44 +1100,27 @@ pub async fn restore(tx: &mut Tx, r: &MemoryRecord) -> AppResult<()> {
             r.id
         )));
     }
-    let (new_id, _) = insert(tx, &new, r.created_at).await?;
+    // With its own id (never assigned and then changed: on PostgreSQL the keys and history
+    // written by the insert would hold the old id against the foreign keys).
+    insert_as(tx, &new, r.created_at, Some(r.id)).await?;
     sqlx::query(
-        "UPDATE records SET id = $1, last_recalled_at = $2, recall_count = $3, evidence_count = $4, superseded_by = $5
-         WHERE id = $6",
+        "UPDATE records SET last_recalled_at = $1, recall_count = $2, evidence_count = $3,
+                superseded_by = $4
+         WHERE id = $5",
     )
-    .bind(r.id)
     .bind(r.last_recalled_at.map(db_time))
     .bind(r.recall_count)
     .bind(r.evidence_count)
     .bind(r.superseded_by)
-    .bind(new_id)
+    .bind(r.id)
     .execute(&mut **tx)
     .await?;
-    for (table, col) in [
-        ("record_keys", "record_id"),
-        ("record_history", "record_id"),
-    ] {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE {table} SET {col} = $1 WHERE {col} = $2"
-        )))
-        .bind(r.id)
-        .bind(new_id)
-        .execute(&mut **tx)
-        .await?;
-    }
-    if r.kind.is_durable() {
+    if r.kind.is_durable() && r.validation == Validation::Retracted {
+        // A retracted record is not searchable (the insert indexed it as any durable record).
         sqlx::query("DELETE FROM records_fts WHERE rowid = $1")
-            .bind(new_id)
+            .bind(r.id)
             .execute(&mut **tx)
             .await?;
-        if r.validation != Validation::Retracted {
-            sqlx::query("INSERT INTO records_fts (rowid, text, scope) VALUES ($1, $2, $3)")
-                .bind(r.id)
-                .bind(&r.text)
-                .bind(scope_text(&new))
-                .execute(&mut **tx)
-                .await?;
-        }
     }
     Ok(())
 }

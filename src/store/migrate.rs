@@ -62,18 +62,14 @@ pub const DERIVED: &[&str] = &[
 /// Why a copy was refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
-    /// The target already holds users, incidents or memory.
+    /// The target already holds rows in a table the copy writes.
     #[error(
-        "the target database is not empty ({users} users, {incidents} incidents, {records} memory \
-         records); migrate-db only writes into a fresh database"
+        "the target database is not empty (rows in {held}); migrate-db only writes into a fresh \
+         database"
     )]
     TargetNotEmpty {
-        /// Rows of `users`.
-        users: i64,
-        /// Rows of `incidents`.
-        incidents: i64,
-        /// Rows of `records`.
-        records: i64,
+        /// `table: rows` of every table that holds any, comma-separated.
+        held: String,
     },
     /// A table this program does not know: the source is from a newer IncidentMind.
     #[error(
@@ -113,20 +109,18 @@ pub async fn copy_database(from: &AnyPool, to: &AnyPool) -> AppResult<CopyReport
             return Err(MigrateError::UnknownTable(t).into());
         }
     }
-    let counts = |t: &'static str| {
-        sqlx::query_scalar::<_, i64>(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {t}")))
+    let mut held = Vec::new();
+    for &t in COPIED {
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {t}")))
             .fetch_one(to)
-    };
-    let (users, incidents, records) = (
-        counts("users").await?,
-        counts("incidents").await?,
-        counts("records").await?,
-    );
-    if users + incidents + records > 0 {
+            .await?;
+        if n > 0 {
+            held.push(format!("{t}: {n}"));
+        }
+    }
+    if !held.is_empty() {
         return Err(MigrateError::TargetNotEmpty {
-            users,
-            incidents,
-            records,
+            held: held.join(", "),
         }
         .into());
     }

@@ -304,7 +304,8 @@ async fn open_postgres(url: &str, mode: OpenMode) -> Result<AnyPool, OpenError> 
         })?;
     if mode == OpenMode::MustExist {
         let ours: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = '_sqlx_migrations'",
+            "SELECT count(*) FROM information_schema.tables
+              WHERE table_schema = current_schema() AND table_name = '_sqlx_migrations'",
         )
         .fetch_one(&pool)
         .await

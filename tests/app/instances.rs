@@ -295,3 +295,37 @@ async fn learn_sent_20_times_over_two_instances_writes_memory_once() {
         Verification::Intact { .. }
     ));
 }
+
+#[tokio::test]
+async fn a_nul_character_in_a_filter_or_an_alert_key_is_a_4xx_never_a_500() {
+    let Some(server) = postgres_server("instances::nul") else {
+        return;
+    };
+    let a = spawn_app_at(&fresh_postgres_database(&server).await).await;
+    let res = a
+        .get(&a.responder, "/api/v1/incidents?service=pay%00ments")
+        .await;
+    assert!(res.status().is_client_error(), "{}", res.status());
+    let (_, am) = integration(&a, "am", "alertmanager", json!({})).await;
+    let body = json!({
+        "version": "4", "groupKey": "{}:{alertname=\"Nul\u{0}Key\"}", "status": "firing",
+        "receiver": "incidentmind", "groupLabels": {}, "commonLabels": {}, "commonAnnotations": {},
+        "externalURL": "http://am", "truncatedAlerts": 0,
+        "alerts": [{"status": "firing", "labels": {"alertname": "NulKey", "service": "ledger"},
+                    "annotations": {}, "startsAt": "2026-12-02T10:00:00Z",
+                    "endsAt": "0001-01-01T00:00:00Z", "generatorURL": "", "fingerprint": "ab\u{0}cd"}]
+    });
+    let res = a
+        .client
+        .post(a.url("/api/v1/webhooks/alertmanager"))
+        .bearer_auth(&am)
+        .json(&body)
+        .send()
+        .await
+        .expect("delivery");
+    assert!(
+        res.status().is_success() || res.status().is_client_error(),
+        "{}",
+        res.status()
+    );
+}
