@@ -836,15 +836,24 @@ async fn run() -> anyhow::Result<()> {
     let parts_start = rss_parts();
     let (malloc_start, threads_start) = (malloc_in_use_kib(), status_kib("Threads:"));
     let started = Instant::now();
-    // RSS every 10 s for the peak and a trend line, in a fixed-size array.
-    let samples = Arc::new((0..128).map(|_| AtomicU64::new(0)).collect::<Vec<_>>());
+    // RSS, heap and stacks, mapped pages and malloc in use every 10 s, for the peak and trend
+    // lines that tell a leak (steady climb) from caches filling (a climb that flattens).
+    let samples = Arc::new(
+        (0..128)
+            .map(|_| std::array::from_fn::<AtomicU64, 4, _>(|_| AtomicU64::new(0)))
+            .collect::<Vec<_>>(),
+    );
     let sampler = {
         let samples = Arc::clone(&samples);
         tokio::spawn(async move {
             let mut i = 0usize;
             loop {
                 tokio::time::sleep(Duration::from_secs(10)).await;
-                samples[i].store(rss_kib(), Ordering::Relaxed);
+                let [anon, file, _] = rss_parts();
+                let now = [rss_kib(), anon, file, malloc_in_use_kib()];
+                for (slot, v) in samples[i].iter().zip(now) {
+                    slot.store(v, Ordering::Relaxed);
+                }
                 i = (i + 1).min(samples.len() - 1);
             }
         })
@@ -892,15 +901,18 @@ async fn run() -> anyhow::Result<()> {
         warm.errors(),
         warm.count()
     );
-    let trend: Vec<String> = samples
-        .iter()
-        .map(|a| a.load(Ordering::Relaxed))
-        .filter(|v| *v > 0)
-        .map(|v| format!("{}", v / 1024))
-        .collect();
+    let trend = |k: usize| -> String {
+        samples
+            .iter()
+            .map(|a| a[k].load(Ordering::Relaxed))
+            .filter(|v| *v > 0)
+            .map(|v| format!("{}", v / 1024))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
     let peak = samples
         .iter()
-        .map(|a| a.load(Ordering::Relaxed))
+        .map(|a| a[0].load(Ordering::Relaxed))
         .max()
         .unwrap_or(0)
         .max(rss_end);
@@ -912,7 +924,10 @@ async fn run() -> anyhow::Result<()> {
         peak as f64 / 1024.0,
         growth * 100.0
     );
-    println!("RSS every 10 s (MiB): {}", trend.join(" "));
+    println!("RSS every 10 s (MiB): {}", trend(0));
+    println!("  heap and stacks (RssAnon): {}", trend(1));
+    println!("  mapped pages (RssFile):    {}", trend(2));
+    println!("  malloc in use:             {}", trend(3));
     let mib = |k: u64| k as f64 / 1024.0;
     println!(
         "  of which heap and stacks (RssAnon) {:.1} → {:.1} MiB ({:+.1} %), mapped database \
