@@ -2,9 +2,10 @@
 //! loopback, with per-route errors and latency, memory growth and the audit chain at the end.
 //!
 //! Usage: `cargo run --release --example soak-bench -- [--connections 200] [--seconds 600]
-//! [--warmup 30] [--embeddings builtin|off] [--no-metrics-upkeep]`. Besides the resident set
-//! it prints what the C allocator has handed out and not had back (`mallinfo2`) and the thread
-//! count, so live data can be told from memory the allocator keeps mapped.
+//! [--warmup 30] [--embeddings builtin|off] [--no-metrics-upkeep] [--fixed-incidents]`. Besides
+//! the resident set it prints what the allocators have handed out and not had back (jemalloc's
+//! `stats.allocated` for Rust, glibc's `mallinfo2` for C) and the thread count, so live data
+//! can be told from memory an allocator keeps mapped.
 //!
 //! Builds the app as `serve` builds it (`incidentmind::App::build` over a fresh SQLite file,
 //! with the built-in embedding model unless `--embeddings off`, the memory worker running, the
@@ -14,20 +15,28 @@
 //! request after another (closed loop) for `--warmup` seconds (not measured) and then for
 //! `--seconds`. Each request is drawn at random with this mix:
 //!
-//! - **60 % reads**: 20 % the incident page `GET /incidents/{id}` (a bench incident or a learned
-//!   one from the history), 8 % the list page `GET /incidents`, 8 % `GET /api/v1/incidents`,
-//!   10 % `GET /api/v1/incidents/{id}`, 8 % `GET /api/v1/recall?q=…`, 6 % `GET /healthz`;
+//! - **58 % reads**: 20 % the incident page `GET /incidents/{id}` (an incident being worked or a
+//!   learned one from the history), 8 % the list page `GET /incidents`, 8 %
+//!   `GET /api/v1/incidents`, 10 % `GET /api/v1/incidents/{id}`, 8 % `GET /api/v1/recall?q=…`,
+//!   4 % `GET /healthz`;
+//! - **2 % new incidents**: `POST /api/v1/incidents` (201). The incidents being worked are a
+//!   window of 40: the bench's own at the start, then each incident opened enters it and the
+//!   oldest leaves, so an incident gets evidence for a while and then goes quiet, as on call,
+//!   and the data each request touches stays the same size through the run.
+//!   `--fixed-incidents` keeps the first 40 throughout (the run before this window: each of them
+//!   ends with ~250 pastes, and pages, investigations and their memory grow with them);
 //! - **15 % evidence**: `POST /api/v1/incidents/{id}/evidence` (JSON, logs or a note, texts made
 //!   up here and unique per post); one in ten is an exact repeat of a paste the connection sent
 //!   before, which must answer 200 ("already evidence") instead of 201;
-//! - **10 % investigations**: `POST /api/v1/incidents/{id}/investigate` on a bench incident;
+//! - **10 % investigations**: `POST /api/v1/incidents/{id}/investigate` on an incident being
+//!   worked;
 //! - **15 % webhooks**: `POST /api/v1/webhooks/alertmanager` (v4 bodies: each connection owns two
 //!   alert groups of three instances whose alerts fire and resolve); one in four is an exact
 //!   duplicate of the connection's previous delivery, which must dedupe (202 with nothing opened
 //!   and no evidence created).
 //!
 //! Error rule: a request counts as an error unless it answers its route's status — 200 for the
-//! reads, 201 for new evidence and investigations, 200 for a repeated paste, 202 for webhooks —
+//! reads, 201 for new incidents, evidence and investigations, 200 for a repeated paste, 202 for webhooks —
 //! and, for webhooks, unless the answer shows the dedupe: a group's first delivery opens its
 //! incident, no later one does, and a duplicate creates no evidence. Transport errors count too.
 //! No request sends an incident version, so a 409 (stale version) cannot be a real conflict here
@@ -74,6 +83,7 @@ enum Route {
     ApiShow,
     Recall,
     Health,
+    Open,
     Evidence,
     EvidenceRepeat,
     Investigate,
@@ -81,13 +91,14 @@ enum Route {
     WebhookDuplicate,
 }
 
-const ROUTES: [Route; 11] = [
+const ROUTES: [Route; 12] = [
     Route::Page,
     Route::ListPage,
     Route::ApiList,
     Route::ApiShow,
     Route::Recall,
     Route::Health,
+    Route::Open,
     Route::Evidence,
     Route::EvidenceRepeat,
     Route::Investigate,
@@ -104,6 +115,7 @@ impl Route {
             Route::ApiShow => "GET /api/v1/incidents/{id}",
             Route::Recall => "GET /api/v1/recall?q=",
             Route::Health => "GET /healthz",
+            Route::Open => "POST /api/v1/incidents",
             Route::Evidence => "POST …/evidence",
             Route::EvidenceRepeat => "POST …/evidence (repeat)",
             Route::Investigate => "POST …/investigate",
@@ -120,7 +132,8 @@ impl Route {
             28..36 => Route::ApiList,
             36..46 => Route::ApiShow,
             46..54 => Route::Recall,
-            54..60 => Route::Health,
+            54..58 => Route::Health,
+            58..60 => Route::Open,
             60..75 => Route::Evidence,
             75..85 => Route::Investigate,
             _ => Route::Webhook,
@@ -206,8 +219,14 @@ struct Shared {
     base: String,
     token: String,
     webhook_secret: String,
-    /// Open incidents (evidence, investigations, pages).
-    open: Vec<String>,
+    /// The incidents being worked (evidence, investigations, pages): the 40 opened at the start,
+    /// then, unless `--fixed-incidents`, a window that each incident opened during the run
+    /// enters while the oldest leaves it.
+    open: std::sync::Mutex<std::collections::VecDeque<String>>,
+    /// Whether incidents opened during the run enter [`Shared::open`].
+    rolling: bool,
+    /// Incidents opened through the API during the run (warm-up included).
+    opened: AtomicU64,
     /// Learned incidents from the sample history (pages and API reads).
     learned: Vec<String>,
 }
@@ -281,6 +300,15 @@ fn now() -> String {
 impl Conn {
     fn pick<'a>(&mut self, list: &'a [String]) -> &'a str {
         &list[self.rng.random_range(0..list.len())]
+    }
+
+    /// One of the incidents being worked ([`Shared::open`]), at random.
+    fn pick_open(&mut self, s: &Shared) -> String {
+        let open = s
+            .open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        open[self.rng.random_range(0..open.len())].clone()
     }
 
     /// A log paste of 5–30 lines from the templates, with random fields, unique by `seq`.
@@ -429,7 +457,7 @@ async fn one(c: &mut Conn, s: &Shared, route: Route) -> (Route, bool) {
     match route {
         Route::Page => {
             let id = if c.rng.random_bool(0.75) || s.learned.is_empty() {
-                c.pick(&s.open).to_string()
+                c.pick_open(s)
             } else {
                 c.pick(&s.learned).to_string()
             };
@@ -461,7 +489,7 @@ async fn one(c: &mut Conn, s: &Shared, route: Route) -> (Route, bool) {
         }
         Route::ApiShow => {
             let id = if c.rng.random_bool(0.5) || s.learned.is_empty() {
-                c.pick(&s.open).to_string()
+                c.pick_open(s)
             } else {
                 c.pick(&s.learned).to_string()
             };
@@ -488,6 +516,48 @@ async fn one(c: &mut Conn, s: &Shared, route: Route) -> (Route, bool) {
             let r = c.client.get(format!("{b}/healthz")).send().await;
             (route, answered(r, 200).await)
         }
+        Route::Open => {
+            let svc = SERVICES[c.rng.random_range(0..SERVICES.len())];
+            let body = json!({
+                "title": format!("{svc}: {}", SYMPTOMS[c.rng.random_range(0..SYMPTOMS.len())]),
+                "service": svc,
+                "severity": "SEV3",
+                "description": c.note(),
+            });
+            let r = c
+                .client
+                .post(format!("{b}/api/v1/incidents"))
+                .bearer_auth(t)
+                .json(&body)
+                .send()
+                .await;
+            let id = match r {
+                Ok(res) if res.status().as_u16() == 201 => res
+                    .json::<Value>()
+                    .await
+                    .ok()
+                    .and_then(|v| v["id"].as_str().map(str::to_owned)),
+                other => {
+                    answered(other, 201).await;
+                    None
+                }
+            };
+            let Some(id) = id else {
+                return (route, false);
+            };
+            s.opened.fetch_add(1, Ordering::Relaxed);
+            if s.rolling {
+                let mut open = s
+                    .open
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                open.push_back(id);
+                if open.len() > BENCH_INCIDENTS {
+                    open.pop_front();
+                }
+            }
+            (route, true)
+        }
         Route::Evidence | Route::EvidenceRepeat => {
             let repeat = !c.pastes.is_empty() && c.rng.random_bool(0.1);
             let (id, body, route, status) = if repeat {
@@ -495,7 +565,7 @@ async fn one(c: &mut Conn, s: &Shared, route: Route) -> (Route, bool) {
                 let (id, body) = c.pastes[i].clone();
                 (id, body, Route::EvidenceRepeat, 200)
             } else {
-                let id = c.pick(&s.open).to_string();
+                let id = c.pick_open(s);
                 let body = if c.rng.random_bool(0.7) {
                     json!({"kind": "logs", "content": c.log_paste(), "source": format!("host-{}", c.id % 17)})
                 } else {
@@ -520,7 +590,7 @@ async fn one(c: &mut Conn, s: &Shared, route: Route) -> (Route, bool) {
             (route, answered(r, status).await)
         }
         Route::Investigate => {
-            let id = c.pick(&s.open).to_string();
+            let id = c.pick_open(s);
             let r = c
                 .client
                 .post(format!("{b}/api/v1/incidents/{id}/investigate"))
@@ -637,10 +707,30 @@ fn status_kib(field: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// Bytes the C allocator has handed out and not had back, in KiB (`mallinfo2`: `uordblks`
-/// from its arenas plus `hblkhd` in their own maps; glibc only, else 0). Set against `RssAnon`
-/// it tells live data from memory the allocator keeps mapped after it was freed.
+/// Bytes handed out and not given back, in KiB: Rust allocations (jemalloc's
+/// `stats.allocated`, see `incidentmind::startup`) plus C allocations, SQLite's above all
+/// (glibc's `mallinfo2`: `uordblks` from its arenas plus `hblkhd` in their own maps). Set
+/// against `RssAnon` it tells live data from memory the allocators keep after it was freed.
 fn malloc_in_use_kib() -> u64 {
+    rust_heap_kib() + c_heap_kib()
+}
+
+/// jemalloc's `stats.allocated` in KiB (0 where jemalloc is not the allocator).
+fn rust_heap_kib() -> u64 {
+    #[cfg(not(target_env = "msvc"))]
+    {
+        // The counters are a snapshot taken at the last epoch advance.
+        let _ = tikv_jemalloc_ctl::epoch::advance();
+        tikv_jemalloc_ctl::stats::allocated::read().map_or(0, |b| (b / 1024) as u64)
+    }
+    #[cfg(target_env = "msvc")]
+    {
+        0
+    }
+}
+
+/// glibc's bytes in use in KiB (0 on other C libraries).
+fn c_heap_kib() -> u64 {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: mallinfo2 only reads the allocator's counters.
@@ -679,6 +769,7 @@ async fn run() -> anyhow::Result<()> {
     let mut warmup = 30u64;
     let mut with_model = true;
     let mut upkeep = true;
+    let mut rolling = true;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || {
@@ -697,8 +788,9 @@ async fn run() -> anyhow::Result<()> {
                 }
             }
             "--no-metrics-upkeep" => upkeep = false,
+            "--fixed-incidents" => rolling = false,
             other => anyhow::bail!(
-                "unknown argument {other}; usage: soak-bench [--connections 200] [--seconds 600] [--warmup 30] [--embeddings builtin|off] [--no-metrics-upkeep]"
+                "unknown argument {other}; usage: soak-bench [--connections 200] [--seconds 600] [--warmup 30] [--embeddings builtin|off] [--no-metrics-upkeep] [--fixed-incidents]"
             ),
         }
     }
@@ -794,7 +886,9 @@ async fn run() -> anyhow::Result<()> {
         base,
         token,
         webhook_secret,
-        open,
+        open: std::sync::Mutex::new(open.into()),
+        rolling,
+        opened: AtomicU64::new(0),
         learned,
     });
 
@@ -826,8 +920,14 @@ async fn run() -> anyhow::Result<()> {
     }
 
     println!(
-        "{connections} connections, mixed traffic (60 % reads, 15 % evidence, 10 % investigate, \
-         15 % webhooks), warm-up {warmup} s then {seconds} s, client and server in one process"
+        "{connections} connections, mixed traffic (58 % reads, 2 % new incidents, 15 % evidence, \
+         10 % investigate, 15 % webhooks), warm-up {warmup} s then {seconds} s, client and server \
+         in one process; evidence and investigations on {}",
+        if rolling {
+            "the 40 newest incidents (each incident opened enters, the oldest leaves)"
+        } else {
+            "the same 40 incidents throughout (--fixed-incidents)"
+        }
     );
     let warm = Arc::new(Stats::new());
     let measured = Arc::new(Stats::new());
@@ -835,6 +935,7 @@ async fn run() -> anyhow::Result<()> {
     let rss_start = rss_kib();
     let parts_start = rss_parts();
     let (malloc_start, threads_start) = (malloc_in_use_kib(), status_kib("Threads:"));
+    let heaps_start = (rust_heap_kib(), c_heap_kib());
     let started = Instant::now();
     // RSS, heap and stacks, mapped pages and malloc in use every 10 s, for the peak and trend
     // lines that tell a leak (steady climb) from caches filling (a climb that flattens).
@@ -864,6 +965,7 @@ async fn run() -> anyhow::Result<()> {
     let rss_end = rss_kib();
     let parts_end = rss_parts();
     let (malloc_end, threads_end) = (malloc_in_use_kib(), status_kib("Threads:"));
+    let heaps_end = (rust_heap_kib(), c_heap_kib());
     // `SOAK_BENCH_EXIT_AT_END=1`, for a heap profiler (heaptrack): what is alive at the end
     // shows as "leaked" (nothing is dropped); compare a short run with a long one.
     if std::env::var_os("SOAK_BENCH_EXIT_AT_END").is_some() {
@@ -927,7 +1029,7 @@ async fn run() -> anyhow::Result<()> {
     println!("RSS every 10 s (MiB): {}", trend(0));
     println!("  heap and stacks (RssAnon): {}", trend(1));
     println!("  mapped pages (RssFile):    {}", trend(2));
-    println!("  malloc in use:             {}", trend(3));
+    println!("  allocated (Rust + C):      {}", trend(3));
     let mib = |k: u64| k as f64 / 1024.0;
     println!(
         "  of which heap and stacks (RssAnon) {:.1} → {:.1} MiB ({:+.1} %), mapped database \
@@ -941,9 +1043,14 @@ async fn run() -> anyhow::Result<()> {
         mib(parts_end[2]),
     );
     println!(
-        "  allocated and not freed (malloc) {:.1} → {:.1} MiB; threads {threads_start} → {threads_end}",
+        "  allocated and not freed {:.1} → {:.1} MiB (Rust, jemalloc {:.1} → {:.1}; C, glibc \
+         {:.1} → {:.1}); threads {threads_start} → {threads_end}",
         mib(malloc_start),
         mib(malloc_end),
+        mib(heaps_start.0),
+        mib(heaps_end.0),
+        mib(heaps_start.1),
+        mib(heaps_end.1),
     );
 
     // What the webhooks made: one alert group and one incident per group sent.
@@ -953,7 +1060,9 @@ async fn run() -> anyhow::Result<()> {
     let incidents: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM incidents")
         .fetch_one(&pool)
         .await?;
-    let expected_incidents = (shared.learned.len() + shared.open.len()) as i64 + groups_sent;
+    let expected_incidents = (shared.learned.len() + BENCH_INCIDENTS) as i64
+        + groups_sent
+        + shared.opened.load(Ordering::Relaxed) as i64;
     let evidence: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM evidence")
         .fetch_one(&pool)
         .await?;

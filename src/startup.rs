@@ -1,15 +1,29 @@
-//! Process settings made once at start, before any thread: the C allocator's arena limit and
-//! the built-in model's thread count. [`prepare`] makes both.
+//! Process settings: the allocator, chosen at link time, and what is set once at start, before
+//! any thread: the C allocator's arena limit and mmap threshold, and the built-in model's thread
+//! count. [`prepare`] makes the settings made at start.
 //!
-//! ## The allocator's arenas
+//! ## The allocator
 //!
-//! glibc's `malloc` gives threads their own arenas (up to 8 per core on 64-bit Linux), and
-//! memory freed into one arena is only reused from that arena. IncidentMind allocates from many
-//! threads: tokio's workers, the blocking pool that runs the built-in model's forward passes,
-//! and one thread per SQLite connection that reads vectors and search results. Each arena keeps
-//! its own freed memory mapped, so after a memory of 100,000 records has been loaded and
-//! queried the process held ~57 MB more than with one arena (`recall-bench --n 100000`, RSS
-//! 330 MB with the default, 286 MB with two arenas).
+//! Rust allocations go to jemalloc ([`tikv_jemallocator`], declared here so every binary that
+//! links this library, benches included, runs on it), configured by [`JEMALLOC_CONF`]. glibc's
+//! `malloc` keeps memory freed by a thread in that thread's arena and returns it to the system
+//! only from the top of a heap, so the peak of a burst stayed resident: in a 600 s
+//! `soak-bench` at 200 connections, heap and stacks (`RssAnon`) grew 190 → 268 MiB while what
+//! was allocated and not freed grew 176 → 191 MiB. jemalloc hands freed pages back after a
+//! decay time, from a background thread. mimalloc was tried too and held more (198 → 288 MiB).
+//!
+//! Source: jemalloc(3), "TUNING" and the `opt.dirty_decay_ms`, `opt.muzzy_decay_ms` and
+//! `opt.background_thread` options.
+//!
+//! ## The C allocator's arenas
+//!
+//! C code (SQLite, through sqlx) still allocates with glibc's `malloc`, which gives threads
+//! their own arenas (up to 8 per core on 64-bit Linux); memory freed into one arena is only
+//! reused from that arena. [`limit_arenas`] keeps them to two and [`fix_mmap_threshold`] keeps
+//! large blocks in their own maps. Measured before Rust allocations moved to jemalloc, when
+//! they went through glibc too: after a memory of 100,000 records had been loaded and queried
+//! the process held ~57 MB more with the default arenas than with two (`recall-bench --n
+//! 100000`, RSS 330 against 286 MB).
 //!
 //! Source: glibc manual, "Memory Allocation Tunables" (`glibc.malloc.arena_max`), and
 //! mallopt(3) (`M_ARENA_MAX`).
@@ -23,6 +37,38 @@
 //! `examples/embed-bench`, 37 word pieces, p50 29–31 ms unset against 22–25 ms set, two runs
 //! each. [`fix_model_threads`] counts once and sets the variable to that count, so the model
 //! uses the same threads and stops asking the kernel.
+
+/// The process's allocator for Rust allocations: jemalloc, prefixed (its symbols are
+/// `_rjem_*`, so C code keeps glibc's `malloc`). See the module documentation.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's options, read once at its first allocation (before `main`), as a C string:
+/// - `background_thread:true`: a jemalloc thread returns freed pages to the system, so memory
+///   goes back after a burst even when no thread allocates afterwards;
+/// - `dirty_decay_ms:1000`: freed pages are kept 1 s for reuse (default 10 s), then purged;
+/// - `muzzy_decay_ms:0`: purged pages are returned at once (`MADV_DONTNEED`), not kept lazily
+///   (`MADV_FREE` pages still count in RSS until the kernel needs them).
+///
+/// Source: jemalloc(3), "opt.background_thread", "opt.dirty_decay_ms", "opt.muzzy_decay_ms".
+pub const JEMALLOC_CONF: &str = "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0";
+
+/// [`JEMALLOC_CONF`] where the prefixed jemalloc looks for it (`_rjem_malloc_conf`, a pointer
+/// to a NUL-terminated string).
+#[cfg(not(target_env = "msvc"))]
+#[allow(non_upper_case_globals, unsafe_code)]
+#[unsafe(export_name = "_rjem_malloc_conf")]
+pub static malloc_conf: &[u8; JEMALLOC_CONF.len() + 1] = &{
+    let mut c = [0u8; JEMALLOC_CONF.len() + 1];
+    let b = JEMALLOC_CONF.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        c[i] = b[i];
+        i += 1;
+    }
+    c
+};
 
 /// Makes every setting of this module: [`limit_arenas`], [`fix_mmap_threshold`], then
 /// [`fix_model_threads`]. Call first thing in `main`, before any thread is started.
@@ -102,6 +148,37 @@ pub fn limit_arenas() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(not(target_env = "msvc"))]
+    fn jemalloc_options_are_one_c_string() {
+        assert_eq!(malloc_conf.last(), Some(&0));
+        assert_eq!(
+            &malloc_conf[..JEMALLOC_CONF.len()],
+            JEMALLOC_CONF.as_bytes()
+        );
+        assert!(!JEMALLOC_CONF.as_bytes().contains(&0));
+    }
+
+    /// The options reach jemalloc: a misspelt symbol name would leave its defaults (10 s decay,
+    /// no background thread) without any error.
+    #[test]
+    #[cfg(not(target_env = "msvc"))]
+    fn jemalloc_runs_with_these_options() {
+        assert_eq!(
+            tikv_jemalloc_ctl::opt::background_thread::read().ok(),
+            Some(true)
+        );
+        // SAFETY: both options are `ssize_t` (jemalloc(3)), read as `isize`.
+        #[allow(unsafe_code)]
+        let decay = unsafe {
+            (
+                tikv_jemalloc_ctl::raw::read::<isize>(b"opt.dirty_decay_ms\0"),
+                tikv_jemalloc_ctl::raw::read::<isize>(b"opt.muzzy_decay_ms\0"),
+            )
+        };
+        assert_eq!((decay.0.ok(), decay.1.ok()), (Some(1000), Some(0)));
+    }
 
     #[test]
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

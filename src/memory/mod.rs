@@ -30,12 +30,16 @@ use crate::store::recall_index::{self, RecallIndex};
 
 pub use embeddings::Embedder;
 
-/// Query vectors kept by text (most recently used).
-const QUERY_VECTORS: usize = 8_192;
+/// Query vectors kept by text (most recently used), ~1.7 KB each with its key: 1,024 hold the
+/// queries of the incidents being worked and the questions asked again. 8,192 were kept before
+/// and filled over a `soak-bench` run as new incidents and evidence made new queries (~14 MB,
+/// most of the run's heap growth, issue #22).
+const QUERY_VECTORS: usize = 1_024;
 
-/// Incident pages whose recall is kept (most recently viewed): the incidents being worked on,
-/// with room to spare (each result holds its records in full, tens of kB).
-const PAGE_RECALLS: usize = 256;
+/// Incident pages whose recall is kept (most recently viewed): the incidents being worked on
+/// (each result holds its records in full, tens of kB), as many as the rendered pages kept
+/// (`web::pages::RenderedPages`). 256 before, which a soak with new incidents filled.
+const PAGE_RECALLS: usize = 64;
 
 /// Which candidate lists and mechanisms recall uses: all on by default; the evaluation turns
 /// them off one at a time to measure what each is worth (`incidentmind eval recall --ablate`).

@@ -323,8 +323,9 @@ const FTS_CAP: i64 = 4 * TERM_BUDGET;
 const DOC_COUNT_TTL: Duration = Duration::from_secs(600);
 /// Records each structured key contributes to the scope list: its newest ones.
 const KEY_WINDOW: usize = 250;
-/// Term statistics kept per memory before the cache starts over.
-const TERM_STATS_MAX: usize = 100_000;
+/// Term statistics kept per memory before the cache starts over (~100 bytes each with the
+/// key: at most ~2 MB; a term's count is re-read at most every [`DOC_COUNT_TTL`] anyway).
+const TERM_STATS_MAX: usize = 20_000;
 
 /// A term's record count (capped at `TERM_BUDGET + 1`), when it was counted, and once asked for,
 /// the id of its `TERM_BUDGET`-th newest match (`None` inside: fewer matches). Kept by

@@ -172,12 +172,23 @@ pub async fn connect(url: &str) -> AppResult<AnyPool> {
     Ok(open(url, OpenMode::CreateIfMissing).await?)
 }
 
+/// Settings of every SQLite connection: WAL, `synchronous = NORMAL` (durable at each
+/// checkpoint, never corrupt: SQLite "WAL mode" documentation), a 10 s busy timeout, foreign
+/// keys on, no memory map and a 4 MiB page cache per connection (8 connections: at most 32 MiB).
+///
+/// Without the map, pages not in a connection's cache are read with `pread` from the kernel's
+/// page cache, so the process's memory is bounded by the caches whatever the file's size. With a
+/// 256 MiB map, the mapped pages counted in the process's RSS as the database grew: 37 → 78 MiB
+/// over a 300 s `soak-bench` (10,000 evidence records added), most of its RSS growth.
+pub const SQLITE_TUNING: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
+     PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
+     PRAGMA mmap_size = 0; PRAGMA cache_size = -4096;";
+
 /// Opens the database at `url` and runs the embedded migrations of its backend
 /// (`migrations/sqlite` or `migrations/postgres`).
 ///
 /// - SQLite (`sqlite://path.db` or a plain path): WAL mode, a 10 s busy timeout, foreign keys
-///   on, reads through a memory map of up to 256 MiB (shared by every connection, no copy per
-///   page read) and a 4 MiB page cache per connection. With [`OpenMode::MustExist`] a missing
+///   on, and the page reads of [`SQLITE_TUNING`]. With [`OpenMode::MustExist`] a missing
 ///   file, or one this program did not write, is refused before anything is written.
 /// - PostgreSQL (`postgres://user@host:port/db`): a pool of up to 20 connections; with
 ///   [`OpenMode::MustExist`] a database without this program's tables is refused.
@@ -230,16 +241,8 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<AnyPool, OpenError> {
         .max_connections(8)
         .after_connect(|conn, _| {
             Box::pin(async move {
-                // 4 MiB of page cache per connection: with the map, pages are read from the
-                // file's mapping; a larger cache only held copies (≈ 11 MB more RSS at 100k
-                // records).
-                sqlx::raw_sql(
-                    "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-                     PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
-                     PRAGMA mmap_size = 268435456; PRAGMA cache_size = -4096;",
-                )
-                .execute(conn)
-                .await?;
+                // No memory map, 4 MiB of page cache per connection: see `SQLITE_TUNING`.
+                sqlx::raw_sql(SQLITE_TUNING).execute(conn).await?;
                 Ok(())
             })
         })
