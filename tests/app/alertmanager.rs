@@ -372,13 +372,27 @@ async fn a_real_alertmanager_opens_an_incident_and_its_resolution_resolves_the_a
         "payments-api p99 latency above 2s for 5m: 0 of 2 firing — every alert resolved; the \
          incident stays open until a person resolves it"
     );
-    let evidence: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM evidence WHERE incident_id = $1 AND kind = 'alert'",
-    )
-    .bind(&id)
-    .fetch_one(&app.pool)
-    .await
-    .expect("count");
-    assert_eq!(evidence, 4, "one evidence record per alert and status");
+    // The alerts' evidence is added after the delivery's transaction has committed the alert
+    // states (services::ingest::apply), so the last record may land just after "0 of 2 firing"
+    // shows: wait for it, then check that no more come.
+    let alert_evidence = || async {
+        sqlx::query_scalar::<_, i64>(
+            "SELECT COUNT(*) FROM evidence WHERE incident_id = $1 AND kind = 'alert'",
+        )
+        .bind(&id)
+        .fetch_one(&app.pool)
+        .await
+        .expect("count")
+    };
+    eventually("one evidence record per alert and status", &am, || async {
+        (alert_evidence().await >= 4).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        alert_evidence().await,
+        4,
+        "one evidence record per alert and status"
+    );
     assert_eq!(incidents(&app).await.len(), 1, "no second incident");
 }
