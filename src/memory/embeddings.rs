@@ -485,8 +485,9 @@ pub async fn query_vector(memory: &Memory, text: &str) -> Option<Arc<Vec<f32>>> 
     }
 }
 
-/// Unit vectors of `texts` (redacted, capped), each from the memory's cache by text or embedded
-/// in one batch within [`QUERY_TIMEOUT`]. `None` as for [`query_vector`].
+/// Unit vectors of `texts` (redacted, capped), each from the memory's passage cache by text (apart
+/// from [`query_vector`]'s) or embedded in one batch within [`QUERY_TIMEOUT`]. `None` as for
+/// [`query_vector`].
 pub async fn text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<Vec<f32>>>> {
     let embedder = memory.embedder_ready()?;
     let inputs: Vec<String> = texts
@@ -494,7 +495,7 @@ pub async fn text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<V
         .map(|t| crate::evidence::truncate_chars(&redact_once(t), MAX_CHARS).to_string())
         .collect();
     let mut out: Vec<Option<Arc<Vec<f32>>>> = {
-        let mut cache = lock(&memory.inner.query_vectors);
+        let mut cache = lock(&memory.inner.passage_texts);
         inputs.iter().map(|t| cache.get(t).cloned()).collect()
     };
     let missing: Vec<String> = inputs
@@ -520,7 +521,7 @@ pub async fn text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<V
             }
         };
         let mut fresh = missing.into_iter().zip(vectors);
-        let mut cache = lock(&memory.inner.query_vectors);
+        let mut cache = lock(&memory.inner.passage_texts);
         for slot in out.iter_mut().filter(|v| v.is_none()) {
             if let Some((text, v)) = fresh.next() {
                 let v = Arc::new(normalized(v));

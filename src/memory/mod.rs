@@ -30,11 +30,16 @@ use crate::store::recall_index::{self, RecallIndex};
 
 pub use embeddings::Embedder;
 
-/// Query vectors kept by text (most recently used), ~1.7 KB each with its key: 1,024 hold the
-/// queries of the incidents being worked and the questions asked again. 8,192 were kept before
-/// and filled over a `soak-bench` run as new incidents and evidence made new queries (~14 MB,
-/// most of the run's heap growth, issue #22).
+/// Question vectors kept by text (most recently used; single-passage queries such as the recall
+/// API's), ~1.7 KB each with its key. 8,192 were kept before, in one cache with the passages
+/// below, and filled over a `soak-bench` run (~14 MB, most of the run's heap growth, issue #22).
 const QUERY_VECTORS: usize = 1_024;
+
+/// Passage vectors kept by text (most recently used): the passages of the incidents being
+/// worked, which each investigation and page recall embeds again. Apart from the questions, so
+/// an investigation's passages (tens at a time) do not push the questions out: in one shared
+/// cache of 1,024, the soak's recall API p99 went 0.3 → 2.4 s, re-embedding behind them.
+const PASSAGE_VECTORS: usize = 1_024;
 
 /// Incident pages whose recall is kept (most recently viewed): the incidents being worked on
 /// (each result holds its records in full, tens of kB), as many as the rendered pages kept
@@ -124,8 +129,10 @@ struct Inner {
     passage_vectors: Mutex<Arc<embeddings::PassageVectors>>,
     /// Until when a failing embedder is left alone.
     cooldown: Mutex<Option<Instant>>,
-    /// Query text → unit vector.
+    /// Question text → unit vector ([`QUERY_VECTORS`]).
     query_vectors: Mutex<lru::LruCache<String, Arc<Vec<f32>>>>,
+    /// Passage text → unit vector ([`PASSAGE_VECTORS`]).
+    passage_texts: Mutex<lru::LruCache<String, Arc<Vec<f32>>>>,
     /// Woken by writers; the memory worker refreshes documents and vectors.
     wake: tokio::sync::Notify,
     /// Incident id → the recall its page showed, under the key of what it was computed from.
@@ -151,6 +158,8 @@ impl Memory {
             std::num::NonZeroUsize::new(QUERY_VECTORS).unwrap_or(std::num::NonZeroUsize::MIN);
         let pages =
             std::num::NonZeroUsize::new(PAGE_RECALLS).unwrap_or(std::num::NonZeroUsize::MIN);
+        let passages =
+            std::num::NonZeroUsize::new(PASSAGE_VECTORS).unwrap_or(std::num::NonZeroUsize::MIN);
         Self {
             pool,
             inner: Arc::new(Inner {
@@ -165,6 +174,7 @@ impl Memory {
                 passage_vectors: Mutex::default(),
                 cooldown: Mutex::new(None),
                 query_vectors: Mutex::new(lru::LruCache::new(capacity)),
+                passage_texts: Mutex::new(lru::LruCache::new(passages)),
                 wake: tokio::sync::Notify::new(),
                 page_recalls: Mutex::new(lru::LruCache::new(pages)),
                 investigations: tokio::sync::Semaphore::new(investigation_slots()),
@@ -286,6 +296,47 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Counts the texts it is asked to embed; each gets a vector from its length.
+    #[derive(Debug, Default)]
+    struct CountingEmbedder(std::sync::atomic::AtomicUsize);
+
+    #[async_trait::async_trait]
+    impl Embedder for CountingEmbedder {
+        fn model(&self) -> &str {
+            "counting"
+        }
+        async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, embeddings::EmbedError> {
+            self.0
+                .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
+            Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+        }
+    }
+
+    /// Issue #22 follow-up: with one cache for both, an investigation's passages pushed the
+    /// recall questions out and they were embedded again on every ask.
+    #[tokio::test]
+    async fn passages_do_not_push_questions_out_of_the_vector_cache() {
+        let pool = AnyPool::connect_lazy("sqlite::memory:").expect("lazy pool");
+        let counter = Arc::new(CountingEmbedder::default());
+        let memory = Memory::new(pool, Some(Arc::clone(&counter) as Arc<dyn Embedder>));
+        let question = "which deploy made the checkout queue back up";
+        assert!(embeddings::query_vector(&memory, question).await.is_some());
+        let passages: Vec<String> = (0..2 * PASSAGE_VECTORS)
+            .map(|i| format!("worker {i} logged a slow batch"))
+            .collect();
+        for batch in passages.chunks(64) {
+            assert!(embeddings::text_vectors(&memory, batch).await.is_some());
+        }
+        let embedded = counter.0.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(embedded, 1 + 2 * PASSAGE_VECTORS);
+        assert!(embeddings::query_vector(&memory, question).await.is_some());
+        assert_eq!(
+            counter.0.load(std::sync::atomic::Ordering::SeqCst),
+            embedded,
+            "the question came from the cache"
+        );
+    }
 
     #[tokio::test]
     async fn investigations_past_the_slots_wait_for_one_to_finish() {
