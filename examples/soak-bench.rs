@@ -36,8 +36,8 @@
 //!   and no evidence created).
 //!
 //! Error rule: a request counts as an error unless it answers its route's status — 200 for the
-//! reads, 201 for new incidents, evidence and investigations, 200 for a repeated paste, 202 for webhooks —
-//! and, for webhooks, unless the answer shows the dedupe: a group's first delivery opens its
+//! reads, 201 for new incidents, evidence and investigations, 200 for a repeated paste, 202 for
+//! webhooks — and, for webhooks, unless the answer shows the dedupe: a group's first delivery opens its
 //! incident, no later one does, and a duplicate creates no evidence. Transport errors count too.
 //! No request sends an incident version, so a 409 (stale version) cannot be a real conflict here
 //! and counts as an error like any other status. The API token and webhook rate limits are off
