@@ -10,7 +10,8 @@
 //! only from the top of a heap, so the peak of a burst stayed resident: in a 600 s
 //! `soak-bench` at 200 connections, heap and stacks (`RssAnon`) grew 190 → 268 MiB while what
 //! was allocated and not freed grew 176 → 191 MiB. jemalloc hands freed pages back after a
-//! decay time, from a background thread. mimalloc was tried too and held more (198 → 288 MiB).
+//! decay time (here none: [`JEMALLOC_CONF`]), and a background thread does it even when no
+//! thread allocates afterwards. mimalloc was tried too and held more (198 → 288 MiB).
 //!
 //! Source: jemalloc(3), "TUNING" and the `opt.dirty_decay_ms`, `opt.muzzy_decay_ms` and
 //! `opt.background_thread` options.
@@ -47,12 +48,14 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// jemalloc's options, read once at its first allocation (before `main`), as a C string:
 /// - `background_thread:true`: a jemalloc thread returns freed pages to the system, so memory
 ///   goes back after a burst even when no thread allocates afterwards;
-/// - `dirty_decay_ms:1000`: freed pages are kept 1 s for reuse (default 10 s), then purged;
+/// - `dirty_decay_ms:0`: freed pages are purged at once (default: kept 10 s for reuse). With
+///   1 s, a 50 MB paste (`examples/evidence-large`) peaked at 5.1× its size and left the heap at
+///   89 MB; purged at once, 3.9× (the client's copy included) and back to 18 MB, idle's;
 /// - `muzzy_decay_ms:0`: purged pages are returned at once (`MADV_DONTNEED`), not kept lazily
 ///   (`MADV_FREE` pages still count in RSS until the kernel needs them).
 ///
 /// Source: jemalloc(3), "opt.background_thread", "opt.dirty_decay_ms", "opt.muzzy_decay_ms".
-pub const JEMALLOC_CONF: &str = "background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0";
+pub const JEMALLOC_CONF: &str = "background_thread:true,dirty_decay_ms:0,muzzy_decay_ms:0";
 
 /// [`JEMALLOC_CONF`] where the prefixed jemalloc looks for it (`_rjem_malloc_conf`, a pointer
 /// to a NUL-terminated string).
@@ -177,7 +180,7 @@ mod tests {
                 tikv_jemalloc_ctl::raw::read::<isize>(b"opt.muzzy_decay_ms\0"),
             )
         };
-        assert_eq!((decay.0.ok(), decay.1.ok()), (Some(1000), Some(0)));
+        assert_eq!((decay.0.ok(), decay.1.ok()), (Some(0), Some(0)));
     }
 
     #[test]
