@@ -231,6 +231,16 @@ struct Shared {
     learned: Vec<String>,
 }
 
+impl Shared {
+    /// The incidents being worked; a panic while the lock was held left nothing half-written
+    /// (one push or pop), so a poisoned lock is taken over.
+    fn worked(&self) -> std::sync::MutexGuard<'_, std::collections::VecDeque<String>> {
+        self.open
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// One alert group a connection owns: its labels and each instance's state.
 struct Group {
     alertname: &'static str,
@@ -304,10 +314,7 @@ impl Conn {
 
     /// One of the incidents being worked ([`Shared::open`]), at random.
     fn pick_open(&mut self, s: &Shared) -> String {
-        let open = s
-            .open
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let open = s.worked();
         open[self.rng.random_range(0..open.len())].clone()
     }
 
@@ -547,10 +554,7 @@ async fn one(c: &mut Conn, s: &Shared, route: Route) -> (Route, bool) {
             };
             s.opened.fetch_add(1, Ordering::Relaxed);
             if s.rolling {
-                let mut open = s
-                    .open
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut open = s.worked();
                 open.push_back(id);
                 if open.len() > BENCH_INCIDENTS {
                     open.pop_front();

@@ -495,7 +495,7 @@ pub async fn text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<V
         .map(|t| crate::evidence::truncate_chars(&redact_once(t), MAX_CHARS).to_string())
         .collect();
     let mut out: Vec<Option<Arc<Vec<f32>>>> = {
-        let mut cache = lock(&memory.inner.passage_texts);
+        let mut cache = lock(&memory.inner.query_passage_vectors);
         inputs.iter().map(|t| cache.get(t).cloned()).collect()
     };
     let missing: Vec<String> = inputs
@@ -521,7 +521,7 @@ pub async fn text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<V
             }
         };
         let mut fresh = missing.into_iter().zip(vectors);
-        let mut cache = lock(&memory.inner.passage_texts);
+        let mut cache = lock(&memory.inner.query_passage_vectors);
         for slot in out.iter_mut().filter(|v| v.is_none()) {
             if let Some((text, v)) = fresh.next() {
                 let v = Arc::new(normalized(v));

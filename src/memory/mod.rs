@@ -132,7 +132,7 @@ struct Inner {
     /// Question text → unit vector ([`QUERY_VECTORS`]).
     query_vectors: Mutex<lru::LruCache<String, Arc<Vec<f32>>>>,
     /// Passage text → unit vector ([`PASSAGE_VECTORS`]).
-    passage_texts: Mutex<lru::LruCache<String, Arc<Vec<f32>>>>,
+    query_passage_vectors: Mutex<lru::LruCache<String, Arc<Vec<f32>>>>,
     /// Woken by writers; the memory worker refreshes documents and vectors.
     wake: tokio::sync::Notify,
     /// Incident id → the recall its page showed, under the key of what it was computed from.
@@ -154,12 +154,6 @@ impl Memory {
         embedder: Option<Arc<dyn Embedder>>,
         tuning: RecallTuning,
     ) -> Self {
-        let capacity =
-            std::num::NonZeroUsize::new(QUERY_VECTORS).unwrap_or(std::num::NonZeroUsize::MIN);
-        let pages =
-            std::num::NonZeroUsize::new(PAGE_RECALLS).unwrap_or(std::num::NonZeroUsize::MIN);
-        let passages =
-            std::num::NonZeroUsize::new(PASSAGE_VECTORS).unwrap_or(std::num::NonZeroUsize::MIN);
         Self {
             pool,
             inner: Arc::new(Inner {
@@ -173,10 +167,10 @@ impl Memory {
                 doc_vectors: Mutex::default(),
                 passage_vectors: Mutex::default(),
                 cooldown: Mutex::new(None),
-                query_vectors: Mutex::new(lru::LruCache::new(capacity)),
-                passage_texts: Mutex::new(lru::LruCache::new(passages)),
+                query_vectors: lru_cache(QUERY_VECTORS),
+                query_passage_vectors: lru_cache(PASSAGE_VECTORS),
                 wake: tokio::sync::Notify::new(),
-                page_recalls: Mutex::new(lru::LruCache::new(pages)),
+                page_recalls: lru_cache(PAGE_RECALLS),
                 investigations: tokio::sync::Semaphore::new(investigation_slots()),
             }),
         }
@@ -291,6 +285,12 @@ pub fn investigation_slots() -> usize {
 /// Locks a cache mutex; a panic elsewhere while it was held leaves a usable cache.
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// An empty LRU cache behind a mutex holding up to `capacity` entries (at least one).
+fn lru_cache<K: std::hash::Hash + Eq, V>(capacity: usize) -> Mutex<lru::LruCache<K, V>> {
+    let capacity = std::num::NonZeroUsize::new(capacity).unwrap_or(std::num::NonZeroUsize::MIN);
+    Mutex::new(lru::LruCache::new(capacity))
 }
 
 #[cfg(test)]
