@@ -1,4 +1,4 @@
-//! Prometheus metrics (issue #18): [`Metrics`], one recorder per [`crate::AppState`] (no global
+//! Prometheus metrics: [`Metrics`], one recorder per [`crate::AppState`] (no global
 //! recorder, so every app in a test process counts only its own requests), and what it records:
 //! HTTP requests, webhook deliveries, recall, model calls ([`MeteredAnalyst`]), and the gauges
 //! computed from the database at each scrape ([`Gauges`]). Rendered in the Prometheus text
@@ -143,8 +143,8 @@ impl Metrics {
     /// metrics-exporter-prometheus keeps each histogram's raw samples in a buffer until an
     /// upkeep or a render drains it, and a recorder made by `build_recorder` (ours: one per
     /// app, not global) gets no upkeep task of its own. Without this, a server nobody scrapes
-    /// keeps every request's latency sample: its heap grows with the request count (issue #22,
-    /// the soak bench; the same cause as metrics-rs/metrics#467).
+    /// keeps every request's latency sample: its heap grows with the request count (seen in
+    /// `soak-bench`; the same cause as metrics-rs/metrics#467).
     pub async fn upkeep(self, period: Duration, mut stop: tokio::sync::watch::Receiver<bool>) {
         let mut tick = tokio::time::interval(period);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

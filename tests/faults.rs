@@ -1,4 +1,4 @@
-//! Faults (issue #22), against the real `incidentmind` binary (`serve` on a loopback port,
+//! Faults, against the real `incidentmind` binary (`serve` on a loopback port,
 //! `user add`, `audit verify`) on a fresh SQLite file each, with the built-in embedding model
 //! off:
 //!

@@ -1,4 +1,4 @@
-//! Property tests on every parser that reads what a user or a sender controls (issue #22): log
+//! Property tests on every parser that reads what a user or a sender controls: log
 //! lines, metrics (Prometheus text and JSON, CSV), alert bodies of each webhook source, Markdown,
 //! time strings and the lesson grammar.
 //!
@@ -8,7 +8,7 @@
 //! input, never answered as an internal error; Markdown never yields a script tag, a
 //! `javascript:` URL or an event attribute; a time or a lesson written by the product reads back as it was.
 //!
-//! Cases per property: `PROPTEST_CASES` when set, else 10,000 (the issue's floor for CI).
+//! Cases per property: `PROPTEST_CASES` when set, else 10,000 (the floor for CI).
 
 use incidentmind::domain::memory::{Rule, RuleSeverity};
 use incidentmind::error::AppError;

@@ -1,4 +1,4 @@
-//! Consolidation (issue #21): the pure rules that group near-duplicate lessons and failure
+//! Consolidation: the pure rules that group near-duplicate lessons and failure
 //! records of different incidents, merge each group into one prescriptive rule, and keep the
 //! standing rule set of a service bounded. No I/O: the service
 //! (`services::consolidation`) reads the records and their vectors, calls [`groups`] and

@@ -1,4 +1,4 @@
-//! Insights (issue #21): the organization-wide views over a window of past incidents — recurring
+//! Insights: the organization-wide views over a window of past incidents — recurring
 //! failure modes by service, dead ends by time lost, MTTR and time to detect by service and
 //! severity, and incidents whose memory is thin. Pure aggregation over facts the service reads
 //! from the store; nothing here does I/O or writes memory.

@@ -202,8 +202,7 @@ string_enum!(
     }
 );
 
-/// Ranking weight of a record consolidated into a merged rule (`data.consolidated_into`, issue
-/// #21): the same as a superseded one's, so the merged rule ranks first and its sources below
+/// Ranking weight of a record consolidated into a merged rule (`data.consolidated_into`): the same as a superseded one's, so the merged rule ranks first and its sources below
 /// it, still recalled and marked, never hidden.
 pub const CONSOLIDATED_WEIGHT: f64 = 0.3;
 
@@ -361,13 +360,13 @@ pub struct SourceInfo {
     pub kind: MemoryKind,
     /// Its age in days.
     pub age_days: f64,
-    /// The later confirmed record that contradicts it, if one does (issue #22).
+    /// The later confirmed record that contradicts it, if one does.
     pub contradicted_by: Option<i64>,
 }
 
 /// Caps `wanted` by the sources an inference cites (DESIGN.md §2): without any observation among
 /// them at most `low`; one level down if any cited source is older than its kind's half-life,
-/// and one more if any is contradicted by a later confirmed record (issue #22).
+/// and one more if any is contradicted by a later confirmed record.
 pub fn confidence_ceiling(wanted: Confidence, sources: &[SourceInfo]) -> Confidence {
     let has_observation = sources
         .iter()
@@ -472,12 +471,12 @@ impl MemoryRecord {
         age_days(self.created_at, now)
     }
 
-    /// The merged rule this record was consolidated into (`data.consolidated_into`, issue #21).
+    /// The merged rule this record was consolidated into (`data.consolidated_into`).
     pub fn consolidated_into(&self) -> Option<i64> {
         self.data.get("consolidated_into").and_then(|v| v.as_i64())
     }
 
-    /// The later record that contradicts this one (`data.contradicted_by`, issue #22).
+    /// The later record that contradicts this one (`data.contradicted_by`).
     pub fn contradicted_by(&self) -> Option<i64> {
         self.data.get("contradicted_by").and_then(|v| v.as_i64())
     }

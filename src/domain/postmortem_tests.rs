@@ -186,7 +186,7 @@ fn lessons_and_action_items_keep_negations_clauses_and_version_strings_whole() {
         "{}",
         pm.action_items[0]
     );
-    // The garbled forms of the old templates never come back.
+    // A negated finding is never spliced into a template as if it were a finding.
     for t in &texts {
         assert!(!t.contains("check for a traffic spike"), "{t}");
         assert!(!t.contains("cause is not a traffic spike was"), "{t}");

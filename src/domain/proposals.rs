@@ -1,4 +1,4 @@
-//! Proposals for the reviewer queue (issue #21) and the accuracy grade asked at Learn. A job
+//! Proposals for the reviewer queue and the accuracy grade asked at Learn. A job
 //! never writes durable memory on its own: it drafts a [`Proposal`] whose `record` is exactly
 //! what accepting it writes, and a reviewer accepts or rejects it. Pure: the rules that turn a
 //! failed action into a reflection lesson, a run of working actions into a runbook (or a new

@@ -1,4 +1,4 @@
-//! Consolidation (issue #21): groups near-duplicate confirmed lessons and remediation failures of
+//! Consolidation: groups near-duplicate confirmed lessons and remediation failures of
 //! different incidents and drafts one merged rule per group for the reviewer queue. The rules
 //! (what is a near-duplicate, how a group merges, the rule cap) are in
 //! `domain::consolidation`; this reads the records and their vectors, and queues proposals.

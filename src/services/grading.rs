@@ -1,4 +1,4 @@
-//! Accuracy grading at Learn (issue #21): the learnings preview asks the reviewer whether the
+//! Accuracy grading at Learn: the learnings preview asks the reviewer whether the
 //! copilot's top hypothesis matched the confirmed root cause, pre-filled with a suggestion
 //! ([`crate::domain::proposals::suggest_grade`]); the answer is recorded with the incident by
 //! Learn, only when the reviewer gives one — never guessed silently. The insights page reads

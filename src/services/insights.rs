@@ -1,4 +1,4 @@
-//! Insights (issue #21): reads the window's incidents, their failure-mode tags, alerts, lessons,
+//! Insights: reads the window's incidents, their failure-mode tags, alerts, lessons,
 //! failed actions and the reviewers' grades of the top hypothesis from the store and hands them
 //! to `domain::insights::compute`. Read-only: nothing here writes memory, the timeline or the
 //! audit log.

@@ -446,7 +446,7 @@ pub struct PlannedMemory {
 
 /// An earlier confirmed root cause on the same service that a planned root cause denies
 /// ([`crate::memory::negation::contradiction`]): "pool size was NOT the cause" against "the
-/// pool was too small". Learn marks it and drafts a supersession proposal (issue #21); the
+/// pool was too small". Learn marks it and drafts a supersession proposal; the
 /// reviewer queue lists it until a reviewer supersedes it; recall marks it `contradicted`;
 /// hypotheses citing it are capped one level lower.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -808,7 +808,7 @@ async fn mark_contradictions(
     plan: &mut [PlannedMemory],
 ) -> AppResult<()> {
     // A root cause that denies what an earlier confirmed root cause on the service affirmed
-    // contradicts it (issue #22): the preview shows it, Learn marks the earlier one.
+    // contradicts it: the preview shows it, Learn marks the earlier one.
     if plan.iter().any(|p| p.record.kind == MemoryKind::RootCause) {
         let earlier = mstore::list(
             pool,

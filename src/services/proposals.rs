@@ -1,4 +1,4 @@
-//! Proposals through the human gate (issue #21). Four triggers draft them, never writing durable
+//! Proposals through the human gate. Four triggers draft them, never writing durable
 //! memory themselves:
 //! - a `did_not_resolve` / `made_worse` verdict drafts a **reflection** ([`draft_reflection_in`],
 //!   called in the verdict's transaction): what was tried, what happened, what might be tried

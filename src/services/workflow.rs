@@ -197,7 +197,7 @@ pub async fn transition_from(
     }
     let incident = incidents::get_in(&mut tx, id).await?;
     if transition == Transition::Resolve {
-        // A runbook draft for the review queue when approved actions resolved it (issue #21).
+        // A runbook draft for the review queue when approved actions resolved it.
         crate::services::proposals::suggest_runbook_in(&mut tx, pool, &incident, &user.name)
             .await?;
     }

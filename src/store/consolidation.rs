@@ -1,4 +1,4 @@
-//! What consolidation (issue #21) reads and the one mark it writes: the records it may merge,
+//! What consolidation reads and the one mark it writes: the records it may merge,
 //! their vectors, the standing rules per service, and `data.consolidated_into` on a source
 //! once a reviewer accepted the merged rule (the records stay, with their history).
 

@@ -1,4 +1,4 @@
-//! The reads behind the insights page (issue #21): per window (incidents opened at or after
+//! The reads behind the insights page: per window (incidents opened at or after
 //! `since`), the failed actions with their approval and verdict instants, the first alert start
 //! of each incident and which incidents a lesson names. Read-only.
 

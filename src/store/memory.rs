@@ -981,7 +981,7 @@ pub async fn bump_evidence(tx: &mut Tx, id: i64, actor: &str, detail: &str) -> A
     add_history(tx, id, actor, "evidence", detail, now()).await
 }
 
-/// Marks record `id` contradicted by record `by` (`data.contradicted_by`; issue #22), with a
+/// Marks record `id` contradicted by record `by` (`data.contradicted_by`), with a
 /// history entry `contradicted` carrying `detail`, and bumps the recall generation so cached
 /// recall results show the mark at once. The record stays as it is otherwise: a reviewer
 /// resolves the contradiction by superseding it.

@@ -1,4 +1,4 @@
-//! `migrate-db` (issue #19): copies a whole IncidentMind database to an empty one on the other
+//! `migrate-db`: copies a whole IncidentMind database to an empty one on the other
 //! (or the same) backend — SQLite to PostgreSQL to outgrow one machine, PostgreSQL to SQLite to
 //! come back — in one write transaction on the target.
 //!

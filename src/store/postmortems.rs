@@ -232,7 +232,7 @@ pub async fn review_queue(
 
 /// Confirmed records marked contradicted by a later one and not yet superseded
 /// (`(id, text, contradicted_by)`), oldest first: the reviewer queue's contradictions to
-/// resolve (issue #22).
+/// resolve.
 ///
 /// # Errors
 /// Database errors.

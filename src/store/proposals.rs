@@ -1,4 +1,4 @@
-//! Proposals for the reviewer queue and the accuracy grades recorded at Learn (issue #21), plus
+//! Proposals for the reviewer queue and the accuracy grades recorded at Learn, plus
 //! the reads that drafting them needs inside the caller's transaction (recorded successes,
 //! the analyst's remaining recommendations, the actions that worked, the standing runbooks).
 //! A proposal is never deleted: deciding it is a compare-and-set on its status and version.

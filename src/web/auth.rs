@@ -89,7 +89,7 @@ impl IntoResponse for AuthRejection {
 
 /// Users recently authenticated, by API-token digest and by id, each kept [`KNOWN_USER_TTL`]:
 /// a request signed in with a token or a session costs no database read for the user while the
-/// entry is fresh (on two cores that read was 190 µs of CPU: `page-bench --also /api/v1/me`
+/// entry is fresh (on two cores that read costs 190 µs of CPU: `page-bench --also /api/v1/me`
 /// answered 5,550 req/s against 11,830 for `/healthz`). A change this process makes (a profile's
 /// time zone) forgets the user at once; a change made elsewhere (the CLI, another instance)
 /// shows within the TTL. Held in [`AppState`].

@@ -1,4 +1,4 @@
-//! Rate limits (issue #18): sign-in attempts per account and per client address, webhook
+//! Rate limits: sign-in attempts per account and per client address, webhook
 //! deliveries per integration, API requests per token. Each is a keyed GCRA limiter
 //! (`governor`) of N per minute with bursts of N, held in [`crate::AppState`]; over it a request
 //! is refused with 429 Too Many Requests (RFC 6585 §4) and `Retry-After` in seconds (RFC 9110

@@ -63,7 +63,7 @@ pub struct Settings {
     /// Rate limits and the proxies trusted for `X-Forwarded-For`.
     pub rate_limits: limits::RateLimitSettings,
     /// Standing rules (confirmed lessons) per service above which consolidation proposals for
-    /// that service are queued first and say so (issue #21).
+    /// that service are queued first and say so.
     pub rule_cap: usize,
     /// How often `serve` runs consolidation; `None`: only on demand (`incidentmind
     /// consolidate`).

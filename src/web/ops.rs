@@ -1,4 +1,4 @@
-//! Operator endpoints beside the app (issue #18): `GET /readyz`, the readiness report a load
+//! Operator endpoints beside the app: `GET /readyz`, the readiness report a load
 //! balancer or orchestrator polls; `GET /metrics`, on the app's address behind
 //! `--metrics-token` and/or on the separate `--metrics-listen` address ([`metrics_router`]).
 //! (`GET /healthz`, liveness, stays a plain `ok` in `web/mod.rs`.)

@@ -944,8 +944,8 @@ type RenderedPage = tokio::sync::OnceCell<(StatusCode, axum::body::Bytes)>;
 
 /// Incident pages kept by [`RenderedPages`] (each a few tens of kB). A page is keyed by the
 /// minute it was rendered in, so only the pages viewed this minute are worth holding: 64 of
-/// them, not the 256 kept before, which the soak bench (issue #22) saw fill with the last
-/// minutes' copies and grow the heap while they did…
+/// them. A larger cache fills with the last minutes' copies, which nobody asks for again, and
+/// the heap grows while it does (`soak-bench` shows it)…
 const RENDERED_PAGES: usize = 64;
 /// …and the largest page kept, in bytes (a page with thousands of observations is rendered
 /// each time rather than held), so the cache stays under 16 MB.

@@ -1,4 +1,4 @@
-//! Proposals in the reviewers' queue over HTTP (issue #21): each pending reflection, runbook,
+//! Proposals in the reviewers' queue over HTTP: each pending reflection, runbook,
 //! consolidation or supersession draft as the queue shows it ([`ProposalItem`], in `GET /api/v1/review` and on `/review`), and
 //! accepting or rejecting one (`POST /api/v1/proposals/{id}/accept|reject` and the `/review`
 //! forms, which redirect back with 303, or re-render the queue with the input on an error).

@@ -1,4 +1,4 @@
-//! Alert webhooks (issue #7): `POST /api/v1/webhooks/{alertmanager,pagerduty,grafana,opsgenie}`,
+//! Alert webhooks: `POST /api/v1/webhooks/{alertmanager,pagerduty,grafana,opsgenie}`,
 //! and the alert states of an incident (`GET /api/v1/incidents/{id}/alerts`). The integrations
 //! whose secrets authenticate the webhooks are created in `web::integrations`.
 //!

@@ -1,5 +1,5 @@
 //! The real Prometheus Alertmanager (Debian's `prometheus-alertmanager`, 0.25) delivering to the
-//! app over loopback (issue #18): an Alertmanager integration is created through the API, a
+//! app over loopback: an Alertmanager integration is created through the API, a
 //! real `alertmanager` process is started with a webhook receiver that posts to the app with the
 //! integration's secret as its bearer credentials, alerts go into Alertmanager through its API v2
 //! (`POST /api/v2/alerts`), and the test asserts the incident the app opens from Alertmanager's

@@ -1,4 +1,4 @@
-//! Issue #21, consolidation: with the sample history loaded plus scripted follow-up incidents
+//! Consolidation: with the sample history loaded plus scripted follow-up incidents
 //! whose lessons say the same thing in other words, `consolidate` (what the CLI and the schedule
 //! run) proposes one merged rule; a reviewer accepts it through the review queue; recall then
 //! ranks the merged rule first, the sources are marked and nothing is deleted.

@@ -1,4 +1,4 @@
-//! Insights (issue #21): incidents scripted through the real API, their instants then moved to
+//! Insights: incidents scripted through the real API, their instants then moved to
 //! known values in the database (the app has no clock to control), and the JSON and the page
 //! checked against a hand count.
 

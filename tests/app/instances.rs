@@ -1,4 +1,4 @@
-//! Two app instances on one PostgreSQL database (issue #19): what a load balancer in front of
+//! Two app instances on one PostgreSQL database: what a load balancer in front of
 //! them needs to hold. Each test builds instance A (the usual test app) and instance B (built and
 //! served as `serve` does, sharing only the database) on a fresh database of the server named by
 //! `INCIDENTMIND_TEST_DATABASE_URL`; without one they print SKIPPED (and fail under `CI=true`).

@@ -1123,7 +1123,7 @@ async fn a_server_rejecting_seed_is_asked_without_it_and_that_is_remembered() {
     );
 }
 
-/// Issue #22: an investigation holds one of the few investigation slots only for its own CPU
+/// An investigation holds one of the few investigation slots only for its own CPU
 /// work and gives it back before calling the model server, so slow answers from another server
 /// do not queue the investigations behind them. With twice as many investigations as slots and
 /// a model answering after 2 s, holding the slot through the call would take two rounds (≥ 4 s).

@@ -1,4 +1,4 @@
-//! `incidentmind migrate-db` (issue #19): SQLite → PostgreSQL → SQLite gives back the same rows,
+//! `incidentmind migrate-db`: SQLite → PostgreSQL → SQLite gives back the same rows,
 //! the audit chain verifies on PostgreSQL, and an app on the copy serves the same incidents to
 //! the same tokens and sessions. Needs `INCIDENTMIND_TEST_DATABASE_URL` (else SKIPPED; required
 //! under `CI=true`).

@@ -1067,7 +1067,7 @@ async fn root_cause_of(app: &TestApp, learned: &Value) -> Value {
     panic!("Learn wrote no root cause: {learned}");
 }
 
-/// Issue #22: a later confirmed root cause that says an earlier one was wrong marks it
+/// A later confirmed root cause that says an earlier one was wrong marks it
 /// contradicted (shown in the preview first), recall marks it, the reviewer queue lists it, and
 /// the audit log has the mark.
 #[tokio::test]
@@ -1197,7 +1197,7 @@ async fn a_later_root_cause_that_denies_an_earlier_one_marks_it_contradicted() {
     );
 }
 
-/// Issue #21: the contradiction Learn marks also drafts a supersession for the review queue; a
+/// The contradiction Learn marks also drafts a supersession for the review queue; a
 /// reviewer accepting it marks the earlier record superseded by the later one (kept, marked).
 #[tokio::test]
 async fn a_contradiction_at_learn_queues_a_supersession_that_a_reviewer_accepts() {

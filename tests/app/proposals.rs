@@ -1,4 +1,4 @@
-//! Issue #21 through the human gate: a failing verdict drafts a reflection, a resolved incident
+//! Proposals through the human gate: a failing verdict drafts a reflection, a resolved incident
 //! drafts a runbook (or the next version of the nearest one), a reviewer accepts or rejects each
 //! from the review queue; Learn records the reviewer's grade of the copilot's top hypothesis and
 //! the insights show the hit rates.

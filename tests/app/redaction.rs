@@ -1,4 +1,4 @@
-//! One redaction policy at every boundary (issue 22, items 1 and 5): a corpus of fake secrets in
+//! One redaction policy at every boundary: a corpus of fake secrets in
 //! more than forty shapes goes in through every input path — incident title and description,
 //! evidence as JSON, raw text, multipart upload and the page form, an Alertmanager webhook (with
 //! the secrets inside escaped JSON strings), a note, a proposed action, a verdict, a rejection,

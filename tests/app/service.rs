@@ -1,4 +1,4 @@
-//! Running it like a service (issue #18): the real binary started with `serve` on a loopback
+//! Running it like a service: the real binary started with `serve` on a loopback
 //! port and a temporary database, driven over HTTP, signalled, and its stderr read.
 
 use std::path::{Path, PathBuf};

@@ -640,7 +640,8 @@ async fn the_layout_has_a_skip_link_marks_the_current_page_and_labels_every_cont
         r#"<input id="reject-reason-{rid}" name="reason" maxlength="2000""#
     )));
 
-    // The SEV2 badge meets WCAG AA (white on #c2410c is 5.2:1; #f97316 was 2.8:1).
+    // The SEV2 badge meets WCAG AA (white on #c2410c is 5.2:1; a lighter orange such as
+    // #f97316 gives 2.8:1).
     let css = app
         .client
         .get(app.url("/static/app.css"))

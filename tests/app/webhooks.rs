@@ -1,4 +1,4 @@
-//! Alert ingest (issue #7): every sample in `shared/data/alerts` through its endpoint, grouping
+//! Alert ingest: every sample in `shared/data/alerts` through its endpoint, grouping
 //! and per-alert status, PagerDuty signatures, authentication, idempotency under 50 concurrent
 //! duplicates, clock skew, hostile input, and the integrations admin API.
 

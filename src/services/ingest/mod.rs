@@ -1,4 +1,4 @@
-//! Alert ingest (issue #7): integrations and their secrets, the four sender formats normalised to
+//! Alert ingest: integrations and their secrets, the four sender formats normalised to
 //! groups of alerts, and applying a delivery — open or update one incident per alert group, one
 //! evidence record and observation per alert, idempotent under retries and concurrency.
 //!
