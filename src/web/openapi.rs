@@ -13,7 +13,7 @@ pub mod examples;
 
 /// The document: every `/api/v1` operation with its path parameters, tag and response classes.
 /// Requests authenticate with `Authorization: Bearer <API token>` (webhooks: the integration's
-/// secret), as the README's "Using the API" says.
+/// secret), as `docs/api.md` ("Using the API") says.
 #[derive(OpenApi)]
 #[openapi(
     info(
