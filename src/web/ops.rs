@@ -16,7 +16,7 @@ use crate::store;
 /// ```json
 /// {"status": "ready",
 ///  "checks": {"database":   {"status": "ok"},
-///             "migrations": {"status": "ok", "applied": 14, "expected": 14},
+///             "migrations": {"status": "ok", "applied": 13, "expected": 13},
 ///             "embeddings": {"status": "loaded", "model": "all-MiniLM-L6-v2"}}}
 /// ```
 ///
