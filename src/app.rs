@@ -47,7 +47,10 @@ impl Config {
 impl std::fmt::Debug for Config {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Config")
-            .field("database_url", &self.database_url)
+            .field(
+                "database_url",
+                &crate::store::redacted_url(&self.database_url),
+            )
             .field("settings", &self.settings)
             .field("embedder", &self.embedder.as_ref().map(|_| "configured"))
             .field("llm", &self.llm.as_ref().map(|_| "configured"))
@@ -125,5 +128,20 @@ impl App {
     /// Organizational memory (the same handle, caches and embedder the handlers use).
     pub fn memory(&self) -> &Memory {
         &self.state.memory
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Config;
+
+    #[test]
+    fn a_config_printed_for_debugging_hides_the_database_password() {
+        let shown = format!(
+            "{:?}",
+            Config::new("postgres://app:s3cr3t-pw@db.internal:5432/incidentmind")
+        );
+        assert!(!shown.contains("s3cr3t-pw"), "{shown}");
+        assert!(shown.contains("db.internal"), "{shown}");
     }
 }

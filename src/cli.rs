@@ -342,9 +342,13 @@ pub enum EvalCommand {
         verbose: bool,
         /// Recall mechanisms to turn off, comma-separated (ablation): doc_bm25, doc_vector,
         /// passages, passage_mean, part_vector, part_bm25, keys, negation, load_shape,
-        /// incident_prior, score_fusion.
+        /// incident_prior, score_fusion, siblings, sibling_records.
         #[arg(long, default_value = "")]
         ablate: String,
+        /// Recall weights set to another value, comma-separated `name=value` (stability checks):
+        /// sibling_weight, sibling_band, incident_prior.
+        #[arg(long = "set", default_value = "")]
+        weights: String,
         /// Keep the database after replaying the past incidents at this path and reuse it on
         /// the next runs (for trying recall settings; delete it when the replay changes).
         #[arg(long)]
@@ -452,11 +456,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             file,
             verbose,
             ablate,
+            weights,
             replayed,
             embeddings,
         }) => {
-            let tuning =
-                crate::memory::RecallTuning::parse_off(&ablate).map_err(anyhow::Error::msg)?;
+            let tuning = crate::memory::RecallTuning::parse_off(&ablate)
+                .and_then(|t| t.parse_weights(&weights))
+                .map_err(anyhow::Error::msg)?;
             let embedder = embedder(&embeddings, None)?;
             let report =
                 crate::eval::recall_eval_with(&file, embedder, tuning, replayed.as_deref()).await?;

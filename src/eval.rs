@@ -1,4 +1,4 @@
-//! Recall quality, measured (issue #9): replays a labelled set of past incidents through the
+//! Recall quality, measured: replays a labelled set of past incidents through the
 //! product's own learn path into a fresh temporary database, then opens each query incident with
 //! only its description and evidence, investigates it through the same path the UI uses and
 //! scores where the expected past incident lands (hit@1, hit@3, MRR), whether the action that
@@ -430,7 +430,7 @@ async fn run_query(
     .await?;
     detail.extend(ranked.incidents.iter().take(4).map(|m| {
         format!(
-            "incident {} {:.4} lists={}",
+            "incident {} {:.4} lists={} conditions={}",
             label(&m.incident_id),
             m.score,
             m.lists
@@ -438,7 +438,8 @@ async fn run_query(
                 .zip(&m.ranks)
                 .map(|(l, r)| format!("{l}@{r}"))
                 .collect::<Vec<_>>()
-                .join("+")
+                .join("+"),
+            m.conditions.join(",")
         )
     }));
     detail.extend(input.recalled.iter().map(|r| {

@@ -421,6 +421,20 @@ fn incident_of(m: &crate::memory::recall::Recalled) -> Option<&str> {
     m.memory.incident_id.as_deref()
 }
 
+/// Whether recall marked `m` a weak match (found by meaning alone, under the query's chance
+/// level): shown as such, but never a precedent — it lends no cause and no action.
+fn is_weak(m: &crate::memory::recall::Recalled) -> bool {
+    m.marks.contains(&"weak match")
+}
+
+/// Whether any recalled record of a past incident is a real (not weak) match.
+fn has_precedent(input: &InvestigationInput) -> bool {
+    input
+        .recalled
+        .iter()
+        .any(|r| incident_of(r).is_some() && !is_weak(r))
+}
+
 /// Ids of up to 5 of the incident's observations that carry one of `play_tags`.
 fn cites_for(input: &InvestigationInput, play_tags: &[&str]) -> Vec<i64> {
     input
@@ -443,7 +457,7 @@ fn prior_hypotheses(input: &InvestigationInput, out: &mut AnalystOutput) {
     for r in input
         .recalled
         .iter()
-        .filter(|r| r.memory.kind == MemoryKind::RootCause)
+        .filter(|r| r.memory.kind == MemoryKind::RootCause && !is_weak(r))
     {
         let Some(inc) = incident_of(r) else { continue };
         if !seen_prior.insert(inc.to_string()) || seen_prior.len() > 2 {
@@ -489,6 +503,7 @@ fn playbook(input: &InvestigationInput, tags: &BTreeSet<&str>, out: &mut Analyst
         let prior: Vec<PriorIncident> = input
             .recalled
             .iter()
+            .filter(|r| !is_weak(r))
             .filter(|r| {
                 r.memory
                     .failure_modes
@@ -526,11 +541,9 @@ fn playbook(input: &InvestigationInput, tags: &BTreeSet<&str>, out: &mut Analyst
 /// Steps 3 and 4 of [`BuiltinAnalyst::analyse`]: actions that worked or were tried before.
 fn tried_before(input: &InvestigationInput, out: &mut AnalystOutput) {
     // 3. What worked before on similar incidents.
-    for r in input
-        .recalled
-        .iter()
-        .filter(|r| r.memory.kind == MemoryKind::RemediationSuccess && !r.why.tags.is_empty())
-    {
+    for r in input.recalled.iter().filter(|r| {
+        r.memory.kind == MemoryKind::RemediationSuccess && !r.why.tags.is_empty() && !is_weak(r)
+    }) {
         if let (Some(a), Some(inc)) = (r.memory.action_kind, incident_of(r)) {
             out.actions.push(ProposedAction {
                 kind: a.as_str().into(),
@@ -577,6 +590,17 @@ impl BuiltinAnalyst {
         prior_hypotheses(input, &mut out);
         playbook(input, &tags, &mut out);
         tried_before(input, &mut out);
+        if !input.recalled.is_empty() && !has_precedent(input) {
+            out.hypotheses.push(ProposedHypothesis {
+                statement: "No precedent in organizational memory: the past incidents recalled \
+                            are weak matches, so this reasoning rests on this incident's evidence \
+                            alone"
+                    .into(),
+                confidence: Confidence::Low,
+                cites: input.observations.iter().take(3).map(|o| o.id).collect(),
+                prior_incidents: Vec::new(),
+            });
+        }
         if out.hypotheses.is_empty() {
             out.hypotheses.push(ProposedHypothesis {
                 statement: "Not enough evidence for a specific cause yet".into(),

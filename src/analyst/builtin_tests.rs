@@ -74,3 +74,71 @@ fn every_playbook_action_is_in_the_closed_vocabulary_and_no_kind_repeats() {
         1
     );
 }
+
+/// A recalled root cause of `incident`, with `marks`.
+fn root_cause(incident: &str, marks: Vec<&'static str>) -> crate::memory::recall::Recalled {
+    use crate::domain::memory::MemoryRecord;
+    use crate::domain::{EpistemicType, Validation};
+    crate::memory::recall::Recalled {
+        memory: MemoryRecord {
+            id: 7,
+            kind: MemoryKind::RootCause,
+            epistemic_type: EpistemicType::Inference,
+            text: "A cron job filled the spool partition".into(),
+            services: Vec::new(),
+            failure_modes: vec!["disk_full".into()],
+            action_kind: None,
+            target: None,
+            incident_id: Some(incident.into()),
+            validation: Validation::Confirmed,
+            confidence: None,
+            importance: 2,
+            rule: None,
+            author: "victor".into(),
+            created_at: jiff::Timestamp::UNIX_EPOCH,
+            last_recalled_at: None,
+            recall_count: 0,
+            evidence_count: 1,
+            superseded_by: None,
+            sources: Vec::new(),
+            data: serde_json::Value::Null,
+        },
+        score: 0.1,
+        why: Default::default(),
+        marks,
+    }
+}
+
+#[test]
+fn a_weak_match_is_no_precedent_and_lends_no_cause() {
+    let mut weak = input(&[]);
+    weak.recalled = vec![root_cause("INC-2026-0009", vec!["weak match"])];
+    let out = BuiltinAnalyst::analyse(&weak);
+    assert!(
+        out.hypotheses
+            .iter()
+            .all(|h| !h.statement.starts_with("Same cause")),
+        "{:?}",
+        out.hypotheses
+    );
+    assert!(
+        out.hypotheses[0]
+            .statement
+            .starts_with("No precedent in organizational memory"),
+        "{:?}",
+        out.hypotheses
+    );
+    let mut strong = input(&[]);
+    strong.recalled = vec![root_cause("INC-2026-0009", Vec::new())];
+    let out = BuiltinAnalyst::analyse(&strong);
+    assert!(
+        out.hypotheses[0]
+            .statement
+            .starts_with("Same cause as INC-2026-0009")
+    );
+    assert!(
+        out.hypotheses
+            .iter()
+            .all(|h| !h.statement.starts_with("No precedent"))
+    );
+}

@@ -31,19 +31,19 @@ use crate::store::recall_index::{self, RecallIndex};
 pub use embeddings::Embedder;
 
 /// Question vectors kept by text (most recently used; single-passage queries such as the recall
-/// API's), ~1.7 KB each with its key. 8,192 were kept before, in one cache with the passages
-/// below, and filled over a `soak-bench` run (~14 MB, most of the run's heap growth, issue #22).
+/// API's), ~1.7 KB each with its key: at most ~1.7 MB, which a `soak-bench` run does not
+/// outgrow.
 const QUERY_VECTORS: usize = 1_024;
 
 /// Passage vectors kept by text (most recently used): the passages of the incidents being
 /// worked, which each investigation and page recall embeds again. Apart from the questions, so
-/// an investigation's passages (tens at a time) do not push the questions out: in one shared
-/// cache of 1,024, the soak's recall API p99 went 0.3 → 2.4 s, re-embedding behind them.
+/// an investigation's passages (tens at a time) do not push the questions out (sharing one
+/// cache, the soak's recall API re-embeds its questions behind them).
 const PASSAGE_VECTORS: usize = 1_024;
 
 /// Incident pages whose recall is kept (most recently viewed): the incidents being worked on
 /// (each result holds its records in full, tens of kB), as many as the rendered pages kept
-/// (`web::pages::RenderedPages`). 256 before, which a soak with new incidents filled.
+/// (`web::pages::RenderedPages`).
 const PAGE_RECALLS: usize = 64;
 
 /// Which candidate lists and mechanisms recall uses: all on by default; the evaluation turns
@@ -52,6 +52,9 @@ const PAGE_RECALLS: usize = 64;
 pub struct RecallTuning {
     /// Lists and mechanisms turned off, by name (see [`RecallTuning::NAMES`]).
     pub off: Vec<String>,
+    /// Weights set to another value than their default, by name (see [`RecallTuning::WEIGHTS`]):
+    /// for stability checks of a chosen weight.
+    pub weights: Vec<(String, f64)>,
 }
 
 impl RecallTuning {
@@ -68,7 +71,49 @@ impl RecallTuning {
         "load_shape",
         "incident_prior",
         "score_fusion",
+        "siblings",
+        "sibling_records",
     ];
+
+    /// Weights that [`RecallTuning::weights`] can set.
+    pub const WEIGHTS: &'static [&'static str] =
+        &["sibling_weight", "sibling_band", "incident_prior"];
+
+    /// Parses `name=value` pairs, comma-separated, into [`RecallTuning::weights`].
+    ///
+    /// # Errors
+    /// A message naming an unknown weight or a value that is not a finite number.
+    pub fn parse_weights(mut self, list: &str) -> Result<Self, String> {
+        for pair in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            let (name, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("'{pair}' is not name=value"))?;
+            let name = name.trim();
+            if !Self::WEIGHTS.contains(&name) {
+                return Err(format!(
+                    "unknown recall weight '{name}'; known: {}",
+                    Self::WEIGHTS.join(", ")
+                ));
+            }
+            let value: f64 = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| format!("weight {name}: '{value}' is not a number"))?;
+            self.weights.push((name.to_string(), value));
+        }
+        Ok(self)
+    }
+
+    /// The value of weight `name`: as set, else `default`.
+    pub fn value(&self, name: &str, default: f64) -> f64 {
+        self.weights
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map_or(default, |(_, v)| *v)
+    }
 
     /// Parses a comma-separated list of names to turn off.
     ///
@@ -85,7 +130,10 @@ impl RecallTuning {
             }
             off.push(name.to_string());
         }
-        Ok(Self { off })
+        Ok(Self {
+            off,
+            weights: Vec::new(),
+        })
     }
 
     /// Whether `name` is on.
@@ -254,7 +302,7 @@ impl Memory {
     /// An investigation is CPU work (evidence tags, recall, the analyst) over up to a thousand
     /// observations, and most of what it allocates lives only while it runs. On two cores, ten
     /// at once finish no sooner than two at a time, but hold ten working sets: under the soak
-    /// bench's load (issue #22) that high-water mark is what the resident set grew by. Waiting
+    /// bench's load that high-water mark is what the resident set grows by. Waiting
     /// here keeps it at a few working sets; requests queue in order (tokio's semaphore is fair).
     /// The investigation service gives its slot back before it calls a model server.
     /// `None` only if the semaphore were closed, which nothing does (the run then goes ahead).
@@ -313,8 +361,8 @@ mod tests {
         }
     }
 
-    /// Issue #22 follow-up: with one cache for both, an investigation's passages pushed the
-    /// recall questions out and they were embedded again on every ask.
+    /// With one cache for both, an investigation's passages would push the recall questions out
+    /// and they would be embedded again on every ask.
     #[tokio::test]
     async fn passages_do_not_push_questions_out_of_the_vector_cache() {
         let pool = AnyPool::connect_lazy("sqlite::memory:").expect("lazy pool");

@@ -133,7 +133,7 @@ fn folded_words(text: &str) -> std::collections::BTreeSet<String> {
 /// them, outside its own denials ("connection pool size was not the cause" against "the
 /// connection pools were too small"). Returns the shared words (sorted), or `None`.
 ///
-/// This is the negation-cue-plus-shared-terms test of issue #22; it is meant for records of one
+/// A negation cue plus shared terms; it is meant for records of one
 /// kind on one service (two root causes), where shared words name the same thing.
 pub fn contradiction(newer: &str, older: &str) -> Option<Vec<String>> {
     let denied_in_older: std::collections::BTreeSet<String> =

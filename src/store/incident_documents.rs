@@ -188,3 +188,23 @@ pub async fn search(
     .fetch_all(pool)
     .await?)
 }
+
+/// Incident id → the embedded part of its document (report, evidence, causes; see
+/// [`crate::memory::documents::build`]), for those of `ids` that have a document.
+///
+/// # Errors
+/// Database errors.
+pub async fn reports(pool: &AnyPool, ids: &[String]) -> AppResult<HashMap<String, String>> {
+    if ids.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let json = serde_json::to_string(ids).map_err(super::memory::corrupt)?;
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT incident_id, embed_text FROM incident_documents
+         WHERE incident_id IN (SELECT value FROM json_each($1))",
+    )
+    .bind(json)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().collect())
+}

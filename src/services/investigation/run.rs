@@ -263,7 +263,7 @@ async fn checked_hypotheses(
         if memory_empty {
             confidence = Confidence::Low;
         }
-        // Say why a contradicted source lowered it (issue #22).
+        // Say why a contradicted source lowered it.
         let denied: Vec<String> = cites
             .iter()
             .filter_map(|c| Some((c, known.get(c)?.contradicted_by?)))

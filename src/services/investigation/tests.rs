@@ -63,6 +63,8 @@ fn matched(id: &str, score: f64) -> IncidentMatch {
         lists: vec!["doc_vector"],
         ranks: vec![1],
         cosine: None,
+        conditions: Vec::new(),
+        sibling: false,
     }
 }
 
@@ -123,5 +125,29 @@ fn a_runner_up_found_by_words_alone_is_not_similar_enough() {
     assert_eq!(
         similar_incidents(&[most, words_only], &distant),
         vec!["INC-2026-0001".to_string()]
+    );
+}
+
+#[test]
+fn a_weak_match_lends_no_dead_ends() {
+    let mut weak = recalled(1, Some("INC-2026-0001"), 0.9, &[], Why::default());
+    weak.marks.push("weak match");
+    let strong = recalled(2, Some("INC-2026-0002"), 0.5, &[], Why::default());
+    assert_eq!(similar_incidents(&[weak, strong], &[]), ["INC-2026-0002"]);
+}
+
+#[test]
+fn every_sibling_recall_compared_lends_its_dead_ends_whatever_its_rank() {
+    let first = recalled(1, Some("INC-2026-0001"), 0.9, &[], Why::default());
+    let other = recalled(2, Some("INC-2026-0002"), 0.5, &[], Why::default());
+    let mut ranking = vec![matched("INC-2026-0001", 1.0), matched("INC-2026-0002", 0.5)];
+    ranking.push(IncidentMatch {
+        sibling: true,
+        ..matched("INC-2026-0003", 0.45)
+    });
+    ranking[0].sibling = true;
+    assert_eq!(
+        similar_incidents(&[first, other], &ranking),
+        ["INC-2026-0001", "INC-2026-0003"]
     );
 }

@@ -48,11 +48,12 @@ pub const SIMILAR_INCIDENTS: usize = 2;
 /// to call: recall cannot tell the two apart, so both lend their dead ends (warn, never hide).
 pub const CLOSE_CALL: f64 = 0.9;
 
-/// The first [`SIMILAR_INCIDENTS`] distinct incident ids among `recalled`, in recall order: the
-/// most similar incident always, the next ones only with a record that shares the service (or a
+/// The first [`SIMILAR_INCIDENTS`] distinct incident ids among `recalled` (weak matches left
+/// out), in recall order: the most similar incident always, the next ones only with a record that shares the service (or a
 /// neighbour) or a specific failure mode (not in [`GENERIC_TAGS`]) with this incident, or when
 /// `incidents` (recall's incident-level ranking) scores it within [`CLOSE_CALL`] of the first —
-/// a distant runner-up found by words alone is not similar enough to lend its dead ends.
+/// a distant runner-up found by words alone is not similar enough to lend its dead ends. Every
+/// incident the sibling stage compared ([`IncidentMatch::sibling`]) is added after them.
 pub fn similar_incidents(recalled: &[Recalled], incidents: &[IncidentMatch]) -> Vec<String> {
     let close_call = |inc: &str| match incidents {
         [first, second, ..] => {
@@ -71,7 +72,8 @@ pub fn similar_incidents(recalled: &[Recalled], incidents: &[IncidentMatch]) -> 
             || close_call(inc)
     };
     let mut out: Vec<String> = Vec::new();
-    for r in recalled {
+    // A weak match (by meaning alone, under chance) is shown as weak but lends nothing.
+    for r in recalled.iter().filter(|r| !r.marks.contains(&"weak match")) {
         let Some(inc) = r.memory.incident_id.as_ref() else {
             continue;
         };
@@ -80,6 +82,13 @@ pub fn similar_incidents(recalled: &[Recalled], incidents: &[IncidentMatch]) -> 
         }
         if !out.contains(inc) && (out.is_empty() || related(r, inc)) {
             out.push(inc.clone());
+        }
+    }
+    // Siblings recall could not tell apart on its lists (it ranked them on conditions read from
+    // text, which may be misread): each lends its dead ends, whatever its final rank.
+    for m in incidents.iter().filter(|m| m.sibling) {
+        if !out.contains(&m.incident_id) {
+            out.push(m.incident_id.clone());
         }
     }
     out

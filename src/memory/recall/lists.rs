@@ -1,0 +1,420 @@
+//! The candidate lists of recall: the bounded full-text search and its term statistics, the
+//! word lists (descriptive and prescriptive), the structured-key list, the vector lists (records,
+//! incident documents, passages) and the incident-level lists built from them.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use sqlx::AnyPool;
+
+use super::fusion::IncidentList;
+use super::query::expand;
+use super::{INCIDENT_LIST, Memory, RecallQuery, RecallTuning};
+use crate::domain::{ActionKind, MemoryKind};
+use crate::error::AppResult;
+use crate::memory::{embeddings, lock};
+use crate::store::memory::{self as mstore, Candidate};
+use crate::store::recall_index::RecallIndex;
+
+/// Passages from which a query is a report, whose vector is the mean of its passages' (see
+/// [`recall`]); a question is one or two sentences.
+pub(super) const LONG_QUERY: usize = 3;
+
+/// Candidates taken from each list.
+pub(super) const PER_LIST: usize = 60;
+
+/// Index entries (records containing a term, summed over the terms) the FTS5 expression may
+/// cost. BM25 scores every record that matches any term, so one term found in half the memory
+/// costs more than all the others together while adding almost nothing to the ranking (its
+/// inverse document frequency is near zero). Terms are kept rarest first while their summed
+/// counts fit; the rarest term found at all is always kept, and when it alone holds more records
+/// than the budget, only its newest `TERM_BUDGET` matches are looked at (recency is a ranking
+/// factor anyway, and rules, runbooks and dead ends also come through the structured list).
+pub(super) const TERM_BUDGET: i64 = 1_000;
+
+/// Most matches read from one FTS5 search (term counts may be up to [`DOC_COUNT_TTL`] old).
+pub(super) const FTS_CAP: i64 = 4 * TERM_BUDGET;
+
+/// How long a term's record count is reused before it is counted again.
+pub(super) const DOC_COUNT_TTL: Duration = Duration::from_secs(600);
+
+/// Records each structured key contributes to the scope list: its newest ones.
+pub(super) const KEY_WINDOW: usize = 250;
+
+/// Term statistics kept per memory before the cache starts over (~100 bytes each with the
+/// key: at most ~2 MB; a term's count is re-read at most every [`DOC_COUNT_TTL`] anyway).
+pub(super) const TERM_STATS_MAX: usize = 20_000;
+
+/// A term's record count (capped at `TERM_BUDGET + 1`), when it was counted, and once asked for,
+/// the id of its `TERM_BUDGET`-th newest match (`None` inside: fewer matches). Kept by
+/// [`Memory`] per database epoch and term.
+#[derive(Debug, Clone, Copy)]
+pub struct TermStats {
+    pub(super) count: i64,
+    pub(super) at: Instant,
+    pub(super) floor: Option<Option<i64>>,
+}
+
+/// The cached, fresh stats of `terms` (`None` where missing or stale).
+pub(super) fn cached_stats(
+    memory: &Memory,
+    epoch: &str,
+    terms: &[String],
+) -> Vec<Option<TermStats>> {
+    let now = Instant::now();
+    let cache = lock(&memory.inner.term_stats);
+    terms
+        .iter()
+        .map(|t| {
+            cache
+                .get(&(epoch.to_string(), t.clone()))
+                .filter(|s| now.duration_since(s.at) < DOC_COUNT_TTL)
+                .copied()
+        })
+        .collect()
+}
+
+pub(super) fn store_stats(
+    memory: &Memory,
+    epoch: &str,
+    stats: impl IntoIterator<Item = (String, TermStats)>,
+) {
+    let mut cache = lock(&memory.inner.term_stats);
+    if cache.len() > TERM_STATS_MAX {
+        cache.clear();
+    }
+    cache.extend(stats.into_iter().map(|(t, s)| ((epoch.to_string(), t), s)));
+}
+
+/// Record counts of `terms` (capped at `TERM_BUDGET + 1`), from the cache when fresh.
+pub(super) async fn doc_counts(
+    memory: &Memory,
+    epoch: &str,
+    terms: &[String],
+) -> AppResult<Vec<i64>> {
+    let mut stats = cached_stats(memory, epoch, terms);
+    let missing: Vec<String> = terms
+        .iter()
+        .zip(&stats)
+        .filter(|(_, s)| s.is_none())
+        .map(|(t, _)| t.clone())
+        .collect();
+    if !missing.is_empty() {
+        let counts = mstore::term_doc_counts(memory.pool(), &missing, TERM_BUDGET + 1).await?;
+        let at = Instant::now();
+        let fresh: Vec<(String, TermStats)> = missing
+            .into_iter()
+            .zip(counts)
+            .map(|(t, count)| {
+                let s = TermStats {
+                    count,
+                    at,
+                    floor: None,
+                };
+                (t, s)
+            })
+            .collect();
+        let mut fresh_iter = fresh.iter();
+        for s in stats.iter_mut().filter(|s| s.is_none()) {
+            *s = fresh_iter.next().map(|(_, f)| *f);
+        }
+        store_stats(memory, epoch, fresh);
+    }
+    Ok(stats
+        .into_iter()
+        .map(|s| s.map_or(0, |s| s.count))
+        .collect())
+}
+
+/// The id of the [`TERM_BUDGET`]-th newest match of `term`, from the cache when fresh.
+pub(super) async fn term_floor(memory: &Memory, epoch: &str, term: &str) -> AppResult<Option<i64>> {
+    let cached = cached_stats(memory, epoch, &[term.to_string()])
+        .pop()
+        .flatten();
+    if let Some(floor) = cached.and_then(|s| s.floor) {
+        return Ok(floor);
+    }
+    let floor = mstore::newest_match_floor(memory.pool(), term, TERM_BUDGET).await?;
+    let stats = TermStats {
+        count: cached.map_or(TERM_BUDGET + 1, |s| s.count),
+        at: cached.map_or_else(Instant::now, |s| s.at),
+        floor: Some(floor),
+    };
+    store_stats(memory, epoch, [(term.to_string(), stats)]);
+    Ok(floor)
+}
+
+/// Which of `terms` (with their record counts) the expression keeps: see [`TERM_BUDGET`].
+/// Terms found nowhere cost nothing and are kept (a record written since may hold them).
+pub(super) fn within_budget(counts: &[i64]) -> Vec<bool> {
+    let mut order: Vec<usize> = (0..counts.len()).collect();
+    order.sort_by_key(|&i| (counts[i], i));
+    let mut keep = vec![false; counts.len()];
+    let (mut spent, mut any) = (0, false);
+    for i in order {
+        let n = counts[i];
+        if n == 0 || spent + n <= TERM_BUDGET || !any {
+            keep[i] = true;
+            spent += n;
+            any |= n > 0;
+        }
+    }
+    keep
+}
+
+/// The full-text search recall runs for a query: an FTS5 expression OR-ing the kept terms, and
+/// the lowest record id it looks at (0: all).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FtsSearch {
+    /// FTS5 expression (empty: no search).
+    pub expr: String,
+    /// Lowest record id (`rowid`) searched.
+    pub min_rowid: i64,
+}
+
+/// The search of `terms` within [`TERM_BUDGET`].
+pub(super) async fn bounded_search(
+    memory: &Memory,
+    epoch: &str,
+    terms: &[String],
+) -> AppResult<FtsSearch> {
+    let counts = doc_counts(memory, epoch, terms).await?;
+    let keep = within_budget(&counts);
+    let kept: Vec<String> = terms
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(t, _)| t.clone())
+        .collect();
+    // Over budget only when the rarest term alone is: look at its newest matches.
+    let spent: i64 = counts
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(n, _)| n)
+        .sum();
+    let mut min_rowid = 0;
+    if spent > TERM_BUDGET
+        && let Some((term, _)) = terms
+            .iter()
+            .zip(&counts)
+            .filter(|(_, n)| **n > TERM_BUDGET)
+            .find(|(t, _)| kept.contains(t))
+    {
+        min_rowid = term_floor(memory, epoch, term).await?.unwrap_or(0);
+    }
+    Ok(FtsSearch {
+        expr: mstore::fts_or_terms(&kept),
+        min_rowid,
+    })
+}
+
+/// The full-text search [`recall`] runs for `q` (for benchmarks and diagnostics).
+///
+/// # Errors
+/// Database errors.
+pub async fn fts_search(memory: &Memory, q: &RecallQuery) -> AppResult<FtsSearch> {
+    let index = memory.index().await?;
+    bounded_search(memory, index.epoch(), &expand(q, memory.tuning()).terms).await
+}
+
+/// Descriptive and prescriptive candidate lists from one FTS5 search: the first [`PER_LIST`]
+/// durable, non-retracted matches of `kinds` (empty: every durable kind), and the first half as
+/// many rules and runbooks, best BM25 first, without `exclude`'s own records.
+pub(super) async fn text_lists(
+    pool: &AnyPool,
+    index: &RecallIndex,
+    search: &FtsSearch,
+    kinds: &[MemoryKind],
+    exclude: Option<&str>,
+) -> AppResult<(Vec<Candidate>, Vec<Candidate>)> {
+    let rule_kinds: Vec<MemoryKind> = [MemoryKind::Lesson, MemoryKind::Runbook]
+        .into_iter()
+        .filter(|k| kinds.is_empty() || kinds.contains(k))
+        .collect();
+    let (text_limit, rule_limit) = (PER_LIST, PER_LIST / 2);
+    let (mut text, mut rules) = (Vec::new(), Vec::new());
+    for id in mstore::fts_matches(pool, &search.expr, search.min_rowid, FTS_CAP).await? {
+        let Some(e) = index.get(id) else { continue };
+        if exclude.is_some() && e.incident_id.as_deref() == exclude {
+            continue;
+        }
+        let kind = e.candidate.kind;
+        if text.len() < text_limit && (kinds.is_empty() || kinds.contains(&kind)) {
+            text.push(e.candidate.clone());
+        }
+        if rules.len() < rule_limit && rule_kinds.contains(&kind) {
+            rules.push(e.candidate.clone());
+        }
+        if text.len() == text_limit && (rules.len() == rule_limit || rule_kinds.is_empty()) {
+            break;
+        }
+    }
+    Ok((text, rules))
+}
+
+/// Scope candidates: structured keys (failure modes, the service and its graph neighbours,
+/// action kinds), and the neighbours.
+pub(super) fn scope_list(
+    index: &RecallIndex,
+    q: &RecallQuery,
+    tags: &BTreeSet<String>,
+    actions: &[ActionKind],
+) -> (Vec<Candidate>, Vec<String>) {
+    let mut keys: Vec<(&str, String, f64)> = tags
+        .iter()
+        .map(|t| ("failure_mode", t.clone(), 2.0))
+        .collect();
+    let mut neighbours = Vec::new();
+    if let Some(s) = &q.service {
+        keys.push(("service", s.clone(), 1.0));
+        neighbours = index.neighbours(s).to_vec();
+        keys.extend(neighbours.iter().map(|n| ("service", n.clone(), 0.5)));
+    }
+    keys.extend(
+        actions
+            .iter()
+            .map(|a| ("action_kind", a.as_str().to_string(), 1.5)),
+    );
+    let list = index.key_candidates(&keys, q.exclude_incident.as_deref(), KEY_WINDOW, PER_LIST);
+    (list, neighbours)
+}
+
+/// Incident ids in order of their first (best) record in `records`, with that record's cosine.
+pub(super) fn incidents_by_best_part(
+    index: &RecallIndex,
+    records: impl IntoIterator<Item = (i64, Option<f32>)>,
+) -> Vec<(String, Option<f32>)> {
+    let mut out: Vec<(String, Option<f32>)> = Vec::new();
+    for (id, cosine) in records {
+        let Some(inc) = index.get(id).and_then(|e| e.incident_id.clone()) else {
+            continue;
+        };
+        if !out.iter().any(|(i, _)| *i == inc) {
+            out.push((inc, cosine));
+        }
+        if out.len() >= INCIDENT_LIST {
+            break;
+        }
+    }
+    out
+}
+
+/// The vector lists of a query: the nearest records, the nearest incident documents and, passage
+/// by passage, the nearest incidents.
+pub(super) async fn vector_lists(
+    memory: &Memory,
+    index: &RecallIndex,
+    text: &str,
+    exclude: Option<&str>,
+) -> (embeddings::Nearest, Vec<(String, f32)>, Vec<(String, f32)>) {
+    let tuning = memory.tuning();
+    // Passage by passage, when the query has more than one (an incident's report and evidence).
+    let query_passages = crate::memory::documents::passages_of(text);
+    let by_passage = tuning.on("passages") && query_passages.len() > 1;
+    let (query_vector, passage_vectors) =
+        if by_passage && query_passages.len() >= LONG_QUERY && tuning.on("passage_mean") {
+            // A report: its vector is the mean of its passages' (one embedding pass over short
+            // texts, not a second over the whole, which the model would truncate anyway).
+            let passages = embeddings::text_vectors(memory, &query_passages).await;
+            let whole = passages.as_deref().and_then(embeddings::mean_direction);
+            (whole, passages)
+        } else if by_passage {
+            // A few sentences: the whole and its passages in one batch of short texts.
+            let mut texts = Vec::with_capacity(query_passages.len() + 1);
+            texts.push(text.to_string());
+            texts.extend(query_passages.iter().cloned());
+            match embeddings::text_vectors(memory, &texts).await {
+                Some(mut vs) if vs.len() == texts.len() => {
+                    let whole = vs.remove(0);
+                    (Some(whole), Some(vs))
+                }
+                _ => (None, None),
+            }
+        } else {
+            (embeddings::query_vector(memory, text).await, None)
+        };
+    // The vector scans run here, while the word searches' SQL is still running on the
+    // database's own threads.
+    let (nearest, doc_vector) = match &query_vector {
+        Some(v) => (
+            embeddings::nearest_records(memory, index, v, exclude, PER_LIST).await,
+            embeddings::nearest_documents(memory, index.epoch(), v, exclude, INCIDENT_LIST).await,
+        ),
+        None => (embeddings::Nearest::default(), Vec::new()),
+    };
+    let by_passages = match &passage_vectors {
+        Some(vs) => {
+            embeddings::nearest_by_passages(memory, index.epoch(), vs, exclude, INCIDENT_LIST).await
+        }
+        None => Vec::new(),
+    };
+    (nearest, doc_vector, by_passages)
+}
+
+/// What the incident-level lists are built from.
+pub(super) struct IncidentInputs<'a> {
+    pub(super) doc_bm25: Vec<(String, f64)>,
+    pub(super) doc_vector: Vec<(String, f32)>,
+    pub(super) by_passages: Vec<(String, f32)>,
+    pub(super) semantic: &'a [(i64, f32)],
+    pub(super) text_list: &'a [Candidate],
+    pub(super) scope_list: &'a [Candidate],
+}
+
+/// The incident-level lists the tuning turns on, in fusion order.
+pub(super) fn incident_lists(
+    tuning: &RecallTuning,
+    index: &RecallIndex,
+    inputs: IncidentInputs<'_>,
+) -> Vec<IncidentList> {
+    let IncidentInputs {
+        doc_bm25,
+        doc_vector,
+        by_passages,
+        semantic,
+        text_list,
+        scope_list,
+    } = inputs;
+    let mut incident_lists: Vec<IncidentList> = Vec::new();
+    if tuning.on("doc_bm25") {
+        incident_lists.push((
+            "doc_bm25",
+            doc_bm25
+                .into_iter()
+                .map(|(i, s)| (i, Some(s as f32)))
+                .collect(),
+        ));
+    }
+    if tuning.on("doc_vector") {
+        incident_lists.push((
+            "doc_vector",
+            doc_vector.into_iter().map(|(i, c)| (i, Some(c))).collect(),
+        ));
+    }
+    if !by_passages.is_empty() {
+        incident_lists.push((
+            "passages",
+            by_passages.into_iter().map(|(i, c)| (i, Some(c))).collect(),
+        ));
+    }
+    if tuning.on("part_vector") {
+        incident_lists.push((
+            "part_vector",
+            incidents_by_best_part(index, semantic.iter().map(|(id, c)| (*id, Some(*c)))),
+        ));
+    }
+    if tuning.on("part_bm25") {
+        incident_lists.push((
+            "part_bm25",
+            incidents_by_best_part(index, text_list.iter().map(|c| (c.id, None))),
+        ));
+    }
+    if tuning.on("keys") {
+        incident_lists.push((
+            "keys",
+            incidents_by_best_part(index, scope_list.iter().map(|c| (c.id, None))),
+        ));
+    }
+    incident_lists
+}

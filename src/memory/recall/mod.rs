@@ -1,0 +1,285 @@
+//! Recall (DESIGN.md §4): the one function the UI, the API and the analyst use to find what the
+//! organization learned before.
+//!
+//! The pipeline, one stage per file:
+//! - [`query`]: negated findings left out of the query ([`super::negation`]), failure-mode tags
+//!   (catalogue signatures, the load shape), content words and action kinds;
+//! - [`lists`]: candidate lists at two levels. The incident level: each learned incident's
+//!   retrieval document ([`super::documents`]) by BM25 and by vector, passage by passage, plus its
+//!   best parts (records) by vector, by BM25 and by structured keys. The record level ("parts"):
+//!   FTS5 BM25 over the expanded text (descriptive), over rules and runbooks (prescriptive), exact
+//!   structured keys — failure mode, service and its graph neighbours, action kind (scope) — and
+//!   nearest by vector (semantic);
+//! - [`fusion`]: the lists fused by rank (and, at the incident level, by score), records then
+//!   weighted by kind, recency (per-kind half-life), importance and validation;
+//! - [`siblings`]: the first few past incidents re-ranked on the operational conditions
+//!   ([`conditions`]) that tell look-alike incidents apart;
+//! - [`explain`]: why each result was recalled (lists, matched words, shared tags, cosine), its
+//!   marks (stale, superseded, contradicted, weak) and the notices of an empty or thin result.
+//!
+//! Fusion is reciprocal rank fusion (Cormack, Clarke & Büttcher, "Reciprocal Rank Fusion
+//! outperforms Condorcet and individual rank learning methods", SIGIR 2009). Nothing is cut by a
+//! similarity threshold: when no list has a candidate the result says so. Mechanisms can be
+//! turned off one by one ([`RecallTuning`]).
+
+pub mod conditions;
+mod explain;
+mod fusion;
+mod lists;
+mod query;
+pub mod siblings;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+pub use super::negation::strip_negated;
+use super::{Memory, RecallTuning};
+use crate::domain::memory::MemoryRecord;
+use crate::domain::{ActionKind, MemoryKind, Validation};
+use crate::error::AppResult;
+use crate::store::memory::Candidate;
+use crate::store::{self, memory as mstore};
+use explain::{Explain, empty_notice, mark_contradictions, thin_notice};
+use fusion::{SCORE_SHARE, fuse_incidents, fuse_records, rank};
+pub use lists::{FtsSearch, TermStats, fts_search};
+use lists::{IncidentInputs, bounded_search, incident_lists, scope_list, text_lists, vector_lists};
+pub(in crate::memory) use query::tags_of;
+use query::{Expanded, expand, query_stems};
+pub use query::{content_words, derive_tags, is_displayable_word, load_shape};
+
+/// What to recall for.
+#[derive(Debug, Clone, Default)]
+pub struct RecallQuery {
+    /// Free text: an incident's title, description and observations, or a question.
+    pub text: String,
+    /// The service in scope.
+    pub service: Option<String>,
+    /// Failure-mode tags already known (e.g. from evidence); more are derived from `text`.
+    pub failure_modes: Vec<String>,
+    /// Action kinds in scope (e.g. a recommendation being checked).
+    pub action_kinds: Vec<ActionKind>,
+    /// Leave out this incident's own records.
+    pub exclude_incident: Option<String>,
+    /// Only these kinds (empty = every durable kind).
+    pub kinds: Vec<MemoryKind>,
+    /// How many results (default 10, at most 100).
+    pub k: usize,
+}
+
+/// Why a record was recalled.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct Why {
+    /// Query words found in the record (after stemming-insensitive comparison).
+    pub matched_terms: Vec<String>,
+    /// Failure-mode tags shared with the query.
+    pub tags: Vec<String>,
+    /// Service shared with the query (directly or through a dependency).
+    pub services: Vec<String>,
+    /// Action kind shared with the query.
+    pub action_kinds: Vec<String>,
+    /// Which candidate lists found it: `text`, `rules` (BM25), `scope` (structured keys),
+    /// `semantic` (nearest by vector).
+    #[schema(value_type = Vec<String>)]
+    pub lists: Vec<&'static str>,
+    /// Cosine similarity of its vector with the query's, when the vector list found it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cosine: Option<f32>,
+}
+
+/// One recalled record.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct Recalled {
+    /// The record (all fields of `GET /api/v1/memories`).
+    #[serde(flatten)]
+    pub memory: MemoryRecord,
+    /// Fused, weighted score (higher is better; only comparable within one result).
+    pub score: f64,
+    /// Why it was recalled.
+    pub why: Why,
+    /// `stale` (older than its half-life), `superseded`, `contradicted` (the same action is
+    /// recorded both as failing and as working, or a later record denies it), `consolidated`
+    /// (merged into a rule that ranks above it).
+    #[schema(value_type = Vec<String>)]
+    pub marks: Vec<&'static str>,
+}
+
+/// The answer of [`recall`].
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RecallResult {
+    /// Best first.
+    pub results: Vec<Recalled>,
+    /// Past incidents ranked for the query at the incident level, best first (see
+    /// [`IncidentMatch`]).
+    pub incidents: Vec<IncidentMatch>,
+    /// Tags derived from the query (shown to people; used as structured keys).
+    pub derived_tags: Vec<String>,
+    /// Set when nothing matched: "No relevant organizational memory found".
+    pub notice: Option<String>,
+}
+
+/// Message when recall finds nothing.
+pub const NOTHING_FOUND: &str = "No relevant organizational memory found";
+
+/// A past incident as recall ranks it for a new one ("the incident level"): fused by rank over
+/// its document's BM25 and vector lists and its best parts' (records') lists.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct IncidentMatch {
+    /// The past incident.
+    pub incident_id: String,
+    /// Fused score (higher is better; comparable within one result only).
+    pub score: f64,
+    /// Lists that ranked it: `passages`, `doc_bm25`, `doc_vector`, `part_vector`, `part_bm25`,
+    /// `keys`.
+    #[schema(value_type = Vec<String>)]
+    pub lists: Vec<&'static str>,
+    /// Its 1-based rank in each of `lists`, in the same order.
+    pub ranks: Vec<usize>,
+    /// Cosine of its document with the query, when embedded.
+    pub cosine: Option<f32>,
+    /// Operational conditions it shares with the query or contradicts (`load agrees`,
+    /// `scope differs`, …), when the sibling stage compared them ([`siblings`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<String>,
+    /// Whether it was too close to the first to call, so the sibling stage compared it on
+    /// conditions ([`siblings`]): its dead ends are warned whatever its final rank.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sibling: bool,
+}
+
+/// Candidates each incident-level list contributes.
+const INCIDENT_LIST: usize = 30;
+
+/// Runs the recall pipeline.
+///
+/// # Errors
+/// Database errors.
+pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult> {
+    let pool = memory.pool();
+    let tuning = memory.tuning();
+    let k = if q.k == 0 { 10 } else { q.k.min(100) };
+    let Expanded {
+        text,
+        tags,
+        words,
+        terms,
+        doc_terms,
+        actions,
+    } = expand(q, tuning);
+    let kinds = &q.kinds;
+    let index = memory.index().await?;
+    let search = bounded_search(memory, index.epoch(), &terms).await?;
+    let exclude = q.exclude_incident.as_deref();
+    let doc_expr = mstore::fts_or_terms(&doc_terms);
+    let (lists, (nearest, doc_vector, by_passages), doc_bm25) = tokio::join!(
+        text_lists(pool, &index, &search, kinds, exclude),
+        vector_lists(memory, &index, &text, exclude),
+        crate::store::incident_documents::search(pool, &doc_expr, exclude, INCIDENT_LIST as i64),
+    );
+    let (text_list, rules_list) = lists?;
+    let doc_bm25 = doc_bm25?;
+    let (semantic, chance) = (nearest.hits, nearest.floor);
+    let semantic_list: Vec<(Candidate, f32)> = semantic
+        .iter()
+        .filter_map(|(id, c)| index.get(*id).map(|e| (e.candidate.clone(), *c)))
+        .collect();
+    let (scope_list, neighbours) = scope_list(&index, q, &tags, &actions);
+
+    // The incident level: which past incidents this query is about.
+    let incident_lists = incident_lists(
+        tuning,
+        &index,
+        IncidentInputs {
+            doc_bm25,
+            doc_vector,
+            by_passages,
+            semantic: &semantic,
+            text_list: &text_list,
+            scope_list: &scope_list,
+        },
+    );
+    let score_share = if tuning.on("score_fusion") {
+        SCORE_SHARE
+    } else {
+        0.0
+    };
+    let mut incidents = fuse_incidents(incident_lists, score_share);
+    let mut factors = HashMap::new();
+    if tuning.on("siblings") {
+        let query_conditions = conditions::conditions_of(&q.text);
+        if !query_conditions.is_empty() {
+            let reports =
+                crate::store::incident_documents::reports(pool, &siblings::candidates(&incidents))
+                    .await?;
+            let weight = tuning.value("sibling_weight", siblings::SIBLING_WEIGHT);
+            let band = tuning.value("sibling_band", siblings::SIBLING_BAND);
+            factors = siblings::rerank(&mut incidents, &query_conditions, &reports, weight, band);
+        }
+    }
+
+    // The record level ("parts").
+    let mut fused = fuse_records(
+        tuning,
+        &index,
+        &incidents,
+        [text_list, rules_list, scope_list],
+        semantic_list,
+    );
+    // A record weighs as its incident's conditions do (a lesson whose incident ran at flat
+    // traffic answers a question about flat traffic).
+    if tuning.on("sibling_records") {
+        for f in fused.values_mut() {
+            let inc = index
+                .get(f.candidate.id)
+                .and_then(|e| e.incident_id.as_deref());
+            if let Some(factor) = inc.and_then(|i| factors.get(i)) {
+                f.rrf *= factor;
+            }
+        }
+    }
+    if fused.is_empty() {
+        return Ok(RecallResult {
+            results: Vec::new(),
+            incidents,
+            derived_tags: tags.into_iter().collect(),
+            notice: Some(empty_notice(&index, q.service.as_deref())),
+        });
+    }
+    // Rank on the candidates' own fields; load only the k records that are returned.
+    let now = store::now();
+    let ranked = rank(fused, kinds, now, k);
+    let ids: Vec<i64> = ranked.iter().map(|(_, f)| f.candidate.id).collect();
+    let mut records: HashMap<i64, MemoryRecord> = mstore::get_many(pool, &ids)
+        .await?
+        .into_iter()
+        .map(|r| (r.id, r))
+        .collect();
+    let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
+    let explain = Explain {
+        query_stems: query_stems(&stemmer, &words),
+        stemmer,
+        tags: &tags,
+        service: q.service.as_ref(),
+        neighbours: &neighbours,
+        actions: &actions,
+        chance,
+        now,
+    };
+    let mut results: Vec<Recalled> = ranked
+        .into_iter()
+        .filter_map(|(score, f)| Some((score, f.lists, f.cosine, records.remove(&f.candidate.id)?)))
+        // Retracted since the index was read: never returned.
+        .filter(|(_, _, _, r)| r.validation != Validation::Retracted)
+        .map(|(score, lists, cosine, r)| explain.recalled(score, lists, cosine, r))
+        .collect();
+    mark_contradictions(&mut results);
+    let notice = thin_notice(&results, q.service.as_deref(), chance);
+    Ok(RecallResult {
+        results,
+        incidents,
+        derived_tags: tags.into_iter().collect(),
+        notice,
+    })
+}
