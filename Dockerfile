@@ -7,7 +7,7 @@
 #   docker build -t incidentmind .
 #   docker run --read-only --tmpfs /tmp -v incidentmind-data:/data -p 3000:3000 incidentmind
 #
-# compose.yaml runs it with Prometheus and Alertmanager (README: "Try alert ingest for real").
+# compose.yaml runs it with Prometheus and Alertmanager (docs/api.md: "Try alert ingest for real").
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src

@@ -166,7 +166,7 @@ const PROPS_TIMEOUT: Duration = Duration::from_secs(3);
 const PROPS_MAX_BYTES: usize = 1 << 20;
 
 /// What one model call sent and got back (the last one is kept, see [`LlmAnalyst::last_call`]):
-/// for logs, the live tests and the README's latency figures.
+/// for logs, the live tests and the latency figures in docs/model-servers.md.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallReport {
     /// The rung that answered.

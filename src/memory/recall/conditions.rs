@@ -457,10 +457,15 @@ pub fn readings(text: &str) -> Vec<Reading> {
     out
 }
 
-/// The conditions `text` reports (see the module doc and [`readings`]).
+/// Characters of a text read for conditions: an incident's report and first evidence lines (a
+/// paste of thousands of lines adds cost, not conditions).
+pub const CONDITIONS_CHARS: usize = 16_000;
+
+/// The conditions the first [`CONDITIONS_CHARS`] characters of `text` report (see the module doc
+/// and [`readings`]).
 pub fn conditions_of(text: &str) -> Conditions {
     let mut out = Conditions::default();
-    for r in readings(text) {
+    for r in readings(crate::evidence::truncate_chars(text, CONDITIONS_CHARS)) {
         out.add(r.dimension, r.value);
     }
     out

@@ -208,13 +208,18 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     let mut incidents = fuse_incidents(incident_lists, score_share);
     let mut factors = HashMap::new();
     if tuning.on("siblings") {
-        let query_conditions = conditions::conditions_of(&q.text);
+        // Only when recall cannot tell its first candidates apart, and the query reports a
+        // condition, are their reports read and compared.
+        let band = tuning.value("sibling_band", siblings::SIBLING_BAND);
+        let close = siblings::candidates(&incidents, band);
+        let query_conditions = if close.is_empty() {
+            conditions::Conditions::default()
+        } else {
+            conditions::conditions_of(&q.text)
+        };
         if !query_conditions.is_empty() {
-            let reports =
-                crate::store::incident_documents::reports(pool, &siblings::candidates(&incidents))
-                    .await?;
+            let reports = crate::store::incident_documents::reports(pool, &close).await?;
             let weight = tuning.value("sibling_weight", siblings::SIBLING_WEIGHT);
-            let band = tuning.value("sibling_band", siblings::SIBLING_BAND);
             factors = siblings::rerank(&mut incidents, &query_conditions, &reports, weight, band);
         }
     }

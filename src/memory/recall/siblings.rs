@@ -45,19 +45,10 @@ pub fn rerank(
     band: f64,
 ) -> HashMap<String, f64> {
     let mut factors = HashMap::new();
-    let Some(first) = incidents.first().map(|m| m.score) else {
-        return factors;
-    };
     if query.is_empty() {
         return factors;
     }
-    let close: Vec<usize> = (0..incidents.len().min(SIBLING_TOP))
-        .filter(|&i| incidents[i].score >= band * first)
-        .collect();
-    if close.len() < 2 {
-        return factors;
-    }
-    for i in close {
+    for i in close(incidents, band) {
         let m = &mut incidents[i];
         m.sibling = true;
         let Some(report) = reports.get(&m.incident_id) else {
@@ -82,11 +73,23 @@ pub fn rerank(
     factors
 }
 
-/// Ids of the candidates [`rerank`] reads reports for.
-pub fn candidates(incidents: &[IncidentMatch]) -> Vec<String> {
-    incidents
-        .iter()
-        .take(SIBLING_TOP)
-        .map(|m| m.incident_id.clone())
+/// Positions of the siblings among `incidents` (best first): the first [`SIBLING_TOP`] whose
+/// score is at least `band` times the first's; none when fewer than two are.
+fn close(incidents: &[IncidentMatch], band: f64) -> Vec<usize> {
+    let Some(first) = incidents.first().map(|m| m.score) else {
+        return Vec::new();
+    };
+    let close: Vec<usize> = (0..incidents.len().min(SIBLING_TOP))
+        .filter(|&i| incidents[i].score >= band * first)
+        .collect();
+    if close.len() < 2 { Vec::new() } else { close }
+}
+
+/// Ids of the siblings [`rerank`] compares (see [`close`]), whose reports it needs; empty when
+/// recall's first candidate is clear.
+pub fn candidates(incidents: &[IncidentMatch], band: f64) -> Vec<String> {
+    close(incidents, band)
+        .into_iter()
+        .map(|i| incidents[i].incident_id.clone())
         .collect()
 }
