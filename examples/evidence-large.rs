@@ -15,7 +15,7 @@
 
 use std::time::Instant;
 
-use incidentmind::{AppState, Settings, cli::add_user, router, store};
+use incidentmind::{AppState, Settings, router, services::users::add_user, store};
 
 fn status_kb(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")

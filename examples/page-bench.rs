@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use incidentmind::memory::embeddings::BuiltinEmbedder;
-use incidentmind::{AppState, Settings, cli::add_user, router, store};
+use incidentmind::{AppState, Settings, router, services::users::add_user, store};
 
 /// Floor: the incident page's saturated rate at least this share of `/healthz`'s, and its p99
 /// when paced at that share of `/healthz`'s rate…

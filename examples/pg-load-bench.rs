@@ -64,7 +64,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use incidentmind::memory::embeddings::{BuiltinEmbedder, Embedder};
-use incidentmind::{App, Settings, cli::add_user, store};
+use incidentmind::{App, Settings, services::users::add_user, store};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};

@@ -12,9 +12,8 @@ use clap::{Args, Parser, Subcommand};
 use sqlx::AnyPool;
 
 use crate::app::App;
-use crate::domain::{Role, UserName};
 use crate::store::{self, audit, users};
-use crate::web::{self, Settings};
+use crate::web::Settings;
 
 /// IncidentMind: work production incidents with an organizational memory.
 ///
@@ -489,7 +488,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                         db.database_url
                     )
                 })?;
-            let token = web::auth::issue_token(&pool, user.id).await?;
+            let token = crate::services::users::issue_token(&pool, user.id).await?;
             println!("{token}");
             Ok(())
         }
@@ -588,7 +587,7 @@ async fn user_add(
         None
     };
     let pool = open(&db, CreateIfMissing).await?;
-    let token = add_user(&pool, &name, &role, password.as_deref()).await?;
+    let token = crate::services::users::add_user(&pool, &name, &role, password.as_deref()).await?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "created user {name} ({role})")?;
     writeln!(out, "{token}")?;
@@ -840,23 +839,6 @@ fn id_list(ids: &[i64]) -> String {
         s.push_str(", …");
     }
     s
-}
-
-/// Creates a user (password hashed with Argon2id via `password-auth`) and returns a new API token.
-///
-/// # Errors
-/// Validation errors for the name or role, a conflict when the name is taken.
-pub async fn add_user(
-    pool: &AnyPool,
-    name: &str,
-    role: &str,
-    password: Option<&str>,
-) -> anyhow::Result<String> {
-    let name = UserName::parse(name)?;
-    let role = Role::parse(role)?;
-    let hash = password.map(password_auth::generate_hash);
-    let user = users::create(pool, &name, role, hash.as_deref()).await?;
-    Ok(web::auth::issue_token(pool, user.id).await?)
 }
 
 /// The model server whose key the embeddings endpoint may share: its base URL and API key.

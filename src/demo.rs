@@ -101,8 +101,8 @@ async fn story(db: &str) -> anyhow::Result<()> {
         1,
         &format!("temporary database {db}; users rita (responder) and victor (reviewer)"),
     );
-    let rita = crate::cli::add_user(&pool, "rita", "responder", None).await?;
-    let victor = crate::cli::add_user(&pool, "victor", "reviewer", None).await?;
+    let rita = crate::services::users::add_user(&pool, "rita", "responder", None).await?;
+    let victor = crate::services::users::add_user(&pool, "victor", "reviewer", None).await?;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     let app = app.router;

@@ -113,6 +113,10 @@ impl Metrics {
                 "Calls to the model analyst by operation and outcome (ok, fallback)"
             );
             describe_counter!(
+                "incidentmind_metrics_upkeeps_total",
+                "Folds of recorded histogram samples into their buckets by the upkeep task"
+            );
+            describe_counter!(
                 "incidentmind_model_fallbacks_total",
                 "Model calls whose result was replaced by the built-in one, by operation and \
                  reason (timeout, transport, invalid_output, unusable)"
@@ -153,7 +157,10 @@ impl Metrics {
                 return;
             }
             tokio::select! {
-                _ = tick.tick() => self.handle.run_upkeep(),
+                _ = tick.tick() => {
+                    self.handle.run_upkeep();
+                    self.with(|| metrics_rs::counter!("incidentmind_metrics_upkeeps_total").increment(1));
+                }
                 changed = stop.changed() => if changed.is_err() { return },
             }
         }
@@ -302,16 +309,37 @@ mod tests {
         }
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let task = tokio::spawn(metrics.clone().upkeep(Duration::from_millis(10), stopped));
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // A render also folds samples (it would hide a dead upkeep task), so the task's own count
+        // of folds is what proves it ran; wait for it rather than for a fixed time.
+        let folds = |m: &Metrics| -> u64 {
+            let text = m.handle.render();
+            text.lines()
+                .find_map(|l| l.strip_prefix("incidentmind_metrics_upkeeps_total "))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0)
+        };
+        let waited = tokio::time::timeout(Duration::from_secs(5), async {
+            while folds(&metrics) < 2 {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await;
+        assert!(waited.is_ok(), "the upkeep task never folded");
         for _ in 0..500 {
             metrics.http_request("GET", "/healthz", 200, Duration::from_millis(30));
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
         stop.send(true).expect("the upkeep task listens");
         tokio::time::timeout(Duration::from_secs(5), task)
             .await
             .expect("upkeep stops when told")
             .expect("upkeep does not panic");
+        let after_stop = folds(&metrics);
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        assert_eq!(
+            folds(&metrics),
+            after_stop,
+            "upkeep went on after it was told to stop"
+        );
         let text = metrics.handle.render();
         let series = r#"method="GET",route="/healthz",status="200""#;
         assert!(

@@ -10,12 +10,15 @@
 //! Skipped with a loud message when no chromedriver is installed, unless
 //! `INCIDENTMIND_REQUIRE_BROWSER=1` (CI sets it, after `.ci/run` installs the browser).
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
-use incidentmind::{AppState, Settings, cli::add_user, router, store};
+use incidentmind::{AppState, Settings, router, services::users::add_user, store};
 
 const PASSWORD: &str = "correct horse battery";
 
@@ -254,17 +257,15 @@ async fn current_incident(c: &Client) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
-    let required = std::env::var("INCIDENTMIND_REQUIRE_BROWSER").is_ok_and(|v| v == "1");
     let (Some(driver), Some(chromium)) = (
         find_binary(&["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]),
         find_binary(&["/usr/bin/chromium", "/usr/bin/chromium-browser"]),
     ) else {
-        assert!(
-            !required,
-            "INCIDENTMIND_REQUIRE_BROWSER=1 but chromium/chromedriver are not installed"
-        );
-        eprintln!(
-            "\n==== SKIPPED: real-browser test — install Debian's chromium and chromium-driver (CI does) ====\n"
+        skip::skip(
+            "the real-browser test",
+            "no chromium / chromedriver (install Debian's chromium and chromium-driver, as \
+             .ci/run does)",
+            skip::Required::InCi(Some("INCIDENTMIND_REQUIRE_BROWSER")),
         );
         return;
     };

@@ -12,6 +12,9 @@
 //!   half-written, and writes succeed again once space returns. Mounting needs root
 //!   (`CAP_SYS_ADMIN`); without it the test says so and is skipped.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -362,8 +365,10 @@ fn fill(path: &Path) -> u64 {
 #[tokio::test]
 async fn a_full_disk_answers_503_keeps_reads_and_recovers_when_space_returns() {
     let Some((_dir, fs)) = Tmpfs::mount("12m") else {
-        eprintln!(
-            "SKIPPED: cannot mount a tmpfs here (needs root); the full-disk test did not run"
+        skip::skip(
+            "the full-disk test",
+            "cannot mount a tmpfs here (needs root; CI runs as root)",
+            skip::Required::InCi(None),
         );
         return;
     };

@@ -24,6 +24,9 @@
 //! digest in `CARGO_TARGET_TMPDIR/llm_live_answers.json`: a later run that sends an identical
 //! request must get an identical answer.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 #[path = "app/helpers.rs"]
 #[allow(dead_code)]
 mod helpers;
@@ -72,9 +75,12 @@ async fn live(test: &str) -> Option<Live> {
         .ok()
         .filter(|b| !b.trim().is_empty())
     else {
-        say(&format!(
-            "\n*** SKIPPED {test}: set INCIDENTMIND_TEST_LLM_BASE_URL (and INCIDENTMIND_TEST_LLM_MODEL) to run the live model tests, e.g. INCIDENTMIND_TEST_LLM_BASE_URL=$(../shared/tools/local-llm start) ***\n"
-        ));
+        skip::skip(
+            test,
+            "set INCIDENTMIND_TEST_LLM_BASE_URL (and INCIDENTMIND_TEST_LLM_MODEL) to run the live \
+             model tests, e.g. INCIDENTMIND_TEST_LLM_BASE_URL=$(../shared/tools/local-llm start)",
+            skip::Required::When("INCIDENTMIND_REQUIRE_LLM"),
+        );
         return None;
     };
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());

@@ -4,6 +4,9 @@
 //! word pieces, including the emoji/CJK text and the one cut at 256 pieces. A missing reference
 //! file is a loud skip locally and a failure under `CI=true`.
 
+#[path = "support/skip.rs"]
+mod skip;
+
 use std::path::Path;
 
 use incidentmind::memory::embeddings::BuiltinEmbedder;
@@ -33,12 +36,11 @@ fn cosine(a: &[f32], b: &[f32]) -> f32 {
 fn the_built_in_model_reproduces_the_sentence_transformers_reference_vectors() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/minilm-reference.json");
     if !path.exists() {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{} is missing",
-            path.display()
+        skip::skip(
+            "the reference-vector test",
+            &format!("{} is missing", path.display()),
+            skip::Required::InCi(None),
         );
-        eprintln!("!! SKIPPED: {} not found", path.display());
         return;
     }
     let reference: Reference =

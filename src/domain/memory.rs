@@ -307,7 +307,7 @@ impl Rule {
     /// [`ValidationError`] on field `lessons`, naming the lesson (from 1): a line without a
     /// colon, an unknown key, or a severity that is not low, medium, high or critical.
     pub fn parse_blocks(s: &str) -> Result<Vec<Rule>, ValidationError> {
-        let s = super::postmortem::unix_newlines(s);
+        let s = super::text::unix_newlines(s);
         let mut out = Vec::new();
         for (n, block) in s
             .split("\n\n")

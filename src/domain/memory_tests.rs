@@ -11,7 +11,7 @@ fn lessons_typed_in_a_browser_textarea_parse_with_crlf_line_endings() {
     assert_eq!(rules[0].severity, RuleSeverity::High);
     assert_eq!(rules[1].because, "nobody knew");
     assert_eq!(
-        super::super::postmortem::unix_newlines("a\r\nb\rc"),
+        super::super::text::unix_newlines("a\r\nb\rc"),
         "a\nb\nc"
     );
 }

@@ -10,6 +10,7 @@ pub mod memory;
 pub mod postmortem;
 pub mod proposals;
 pub mod recalled;
+pub mod text;
 pub mod user;
 
 pub use action::ActionKind;

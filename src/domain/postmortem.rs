@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::memory::{Rule, RuleSeverity};
+use super::text::unix_newlines;
 use super::{ActionKind, Incident, Severity};
 
 /// Impact timing. Instants are UTC; durations are whole seconds, never negative (a clock skew
@@ -409,12 +410,6 @@ pub fn names_root_cause(h: &str, root_cause: &str) -> bool {
     }
     let shared = h.intersection(&rc).count();
     shared >= 4 || shared * 2 >= h.len().min(rc.len())
-}
-
-/// Line endings as `\n`: browsers send textareas with CRLF (HTML's form submission normalises
-/// newlines to CRLF), some tools send a lone `\r`.
-pub fn unix_newlines(s: &str) -> String {
-    s.replace("\r\n", "\n").replace('\r', "\n")
 }
 
 fn duration(secs: i64) -> String {

@@ -5,26 +5,24 @@
 //!
 //! Two triggers call [`consolidate`]: `incidentmind consolidate` and, when configured, the
 //! schedule `serve` runs ([`run_schedule`]). Neither writes durable memory: a reviewer accepts
-//! a proposal through `services::proposals::accept`, which writes the merged rule and then
-//! calls [`mark_sources_in`]. Running it again proposes nothing new (a proposal's origin is its
-//! sorted source ids; accepted sources are no longer candidates).
+//! a proposal through `services::proposals::accept`, which writes the merged rule and then marks
+//! its sources (`services::proposals::mark_sources_in`). Running it again proposes nothing new
+//! (a proposal's origin is its sorted source ids; accepted sources are no longer candidates).
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::domain::consolidation::{
-    self as rules, Consolidation, Item, Merged, OverCap, severity_of_importance,
-};
+use crate::domain::consolidation::{self as rules, Item, Merged, OverCap, severity_of_importance};
 use crate::domain::memory::{MemoryRecord, NewRecord};
 use crate::domain::proposals::ProposalKind;
-use crate::domain::{EpistemicType, IncidentId, MemoryKind, Validation};
-use crate::error::{AppError, AppResult};
+use crate::domain::{EpistemicType, IncidentId, MemoryKind};
+use crate::error::AppResult;
 use crate::memory::Memory;
 use crate::services::investigation::GENERIC_TAGS;
 use crate::services::proposals::Draft;
-use crate::store::{self, Tx, audit, consolidation as cstore, memory as mstore};
+use crate::store::{self, Tx, consolidation as cstore, memory as mstore};
 
 /// Who drafts consolidation proposals (the `created_by` of each and the audit actor).
 pub const ACTOR: &str = "consolidation";
@@ -263,47 +261,6 @@ async fn draft_in(
         ACTOR,
     )
     .await
-}
-
-/// On accepting consolidation proposal `proposal` (inside its transaction, after the merged
-/// rule `into` was written): marks each source `consolidated_into` it, with a history entry
-/// and a `memory.consolidate` audit entry. Nothing is deleted; the merged rule cites them.
-///
-/// # Errors
-/// [`AppError::Conflict`] when a source is no longer confirmed or was consolidated meanwhile
-/// (nothing is changed: the caller's transaction is dropped).
-pub async fn mark_sources_in(
-    tx: &mut Tx,
-    actor: &str,
-    proposal: i64,
-    c: &Consolidation,
-    into: i64,
-) -> AppResult<()> {
-    for s in &c.sources {
-        let r = mstore::get_in(tx, s.id).await?;
-        if r.validation != Validation::Confirmed || r.consolidated_into().is_some() {
-            return Err(AppError::Conflict(format!(
-                "MEM-{} is {}{} since PRO-{proposal} was drafted; nothing was changed",
-                s.id,
-                r.validation,
-                r.consolidated_into()
-                    .map(|i| format!(" and consolidated into MEM-{i}"))
-                    .unwrap_or_default()
-            )));
-        }
-        let detail = format!("consolidated into MEM-{into} (PRO-{proposal})");
-        cstore::mark_consolidated(tx, s.id, into, actor, &detail).await?;
-        audit::append(
-            tx,
-            actor,
-            "memory.consolidate",
-            &format!("MEM-{}", s.id),
-            &serde_json::json!({"id": s.id, "consolidated_into": into, "proposal": proposal})
-                .to_string(),
-        )
-        .await?;
-    }
-    Ok(())
 }
 
 /// The consolidation schedule of `serve`: every `every`, [`consolidate`] with `cap` (proposals

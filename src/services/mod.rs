@@ -10,4 +10,5 @@ pub mod investigation;
 pub mod memory;
 pub mod postmortem;
 pub mod proposals;
+pub mod users;
 pub mod workflow;

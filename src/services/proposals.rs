@@ -37,7 +37,7 @@ use crate::services::investigation::GENERIC_TAGS;
 use crate::store::proposals::{self as pstore, StoredProposal};
 use crate::store::recommendations::Recommendation;
 use crate::store::users::User;
-use crate::store::{self, Tx, audit, incidents, memory as mstore};
+use crate::store::{self, Tx, audit, consolidation as cstore, incidents, memory as mstore};
 
 /// What a proposal holds: exactly the record accepting it writes (`record`; its author becomes
 /// the accepting reviewer), with the reflection, runbook or consolidation it was built from; a
@@ -429,7 +429,7 @@ fn apply_edit(draft: &mut Draft, edit: RunbookEdit) -> AppResult<()> {
         rb.title = t.trim().to_string();
     }
     if let Some(s) = edit.summary {
-        rb.summary = crate::domain::postmortem::unix_newlines(s.trim());
+        rb.summary = crate::domain::text::unix_newlines(s.trim());
     }
     if let Some(s) = edit.steps {
         rb.steps = crate::domain::proposals::lines_of(&s);
@@ -471,7 +471,7 @@ async fn write_accepted(
         crate::services::memory::supersede_in(tx, &user.name, old, rid, &reason).await?;
     }
     if let Some(c) = &draft.consolidation {
-        crate::services::consolidation::mark_sources_in(tx, &user.name, id, c, rid).await?;
+        mark_sources_in(tx, &user.name, id, c, rid).await?;
     }
     Ok(Some(rid))
 }
@@ -658,4 +658,45 @@ pub async fn pending(pool: &AnyPool) -> AppResult<Vec<StoredProposal>> {
     let mut all = pstore::list(pool, ProposalStatus::Pending).await?;
     all.sort_by_key(|p| p.draft["consolidation"]["over_cap"].is_null());
     Ok(all)
+}
+
+/// On accepting consolidation proposal `proposal` (inside its transaction, after the merged
+/// rule `into` was written): marks each source `consolidated_into` it, with a history entry
+/// and a `memory.consolidate` audit entry. Nothing is deleted; the merged rule cites them.
+///
+/// # Errors
+/// [`AppError::Conflict`] when a source is no longer confirmed or was consolidated meanwhile
+/// (nothing is changed: the caller's transaction is dropped).
+pub async fn mark_sources_in(
+    tx: &mut Tx,
+    actor: &str,
+    proposal: i64,
+    c: &Consolidation,
+    into: i64,
+) -> AppResult<()> {
+    for s in &c.sources {
+        let r = mstore::get_in(tx, s.id).await?;
+        if r.validation != Validation::Confirmed || r.consolidated_into().is_some() {
+            return Err(AppError::Conflict(format!(
+                "MEM-{} is {}{} since PRO-{proposal} was drafted; nothing was changed",
+                s.id,
+                r.validation,
+                r.consolidated_into()
+                    .map(|i| format!(" and consolidated into MEM-{i}"))
+                    .unwrap_or_default()
+            )));
+        }
+        let detail = format!("consolidated into MEM-{into} (PRO-{proposal})");
+        cstore::mark_consolidated(tx, s.id, into, actor, &detail).await?;
+        audit::append(
+            tx,
+            actor,
+            "memory.consolidate",
+            &format!("MEM-{}", s.id),
+            &serde_json::json!({"id": s.id, "consolidated_into": into, "proposal": proposal})
+                .to_string(),
+        )
+        .await?;
+    }
+    Ok(())
 }

@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson};
-use super::openapi::{IncidentPath, examples};
+use super::examples;
+use super::schema::IncidentPath;
 use super::{AppState, incident_id};
 use crate::domain::{
     Incident, IncidentState, NewIncident, Resolution, Severity, TimelineEvent, Transition,
@@ -91,7 +92,7 @@ fn form_urlencoded_pairs(q: &str) -> Vec<(String, String)> {
     responses(
         (status = 200, description = "The user the token belongs to", body = crate::store::users::User,
          example = json!(examples::me())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn me(CurrentUser(user): CurrentUser) -> Json<crate::store::users::User> {
@@ -124,7 +125,7 @@ pub struct CreateIncident {
     responses(
         (status = 201, description = "The incident, opened (state `investigating`, version 1)",
          body = Incident, example = json!(examples::incident())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn create(
@@ -244,7 +245,7 @@ pub(super) struct IncidentList {
     responses(
         (status = 200, description = "One page of incidents, newest first (`next`: the cursor of the following page)",
          body = IncidentList, example = json!(examples::incident_list())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn list(
@@ -277,7 +278,7 @@ pub(super) struct IncidentWithTimeline {
     responses(
         (status = 200, description = "The incident with its timeline",
          body = IncidentWithTimeline, example = json!(examples::incident_with_timeline())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn show(
@@ -315,7 +316,7 @@ pub struct ResolveBody {
     responses(
         (status = 200, description = "The incident, resolved", body = Incident,
          example = json!(examples::resolved_incident())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn resolve(
@@ -367,7 +368,7 @@ impl VersionBody {
     responses(
         (status = 200, description = "The incident, back to `investigating` (a confirmed one: back to `postmortem_draft`)",
          body = Incident, example = json!(examples::reopened_incident())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn reopen(

@@ -17,22 +17,6 @@ use crate::store::users::{self, User};
 /// Session key holding the signed-in user's id.
 const SESSION_USER: &str = "user_id";
 
-/// Creates a new API token for `user_id` and returns it (`im_` + 64 hex digits). Only its
-/// SHA-256 is stored, so it is shown once.
-///
-/// # Errors
-/// Database errors.
-pub async fn issue_token(pool: &AnyPool, user_id: i64) -> AppResult<String> {
-    let bytes: [u8; 32] = rand::random();
-    let token = format!("im_{}", hex::encode(bytes));
-    users::add_token(pool, user_id, &token_digest(&token)).await?;
-    Ok(token)
-}
-
-fn token_digest(token: &str) -> String {
-    crate::digest::sha256_hex(token.as_bytes())
-}
-
 /// The credentials of an `Authorization: Bearer <token>` header, trimmed (the scheme is
 /// case-insensitive, RFC 9110 §11.1), read as axum-extra's typed
 /// `Authorization<Bearer>` header; `None` without the header, with another scheme, or with an
@@ -214,7 +198,7 @@ impl FromRequestParts<AppState> for CurrentUser {
             let Some(token) = bearer_token(&parts.headers) else {
                 return Err(AuthRejection::Api(AppError::Unauthenticated));
             };
-            let digest = token_digest(&token);
+            let digest = crate::services::users::token_digest(&token);
             let known = match state.users.by_token(&digest) {
                 Some(u) => Ok(Some(u)),
                 None => users::find_by_token(&state.pool, &digest)
@@ -303,4 +287,41 @@ pub async fn sign_out(session: &Session) -> AppResult<()> {
         .flush()
         .await
         .map_err(|e| AppError::Internal(e.into()))
+}
+
+/// Middleware: an HTML error page (any `PageError`, the CSRF refusal, 404s) is rendered again
+/// with the signed-in user's layout and navigation, so an error never strands the user. Only
+/// error responses pay for the user lookup.
+pub async fn error_page_layout(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut probe = axum::http::Request::new(());
+    *probe.uri_mut() = req.uri().clone();
+    for h in [
+        axum::http::header::COOKIE,
+        axum::http::header::AUTHORIZATION,
+    ] {
+        for v in req.headers().get_all(&h) {
+            probe.headers_mut().append(h.clone(), v.clone());
+        }
+    }
+    if let Some(session) = req.extensions().get::<tower_sessions::Session>() {
+        probe.extensions_mut().insert(session.clone());
+    }
+    let res = next.run(req).await;
+    let Some(info) = res
+        .extensions()
+        .get::<super::errors::ErrorPageInfo>()
+        .cloned()
+    else {
+        return res;
+    };
+    let (mut parts, ()) = probe.into_parts();
+    use axum::extract::FromRequestParts;
+    match CurrentUser::from_request_parts(&mut parts, &state).await {
+        Ok(user) => info.page(Some(&user.0)),
+        Err(_) => res,
+    }
 }

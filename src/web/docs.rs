@@ -12,8 +12,8 @@ use utoipa::OpenApi;
 
 use super::auth::{AuthRejection, CurrentUser};
 use super::errors::PageError;
+use super::layout::Layout;
 use super::openapi::ApiDoc;
-use super::pages::Layout;
 use super::view::{SafeHtml, render_markdown};
 use crate::error::AppError;
 

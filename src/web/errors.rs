@@ -51,14 +51,14 @@ impl<E: Into<AppError>> From<E> for PageError {
 #[derive(Template, WebTemplate)]
 #[template(path = "error.html")]
 struct ErrorPage {
-    layout: super::pages::Layout,
+    layout: super::layout::Layout,
     status: u16,
     reason: String,
     message: String,
     hint: &'static str,
 }
 
-/// What an error page said, kept on the response so [`error_page_layout`] can render it again
+/// What an error page said, kept on the response so `auth::error_page_layout` can render it again
 /// with the signed-in user's navigation.
 #[derive(Debug, Clone)]
 pub struct ErrorPageInfo {
@@ -67,7 +67,8 @@ pub struct ErrorPageInfo {
 }
 
 impl ErrorPageInfo {
-    fn page(&self, user: Option<&crate::store::users::User>) -> Response {
+    /// The error page for `user` (none: signed out), with this info kept on the response.
+    pub fn page(&self, user: Option<&crate::store::users::User>) -> Response {
         let reason = self
             .status
             .canonical_reason()
@@ -76,7 +77,7 @@ impl ErrorPageInfo {
         let mut res = (
             self.status,
             ErrorPage {
-                layout: super::pages::Layout::new(
+                layout: super::layout::Layout::new(
                     user,
                     format!("{} {reason}", self.status.as_u16()),
                 ),
@@ -125,39 +126,6 @@ impl IntoResponse for PageError {
                 .insert(axum::http::header::RETRY_AFTER, secs.into());
         }
         res
-    }
-}
-
-/// Middleware: an HTML error page (any [`PageError`], the CSRF refusal, 404s) is rendered again
-/// with the signed-in user's layout and navigation, so an error never strands the user. Only
-/// error responses pay for the user lookup.
-pub async fn error_page_layout(
-    axum::extract::State(state): axum::extract::State<super::AppState>,
-    req: Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let mut probe = axum::http::Request::new(());
-    *probe.uri_mut() = req.uri().clone();
-    for h in [
-        axum::http::header::COOKIE,
-        axum::http::header::AUTHORIZATION,
-    ] {
-        for v in req.headers().get_all(&h) {
-            probe.headers_mut().append(h.clone(), v.clone());
-        }
-    }
-    if let Some(session) = req.extensions().get::<tower_sessions::Session>() {
-        probe.extensions_mut().insert(session.clone());
-    }
-    let res = next.run(req).await;
-    let Some(info) = res.extensions().get::<ErrorPageInfo>().cloned() else {
-        return res;
-    };
-    let (mut parts, ()) = probe.into_parts();
-    use axum::extract::FromRequestParts;
-    match super::auth::CurrentUser::from_request_parts(&mut parts, &state).await {
-        Ok(user) => info.page(Some(&user.0)),
-        Err(_) => res,
     }
 }
 

@@ -13,8 +13,10 @@ use serde::Deserialize;
 
 use super::auth::CurrentUser;
 use super::errors::{ApiError, PageError, rejection};
-use super::openapi::{IncidentPath, examples};
-use super::pages::{KeptInput, Layout, incident_error};
+use super::examples;
+use super::layout::Layout;
+use super::pages::{KeptInput, incident_error};
+use super::schema::IncidentPath;
 use super::{AppState, incident_id};
 use crate::domain::{IncidentId, ValidationError};
 use crate::error::AppError;
@@ -264,7 +266,7 @@ async fn read_text_body(req: Request, limit: usize) -> Result<String, AppError> 
          example = json!(examples::evidence_added())),
         (status = 200, description = "The same content was already evidence of this incident: nothing added, `notice` says which",
          body = EvidenceResponse, example = json!(examples::evidence_duplicate())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_add(
@@ -331,7 +333,7 @@ pub(super) struct EvidenceList {
     responses(
         (status = 200, description = "The incident's evidence (without content) and its observations",
          body = EvidenceList, example = json!(examples::evidence_list())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_list(

@@ -13,8 +13,8 @@ use serde::Deserialize;
 use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::{ApiError, PageError};
-use super::openapi::examples;
-use super::pages::Layout;
+use super::examples;
+use super::layout::Layout;
 use crate::domain::insights::{Accuracy, Insights, ServiceTimes, Window, human};
 use crate::error::AppError;
 
@@ -44,7 +44,7 @@ async fn load(s: &AppState, q: &InsightsQuery) -> Result<Insights, AppError> {
     responses(
         (status = 200, description = "The insights over the last 30 or 90 days (incidents opened in the window)",
          body = Insights, example = json!(examples::insights())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_insights(

@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
-use super::openapi::{IntegrationPath, examples};
-use super::pages::Layout;
+use super::examples;
+use super::layout::Layout;
+use super::schema::IntegrationPath;
 use super::view::Clock;
 use crate::domain::{Role, Severity};
 use crate::error::AppError;
@@ -69,7 +70,7 @@ struct Created {
     responses(
         (status = 201, description = "The integration with its webhook secret (shown only here)", body = Created,
          example = json!(examples::integration_created())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_create(
@@ -106,7 +107,7 @@ pub(super) struct List {
     responses(
         (status = 200, description = "Every integration (admins)", body = List,
          example = json!(examples::integration_list())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_list(
@@ -132,7 +133,7 @@ pub(super) async fn api_list(
     responses(
         (status = 200, description = "The integration (admins)", body = IntegrationView,
          example = json!(examples::integration())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_show(
@@ -156,7 +157,7 @@ pub(super) async fn api_show(
     responses(
         (status = 200, description = "The integration as updated (admins)", body = IntegrationView,
          example = json!(examples::integration_updated())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_update(

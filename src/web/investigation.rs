@@ -11,8 +11,9 @@ use serde::Deserialize;
 use super::api::{BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
-use super::openapi::{IncidentPath, RecommendationPath, examples};
+use super::examples;
 use super::pages::{IncidentPost, KeptInput, VersionForm};
+use super::schema::{IncidentPath, RecommendationPath};
 use super::{AppState, incident_id};
 use crate::error::AppError;
 use crate::services::investigation as inv;
@@ -30,7 +31,7 @@ use crate::services::workflow;
     responses(
         (status = 201, description = "Hypotheses, recommendations (flagged dead ends last), what recall returned",
          body = inv::InvestigationView, example = json!(examples::investigation())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_investigate(
@@ -57,7 +58,7 @@ pub(super) async fn api_investigate(
     responses(
         (status = 200, description = "The latest investigation (404 before the first)",
          body = inv::InvestigationView, example = json!(examples::investigation())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_latest(
@@ -105,7 +106,7 @@ pub struct ProposeBody {
     responses(
         (status = 201, description = "The recommendation, proposed", body = inv::RecommendationView,
          example = json!(examples::recommendation("proposed"))),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_propose(
@@ -168,7 +169,7 @@ pub struct VerdictBody {
     pub version: Option<i64>,
     /// resolved / partially_resolved / did_not_resolve / made_worse.
     #[serde(default)]
-    #[schema(value_type = super::openapi::VerdictCode)]
+    #[schema(value_type = super::schema::VerdictCode)]
     pub verdict: String,
     /// What happened.
     #[serde(default)]
@@ -187,7 +188,7 @@ pub struct VerdictBody {
     responses(
         (status = 200, description = "The recommendation, approved, with its simulated transcript",
          body = inv::RecommendationView, example = json!(examples::recommendation("approved"))),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_approve(
@@ -213,7 +214,7 @@ pub(super) async fn api_approve(
     responses(
         (status = 200, description = "The recommendation, rejected", body = inv::RecommendationView,
          example = json!(examples::recommendation("rejected"))),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_reject(
@@ -242,7 +243,7 @@ pub(super) async fn api_reject(
     responses(
         (status = 200, description = "The approved recommendation with its verdict (`did_not_resolve` / `made_worse` also write a remediation failure to memory)",
          body = inv::RecommendationView, example = json!(examples::recommendation_with_verdict())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_verdict(

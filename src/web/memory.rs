@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm, form_outcome};
-use super::openapi::{MemoryPath, examples};
-use super::pages::Layout;
+use super::examples;
+use super::layout::Layout;
+use super::schema::MemoryPath;
 use super::view::Clock;
 use crate::domain::memory::{MemoryRecord, NewRecord};
 use crate::domain::{MemoryKind, Role, Validation, ValidationError, optional_text, required_text};
@@ -168,7 +169,7 @@ pub(super) struct MemoryList {
     responses(
         (status = 200, description = "Durable memory records, newest first (50 a page)", body = MemoryList,
          example = json!(examples::memory_list())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_list(
@@ -241,7 +242,7 @@ fn parse_mem_id(id: &str) -> Result<i64, AppError> {
     responses(
         (status = 200, description = "The record, the records it cites and its history", body = MemoryDetail,
          example = json!(examples::memory_detail())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_show(
@@ -407,7 +408,7 @@ async fn create_memory(
     responses(
         (status = 201, description = "The record, written (confirmed)", body = MemoryRecord,
          example = json!(examples::memory_record())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_create(
@@ -451,7 +452,7 @@ pub struct RetractBody {
     responses(
         (status = 200, description = "The record, superseded (reviewers)", body = MemoryRecord,
          example = json!(examples::superseded_record())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_supersede(
@@ -484,7 +485,7 @@ pub(super) async fn api_supersede(
     responses(
         (status = 200, description = "The record, retracted (reviewers)", body = MemoryRecord,
          example = json!(examples::retracted_record())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_retract(
@@ -543,7 +544,7 @@ async fn run_recall(s: &AppState, p: &RecallParams) -> Result<RecallResult, AppE
     responses(
         (status = 200, description = "Recalled records with `score` and `why`, and past incidents ranked",
          body = RecallResult, example = json!(examples::recall())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_recall(

@@ -9,9 +9,11 @@ pub mod auth;
 pub mod docs;
 pub mod errors;
 pub mod evidence;
+pub mod examples;
 pub mod insights;
 pub mod integrations;
 pub mod investigation;
+pub mod layout;
 pub mod limits;
 pub mod memory;
 pub mod openapi;
@@ -19,6 +21,8 @@ pub mod ops;
 pub mod pages;
 pub mod postmortem;
 pub mod proposals;
+pub mod review;
+pub mod schema;
 pub mod view;
 pub mod webhooks;
 
@@ -256,8 +260,7 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
             post(investigation::page_verdict),
         )
         // Post-mortem: draft, edit, confirm, learnings preview, Learn, Markdown export, and the
-        // reviewers' queue (web/postmortem.rs) with its proposals to accept or reject
-        // (web/proposals.rs).
+        // reviewers' queue (web/review.rs) with its proposals to accept or reject.
         .route(
             "/api/v1/incidents/{id}/postmortem",
             post(postmortem::api_draft)
@@ -277,7 +280,7 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
             get(postmortem::api_preview),
         )
         .route("/api/v1/incidents/{id}/learn", post(postmortem::api_learn))
-        .route("/api/v1/review", get(postmortem::api_review))
+        .route("/api/v1/review", get(review::api_review))
         .route("/api/v1/proposals/{id}/accept", post(proposals::api_accept))
         .route("/api/v1/proposals/{id}/reject", post(proposals::api_reject))
         .route(
@@ -294,15 +297,9 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
         )
         .route("/incidents/{id}/learnings", get(postmortem::page_preview))
         .route("/incidents/{id}/learn", post(postmortem::page_learn))
-        .route("/review", get(proposals::page_review))
-        .route(
-            "/review/proposals/{id}/accept",
-            post(proposals::page_accept),
-        )
-        .route(
-            "/review/proposals/{id}/reject",
-            post(proposals::page_reject),
-        )
+        .route("/review", get(review::page_review))
+        .route("/review/proposals/{id}/accept", post(review::page_accept))
+        .route("/review/proposals/{id}/reject", post(review::page_reject))
         // Insights: recurring failure modes, dead ends by time lost, MTTR and time to detect,
         // thin memory (web/insights.rs).
         .route("/insights", get(insights::page_insights))
@@ -420,7 +417,7 @@ pub fn router(state: AppState) -> Router {
         .layer(sessions)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            errors::error_page_layout,
+            auth::error_page_layout,
         ))
         .layer(axum::middleware::from_fn(errors::csrf_rejection_message))
         .layer(CsrfLayer::new())

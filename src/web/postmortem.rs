@@ -1,5 +1,5 @@
-//! Post-mortem, confirmation, learnings preview and Learn over HTTP (JSON and pages), the
-//! Markdown export and the reviewers' grounding queue.
+//! Post-mortem, confirmation, learnings preview and Learn over HTTP (JSON and pages) and the
+//! Markdown export. The reviewers' queue is in `web/review.rs`.
 //!
 //! Long because it is one resource's module (as every resource in `web/` has one): its JSON
 //! handlers, its pages and its Markdown export all read the same stored post-mortem.
@@ -15,12 +15,15 @@ use serde::Deserialize;
 use super::api::{BaseVersion, VersionBody, optional_json};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm, form_outcome};
-use super::openapi::{IncidentPath, examples};
-use super::pages::{IncidentPost, KeptInput, Layout, VersionForm};
+use super::examples;
+use super::layout::Layout;
+use super::pages::{IncidentPost, KeptInput, VersionForm};
+use super::schema::IncidentPath;
 use super::view::{Clock, SafeHtml, render_markdown};
 use super::{AppState, incident_id};
 use crate::domain::memory::Rule;
-use crate::domain::postmortem::{Postmortem, unix_newlines};
+use crate::domain::postmortem::Postmortem;
+use crate::domain::text::unix_newlines;
 use crate::domain::{ConfirmRefusal, IncidentId, IncidentState};
 use crate::error::AppError;
 use crate::services::postmortem as pm;
@@ -39,7 +42,7 @@ use crate::store::{incidents, postmortems as pstore};
     responses(
         (status = 201, description = "The draft (resolved → postmortem_draft)", body = pstore::StoredPostmortem,
          example = json!(examples::draft())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_draft(
@@ -65,7 +68,7 @@ pub(super) async fn api_draft(
     responses(
         (status = 200, description = "The post-mortem", body = pstore::StoredPostmortem,
          example = json!(examples::draft())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_get(
@@ -101,7 +104,7 @@ pub struct PutPostmortem {
     responses(
         (status = 200, description = "The post-mortem as saved (its version incremented)",
          body = pstore::StoredPostmortem, example = json!(examples::draft())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_put(
@@ -134,7 +137,7 @@ pub(super) async fn api_put(
     responses(
         (status = 200, description = "The post-mortem, confirmed (postmortem_draft → confirmed); needs a reviewer who did not edit it last",
          body = pstore::StoredPostmortem, example = json!(examples::confirmed())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_confirm(
@@ -167,7 +170,7 @@ async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> 
     responses(
         (status = 200, description = "The post-mortem as Markdown (an attachment)", body = String,
          content_type = "text/markdown", example = json!(examples::markdown())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_markdown(
@@ -203,7 +206,7 @@ pub(super) async fn api_markdown(
     responses(
         (status = 200, description = "Exactly what Learn will write", body = pm::LearningsPreview,
          example = json!(examples::learnings_preview())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_preview(
@@ -226,7 +229,7 @@ pub(super) async fn api_preview(
     responses(
         (status = 200, description = "What Learn wrote (confirmed → learned; a repeat returns the same)",
          body = pm::LearnResult, example = json!(examples::learn_result())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_learn(
@@ -272,112 +275,6 @@ impl axum::extract::FromRequest<AppState> for LearnForm {
     ) -> Result<Self, Self::Rejection> {
         super::pages::optional_form(req, state).await
     }
-}
-
-/// `GET /api/v1/review`: what waits for a reviewer.
-#[derive(serde::Serialize, utoipa::ToSchema)]
-pub(super) struct ReviewQueue {
-    /// Post-mortem drafts to confirm, oldest first.
-    pub(super) drafts_waiting_for_confirmation: Vec<ReviewItem>,
-    /// Lessons that name no grounding incident.
-    pub(super) rules_without_grounding: Vec<ReviewItem>,
-    /// Learned incidents that gave no lesson.
-    pub(super) learned_incidents_without_rules: Vec<ReviewItem>,
-    /// Confirmed records a later one contradicts.
-    pub(super) contradictions_to_resolve: Vec<ReviewItem>,
-    /// Reflections and runbook drafts waiting for a reviewer to accept or reject them.
-    pub(super) proposals_to_decide: Vec<super::proposals::ProposalItem>,
-}
-
-/// One entry of the [`ReviewQueue`].
-#[derive(serde::Serialize, utoipa::ToSchema)]
-pub(super) struct ReviewItem {
-    /// `INC-…` or `MEM-…`.
-    pub(super) id: String,
-    /// What it is.
-    pub(super) text: String,
-    /// What to do about it.
-    pub(super) fix: String,
-    /// Where to do it (a page of the app).
-    pub(super) href: String,
-}
-
-/// What waits for a reviewer, for the API and the page.
-pub(super) async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
-    let (ungrounded, ruleless) = pstore::review_queue(&s.pool).await?;
-    let contradicted = pstore::contradictions(&s.pool).await?;
-    let drafts = incidents::list(
-        &s.pool,
-        &incidents::IncidentFilter {
-            state: Some(IncidentState::PostmortemDraft),
-            sort: incidents::IncidentSort::Oldest,
-            limit: Some(200),
-            ..Default::default()
-        },
-    )
-    .await?;
-    Ok(ReviewQueue {
-        proposals_to_decide: super::proposals::pending_items(s).await?,
-        drafts_waiting_for_confirmation: drafts
-            .into_iter()
-            .map(|i| ReviewItem {
-                href: format!("/incidents/{}/postmortem", i.id),
-                id: i.id.to_string(),
-                text: format!("{} ({}, {})", i.title, i.severity, i.service),
-                fix: "Read the draft and confirm it (a reviewer who did not edit it last)".into(),
-            })
-            .collect(),
-        rules_without_grounding: ungrounded
-            .into_iter()
-            .map(|(id, text)| ReviewItem {
-                id: format!("MEM-{id}"),
-                text,
-                fix:
-                    "Name the incident it comes from (write a new version citing it) or retract it"
-                        .into(),
-                href: format!("/memories/{id}"),
-            })
-            .collect(),
-        learned_incidents_without_rules: ruleless
-            .into_iter()
-            .map(|(id, title)| ReviewItem {
-                href: format!("/incidents/{id}/postmortem"),
-                id,
-                text: title,
-                fix: "Add a lesson (ALWAYS / BECAUSE / SCOPE / SEVERITY) for this incident".into(),
-            })
-            .collect(),
-        contradictions_to_resolve: contradicted
-            .into_iter()
-            .map(|(id, text, by)| ReviewItem {
-                id: format!("MEM-{id}"),
-                text,
-                fix: format!(
-                    "MEM-{by} says otherwise: supersede MEM-{id} with MEM-{by}, or retract MEM-{by} if it is wrong"
-                ),
-                href: format!("/memories/{id}"),
-            })
-            .collect(),
-    })
-}
-
-#[utoipa::path(
-    get,
-    path = "/api/v1/review",
-    operation_id = "reviewQueue",
-    summary = "The reviewers' queue",
-    tag = "postmortem",
-    responses(
-        (status = 200, description = "The reviewers' queue", body = ReviewQueue,
-         example = json!(examples::review())),
-        super::openapi::ApiErrors
-    )
-)]
-pub(super) async fn api_review(
-    State(s): State<AppState>,
-    _u: CurrentUser,
-) -> Result<Json<ReviewQueue>, ApiError> {
-    Ok(Json(review(&s).await?))
 }
 
 // ---- pages ----

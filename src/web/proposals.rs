@@ -1,21 +1,16 @@
-//! Proposals in the reviewers' queue over HTTP: each pending reflection, runbook,
-//! consolidation or supersession draft as the queue shows it ([`ProposalItem`], in `GET /api/v1/review` and on `/review`), and
-//! accepting or rejecting one (`POST /api/v1/proposals/{id}/accept|reject` and the `/review`
-//! forms, which redirect back with 303, or re-render the queue with the input on an error).
+//! Proposals over the JSON API: each pending reflection, runbook, consolidation or supersession
+//! draft as the reviewers' queue shows it ([`ProposalItem`], [`pending_items`]), and accepting
+//! or rejecting one (`POST /api/v1/proposals/{id}/accept|reject`). The `/review` page and its
+//! forms are in `web/review.rs`.
 
-use askama::Template;
-use askama_web::WebTemplate;
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
 use super::AppState;
 use super::auth::CurrentUser;
-use super::errors::{ApiError, ApiJson, PageError, PageForm};
-use super::openapi::examples;
-use super::pages::Layout;
+use super::errors::{ApiError, ApiJson};
+use super::examples;
 use crate::domain::proposals::ProposalKind;
 use crate::error::AppError;
 use crate::services::proposals::{self as svc, Draft, RunbookEdit};
@@ -78,7 +73,7 @@ pub struct ProposalForm {
 }
 
 impl ProposalForm {
-    fn edit(&self) -> RunbookEdit {
+    pub(super) fn edit(&self) -> RunbookEdit {
         RunbookEdit {
             title: self.title.clone(),
             summary: self.summary.clone(),
@@ -141,7 +136,7 @@ pub async fn pending_items(s: &AppState) -> Result<Vec<ProposalItem>, AppError> 
     svc::pending(&s.pool).await?.into_iter().map(item).collect()
 }
 
-fn proposal_id(id: &str) -> Result<i64, AppError> {
+pub(super) fn proposal_id(id: &str) -> Result<i64, AppError> {
     id.trim_start_matches("PRO-")
         .parse()
         .map_err(|_| AppError::NotFound(format!("proposal {id}")))
@@ -191,7 +186,7 @@ pub struct RejectBody {
     responses(
         (status = 200, description = "The proposal, accepted, naming the record it wrote", body = StoredProposal,
          example = json!(examples::accepted_proposal())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_accept(
@@ -217,7 +212,7 @@ pub(super) async fn api_accept(
     responses(
         (status = 200, description = "The proposal, rejected with its reason; nothing written to memory",
          body = StoredProposal, example = json!(examples::rejected_proposal())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn api_reject(
@@ -229,95 +224,4 @@ pub(super) async fn api_reject(
     Ok(Json(
         svc::reject(&s.pool, &user.0, proposal_id(&id)?, b.version, &b.reason).await?,
     ))
-}
-
-// ---- pages ----
-
-/// `/review` as a page.
-#[derive(Template, WebTemplate)]
-#[template(path = "review.html")]
-pub(super) struct ReviewPage {
-    pub(super) layout: Layout,
-    pub(super) q: super::postmortem::ReviewQueue,
-    /// Confirmation of the last decision (after its redirect).
-    pub(super) flash: Option<&'static str>,
-}
-
-/// Renders `/review` with `status`; when a decision on `failed` failed, that proposal shows the
-/// error and keeps what the reviewer typed.
-async fn render(
-    s: &AppState,
-    user: &crate::store::users::User,
-    status: StatusCode,
-    flash: Option<&'static str>,
-    failed: Option<(i64, ProposalForm, String)>,
-) -> Result<Response, PageError> {
-    let mut q = super::postmortem::review(s).await?;
-    if let Some((id, form, error)) = failed
-        && let Some(p) = q.proposals_to_decide.iter_mut().find(|p| p.id == id)
-    {
-        p.form = ProposalForm {
-            version: p.form.version,
-            ..form
-        };
-        p.error = Some(error);
-    }
-    Ok((
-        status,
-        ReviewPage {
-            layout: Layout::new(Some(user), "Review queue").with_current("review"),
-            q,
-            flash,
-        },
-    )
-        .into_response())
-}
-
-/// `GET /review`.
-pub(super) async fn page_review(
-    State(s): State<AppState>,
-    user: CurrentUser,
-    axum::extract::Query(done): axum::extract::Query<super::postmortem::Done>,
-) -> Result<Response, PageError> {
-    render(&s, &user.0, StatusCode::OK, done.message(), None).await
-}
-
-async fn decided(
-    s: &AppState,
-    user: &crate::store::users::User,
-    id: i64,
-    form: ProposalForm,
-    result: Result<StoredProposal, AppError>,
-    done: &str,
-) -> Result<Response, PageError> {
-    match result {
-        Ok(_) => Ok(Redirect::to(&format!("/review?done={done}")).into_response()),
-        Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
-        Err(e) => render(s, user, e.status(), None, Some((id, form, e.to_string()))).await,
-    }
-}
-
-/// `POST /review/proposals/{id}/accept`.
-pub(super) async fn page_accept(
-    State(s): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-    PageForm(f): PageForm<ProposalForm>,
-) -> Result<Response, PageError> {
-    let id = proposal_id(&id)?;
-    let result = svc::accept(&s.pool, &user.0, id, f.version, f.edit()).await;
-    decided(&s, &user.0, id, f, result, "accepted").await
-}
-
-/// `POST /review/proposals/{id}/reject`.
-pub(super) async fn page_reject(
-    State(s): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-    PageForm(f): PageForm<ProposalForm>,
-) -> Result<Response, PageError> {
-    let id = proposal_id(&id)?;
-    let reason = f.reason.clone().unwrap_or_default();
-    let result = svc::reject(&s.pool, &user.0, id, f.version, &reason).await;
-    decided(&s, &user.0, id, f, result, "rejected").await
 }

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::AppState;
 use super::auth::CurrentUser;
 use super::errors::ApiError;
-use super::openapi::examples;
+use super::examples;
 use crate::domain::IncidentId;
 use crate::error::AppError;
 use crate::services::ingest::{self, Source};
@@ -198,7 +198,7 @@ async fn apply(
     responses(
         (status = 202, description = "Applied: the incidents the delivery's groups opened or updated (`ignored` says why nothing was applied)",
          body = WebhookAccepted, example = json!(examples::webhook_accepted())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn alertmanager(
@@ -221,7 +221,7 @@ pub(super) async fn alertmanager(
     responses(
         (status = 202, description = "Applied: the incidents the delivery's groups opened or updated (`ignored` says why nothing was applied)",
          body = WebhookAccepted, example = json!(examples::webhook_accepted())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn pagerduty(
@@ -244,7 +244,7 @@ pub(super) async fn pagerduty(
     responses(
         (status = 202, description = "Applied: the incidents the delivery's groups opened or updated (`ignored` says why nothing was applied)",
          body = WebhookAccepted, example = json!(examples::webhook_accepted())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn grafana(
@@ -267,7 +267,7 @@ pub(super) async fn grafana(
     responses(
         (status = 202, description = "Applied: the incidents the delivery's groups opened or updated (`ignored` says why nothing was applied)",
          body = WebhookAccepted, example = json!(examples::webhook_accepted())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn opsgenie(
@@ -287,11 +287,11 @@ pub(super) async fn opsgenie(
     operation_id = "listIncidentAlerts",
     summary = "Show the alerts of an incident",
     tag = "webhooks",
-    params(super::openapi::IncidentPath),
+    params(super::schema::IncidentPath),
     responses(
         (status = 200, description = "The alerts of the incident and their group", body = IncidentAlerts,
          example = json!(examples::incident_alerts())),
-        super::openapi::ApiErrors
+        super::schema::ApiErrors
     )
 )]
 pub(super) async fn incident_alerts(

@@ -31,12 +31,6 @@ fn alertmanager_binary() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// A missing binary fails under CI (`CI=true` or `INCIDENTMIND_REQUIRE_ALERTMANAGER=1`).
-fn required() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-        || std::env::var("INCIDENTMIND_REQUIRE_ALERTMANAGER").is_ok_and(|v| v == "1")
-}
-
 /// The running Alertmanager; killed (and waited for) when dropped, so a failed assertion leaves
 /// no process behind.
 struct Alertmanager {
@@ -218,14 +212,11 @@ fn instant(offset_secs: i64) -> String {
 )]
 async fn a_real_alertmanager_opens_an_incident_and_its_resolution_resolves_the_alerts_only() {
     let Some(binary) = alertmanager_binary() else {
-        assert!(
-            !required(),
-            "the Alertmanager binary is missing (install Debian's prometheus-alertmanager, as \
-             .ci/run does, or set INCIDENTMIND_ALERTMANAGER_BIN) and CI requires this test"
-        );
-        eprintln!(
-            "\n==== SKIPPED: real-Alertmanager test — install Debian's prometheus-alertmanager \
-             (CI does) ====\n"
+        crate::skip::skip(
+            "the real-Alertmanager test",
+            "no Alertmanager binary (install Debian's prometheus-alertmanager, as .ci/run does, \
+             or set INCIDENTMIND_ALERTMANAGER_BIN)",
+            crate::skip::Required::InCi(Some("INCIDENTMIND_REQUIRE_ALERTMANAGER")),
         );
         return;
     };

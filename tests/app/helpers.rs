@@ -1,8 +1,9 @@
 //! Test harness: a fresh SQLite file per test, the real router served on 127.0.0.1, and users of
 //! each role with API tokens and passwords.
 
+use incidentmind::Settings;
 use incidentmind::app::{App, Config};
-use incidentmind::{Settings, cli::add_user};
+use incidentmind::services::users::add_user;
 use reqwest::{Client, Response, StatusCode};
 use serde_json::{Value, json};
 use sqlx::AnyPool;
@@ -307,17 +308,11 @@ pub fn postgres_server(test: &str) -> Option<String> {
     match std::env::var("INCIDENTMIND_TEST_DATABASE_URL") {
         Ok(url) if !url.trim().is_empty() => Some(url),
         _ => {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "{test}: INCIDENTMIND_TEST_DATABASE_URL is not set and CI=true: the PostgreSQL \
-                 tests must run in CI (start a server with scripts/pg-test-cluster start)"
-            );
-            // Straight to the terminal: the test harness captures eprintln! of passing tests.
-            use std::io::Write as _;
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n*** SKIPPED {test}: no PostgreSQL (set INCIDENTMIND_TEST_DATABASE_URL; \
-                 scripts/pg-test-cluster start prints one) ***"
+            crate::skip::skip(
+                test,
+                "no PostgreSQL (set INCIDENTMIND_TEST_DATABASE_URL; scripts/pg-test-cluster \
+                 start prints one)",
+                crate::skip::Required::InCi(None),
             );
             None
         }

@@ -17,6 +17,8 @@ mod postmortem;
 mod proposals;
 mod redaction;
 mod service;
+#[path = "../support/skip.rs"]
+mod skip;
 mod ui;
 mod web;
 mod webhooks;

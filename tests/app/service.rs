@@ -219,10 +219,15 @@ async fn sigterm_lets_the_request_in_flight_finish_refuses_new_connections_and_e
     tokio::time::sleep(Duration::from_millis(300)).await;
     let signalled = Instant::now();
     s.signal("TERM");
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    // No new connections once the signal is handled.
+    // No new connections once the signal is handled: wait for the listener to close.
+    let refused = tokio::time::timeout(Duration::from_secs(5), async {
+        while tokio::net::TcpStream::connect(s.addr).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
     assert!(
-        tokio::net::TcpStream::connect(s.addr).await.is_err(),
+        refused.is_ok(),
         "a new connection after SIGTERM must be refused"
     );
     // The slow client finishes its upload; the request completes.
