@@ -216,7 +216,7 @@ async fn run() -> anyhow::Result<()> {
     };
     let memory = incidentmind::memory::Memory::new(pool.clone(), embedder);
     let t = Instant::now();
-    let loaded = incidentmind::sample::load_history(&memory).await?;
+    let loaded = incidentmind::services::sample::load_history(&memory).await?;
     incidentmind::memory::embeddings::catch_up(&memory).await?;
     println!(
         "sample history: {} incidents learned and embedded in {:.1} s",

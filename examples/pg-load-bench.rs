@@ -573,7 +573,7 @@ impl Fixture {
         let memory = first.app.memory();
         let token = add_user(pool, "rita", "responder", None).await?;
         let admin = add_user(pool, "ada", "admin", None).await?;
-        incidentmind::sample::load_history(memory).await?;
+        incidentmind::services::sample::load_history(memory).await?;
         incidentmind::memory::embeddings::catch_up(memory).await?;
         let learned: Vec<String> = sqlx::query_scalar("SELECT id FROM incidents")
             .fetch_all(pool)

@@ -822,7 +822,7 @@ async fn run() -> anyhow::Result<()> {
     let token = add_user(&pool, "rita", "responder", None).await?;
     let admin = add_user(&pool, "ada", "admin", None).await?;
     let t = Instant::now();
-    let loaded = incidentmind::sample::load_history(&memory).await?;
+    let loaded = incidentmind::services::sample::load_history(&memory).await?;
     incidentmind::memory::embeddings::catch_up(&memory).await?;
     println!(
         "sample history: {} incidents learned and embedded in {:.1} s",

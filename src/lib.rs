@@ -8,16 +8,12 @@
 pub mod analyst;
 pub mod app;
 pub mod cli;
-pub mod demo;
 pub mod digest;
 pub mod domain;
 pub mod error;
-pub mod eval;
 pub mod evidence;
 pub mod memory;
 pub mod metrics;
-pub mod redact;
-pub mod sample;
 pub mod services;
 pub mod startup;
 pub mod store;

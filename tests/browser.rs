@@ -306,9 +306,12 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     add_user(&pool, "ada", "admin", Some(PASSWORD))
         .await
         .expect("ada");
-    incidentmind::sample::load_history(&incidentmind::memory::Memory::new(pool.clone(), None))
-        .await
-        .expect("history");
+    incidentmind::services::sample::load_history(&incidentmind::memory::Memory::new(
+        pool.clone(),
+        None,
+    ))
+    .await
+    .expect("history");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

@@ -11,7 +11,7 @@ mod skip;
 use std::path::Path;
 use std::sync::Arc;
 
-use incidentmind::eval::Report;
+use incidentmind::cli::eval::Report;
 use incidentmind::memory::RecallTuning;
 use incidentmind::memory::embeddings::BuiltinEmbedder;
 
@@ -41,10 +41,13 @@ async fn report_of(set: &str) -> Option<Report> {
     }
     let dir = incidentmind::memory::minilm::default_dir();
     let embedder = BuiltinEmbedder::load(&dir).expect("the built-in model under models/ loads");
-    let report =
-        incidentmind::eval::recall_eval(&path, Some(Arc::new(embedder)), RecallTuning::default())
-            .await
-            .expect("evaluation runs");
+    let report = incidentmind::cli::eval::recall_eval(
+        &path,
+        Some(Arc::new(embedder)),
+        RecallTuning::default(),
+    )
+    .await
+    .expect("evaluation runs");
     println!("{set}\n{report}");
     Some(report)
 }

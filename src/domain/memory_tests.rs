@@ -10,10 +10,7 @@ fn lessons_typed_in_a_browser_textarea_parse_with_crlf_line_endings() {
     assert_eq!(rules[0].always, "drain the queue before a schema change");
     assert_eq!(rules[0].severity, RuleSeverity::High);
     assert_eq!(rules[1].because, "nobody knew");
-    assert_eq!(
-        super::super::text::unix_newlines("a\r\nb\rc"),
-        "a\nb\nc"
-    );
+    assert_eq!(super::super::text::unix_newlines("a\r\nb\rc"), "a\nb\nc");
 }
 
 #[test]

@@ -22,6 +22,7 @@ pub mod drain;
 pub mod header;
 pub mod logs;
 pub mod metrics;
+pub mod redact;
 pub mod shape;
 pub mod signatures;
 pub mod time;

@@ -22,7 +22,7 @@ use async_trait::async_trait;
 use super::minilm::{self, MiniLm};
 use super::{Memory, lock};
 use crate::error::AppResult;
-use crate::redact::redact_once;
+use crate::evidence::redact::redact_once;
 use crate::store::embeddings as estore;
 use crate::store::recall_index::RecallIndex;
 

@@ -20,7 +20,7 @@ pub async fn redact_for(
     texts: &mut [&mut String],
 ) -> AppResult<()> {
     let Some(incident) = incident_id else {
-        let mut r = crate::redact::Redactor::default();
+        let mut r = crate::evidence::redact::Redactor::default();
         for t in texts.iter_mut() {
             **t = r.redact(t);
         }

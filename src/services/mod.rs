@@ -10,5 +10,6 @@ pub mod investigation;
 pub mod memory;
 pub mod postmortem;
 pub mod proposals;
+pub mod sample;
 pub mod users;
 pub mod workflow;

@@ -550,7 +550,7 @@ struct Planner<'a> {
     incident: &'a crate::domain::Incident,
     author: String,
     tags: Vec<String>,
-    redactor: crate::redact::Redactor,
+    redactor: crate::evidence::redact::Redactor,
     plan: Vec<PlannedMemory>,
 }
 

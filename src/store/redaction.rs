@@ -3,7 +3,7 @@
 
 use super::Tx;
 use crate::error::{AppError, AppResult};
-use crate::redact::Redactor;
+use crate::evidence::redact::Redactor;
 
 const SELECT: &str = "SELECT map FROM redaction_maps WHERE incident_id = $1";
 

@@ -621,7 +621,7 @@ pub(super) async fn load_sample(
     user: CurrentUser,
 ) -> Result<Response, PageError> {
     user.require(Role::Admin, "loading the sample history")?;
-    crate::sample::load_history(&s.memory).await?;
+    crate::services::sample::load_history(&s.memory).await?;
     s.memory.wake();
     Ok(Redirect::to("/memories").into_response())
 }

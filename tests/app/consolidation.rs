@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use incidentmind::memory::Embedder;
 use incidentmind::memory::embeddings::EmbedError;
-use incidentmind::sample::{PastIncident, history_users, replay};
+use incidentmind::services::sample::{PastIncident, history_users, replay};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -125,7 +125,7 @@ async fn consolidations(app: &TestApp) -> Vec<Value> {
 )]
 async fn consolidate_proposes_a_merged_rule_that_once_accepted_ranks_first_and_marks_its_sources() {
     let app = spawn_app_with_embedder(Arc::new(WordBuckets)).await;
-    incidentmind::sample::load_history(&app.memory)
+    incidentmind::services::sample::load_history(&app.memory)
         .await
         .expect("history");
     let (ledger, invoice) = replay_follow_ups(&app).await;

@@ -58,7 +58,7 @@ async fn migrate_db_round_trips_the_sample_history_through_postgresql() {
     let original = dir.path().join("original.db");
     let original = original.to_str().expect("utf-8").to_string();
     let app = spawn_app_at(&original).await;
-    incidentmind::sample::load_history(&app.memory)
+    incidentmind::services::sample::load_history(&app.memory)
         .await
         .expect("history");
     // Live state besides the history: a session, an investigated incident, an alert delivery.

@@ -891,7 +891,7 @@ async fn pasting_the_same_content_twice_says_so_instead_of_adding_it_again() {
 #[tokio::test]
 async fn the_memory_browser_pages_through_records_and_sorts() {
     let app = spawn_app().await;
-    incidentmind::sample::load_history(&app.memory)
+    incidentmind::services::sample::load_history(&app.memory)
         .await
         .expect("history");
     let rita = app.browser("rita").await;

@@ -190,7 +190,7 @@ pub fn user_prompt(input: &InvestigationInput, budget_chars: usize) -> String {
             "\n(Left out for length: {left_obs} observations, {left_mem} memories.)\n"
         ));
     }
-    crate::redact::redact_once(&out)
+    crate::evidence::redact::redact_once(&out)
 }
 
 /// What the system prompt tells the model when it drafts a post-mortem.
@@ -279,5 +279,5 @@ pub fn postmortem_prompt(f: &DraftFacts, builtin: &Postmortem, budget_chars: usi
     if left > 0 {
         out.push_str(&format!("\n(Left out for length: {left} observations.)\n"));
     }
-    crate::redact::redact_once(&out)
+    crate::evidence::redact::redact_once(&out)
 }

@@ -6,6 +6,9 @@
 //!
 //! Long because it holds every command's clap options next to the function that runs the command.
 
+pub mod demo;
+pub mod eval;
+
 use std::io::{BufRead, Write};
 
 use clap::{Args, Parser, Subcommand};
@@ -464,7 +467,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .map_err(anyhow::Error::msg)?;
             let embedder = embedder(&embeddings, None)?;
             let report =
-                crate::eval::recall_eval_with(&file, embedder, tuning, replayed.as_deref()).await?;
+                crate::cli::eval::recall_eval_with(&file, embedder, tuning, replayed.as_deref())
+                    .await?;
             if verbose {
                 println!("{report:#}");
             } else {
@@ -492,11 +496,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             println!("{token}");
             Ok(())
         }
-        Command::Demo => crate::demo::run().await,
+        Command::Demo => crate::cli::demo::run().await,
         Command::History(HistoryCommand::Load { db, embeddings }) => {
             let pool = open(&db, CreateIfMissing).await?;
             let memory = crate::memory::Memory::new(pool.clone(), embedder(&embeddings, None)?);
-            let loaded = crate::sample::load_history(&memory).await?;
+            let loaded = crate::services::sample::load_history(&memory).await?;
             let (docs, vectors) = crate::memory::embeddings::catch_up(&memory).await?;
             println!("indexed {docs} incident documents, embedded {vectors} texts");
             for (src, id) in &loaded {

@@ -25,7 +25,7 @@ use crate::domain::{MemoryKind, NewIncident};
 use crate::evidence::EvidenceKind;
 use crate::memory::recall::{self, RecallQuery};
 use crate::memory::{Embedder, Memory, RecallTuning, embeddings};
-use crate::sample::{self, PastIncident};
+use crate::services::sample::{self, PastIncident};
 use crate::services::{evidence, investigation, workflow};
 use crate::store::users::User;
 use crate::store::{self, incidents};

@@ -119,7 +119,7 @@ async fn story(db: &str) -> anyhow::Result<()> {
         2,
         "load the sample history through the normal workflow (post-mortems confirmed, then learned)",
     );
-    let loaded = crate::sample::load_history(&memory).await?;
+    let loaded = crate::services::sample::load_history(&memory).await?;
     crate::memory::embeddings::catch_up(&memory).await?;
     println!(
         "    {} past incidents learned: {} … {}",

@@ -17,7 +17,7 @@ use crate::services::{evidence, investigation, postmortem, workflow};
 use crate::store::users::{self, User};
 
 /// The sample history shipped with the app (our own words, facts from public post-mortems).
-pub const HISTORY_JSON: &str = include_str!("../examples/history.json");
+pub const HISTORY_JSON: &str = include_str!("../../examples/history.json");
 
 /// An action and its note.
 #[derive(Debug, Clone, Deserialize)]
