@@ -16,6 +16,7 @@ pub mod eval;
 pub mod evidence;
 pub mod memory;
 pub mod metrics;
+pub mod prometheus;
 pub mod redact;
 pub mod sample;
 pub mod services;

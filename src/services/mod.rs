@@ -9,5 +9,6 @@ pub mod insights;
 pub mod investigation;
 pub mod memory;
 pub mod postmortem;
+pub mod prometheus;
 pub mod proposals;
 pub mod workflow;

@@ -31,6 +31,7 @@ pub mod examples;
         super::api::reopen,
         super::evidence::api_list,
         super::evidence::api_add,
+        super::evidence::api_prometheus,
         super::investigation::api_investigate,
         super::investigation::api_latest,
         super::investigation::api_propose,
@@ -130,6 +131,9 @@ pub enum ErrorCode {
     RateLimited,
     /// 500: an internal error.
     Internal,
+    /// 502: a server the app queries for the request (Prometheus) is down, slow or answered an
+    /// error that is not about the request's input.
+    Upstream,
 }
 
 /// The error responses every `/api/v1` operation lists (`responses(…, ApiErrors)` on each
