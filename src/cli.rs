@@ -1236,6 +1236,42 @@ mod tests {
     }
 
     #[test]
+    fn prometheus_flags_build_the_source_and_debug_hides_its_secrets() {
+        assert_eq!(args(&[]).prometheus.config(), None);
+        let a = args(&[
+            "--prometheus-url",
+            "http://prometheus:9090",
+            "--prometheus-token",
+            "prom-tok-1",
+            "--prometheus-max-points",
+            "300",
+            "--prometheus-responder-queries",
+            "false",
+        ]);
+        let c = a.prometheus.config().expect("configured");
+        assert_eq!(
+            c.auth,
+            crate::prometheus::PrometheusAuth::Bearer("prom-tok-1".into())
+        );
+        assert_eq!((c.max_points, c.responder_queries), (300, false));
+        assert!(!format!("{a:?}").contains("prom-tok-1"));
+        let b = args(&[
+            "--prometheus-url",
+            "http://prometheus:9090",
+            "--prometheus-user",
+            "ops",
+            "--prometheus-password",
+            "prom-pw-2",
+        ]);
+        assert!(matches!(
+            b.prometheus.config().map(|c| c.auth),
+            Some(crate::prometheus::PrometheusAuth::Basic { .. })
+        ));
+        let shown = format!("{b:?} {:?}", b.prometheus.config());
+        assert!(!shown.contains("prom-pw-2"), "{shown}");
+    }
+
+    #[test]
     fn the_model_key_goes_to_the_embeddings_endpoint_only_on_the_same_server() {
         let base = "https://api.openai.com/v1";
         let same = args(&[

@@ -234,13 +234,22 @@ pub fn expr_from_generator_url(generator_url: &str) -> Option<String> {
 }
 
 /// The Prometheus source of one app: its settings, an HTTP client, and the alerts whose series
-/// are being pulled now (so one alert is queried once even when deliveries overlap).
-#[derive(Debug)]
+/// are being pulled now (so one alert is queried once even when deliveries overlap). `Debug`
+/// shows no credentials.
 pub struct Prometheus {
     config: PrometheusConfig,
     base: url::Url,
     http: reqwest::Client,
     in_flight: Mutex<HashSet<String>>,
+}
+
+impl std::fmt::Debug for Prometheus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prometheus")
+            .field("config", &self.config)
+            .field("base", &crate::store::redacted_url(self.base.as_str()))
+            .finish_non_exhaustive()
+    }
 }
 
 /// Removes its key from [`Prometheus`]'s in-flight set when dropped.
@@ -527,5 +536,17 @@ mod tests {
         c.auth = PrometheusAuth::Bearer("tok-secret-1".into());
         let shown = format!("{c:?}");
         assert!(!shown.contains("tok-secret-1"), "{shown}");
+        let source = Prometheus::new(c).unwrap();
+        let shown = format!("{source:?}");
+        assert!(
+            !shown.contains("tok-secret-1") && !shown.contains("pw-in-url"),
+            "{shown}"
+        );
+        let w = Window::fit(jiff::Timestamp::UNIX_EPOCH, jiff::Timestamp::UNIX_EPOCH, 10);
+        let link = source.graph_url("up", &w);
+        assert!(
+            link.starts_with("http://prom:9090/graph?g0.expr=up&"),
+            "{link}"
+        );
     }
 }
