@@ -76,7 +76,12 @@ impl App {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
         let pool = store::open(&config.database_url, OpenMode::CreateIfMissing).await?;
         let memory = Memory::new(pool.clone(), config.embedder);
+        let prometheus = config.settings.prometheus.clone();
         let mut state = AppState::new(pool, config.settings).with_memory(memory);
+        if let Some(p) = prometheus {
+            tracing::info!(url = %crate::store::redacted_url(&p.url), "Prometheus source configured");
+            state = state.with_prometheus(crate::prometheus::Prometheus::new(p)?);
+        }
         if let Some(llm) = config.llm {
             let metered = crate::metrics::MeteredAnalyst::new(llm, state.metrics.clone());
             state = state.with_llm(Arc::new(metered));

@@ -58,6 +58,10 @@ pub enum AppError {
          the database, then try again"
     )]
     StorageFull,
+    /// A server the app queries on the user's behalf (Prometheus) is down, slow or answered an
+    /// error that is not the user's input (HTTP 502 Bad Gateway); the message says which.
+    #[error("{0}")]
+    Upstream(String),
     /// Anything else: a bug or an unavailable database (HTTP 500, logged).
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
@@ -124,6 +128,7 @@ impl AppError {
             Self::InvalidTransition(_) | Self::Conflict(_) => StatusCode::CONFLICT,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::StorageFull => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Upstream(_) => StatusCode::BAD_GATEWAY,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -141,6 +146,7 @@ impl AppError {
             Self::Conflict(_) => "conflict",
             Self::TooManyRequests { .. } => "rate_limited",
             Self::StorageFull => "storage_full",
+            Self::Upstream(_) => "upstream",
             Self::Internal(_) => "internal",
         }
     }

@@ -14,6 +14,7 @@ pub mod error;
 pub mod evidence;
 pub mod memory;
 pub mod metrics;
+pub mod prometheus;
 pub mod services;
 pub mod startup;
 pub mod store;

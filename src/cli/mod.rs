@@ -109,6 +109,115 @@ impl std::fmt::Debug for EmbeddingArgs {
     }
 }
 
+/// The Prometheus source (`serve`). `Debug` never prints the token or the password.
+#[derive(Clone, Args)]
+pub struct PrometheusArgs {
+    /// Base URL of a Prometheus server (`http://prometheus:9090`): alerts whose `generatorURL`
+    /// carries an expression get its series as evidence, and responders may run queries from
+    /// the incident page. Unset: nothing is pulled.
+    #[arg(long, env = "INCIDENTMIND_PROMETHEUS_URL")]
+    pub prometheus_url: Option<String>,
+    /// Bearer token sent to Prometheus (`Authorization: Bearer …`).
+    #[arg(
+        long,
+        env = "INCIDENTMIND_PROMETHEUS_TOKEN",
+        hide_env_values = true,
+        conflicts_with = "prometheus_user"
+    )]
+    pub prometheus_token: Option<String>,
+    /// User name for HTTP basic authentication to Prometheus.
+    #[arg(long, env = "INCIDENTMIND_PROMETHEUS_USER")]
+    pub prometheus_user: Option<String>,
+    /// Password for HTTP basic authentication to Prometheus.
+    #[arg(
+        long,
+        env = "INCIDENTMIND_PROMETHEUS_PASSWORD",
+        hide_env_values = true,
+        requires = "prometheus_user"
+    )]
+    pub prometheus_password: Option<String>,
+    /// Whole-request timeout of one Prometheus query, in seconds.
+    #[arg(
+        long,
+        env = "INCIDENTMIND_PROMETHEUS_TIMEOUT_SECS",
+        default_value_t = 10
+    )]
+    pub prometheus_timeout_secs: u64,
+    /// Series kept from one query; more are dropped with a notice on the incident.
+    #[arg(long, env = "INCIDENTMIND_PROMETHEUS_MAX_SERIES", default_value_t = crate::prometheus::DEFAULT_MAX_SERIES)]
+    pub prometheus_max_series: usize,
+    /// Points kept per series (the step is chosen to fit); more are dropped with a notice.
+    #[arg(long, env = "INCIDENTMIND_PROMETHEUS_MAX_POINTS", default_value_t = crate::prometheus::DEFAULT_MAX_POINTS)]
+    pub prometheus_max_points: usize,
+    /// Let responders run their own PromQL queries from an incident (they run with the app's
+    /// Prometheus credentials); `false`: only the alerts' own series are pulled.
+    #[arg(
+        long,
+        env = "INCIDENTMIND_PROMETHEUS_RESPONDER_QUERIES",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub prometheus_responder_queries: bool,
+}
+
+impl std::fmt::Debug for PrometheusArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrometheusArgs")
+            .field(
+                "prometheus_url",
+                &self
+                    .prometheus_url
+                    .as_deref()
+                    .map(crate::store::redacted_url),
+            )
+            .field(
+                "prometheus_token",
+                &self.prometheus_token.as_ref().map(|_| "<redacted>"),
+            )
+            .field("prometheus_user", &self.prometheus_user)
+            .field(
+                "prometheus_password",
+                &self.prometheus_password.as_ref().map(|_| "<redacted>"),
+            )
+            .field("prometheus_timeout_secs", &self.prometheus_timeout_secs)
+            .field("prometheus_max_series", &self.prometheus_max_series)
+            .field("prometheus_max_points", &self.prometheus_max_points)
+            .field(
+                "prometheus_responder_queries",
+                &self.prometheus_responder_queries,
+            )
+            .finish()
+    }
+}
+
+impl PrometheusArgs {
+    /// The source's settings; `None` without a URL.
+    pub fn config(&self) -> Option<crate::prometheus::PrometheusConfig> {
+        use crate::prometheus::{PrometheusAuth, PrometheusConfig};
+        let url = self
+            .prometheus_url
+            .as_deref()
+            .map(str::trim)
+            .filter(|u| !u.is_empty())?;
+        let auth = match (&self.prometheus_token, &self.prometheus_user) {
+            (Some(t), _) if !t.trim().is_empty() => PrometheusAuth::Bearer(t.trim().to_string()),
+            (_, Some(u)) if !u.trim().is_empty() => PrometheusAuth::Basic {
+                user: u.trim().to_string(),
+                password: self.prometheus_password.clone().unwrap_or_default(),
+            },
+            _ => PrometheusAuth::None,
+        };
+        Some(PrometheusConfig {
+            url: url.to_string(),
+            auth,
+            timeout: std::time::Duration::from_secs(self.prometheus_timeout_secs.max(1)),
+            max_series: self.prometheus_max_series.max(1),
+            max_points: self.prometheus_max_points.max(2),
+            responder_queries: self.prometheus_responder_queries,
+        })
+    }
+}
+
 /// Web server options (`serve`, the default command). `Debug` never prints the model API key.
 #[derive(Clone, Args)]
 pub struct ServeArgs {
@@ -153,6 +262,10 @@ pub struct ServeArgs {
     /// Embeddings.
     #[command(flatten)]
     pub embeddings: EmbeddingArgs,
+    /// The Prometheus source (boxed: it would make `Serve` the one large variant of
+    /// [`Command`]).
+    #[command(flatten)]
+    pub prometheus: Box<PrometheusArgs>,
     /// Let the last editor of a post-mortem draft confirm it (small teams).
     #[arg(long, env = "INCIDENTMIND_ALLOW_SELF_CONFIRM", default_value_t = false)]
     pub allow_self_confirm: bool,
@@ -232,6 +345,7 @@ impl std::fmt::Debug for ServeArgs {
             .field("llm_timeout_secs", &self.llm_timeout_secs)
             .field("llm_context_tokens", &self.llm_context_tokens)
             .field("embeddings", &self.embeddings)
+            .field("prometheus", &self.prometheus)
             .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .field("rule_cap", &self.rule_cap)
             .field("consolidate_every_hours", &self.consolidate_every_hours)
@@ -981,6 +1095,7 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
         consolidate_every: (args.consolidate_every_hours > 0).then(|| {
             std::time::Duration::from_secs(args.consolidate_every_hours.saturating_mul(3600))
         }),
+        prometheus: args.prometheus.config(),
     };
     let embedder = embedder(&args.embeddings, Some(&ModelServer::of(args)))?;
     let llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>> = if let Some(base) = args
@@ -1104,6 +1219,42 @@ mod tests {
     fn args(flags: &[&str]) -> ServeArgs {
         let cli = Cli::try_parse_from([&["incidentmind"], flags].concat()).expect("valid flags");
         cli.serve
+    }
+
+    #[test]
+    fn prometheus_flags_build_the_source_and_debug_hides_its_secrets() {
+        assert_eq!(args(&[]).prometheus.config(), None);
+        let a = args(&[
+            "--prometheus-url",
+            "http://prometheus:9090",
+            "--prometheus-token",
+            "prom-tok-1",
+            "--prometheus-max-points",
+            "300",
+            "--prometheus-responder-queries",
+            "false",
+        ]);
+        let c = a.prometheus.config().expect("configured");
+        assert_eq!(
+            c.auth,
+            crate::prometheus::PrometheusAuth::Bearer("prom-tok-1".into())
+        );
+        assert_eq!((c.max_points, c.responder_queries), (300, false));
+        assert!(!format!("{a:?}").contains("prom-tok-1"));
+        let b = args(&[
+            "--prometheus-url",
+            "http://prometheus:9090",
+            "--prometheus-user",
+            "ops",
+            "--prometheus-password",
+            "prom-pw-2",
+        ]);
+        assert!(matches!(
+            b.prometheus.config().map(|c| c.auth),
+            Some(crate::prometheus::PrometheusAuth::Basic { .. })
+        ));
+        let shown = format!("{b:?} {:?}", b.prometheus.config());
+        assert!(!shown.contains("prom-pw-2"), "{shown}");
     }
 
     #[test]

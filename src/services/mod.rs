@@ -9,6 +9,7 @@ pub mod insights;
 pub mod investigation;
 pub mod memory;
 pub mod postmortem;
+pub mod prometheus;
 pub mod proposals;
 pub mod sample;
 pub mod users;

@@ -155,6 +155,36 @@ pub fn evidence_duplicate() -> Value {
     })
 }
 
+/// `POST …/evidence/prometheus`.
+pub fn prometheus_query() -> Value {
+    json!({
+        "query": "sum(rate(http_requests_total{service=\"checkout\"}[5m]))",
+        "start": "2026-11-29T13:50:00Z",
+        "end": "2026-11-29T14:20:00Z",
+        "step": 15
+    })
+}
+
+/// `201` of `POST …/evidence/prometheus`.
+pub fn prometheus_stored() -> Value {
+    let mut evidence = evidence_meta();
+    evidence["kind"] = json!("metrics");
+    evidence["format"] = json!("prometheus-json");
+    evidence["source"] =
+        json!("prometheus: sum(rate(http_requests_total{service=\"checkout\"}[5m]))");
+    evidence["author"] = json!("rita");
+    json!({
+        "evidence": evidence,
+        "observations": [],
+        "created": true,
+        "query": "sum(rate(http_requests_total{service=\"checkout\"}[5m]))",
+        "start": "2026-11-29T13:50:00Z",
+        "end": "2026-11-29T14:20:00Z",
+        "step": 15,
+        "link": "http://prometheus:9090/graph?g0.expr=sum%28rate%28http_requests_total%7Bservice%3D%22checkout%22%7D%5B5m%5D%29%29&g0.tab=0&g0.range_input=1800s&g0.end_input=2026-11-29+14%3A20%3A00&g0.step_input=15"
+    })
+}
+
 /// `GET …/evidence`.
 pub fn evidence_list() -> Value {
     json!({"evidence": [evidence_meta()], "observations": [observation()]})

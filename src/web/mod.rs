@@ -72,6 +72,9 @@ pub struct Settings {
     /// How often `serve` runs consolidation; `None`: only on demand (`incidentmind
     /// consolidate`).
     pub consolidate_every: Option<std::time::Duration>,
+    /// The Prometheus source (`--prometheus-url`); `None`: no series are pulled and the
+    /// Prometheus query of the evidence panel answers 404.
+    pub prometheus: Option<crate::prometheus::PrometheusConfig>,
 }
 
 impl Settings {
@@ -95,6 +98,7 @@ impl Default for Settings {
             rate_limits: limits::RateLimitSettings::default(),
             rule_cap: crate::domain::consolidation::DEFAULT_RULE_CAP,
             consolidate_every: None,
+            prometheus: None,
         }
     }
 }
@@ -119,6 +123,8 @@ pub struct AppState {
     pub limits: std::sync::Arc<limits::RateLimiters>,
     /// Users recently authenticated ([`auth::KnownUsers`]).
     pub users: std::sync::Arc<auth::KnownUsers>,
+    /// The Prometheus source when one is configured ([`Settings::prometheus`]).
+    pub prometheus: Option<std::sync::Arc<crate::prometheus::Prometheus>>,
 }
 
 impl AppState {
@@ -133,7 +139,14 @@ impl AppState {
             pages: std::sync::Arc::default(),
             metrics: crate::metrics::Metrics::new(),
             users: std::sync::Arc::default(),
+            prometheus: None,
         }
+    }
+
+    /// Uses `prometheus` as the Prometheus source.
+    pub fn with_prometheus(mut self, prometheus: crate::prometheus::Prometheus) -> Self {
+        self.prometheus = Some(std::sync::Arc::new(prometheus));
+        self
     }
 
     /// Uses `memory` (built over the same pool, typically with an embedder).
@@ -213,6 +226,14 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
             post(evidence::page_add).layer(long()),
         )
         .route("/incidents/{id}/evidence/{eid}", get(evidence::lines_page))
+        .route(
+            "/api/v1/incidents/{id}/evidence/prometheus",
+            post(evidence::api_prometheus),
+        )
+        .route(
+            "/incidents/{id}/evidence/prometheus",
+            post(evidence::page_prometheus),
+        )
         // Investigation: recall + analyst, recommendations, simulated approvals, verdicts
         // (web/investigation.rs).
         .route(

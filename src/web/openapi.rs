@@ -31,6 +31,7 @@ use super::schema::{ErrorBody, ErrorCode, ErrorDetail};
         super::api::reopen,
         super::evidence::api_list,
         super::evidence::api_add,
+        super::evidence::api_prometheus,
         super::investigation::api_investigate,
         super::investigation::api_latest,
         super::investigation::api_propose,

@@ -351,6 +351,9 @@ struct ShowPage {
     evidence_limit: usize,
     /// The same limit for people (`50 MiB`).
     evidence_limit_text: String,
+    /// Whether the Prometheus query form is offered (a source is configured and responder
+    /// queries are on).
+    prometheus_form: bool,
 }
 
 /// A recalled memory as shown in the side lists of the incident page.
@@ -519,6 +522,8 @@ pub struct KeptInput {
     pub reject: Option<(i64, String)>,
     /// Verdict and note chosen for one recommendation.
     pub verdict: Option<(i64, String, String)>,
+    /// The Prometheus query form: query, start, end and step as typed.
+    pub prometheus: [String; 4],
 }
 
 impl KeptInput {
@@ -556,6 +561,14 @@ impl KeptInput {
     /// The evidence pasted.
     pub fn evidence_content(&self) -> &str {
         &self.evidence.2
+    }
+
+    /// Field `i` of the Prometheus query form as typed (0 query, 1 start, 2 end, 3 step).
+    pub fn prometheus_field(&self, i: usize) -> &str {
+        self.prometheus
+            .get(i)
+            .map(String::as_str)
+            .unwrap_or_default()
     }
 
     /// Whether anything was typed into the resolve form.
@@ -843,6 +856,10 @@ async fn build_page(
         memory_notice,
         evidence_limit: state.settings.max_evidence_bytes,
         evidence_limit_text: super::view::mebibytes(state.settings.max_evidence_bytes),
+        prometheus_form: state
+            .prometheus
+            .as_ref()
+            .is_some_and(|p| p.config().responder_queries),
     };
     Ok((status, page))
 }

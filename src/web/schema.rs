@@ -27,7 +27,7 @@ pub struct ErrorDetail {
 /// The codes of [`crate::error::AppError::code`], with their statuses: `validation` 422,
 /// `bad_request` 400, `payload_too_large` 413, `unauthenticated` 401, `forbidden` 403,
 /// `not_found` 404, `invalid_transition` 409, `conflict` 409, `rate_limited` 429, `internal`
-/// 500.
+/// 500, `upstream` 502.
 #[derive(utoipa::ToSchema)]
 #[schema(rename_all = "snake_case")]
 pub enum ErrorCode {
@@ -51,6 +51,9 @@ pub enum ErrorCode {
     RateLimited,
     /// 500: an internal error.
     Internal,
+    /// 502: a server the app queries for the request (Prometheus) is down, slow or answered an
+    /// error that is not about the request's input.
+    Upstream,
 }
 
 /// The error responses every `/api/v1` operation lists (`responses(…, ApiErrors)` on each

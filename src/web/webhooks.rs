@@ -180,7 +180,7 @@ async fn apply(
         ingest::authenticate(&state.pool, source, &credentials(headers, query), body).await?;
     state.limits.webhook(integ.id)?;
     let delivery = ingest::parse_delivery(source, body)?;
-    let out = ingest::ingest(&state.pool, &integ, &delivery).await?;
+    let out = ingest::ingest(&state.pool, &integ, &delivery, state.prometheus.as_ref()).await?;
     if let Some(first) = out.incidents.first() {
         super::log_incident(first);
     }

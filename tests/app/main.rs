@@ -14,6 +14,7 @@ mod memory;
 mod migrate_db;
 mod openapi;
 mod postmortem;
+mod prometheus;
 mod proposals;
 mod redaction;
 mod service;

@@ -438,7 +438,8 @@ impl Exerciser<'_> {
     reason = "walks every operation of the OpenAPI document against one app and lists what failed at the end"
 )]
 async fn every_documented_example_is_answered_as_its_schema_says() {
-    let app = spawn_app().await;
+    let stub = crate::prometheus::start_stub().await;
+    let app = crate::helpers::spawn_app_with(crate::prometheus::stub_settings(&stub)).await;
     let doc: Value = app
         .get(&app.responder, "/api/v1/openapi.json")
         .await
@@ -560,6 +561,12 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
             .contains("already evidence")
     );
     x.send(&r, "get", evidence_t, &evidence, None).await;
+    // The query, against the stand-in Prometheus of tests/app/prometheus.rs.
+    let prometheus_t = "/api/v1/incidents/{id}/evidence/prometheus";
+    let (status, stored) = x
+        .send_example(&r, "post", prometheus_t, &format!("{evidence}/prometheus"))
+        .await;
+    assert_eq!(status, 201, "{stored}");
     let investigate_t = "/api/v1/incidents/{id}/investigate";
     x.send_versioned(
         &r,
@@ -946,7 +953,7 @@ async fn the_api_reference_page_lists_every_operation_of_the_document() {
         missing.is_empty(),
         "operations /api/docs lacks: {missing:?}"
     );
-    assert_eq!(ids.len(), 41);
+    assert_eq!(ids.len(), 42);
     // Every schema has its section, and the examples are on the page.
     for name in doc["components"]["schemas"].as_object().unwrap().keys() {
         assert!(html.contains(&format!("id=\"schema-{name}\"")), "{name}");

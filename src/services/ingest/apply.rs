@@ -58,6 +58,11 @@ pub struct IngestOutcome {
 /// audit log; then one evidence record per alert through [`crate::services::evidence::add`]
 /// with a dedup key, so repeats add nothing.
 ///
+/// With a Prometheus source, each alert that is new on its incident and carries an expression
+/// (`generatorURL`'s `g0.expr`) has its series pulled in a task of its own once the group's
+/// transaction committed ([`crate::services::prometheus::spawn_alert_pulls`]): the delivery's
+/// answer never waits for Prometheus.
+///
 /// A group that is unknown and has nothing firing opens no incident. Resolving alerts never
 /// resolves the incident: a person does that with a summary and a root cause.
 ///
@@ -67,13 +72,14 @@ pub async fn ingest(
     pool: &AnyPool,
     integ: &Integration,
     delivery: &Delivery,
+    prometheus: Option<&std::sync::Arc<crate::prometheus::Prometheus>>,
 ) -> AppResult<IngestOutcome> {
     let mut out = IngestOutcome {
         ignored: delivery.ignored.clone(),
         ..IngestOutcome::default()
     };
     for group in &delivery.groups {
-        let Some(g) = ingest_group(pool, integ, group).await? else {
+        let Some(g) = ingest_group(pool, integ, group, prometheus).await? else {
             continue;
         };
         if !out.incidents.contains(&g.incident) {
@@ -274,6 +280,7 @@ async fn ingest_group(
     pool: &AnyPool,
     integ: &Integration,
     group: &IncomingGroup,
+    prometheus: Option<&std::sync::Arc<crate::prometheus::Prometheus>>,
 ) -> AppResult<Option<GroupOutcome>> {
     let actor = format!("integration:{}", integ.name);
     let received = store::now();
@@ -312,6 +319,33 @@ async fn ingest_group(
         tracing::info!(incident.id = %incident_id, integration = %integ.name, "incident opened by an alert");
     }
     let evidence_created = add_alert_evidence(pool, integ, group, &changes, &incident_id).await?;
+    if let Some(prom) = prometheus {
+        let pulls: Vec<_> = group
+            .alerts
+            .iter()
+            .zip(&changes)
+            .filter(|(a, c)| **c == astore::AlertChange::New && a.status == AlertStatus::Firing)
+            .filter_map(|(a, _)| {
+                let expr = a
+                    .generator_url
+                    .as_deref()
+                    .and_then(crate::prometheus::expr_from_generator_url)?;
+                Some(crate::services::prometheus::AlertSeries {
+                    fingerprint: a.fingerprint.clone(),
+                    name: a.name.clone(),
+                    expr,
+                    starts_at: a.starts_at,
+                    ends_at: a.ends_at,
+                })
+            })
+            .collect();
+        crate::services::prometheus::spawn_alert_pulls(
+            pool.clone(),
+            prom.clone(),
+            incident_id.clone(),
+            pulls,
+        );
+    }
     Ok(Some(GroupOutcome {
         group_key: group.key.clone(),
         incident: incident_id.to_string(),

@@ -33,6 +33,8 @@ pub struct IncomingAlert {
     pub ends_at: Option<jiff::Timestamp>,
     /// The evidence text stored for it (pretty JSON of the alert in its envelope).
     pub content: String,
+    /// Alertmanager's `generatorURL` (the Prometheus graph link with the rule's expression).
+    pub generator_url: Option<String>,
 }
 
 /// A group of alerts that maps to one incident.
@@ -156,6 +158,10 @@ fn am_alert(
         starts_at: ts(a.starts_at),
         ends_at: ends_at.filter(|_| status == AlertStatus::Resolved),
         content: pretty(&Value::Object(env)),
+        generator_url: raw
+            .get("generatorURL")
+            .and_then(Value::as_str)
+            .map(str::to_string),
     }
 }
 
@@ -287,6 +293,7 @@ fn single(read: Body, v: &Value, what: &str, untitled: impl Fn(&str) -> String) 
         starts_at: ts(a.starts_at),
         ends_at: ts(a.ends_at.or(a.occurred_at)).filter(|_| status == AlertStatus::Resolved),
         content: pretty(v),
+        generator_url: None,
     };
     Delivery {
         groups: vec![IncomingGroup {

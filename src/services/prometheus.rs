@@ -1,0 +1,346 @@
+//! Metric evidence pulled from Prometheus ([`crate::prometheus`]): the alert's own series,
+//! pulled once per alert off the webhook's request path, and a responder's query from the
+//! incident page or the API. Either result is stored through [`crate::services::evidence::add`]
+//! as `metrics` evidence, like a pasted Prometheus API answer, so it is redacted the same way
+//! and the same trend analysis (flat, climbing, …) reads it; the stored document keeps the
+//! query, the window and the link back to Prometheus's graph page.
+//!
+//! A pull that fails leaves a `prometheus` note on the incident's timeline and nothing else:
+//! the incident, its alerts and the webhook's answer never depend on Prometheus.
+
+use std::sync::Arc;
+
+use sqlx::AnyPool;
+
+use crate::domain::{IncidentId, ValidationError};
+use crate::error::{AppError, AppResult};
+use crate::evidence::{EvidenceKind, truncate_chars};
+use crate::prometheus::{ALERT_LOOKBACK, PromError, Prometheus, RangeResult, Window};
+use crate::services::evidence::{self as esvc, EvidenceAdded};
+use crate::store::{self, evidence as estore, incidents};
+
+/// Who pulled an alert's series (the timeline and the evidence author).
+pub const ACTOR: &str = "prometheus";
+/// Longest accepted PromQL query, characters.
+pub const QUERY_MAX: usize = 2_000;
+/// Characters of a query used to name a series that has no `__name__`.
+const NAME_CHARS: usize = 120;
+
+/// An alert whose series to pull: its expression and instants.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlertSeries {
+    /// The alert's fingerprint (pulled once per fingerprint and incident).
+    pub fingerprint: String,
+    /// The alert's name, for the timeline.
+    pub name: String,
+    /// The PromQL expression of its `generatorURL`.
+    pub expr: String,
+    /// `startsAt`; `None`: now.
+    pub starts_at: Option<jiff::Timestamp>,
+    /// `endsAt` of a resolved alert; `None`: now.
+    pub ends_at: Option<jiff::Timestamp>,
+}
+
+/// The dedup key of an alert's pulled series on incident `id`.
+fn alert_key(id: &IncidentId, fingerprint: &str) -> String {
+    format!("prom:{id}:{fingerprint}")
+}
+
+/// Pulls the series of `alerts` for incident `id` in a task of its own (after the caller's
+/// transaction committed): each alert once, skipped when its series is already evidence or
+/// being pulled. Returns at once.
+pub fn spawn_alert_pulls(
+    pool: AnyPool,
+    prom: Arc<Prometheus>,
+    id: IncidentId,
+    alerts: Vec<AlertSeries>,
+) {
+    if alerts.is_empty() {
+        return;
+    }
+    tokio::spawn(async move {
+        for a in alerts {
+            if let Err(e) = pull_alert(&pool, &prom, &id, &a).await {
+                tracing::warn!(incident.id = %id, error = %e, "the alert's series was not stored");
+            }
+        }
+    });
+}
+
+/// Pulls one alert's series and stores it, or notes on the timeline why it could not.
+async fn pull_alert(
+    pool: &AnyPool,
+    prom: &Prometheus,
+    id: &IncidentId,
+    a: &AlertSeries,
+) -> AppResult<()> {
+    let key = alert_key(id, &a.fingerprint);
+    let Some(_claim) = prom.claim(&key) else {
+        return Ok(());
+    };
+    if estore::find_by_key(pool, &key).await?.is_some() {
+        return Ok(());
+    }
+    let now = store::now();
+    let start = a.starts_at.unwrap_or(now).min(now);
+    let start = start.checked_sub(ALERT_LOOKBACK).unwrap_or(start);
+    let end = a.ends_at.unwrap_or(now).min(now);
+    let window = Window::fit(start, end, prom.config().max_points);
+    let started = std::time::Instant::now();
+    match prom.query_range(&a.expr, &window).await {
+        Ok(result) => {
+            let added = store_result(pool, ACTOR, id, prom, &a.expr, &window, result, &key).await;
+            match added {
+                Ok(_) => {
+                    tracing::info!(incident.id = %id, ms = started.elapsed().as_millis() as u64,
+                        "the alert's series is evidence");
+                    Ok(())
+                }
+                // A learned incident takes no evidence: nothing to note.
+                Err(AppError::Conflict(_)) => Ok(()),
+                Err(e) => Err(e),
+            }
+        }
+        Err(e) => {
+            note(
+                pool,
+                id,
+                format!(
+                    "The series of alert '{}' was not pulled: {e}. Query: {} over {} – {}",
+                    truncate_chars(&a.name, 120),
+                    truncate_chars(&a.expr, 300),
+                    crate::prometheus::rfc3339(window.start),
+                    crate::prometheus::rfc3339(window.end),
+                ),
+            )
+            .await
+        }
+    }
+}
+
+/// The stored document: a Prometheus API answer (`data.result` in the matrix shape the metrics
+/// parser reads) with the query, the window, the link and the caps' notice beside it. A series
+/// without `__name__` is named by the query, so its observation says what was measured.
+fn document(query: &str, window: &Window, link: &str, result: RangeResult) -> serde_json::Value {
+    let series: Vec<_> = result
+        .series
+        .into_iter()
+        .map(|mut s| {
+            s.metric
+                .entry("__name__".to_string())
+                .or_insert_with(|| truncate_chars(query, NAME_CHARS).to_string());
+            s
+        })
+        .collect();
+    serde_json::json!({
+        "status": "success",
+        "source": "prometheus",
+        "query": query,
+        "window": window.describe(),
+        "link": link,
+        "notice": result.notice,
+        "data": {"resultType": "matrix", "result": series},
+    })
+}
+
+/// Stores a result as metrics evidence of `id` under `key` (a repeat adds nothing); a
+/// truncated result also leaves a note on the timeline.
+#[allow(clippy::too_many_arguments)]
+async fn store_result(
+    pool: &AnyPool,
+    actor: &str,
+    id: &IncidentId,
+    prom: &Prometheus,
+    query: &str,
+    window: &Window,
+    result: RangeResult,
+    key: &str,
+) -> AppResult<(EvidenceAdded, Option<String>)> {
+    let notice = result.notice.clone();
+    let link = prom.graph_url(query, window);
+    let doc = document(query, window, &link, result);
+    let content = serde_json::to_string_pretty(&doc).map_err(|e| AppError::Internal(e.into()))?;
+    let source = format!("prometheus: {}", truncate_chars(query, 180));
+    let added = esvc::add(
+        pool,
+        actor,
+        id,
+        EvidenceKind::Metrics,
+        content,
+        &source,
+        Some(key),
+    )
+    .await?;
+    if let (Some(n), true) = (&notice, added.created) {
+        note(
+            pool,
+            id,
+            format!(
+                "Evidence #{} from Prometheus ({}): {n}",
+                added.evidence.id,
+                truncate_chars(query, 200)
+            ),
+        )
+        .await?;
+    }
+    Ok((added, notice))
+}
+
+/// Writes a `prometheus` note on the incident's timeline (redacted like any incident text).
+async fn note(pool: &AnyPool, id: &IncidentId, detail: String) -> AppResult<()> {
+    let mut detail = detail;
+    let mut tx = store::begin_write(pool).await?;
+    crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut detail]).await?;
+    incidents::add_event(&mut tx, id, store::now(), ACTOR, "prometheus", &detail).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// A responder's query: PromQL and an optional window (default: from 15 minutes before the
+/// incident opened to now) and step (default: the smallest that fits the point cap).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryRequest {
+    /// PromQL.
+    pub query: String,
+    /// Window start.
+    pub start: Option<jiff::Timestamp>,
+    /// Window end.
+    pub end: Option<jiff::Timestamp>,
+    /// Step, seconds.
+    pub step: Option<i64>,
+}
+
+/// What a responder's query stored.
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
+pub struct QueryStored {
+    /// The evidence and its observations, as a paste gives them.
+    #[serde(flatten)]
+    pub added: EvidenceAdded,
+    /// The query as run.
+    pub query: String,
+    /// The window start (RFC 3339).
+    pub start: String,
+    /// The window end (RFC 3339).
+    pub end: String,
+    /// The step, seconds.
+    pub step: i64,
+    /// Prometheus's graph page of the query over the window.
+    pub link: String,
+    /// What the caps left out, or that the same query was already evidence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}
+
+/// Runs a responder's query against the app's Prometheus and stores the result as evidence of
+/// `id` (the same query over the same window twice adds nothing).
+///
+/// # Errors
+/// [`AppError::NotFound`] when no Prometheus is configured, responder queries are turned off
+/// or the incident does not exist; [`AppError::Validation`] for an empty or over-long query, a
+/// bad window or step, or a query that matched nothing; [`AppError::BadRequest`] naming
+/// Prometheus's error for a query it rejects; [`AppError::Upstream`] when Prometheus is down,
+/// slow or answers another error; [`AppError::Conflict`] on a learned incident.
+pub async fn run_query(
+    pool: &AnyPool,
+    prom: Option<&Prometheus>,
+    actor: &str,
+    id: &IncidentId,
+    req: QueryRequest,
+) -> AppResult<QueryStored> {
+    let prom = prom.ok_or_else(|| {
+        AppError::NotFound(
+            "a Prometheus source (this server has none: start it with --prometheus-url or \
+             INCIDENTMIND_PROMETHEUS_URL to query Prometheus from an incident)"
+                .into(),
+        )
+    })?;
+    if !prom.config().responder_queries {
+        return Err(AppError::NotFound(
+            "Prometheus queries from incidents (turned off on this server: \
+             --prometheus-responder-queries=false)"
+                .into(),
+        ));
+    }
+    let incident = incidents::get(pool, id).await?;
+    let query = req.query.trim().to_string();
+    if query.is_empty() {
+        return Err(ValidationError::new("query", "is empty: write a PromQL expression").into());
+    }
+    if query.chars().count() > QUERY_MAX {
+        return Err(ValidationError::new(
+            "query",
+            format!("is longer than {QUERY_MAX} characters"),
+        )
+        .into());
+    }
+    let now = store::now();
+    let end = req.end.unwrap_or(now);
+    let opened = incident
+        .opened_at
+        .checked_sub(ALERT_LOOKBACK)
+        .unwrap_or(incident.opened_at);
+    let start = req.start.unwrap_or(opened.min(end));
+    if start >= end {
+        return Err(ValidationError::new("start", "must be before end").into());
+    }
+    let max_points = prom.config().max_points;
+    let window = match req.step {
+        None => Window::fit(start, end, max_points),
+        Some(s) if s >= 1 => Window {
+            start,
+            end,
+            step_secs: s,
+        },
+        Some(_) => {
+            return Err(ValidationError::new("step", "must be at least 1 second").into());
+        }
+    };
+    // Prometheus refuses more than 11,000 points per series; say so in our words first.
+    if window.points() > 11_000 {
+        return Err(ValidationError::new(
+            "step",
+            format!(
+                "gives {} points per series; Prometheus answers at most 11000: use a larger step",
+                window.points()
+            ),
+        )
+        .into());
+    }
+    let result = prom
+        .query_range(&query, &window)
+        .await
+        .map_err(|e| match e {
+            PromError::BadData(_) => AppError::BadRequest(e.to_string()),
+            PromError::Empty { .. } => ValidationError::new("query", e.to_string()).into(),
+            other => AppError::Upstream(other.to_string()),
+        })?;
+    let digest = crate::digest::sha256_hex(
+        format!(
+            "{query}\n{}\n{}\n{}",
+            window.start.as_second(),
+            window.end.as_second(),
+            window.step_secs
+        )
+        .as_bytes(),
+    );
+    let key = format!("promq:{id}:{digest}");
+    let (added, notice) =
+        store_result(pool, actor, id, prom, &query, &window, result, &key).await?;
+    let notice = if added.created {
+        notice
+    } else {
+        Some(format!(
+            "the same query over the same window is already evidence #{}; nothing was added",
+            added.evidence.id
+        ))
+    };
+    Ok(QueryStored {
+        link: prom.graph_url(&query, &window),
+        start: crate::prometheus::rfc3339(window.start),
+        end: crate::prometheus::rfc3339(window.end),
+        step: window.step_secs,
+        query,
+        added,
+        notice,
+    })
+}
