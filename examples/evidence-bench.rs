@@ -22,7 +22,8 @@
 //!   (`tests/data/*.templates.csv`, corrected style), shown in both.
 //! - Other flags: `--misses NAME` prints the template pairs that PA counts wrong for one system,
 //!   `--layouts` (single-file mode) the learned header layouts, `--ablate` GA/PA with one
-//!   mechanism turned off at a time, `--no-shape-cache` every message tokenized (the shape cache
+//!   mechanism turned off at a time (learning, siblings, variable depth, merging, the request-line,
+//!   path-id and compound-id masks, categorical words, the fast paths), `--no-shape-cache` every message tokenized (the shape cache
 //!   must change no figure but MB/s). `tests/data/drain3_baseline.py` measures drain3 on the same
 //!   inputs.
 //! - MB/s: the sample repeated to 20 MB, fed line by line, including layout learning; best of
@@ -37,7 +38,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use incidentmind::evidence::drain::DrainConfig;
+use incidentmind::evidence::drain::{DrainConfig, MaskOptions};
 use incidentmind::evidence::{LogExtractor, NO_TEMPLATE, csv};
 
 /// Ground truth of one sample: per line, event id and template.
@@ -369,7 +370,12 @@ fn single(args: &[String]) {
 /// `--ablate`: GA / PA (corrected) of each system with one mechanism turned off at a time.
 fn ablate(samples: &[(String, String, Truth)]) {
     let base = DrainConfig::default();
-    let variants: [(&str, bool, bool, DrainConfig); 7] = [
+    let masks = |f: &dyn Fn(&mut MaskOptions)| {
+        let mut m = MaskOptions::default();
+        f(&mut m);
+        DrainConfig { masks: m, ..base }
+    };
+    let variants: [(&str, bool, bool, DrainConfig); 11] = [
         ("full", true, true, base),
         ("no-learning", true, false, base),
         (
@@ -396,6 +402,28 @@ fn ablate(samples: &[(String, String, Truth)]) {
             true,
             DrainConfig {
                 merge: false,
+                ..base
+            },
+        ),
+        (
+            "no-request-line",
+            true,
+            true,
+            masks(&|m| m.request_line = false),
+        ),
+        ("no-path-ids", true, true, masks(&|m| m.path_ids = false)),
+        (
+            "no-compound-ids",
+            true,
+            true,
+            masks(&|m| m.compound_ids = false),
+        ),
+        (
+            "no-categorical-words",
+            true,
+            true,
+            DrainConfig {
+                categorical_words: false,
                 ..base
             },
         ),

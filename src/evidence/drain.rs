@@ -44,17 +44,26 @@
 //!   masked variable there;
 //! - [`Tokens::hash`] feeds an exact-match cache in the caller: a masked message seen before skips
 //!   the tree.
+//! - a quoted HTTP request line that is the message's own text keeps its method and route words,
+//!   its path ids (by shape) and version masked (`"GET /v2/<*>/servers/detail HTTP/<*>"`), while
+//!   one that is the value of a `key:`/`key=` field stays a parameter (`request: "<*>"`); see
+//!   [`request`];
+//! - a compound identifier glued from word and digit runs (`broadcast_5_piece0@host`) is one
+//!   `<*>` inside a longer token, whatever its runs hold;
+//! - two plain words at one position are two variants (two format strings: `stored as values` /
+//!   `stored as bytes`) until [`WORD_CATEGORICAL_MAX`] distinct words make it a variable;
+//! - each of these can be turned off ([`MaskOptions`], [`DrainConfig::categorical_words`]).
 //!
-//! Long because the tree, its matching rules and their tests (about 180 lines) are one algorithm;
-//! masking and sibling merging are already in `drain/`.
+//! Masking, request lines, sibling merging and the tests are in `drain/`.
 
 use std::collections::HashMap;
 
 mod mask;
+mod request;
 mod siblings;
 
 use mask::F_WILD;
-pub use mask::{F_MASKED, Tokens};
+pub use mask::{F_MASKED, MaskOptions, Tokens};
 
 /// Hasher for keys that are already hashes (the exact-match cache): passes the `u64` through.
 #[derive(Clone, Copy, Debug, Default)]
@@ -101,6 +110,10 @@ pub enum TTok {
 /// with fewer values is an enumeration (e.g. `user=root` / `user=guest`, `state=open`) and splits
 /// the group into variants; other differing tokens become `<*>` at once, as in Drain.
 pub const CATEGORICAL_MAX: usize = 4;
+/// Distinct plain words a position may take before it becomes a variable (see
+/// [`DrainConfig::categorical_words`]): two words are a choice between two format strings
+/// (`stored as values` / `stored as bytes`), a third makes the word data (a user name).
+pub const WORD_CATEGORICAL_MAX: usize = 3;
 const NO_VALUE: u8 = u8::MAX;
 
 /// A log group (Drain's "log group"); its lines are split into variants by categorical positions.
@@ -168,6 +181,15 @@ pub struct DrainConfig {
     /// at least [`CATEGORICAL_MAX`] distinct values there, are one group (a variable in a
     /// routing token; see [`siblings`]).
     pub siblings: bool,
+    /// The optional masks applied before the tree (read by the caller that fills [`Tokens`];
+    /// see [`MaskOptions`]).
+    pub masks: MaskOptions,
+    /// Categorical words: a position where two messages hold different plain words (letters
+    /// only: `values` / `bytes`, `spawn` / `destroy`) splits the group into variants, like a
+    /// `key=value` field, until [`WORD_CATEGORICAL_MAX`] distinct words make it a variable (`VM
+    /// Started` / `Paused` / `Resumed`; `user news` / `test` / `cyrus`). Off, the words become
+    /// `<*>` at once, as in Drain.
+    pub categorical_words: bool,
 }
 
 impl Default for DrainConfig {
@@ -180,6 +202,8 @@ impl Default for DrainConfig {
             variable_depth: true,
             merge: true,
             siblings: true,
+            masks: MaskOptions::default(),
+            categorical_words: true,
         }
     }
 }
@@ -339,6 +363,7 @@ impl Drain {
     }
 
     fn join(&mut self, cid: u32, toks: &Tokens) -> AddResult {
+        let words = self.cfg.categorical_words;
         let c = &mut self.clusters[cid as usize];
         let mut saturated: Vec<usize> = Vec::new();
         self.key.clear();
@@ -352,7 +377,7 @@ impl Drain {
                         NO_VALUE
                     } else if **l == *t {
                         0
-                    } else if masked || !same_key(l, t) {
+                    } else if masked || !(same_key(l, t) || words && plain_words(l, t)) {
                         saturated.push(i);
                         NO_VALUE
                     } else {
@@ -363,7 +388,14 @@ impl Drain {
                 }
                 TTok::Cat(vals) => match vals.iter().position(|v| **v == *t) {
                     Some(p) => p as u8,
-                    None if masked || vals.len() + 1 >= CATEGORICAL_MAX => {
+                    None if masked
+                        || vals.len() + 1
+                            >= if vals[0].contains('=') {
+                                CATEGORICAL_MAX
+                            } else {
+                                WORD_CATEGORICAL_MAX
+                            } =>
+                    {
                         saturated.push(i);
                         NO_VALUE
                     }
@@ -556,6 +588,13 @@ fn same_key(a: &str, b: &str) -> bool {
     }
 }
 
+/// Two plain words (ASCII letters only, two or more each): the values of a categorical position
+/// (see [`DrainConfig::categorical_words`]).
+fn plain_words(a: &str, b: &str) -> bool {
+    let word = |s: &str| s.len() >= 2 && s.bytes().all(|c| c.is_ascii_alphabetic());
+    word(a) && word(b)
+}
+
 /// Generalise a position where two tokens differ: keep what they share around the variable part,
 /// a `key=` of `key=value` fields and the punctuation before and after (`(a.net)` / `(b.org)` →
 /// `(<*>)`, `alice:` / `bob:` → `<*>:`, `id=7]` / `id=9]` → `id=<*>]`); `<*>` when nothing is
@@ -687,181 +726,4 @@ fn similarity(c: &Cluster, toks: &Tokens) -> Option<(f64, usize)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn masked(s: &str) -> String {
-        let mut t = Tokens::default();
-        t.fill(s, 1000);
-        (0..t.len()).map(|i| t.tok(i)).collect::<Vec<_>>().join(" ")
-    }
-
-    #[test]
-    fn masks() {
-        assert_eq!(
-            masked("Stored chunk chk_-4417302958812 from: /10.31.4.77:41822 to: /10.31.4.78:7001"),
-            "Stored chunk <*> from: <*> to: <*>"
-        );
-        assert_eq!(
-            masked("shell started for account mail by (uid=0)"),
-            "shell started for account mail by (uid=<*>)"
-        );
-        assert_eq!(masked("by SSH(uid=0)"), "by SSH(uid=<*>)");
-        assert_eq!(
-            masked("peer=198-51-100-23.dsl.example.net user=root"),
-            "peer=<*> user=root"
-        );
-        assert_eq!(
-            masked("resolve for mx.qvotrelbnapw.example [203.0.113.61] failed"),
-            "resolve for <*> [<*>] failed"
-        );
-        assert_eq!(
-            masked("id 550e8400-e29b-41d4-a716-446655440000 at 0x7ffd"),
-            "id <*> at <*>"
-        );
-        assert_eq!(masked("java.io.IOException: x"), "java.io.IOException: x");
-        assert_eq!(masked("mice.c(1234)]:"), "mice.c(<*>)]:");
-        assert_eq!(masked("took 12.5ms, 3 retries"), "took <*>, <*> retries");
-        assert_eq!(
-            masked("10.0.0.1:50010:Got reply from fe80::1:beef"),
-            "<*>:Got reply from <*>"
-        );
-        assert_eq!(
-            masked(r#"request: "GET /a/b HTTP/1.1", msg="slow query" {"user": "bo"}"#),
-            r#"request: "<*>", msg="<*>" {"user": "<*>"}"#
-        );
-        assert_eq!(
-            masked("peer [2001:db8::1]:443 via [::1] and [10.0.0.1]"),
-            "peer <*> via [<*>] and [<*>]"
-        );
-        assert_eq!(
-            masked("GET https://x.example/a?b=c from /var/lib/app and jk2_init() ok"),
-            "GET <*> from <*> and jk2_init() ok"
-        );
-    }
-
-    #[test]
-    fn a_word_key_before_a_colon_stays() {
-        assert_eq!(
-            masked("reclaimed heap-used:5120kB, peers:3 at fe80::a:1 sha1:9f2c"),
-            "reclaimed heap-used:<*>, peers:<*> at <*> <*>"
-        );
-        assert_eq!(masked("lease:0x2f17 ab:12"), "lease:<*> <*>");
-    }
-
-    fn add(d: &mut Drain, t: &mut Tokens, l: &str) -> u32 {
-        t.fill(l, 100);
-        match d.add(t) {
-            AddResult::Template { id, .. } => id,
-            AddResult::Overflow => u32::MAX,
-        }
-    }
-
-    #[test]
-    fn drain_groups() {
-        let mut d = Drain::new(DrainConfig::default());
-        let mut t = Tokens::default();
-        let mut ids = Vec::new();
-        for l in [
-            "Connection pool exhausted (waited 100 ms)",
-            "Connection pool exhausted (waited 250 ms)",
-            "login by alice ok",
-            "login by bob ok",
-            "shell started for account mail by (uid=0)",
-            "shell started for account backup by SSH(uid=0)",
-        ] {
-            ids.push(add(&mut d, &mut t, l));
-        }
-        assert_eq!(ids, vec![0, 0, 1, 1, 2, 3]);
-        assert_eq!(
-            d.variant_template(0),
-            "Connection pool exhausted (waited <*> ms)"
-        );
-        assert_eq!(d.variant_template(1), "login by <*> ok");
-        assert_eq!(
-            d.variant_template(3),
-            "shell started for account backup by SSH(uid=<*>)"
-        );
-    }
-
-    #[test]
-    fn categorical_fields_split_until_saturated() {
-        let mut d = Drain::new(DrainConfig::default());
-        let mut t = Tokens::default();
-        let a = add(&mut d, &mut t, "auth failure rhost=1.2.3.4 user=root");
-        let b = add(&mut d, &mut t, "auth failure rhost=1.2.3.5 user=guest");
-        let c = add(&mut d, &mut t, "auth failure rhost=1.2.3.6 user=root");
-        assert_eq!((a, b, c), (0, 1, 0));
-        assert_eq!(d.variant_template(1), "auth failure rhost=<*> user=guest");
-        assert_eq!(
-            add(&mut d, &mut t, "auth failure rhost=1.2.3.7 user=test"),
-            2
-        );
-        assert!(d.take_merges().is_empty());
-        // 4th distinct value: the field is a variable, the variants merge
-        assert_eq!(
-            add(&mut d, &mut t, "auth failure rhost=1.2.3.8 user=ftp"),
-            0
-        );
-        assert_eq!(d.take_merges(), vec![(0, 1), (0, 2)]);
-        assert_eq!(d.variant_template(0), "auth failure rhost=<*> user=<*>");
-        // an empty field is a different format
-        assert_eq!(add(&mut d, &mut t, "auth failure rhost= user=root"), 3);
-    }
-
-    #[test]
-    fn differing_tokens_keep_their_shared_punctuation() {
-        let mut d = Drain::new(DrainConfig::default());
-        let mut t = Tokens::default();
-        let a = add(&mut d, &mut t, "token rejected for subject alice: expired");
-        let b = add(&mut d, &mut t, "token rejected for subject bob: expired");
-        assert_eq!(a, b);
-        assert_eq!(
-            d.variant_template(a),
-            "token rejected for subject <*>: expired"
-        );
-        let c = add(&mut d, &mut t, "peer closed (reset) while reading");
-        let e = add(&mut d, &mut t, "peer closed () while reading");
-        assert_eq!(c, e);
-        assert_eq!(d.variant_template(c), "peer closed (<*>) while reading");
-    }
-
-    #[test]
-    fn an_event_split_by_its_first_two_messages_is_merged_again() {
-        let lines = [
-            "lease 10 granted to alpha for region",
-            // differs in two places: a second group (and another leaf: `job` is constant)
-            "lease job granted to beta for region",
-            // generalises the first group, which now covers the second one
-            "lease 11 granted to beta for region",
-            "lease job granted to gamma for region",
-        ];
-        let mut t = Tokens::default();
-        let mut d = Drain::new(DrainConfig::default());
-        let ids: Vec<u32> = lines.iter().map(|l| add(&mut d, &mut t, l)).collect();
-        assert_eq!(ids, vec![0, 1, 0, 0]);
-        assert_eq!(d.take_merges(), vec![(0, 1)]);
-        assert_eq!(d.variant_template(0), "lease <*> granted to <*> for region");
-        // Without the merge step the second group stays apart.
-        let mut d = Drain::new(DrainConfig {
-            merge: false,
-            ..DrainConfig::default()
-        });
-        let ids: Vec<u32> = lines.iter().map(|l| add(&mut d, &mut t, l)).collect();
-        assert_eq!(ids, vec![0, 1, 0, 1]);
-    }
-
-    #[test]
-    fn embedded_dates_are_variables() {
-        assert_eq!(
-            masked("dialed 192.0.2.9 (edge.example.org) at Tue Mar 08 11:42:19 2022"),
-            "dialed <*> (<*>) at <*>"
-        );
-        assert_eq!(
-            masked("lease renewed until 2026-11-29 10:00:00, next at 10:05:00"),
-            "lease renewed until <*>, next at <*>"
-        );
-        assert_eq!(masked("seen Jun 17 twice"), "seen <*> <*> twice");
-        assert_eq!(masked("Sun is shining in May"), "Sun is shining in May");
-    }
-}
+mod tests;

@@ -152,3 +152,36 @@ fn plain_messages_learn_no_header() {
     let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
     assert!(learn(&refs, false).is_empty());
 }
+
+#[test]
+fn a_bracketed_request_context_of_several_words_is_one_header_column() {
+    let message = |i: usize| {
+        if i.is_multiple_of(2) {
+            format!("10.0.3.{i} \"GET /v1/racks/{i} HTTP/1.1\" status: 200")
+        } else {
+            format!("[rack: r-{i}] Rack sealed")
+        }
+    };
+    let lines: Vec<String> = (0..40usize)
+        .map(|i| {
+            let ctx = if i.is_multiple_of(3) {
+                "[-]".to_string()
+            } else {
+                format!("[req-{i:08x}-77aa-4c1d-9e0f-12ab34cd56ef 5e{i:030x} 9c{i:030x} - - -]")
+            };
+            format!(
+                "2026-03-02 11:{:02}:{:02}.{:03} 4410 INFO shelf.api.wsgi {ctx} {}",
+                i / 60,
+                i % 60,
+                i * 7,
+                message(i)
+            )
+        })
+        .collect();
+    let refs: Vec<&str> = lines.iter().map(|s| s.as_str()).collect();
+    let ls = learn(&refs, false);
+    assert!(!ls.is_empty(), "{ls:?}");
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(content(&ls, l), message(i), "{ls:?}");
+    }
+}

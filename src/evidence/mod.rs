@@ -542,6 +542,7 @@ impl LogExtractor {
     /// Replace the Drain parameters (before any line is pushed; the template cap stays
     /// [`MAX_TEMPLATES`]). For ablation and tuning; the defaults are [`DrainConfig::default`].
     pub fn drain_config(mut self, cfg: DrainConfig) -> Self {
+        self.toks.set_options(cfg.masks);
         self.drain = Drain::new(DrainConfig {
             max_clusters: MAX_TEMPLATES,
             ..cfg

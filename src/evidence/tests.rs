@@ -700,7 +700,13 @@ fn labels(csv_text: &str) -> (Vec<String>, Vec<String>) {
 
 #[test]
 fn our_own_samples_without_a_known_layout_are_grouped_like_the_labels() {
-    for name in ["nginx_error", "spring_boot", "go_zap"] {
+    for name in [
+        "nginx_error",
+        "spring_boot",
+        "go_zap",
+        "openstack_nova",
+        "spark_executor",
+    ] {
         let log = own(&format!("{name}.log"));
         let (truth, _) = labels(&own(&format!("{name}.templates.csv")));
         assert!(truth.len() >= 300, "{name}: {} labelled lines", truth.len());

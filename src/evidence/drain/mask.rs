@@ -2,12 +2,41 @@
 //! [`super`] module doc). One table lookup per byte finds token ends and the kinds of byte a
 //! token holds; most tokens (letters and plain punctuation) are copied as they are.
 //!
-//! Long (about 600 lines) because it is one pass over a line that must stay one pass: the
+//! Long (about 700 lines) because it is one pass over a line that must stay one pass: the
 //! tokenizer, the quoted-string and bracketed-host rules and the per-token masks decide together
 //! where a token ends and what of it is a variable, and share the byte-class table and the
 //! reusable buffers of [`Tokens`]. Split apart, each piece would need the others' positions and
 //! buffers passed back and forth on the hot path; its tests live with the Drain tests in
 //! [`super`], which exercise the masks through whole lines.
+
+use super::request::mask_request_line;
+
+/// Which of the optional masks are on: all by default, turned off one at a time for ablation
+/// (`evidence-bench --ablate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MaskOptions {
+    /// A quoted HTTP request line that is the message's own text (not the value of a `key:` or
+    /// `key=` field) keeps its method and route (see [`super::request`]); off, it is `"<*>"` like
+    /// any quoted value.
+    pub request_line: bool,
+    /// In such a request line, path segments that are ids by shape are masked one by one and the
+    /// route's words stay; off, the whole path is one `<*>`.
+    pub path_ids: bool,
+    /// A compound identifier glued from word and digit runs by `_` or `-` (`broadcast_5_piece0`,
+    /// `worker-04`) inside a longer token is one `<*>`; off, each run holding a digit is masked
+    /// alone, so `piece0` stays and `piece12` goes.
+    pub compound_ids: bool,
+}
+
+impl Default for MaskOptions {
+    fn default() -> Self {
+        MaskOptions {
+            request_line: true,
+            path_ids: true,
+            compound_ids: true,
+        }
+    }
+}
 
 /// Token flags.
 pub const F_MASKED: u8 = 1; // contains a masked variable
@@ -21,9 +50,15 @@ pub struct Tokens {
     /// Second text buffer and per-token bits for rewrites (kept to avoid allocation).
     alt: String,
     scratch: Vec<u8>,
+    opts: MaskOptions,
 }
 
 impl Tokens {
+    /// Choose the optional masks (all on by default).
+    pub fn set_options(&mut self, opts: MaskOptions) {
+        self.opts = opts;
+    }
+
     /// Number of tokens.
     pub fn len(&self) -> usize {
         self.spans.len()
@@ -85,6 +120,8 @@ impl Tokens {
         let b = text.as_bytes();
         let mut i = 0;
         let mut dates = false;
+        // the previous token was a `key:` (its value is a parameter, even a request line)
+        let mut keyed = false;
         while i < b.len() && self.spans.len() < max_tokens {
             if CLASS[b[i] as usize] & C_SPACE != 0 {
                 i += 1;
@@ -127,6 +164,7 @@ impl Tokens {
                 self.buf.push_str(&text[se..i]);
                 let f = if se == i { F_MASKED | F_WILD } else { F_MASKED };
                 self.spans.push((start, self.buf.len() as u32, f));
+                keyed = false;
                 continue;
             }
             let tok = &text[s..i];
@@ -135,8 +173,9 @@ impl Tokens {
                 self.buf.push_str(tok);
                 0
             } else {
-                mask_token(tok, cls, &mut self.buf)
+                mask_token(tok, cls, &mut self.buf, self.opts, keyed)
             };
+            keyed = is_key(tok.as_bytes());
             dates |= flags == 0 && i - s <= 4 && is_date_name(tok);
             self.spans.push((start, self.buf.len() as u32, flags));
         }
@@ -200,6 +239,16 @@ impl Tokens {
         }
         self.scratch = bits;
     }
+}
+
+/// A `key:` token: a word (letters, `_`, `-`) ending with one `:`.
+#[inline]
+fn is_key(b: &[u8]) -> bool {
+    b.len() >= 3
+        && b[b.len() - 1] == b':'
+        && b[..b.len() - 1]
+            .iter()
+            .all(|&c| c.is_ascii_alphabetic() || c == b'_' || c == b'-')
 }
 
 fn is_date_name(t: &str) -> bool {
@@ -317,9 +366,10 @@ fn quoted_end(b: &[u8], s: usize, e: usize) -> usize {
 }
 
 /// Mask a quoted value: `"anything"` → `"<*>"` (keeping brackets, `key=` and trailing
-/// punctuation), unless it is a key (`"method":`) or empty. Returns flags, or `None` when the token
-/// holds no such quote.
-fn mask_quoted(tok: &str, out: &mut String) -> Option<u8> {
+/// punctuation), unless it is a key (`"method":`) or empty. A request line that is not the value
+/// of a key keeps its route (see [`MaskOptions::request_line`]). Returns flags, or `None` when the
+/// token holds no such quote.
+fn mask_quoted(tok: &str, out: &mut String, opts: MaskOptions, keyed: bool) -> Option<u8> {
     let b = tok.as_bytes();
     let p = quote_open(b, 0, b.len())?;
     let q = b[p];
@@ -335,7 +385,10 @@ fn mask_quoted(tok: &str, out: &mut String) -> Option<u8> {
         return None; // a quoted key (`"method":`, `{"id":`)
     }
     out.push_str(&tok[..p + 1]);
-    out.push_str("<*>");
+    let own_text = !keyed && b[..p].iter().all(|c| OPEN.contains(c));
+    if !(opts.request_line && own_text && mask_request_line(&tok[p + 1..c], opts.path_ids, out)) {
+        out.push_str("<*>");
+    }
     out.push_str(&tok[c..]);
     Some(F_MASKED)
 }
@@ -437,13 +490,13 @@ const OPEN: &[u8] = b"([{<'\"";
 const CLOSE: &[u8] = b")]}>'\",;:.!?";
 
 /// Mask one token into `out`; returns flags.
-fn mask_token(tok: &str, cls: u8, out: &mut String) -> u8 {
+fn mask_token(tok: &str, cls: u8, out: &mut String, opts: MaskOptions, keyed: bool) -> u8 {
     let b = tok.as_bytes();
     let digit = cls & C_DIGIT != 0;
     let dot = cls & C_DOT != 0;
     let quote = cls & C_QUOTE != 0;
     let slash = cls & C_SLASH != 0;
-    if quote && let Some(f) = mask_quoted(tok, out) {
+    if quote && let Some(f) = mask_quoted(tok, out, opts, keyed) {
         return f;
     }
     // fast path: no digit, dot, slash or `[` → literal (host names need dots, paths slashes)
@@ -496,6 +549,7 @@ fn mask_token(tok: &str, cls: u8, out: &mut String) -> u8 {
         && core[..colon]
             .iter()
             .any(|c| c.is_ascii_alphabetic() && !c.is_ascii_hexdigit())
+        && !core[colon + 1..].starts_with(b"//")
         && core[colon + 1..].iter().any(u8::is_ascii_digit)
         && whole_variable(&core[colon + 1..])
     {
@@ -542,12 +596,13 @@ fn mask_token(tok: &str, cls: u8, out: &mut String) -> u8 {
         out.push_str(tok);
         return 0;
     }
-    mask_skeleton(tok, out)
+    mask_skeleton(tok, out, opts.compound_ids)
 }
 
-/// Masks every alphanumeric run of `tok` that holds a digit (the token's skeleton stays); returns
-/// flags.
-fn mask_skeleton(tok: &str, out: &mut String) -> u8 {
+/// Masks every alphanumeric run of `tok` that holds a digit (the token's skeleton stays); with
+/// `compound`, a compound identifier (runs joined by `_` or `-`, one of them masked) is one
+/// `<*>`. Returns flags.
+fn mask_skeleton(tok: &str, out: &mut String, compound: bool) -> u8 {
     let b = tok.as_bytes();
     // skeleton: mask every alphanumeric run holding a digit; a '-' sign before a digit run that
     // follows a non-alphanumeric byte is part of the number.
@@ -557,6 +612,14 @@ fn mask_skeleton(tok: &str, out: &mut String) -> u8 {
     while i < b.len() {
         let c = b[i];
         if c.is_ascii_alphanumeric() {
+            if compound && let Some(end) = compound_end(b, i) {
+                if !out[start..].ends_with("<*>") {
+                    out.push_str("<*>");
+                }
+                masked = true;
+                i = end;
+                continue;
+            }
             let rs = i;
             let mut has_digit = false;
             while i < b.len() && b[i].is_ascii_alphanumeric() {
@@ -598,6 +661,33 @@ fn mask_skeleton(tok: &str, out: &mut String) -> u8 {
         }
     }
     if masked { F_MASKED } else { 0 }
+}
+
+/// When the alphanumeric run at `i` starts a compound identifier (two or more runs joined by
+/// single `_` or `-`, at least one holding a digit and not a letters-then-one-digit name), the
+/// index just past it.
+fn compound_end(b: &[u8], i: usize) -> Option<usize> {
+    let mut j = i;
+    let mut runs = 0;
+    let mut variable = false;
+    loop {
+        let rs = j;
+        while j < b.len() && b[j].is_ascii_alphanumeric() {
+            j += 1;
+        }
+        let run = &b[rs..j];
+        let name = run.len() >= 3
+            && run[run.len() - 1].is_ascii_digit()
+            && run[..run.len() - 1].iter().all(u8::is_ascii_alphabetic);
+        variable |= !name && run.iter().any(u8::is_ascii_digit);
+        runs += 1;
+        if j + 1 < b.len() && matches!(b[j], b'_' | b'-') && b[j + 1].is_ascii_alphanumeric() {
+            j += 1;
+        } else {
+            break;
+        }
+    }
+    (runs >= 2 && variable).then_some(j)
 }
 
 #[inline]

@@ -81,17 +81,30 @@ fn position_keys(tokens: &[TTok], out: &mut Vec<u64>) {
     }
 }
 
-/// Exactly equal at every position but `pos` (the collision check).
+/// Exactly equal at every position but `pos` (the collision check), where they must not be two
+/// different partially masked tokens (`"GET /a/<*> HTTP/<*>"` / `"POST /b HTTP/<*>"`): those come
+/// from different format strings, as in Drain's similarity test.
 fn siblings_at(a: &[TTok], b: &[TTok], pos: usize) -> bool {
     a.len() == b.len()
         && a.iter().zip(b).enumerate().all(|(i, (x, y))| {
-            i == pos
+            (i == pos && !two_formats(x, y))
                 || x == y
                 || matches!(
                     (x, y),
                     (TTok::Wild | TTok::Cat(_), TTok::Wild | TTok::Cat(_))
                 )
         })
+}
+
+/// Two different partially masked constants that are not the same masked rest behind different
+/// glued words (see [`super::glued_word_differs`]).
+fn two_formats(x: &TTok, y: &TTok) -> bool {
+    match (x, y) {
+        (TTok::Lit(a), TTok::Lit(b)) => {
+            a != b && a.contains("<*>") && b.contains("<*>") && !super::glued_word_differs(a, b)
+        }
+        _ => false,
+    }
 }
 
 impl Drain {
