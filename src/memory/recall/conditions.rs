@@ -139,7 +139,7 @@ struct Cue {
 const DEMAND: &str = r"(?:traffic|requests?|request rate|writes?|write volume|rps|qps|req/s|volume|demand|throughput|inbound|incoming|ingest(?:ion)?|arrivals?|messages?|events?|orders?|sign-?ups?|logins?|users?|sessions?|calls?|input|workload|load(?:\s+on)?)";
 /// Things of which one may be hit while the rest are fine.
 const UNITS: &str = r"(?:systems?|boxes|box|hosts?|nodes?|servers?|pods?|instances?|zones?|availability zones?|azs?|regions?|tenants?|customers?|clients?|accounts?|shards?|brokers?|replicas?|proxies|proxy|workers?|machines?|racks?|clusters?|partitions?|data ?cent(?:er|re)s?|sites?|venues?|stores?|locations?|vms?|containers?|balancers?|gateways?|edges?|pops?|cells?)";
-/// A count in words or digits ("all three zones", "the other 2 hosts").
+/// A count in words or digits ("across all 4 regions", "the other two racks").
 const COUNT: &str = r"(?:\d+|two|three|four|five|six|seven|eight|nine|ten|twelve)";
 /// Resources that fill or drain.
 const RESOURCE: &str = r"(?:disk|volume|storage|usage|memory|heap|rss|size|inodes?|space|backlog|lag|hit (?:rate|ratio)|utili[sz]ation|table|index|log(?:s| files?)?|bytes|footprint|consumption)";
@@ -283,7 +283,7 @@ static CUES: LazyLock<Vec<Cue>> = LazyLock::new(|| {
             "steady",
             None,
             &format!(
-                r"\b{MOVES}(?:\W+\w+){{0,4}}?\W+(?:steadily|linearly|gradually|slowly|constantly|evenly|at a constant rate|by (?:about |roughly |around |nearly )?(?:a |the )?(?:constant|fixed|similar|same) (?:amount|rate|size))\b|\b(?:steady|linear|gradual|slow|constant|monotonic)\s+(?:\w+\s+)?(?:climb|growth|increase|rise|decline|drop|creep|fill|leak)\b|\d[\d.,]*\s*(?:[a-z%]+\s+)?(?:per|a|an|each|every) (?:day|hour|week)\b|\b{MOVES}(?:\W+\w+){{0,6}}?\W+(?:daily|hourly|every day|each day|day after day|week after week)\b"
+                r"\b{MOVES}(?:\W+\w+){{0,4}}?\W+(?:steadily|linearly|gradually|slowly|constantly|evenly|at (?:a )?(?:constant|steady) (?:rate|pace)|by (?:about |roughly |around |nearly )?(?:a |the )?(?:constant|fixed|similar|same) (?:amount|rate|size))\b|\b(?:steady|linear|gradual|slow|constant|monotonic)\s+(?:\w+\s+)?(?:climb|growth|increase|rise|decline|drop|creep|fill|leak)\b|\d[\d.,]*\s*(?:[a-z%]+\s+)?(?:per|a|an|each|every) (?:day|hour|week)\b|\b{MOVES}(?:\W+\w+){{0,6}}?\W+(?:daily|hourly|every day|each day|day after day|week after week)\b"
             ),
         ),
         cue(

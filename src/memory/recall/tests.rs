@@ -260,7 +260,13 @@ mod conditions_read {
             ["unchanged"]
         );
         // A proposal is not a report.
-        assert!(get("Someone wants to roll back the release", Dimension::Release).is_empty());
+        assert!(
+            get(
+                "A teammate wants to revert yesterday's deploy",
+                Dimension::Release
+            )
+            .is_empty()
+        );
     }
 
     #[test]
@@ -273,7 +279,7 @@ mod conditions_read {
             ["steady"]
         );
         assert_eq!(
-            get("Disk usage jumps in bursts of 40 GB", Dimension::Growth),
+            get("Our disk fills in bursts of about 40 GB", Dimension::Growth),
             ["step"]
         );
         assert_eq!(
@@ -291,7 +297,10 @@ mod conditions_read {
             ["waiting"]
         );
         assert_eq!(
-            get("It only shows during the nightly export", Dimension::Timing),
+            get(
+                "Slowness appears only inside the nightly reindex window",
+                Dimension::Timing
+            ),
             ["scheduled"]
         );
         assert_eq!(
@@ -302,8 +311,8 @@ mod conditions_read {
 
     #[test]
     fn agreement_counts_shared_and_contradicted_dimensions() {
-        let query = conditions_of("Traffic doubled on every node after the deploy");
-        let same = conditions_of("Request rate rose 3x across all hosts right after a release");
+        let query = conditions_of("Traffic doubled across all hosts once version 7 shipped");
+        let same = conditions_of("Request rate went up 3x fleet-wide, just after the new build");
         let sibling = conditions_of("Traffic was flat; only one host failed; no deploy that day");
         let a = query.agreement(&same);
         assert_eq!((a.score, a.disagree.len()), (3.0, 0));
