@@ -362,10 +362,7 @@ async fn replay_past(
         // What the memory worker does after Learn in `serve`: documents and vectors, now.
         embeddings::catch_up(memory).await?;
         if let Some((db, map)) = save {
-            sqlx::query("VACUUM INTO ?1")
-                .bind(db.to_string_lossy().to_string())
-                .execute(pool)
-                .await?;
+            store::backup::vacuum_into(pool, db).await?;
             std::fs::write(map, serde_json::to_string(&past_to_inc)?)?;
         }
     }
