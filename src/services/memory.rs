@@ -406,7 +406,7 @@ pub async fn import(
         memory::restore(&mut tx, r).await?;
     }
     for r in &records {
-        memory::restore_links(&mut tx, r.id, &r.sources).await?;
+        memory::restore_links(&mut tx, r).await?;
     }
     crate::store::embeddings::restore_vectors(&mut tx, &vectors).await?;
     let detail = serde_json::json!({

@@ -1103,15 +1103,15 @@ pub async fn restore(tx: &mut Tx, r: &MemoryRecord) -> AppResult<()> {
     // With its own id (never assigned and then changed: on PostgreSQL the keys and history
     // written by the insert would hold the old id against the foreign keys).
     insert_as(tx, &new, r.created_at, Some(r.id)).await?;
+    // `superseded_by` points at another record, which may come later in the file: it is set by
+    // `restore_links` once every record exists.
     sqlx::query(
-        "UPDATE records SET last_recalled_at = $1, recall_count = $2, evidence_count = $3,
-                superseded_by = $4
-         WHERE id = $5",
+        "UPDATE records SET last_recalled_at = $1, recall_count = $2, evidence_count = $3
+         WHERE id = $4",
     )
     .bind(r.last_recalled_at.map(db_time))
     .bind(r.recall_count)
     .bind(r.evidence_count)
-    .bind(r.superseded_by)
     .bind(r.id)
     .execute(&mut **tx)
     .await?;
@@ -1125,11 +1125,20 @@ pub async fn restore(tx: &mut Tx, r: &MemoryRecord) -> AppResult<()> {
     Ok(())
 }
 
-/// Adds the `cites` links of an imported record (after all records exist).
+/// Adds the links of an imported record `r` once all records exist: its `cites` links and the
+/// record that superseded it (both may point at records later in the file).
 ///
 /// # Errors
 /// Database errors.
-pub async fn restore_links(tx: &mut Tx, from: i64, sources: &[i64]) -> AppResult<()> {
+pub async fn restore_links(tx: &mut Tx, r: &MemoryRecord) -> AppResult<()> {
+    let (from, sources) = (r.id, &r.sources);
+    if let Some(newer) = r.superseded_by {
+        sqlx::query("UPDATE records SET superseded_by = $1 WHERE id = $2")
+            .bind(newer)
+            .bind(from)
+            .execute(&mut **tx)
+            .await?;
+    }
     for to in sources {
         sqlx::query(
             "INSERT INTO record_links (from_id, to_id, relation) VALUES ($1, $2, 'cites') \

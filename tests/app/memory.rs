@@ -577,6 +577,49 @@ async fn export_then_import_into_an_empty_database_round_trips_exactly() {
     }
 }
 
+#[tokio::test]
+async fn a_memory_holding_a_supersession_exports_and_imports_whole() {
+    // Export writes records in id order, so the superseded (older) record comes before the one
+    // that superseded it: the import must not need the newer one to exist yet.
+    let app = spawn_app().await;
+    let old = write(
+        &app.pool,
+        rec(
+            MemoryKind::ServiceFact,
+            "ledger-api reads from replica db-2",
+            "ledger-api",
+            &[],
+        ),
+    )
+    .await;
+    let new = write(
+        &app.pool,
+        rec(
+            MemoryKind::ServiceFact,
+            "ledger-api reads from replica db-5 since the storage move",
+            "ledger-api",
+            &[],
+        ),
+    )
+    .await;
+    msvc::supersede(&app.pool, "victor", old.id, new.id, "replica moved")
+        .await
+        .unwrap();
+    let first = msvc::export(&app.pool).await.unwrap();
+
+    let other = spawn_app().await;
+    let done = msvc::import(&other.pool, "test", &first, false)
+        .await
+        .expect("an export with a supersession imports");
+    assert_eq!(done.imported, first.lines().count());
+    let back = incidentmind::store::memory::get(&other.pool, old.id)
+        .await
+        .unwrap();
+    assert_eq!(back.superseded_by, Some(new.id));
+    assert_eq!(back.validation, Validation::Superseded);
+    assert_eq!(msvc::export(&other.pool).await.unwrap(), first);
+}
+
 /// Rows where `records_rank` differs from `records` (or is missing on either side).
 async fn rank_mismatches(pool: &sqlx::AnyPool) -> i64 {
     sqlx::query_scalar(
