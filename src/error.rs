@@ -49,6 +49,17 @@ pub enum AppError {
         /// Seconds until a request would be accepted (at least 1).
         retry_after_secs: u64,
     },
+    /// Too many deliveries from an alert sender right now (HTTP 503 Service Unavailable with
+    /// `Retry-After`, RFC 9110 §15.6.4). Alert senders retry a 5xx and drop a 4xx
+    /// (Alertmanager's webhook notifier does not retry a 429), so a sender over its limit is
+    /// told to come back, never that its alert group was refused for good.
+    #[error("too many {what} right now; retry in {retry_after_secs} s")]
+    Busy {
+        /// What was counted ("deliveries for this integration").
+        what: String,
+        /// Seconds until a delivery would be accepted (at least 1).
+        retry_after_secs: u64,
+    },
     /// The database's disk is full (SQLite `SQLITE_FULL`, result code 13; PostgreSQL SQLSTATE
     /// `53100` disk_full): the write was rolled
     /// back, nothing was stored, and reads still work (HTTP 503 Service Unavailable with
@@ -127,7 +138,7 @@ impl AppError {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::InvalidTransition(_) | Self::Conflict(_) => StatusCode::CONFLICT,
             Self::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            Self::StorageFull => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Busy { .. } | Self::StorageFull => StatusCode::SERVICE_UNAVAILABLE,
             Self::Upstream(_) => StatusCode::BAD_GATEWAY,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -145,6 +156,7 @@ impl AppError {
             Self::InvalidTransition(_) => "invalid_transition",
             Self::Conflict(_) => "conflict",
             Self::TooManyRequests { .. } => "rate_limited",
+            Self::Busy { .. } => "busy",
             Self::StorageFull => "storage_full",
             Self::Upstream(_) => "upstream",
             Self::Internal(_) => "internal",
@@ -161,11 +173,14 @@ impl AppError {
         self.to_string()
     }
 
-    /// Seconds for the `Retry-After` header of a 429 or a full disk's 503; `None` for other
-    /// errors.
+    /// Seconds for the `Retry-After` header of a 429, a busy 503 or a full disk's 503; `None`
+    /// for other errors.
     pub fn retry_after_secs(&self) -> Option<u64> {
         match self {
             Self::TooManyRequests {
+                retry_after_secs, ..
+            }
+            | Self::Busy {
                 retry_after_secs, ..
             } => Some(*retry_after_secs),
             Self::StorageFull => Some(STORAGE_FULL_RETRY_SECS),

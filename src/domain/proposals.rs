@@ -273,13 +273,11 @@ pub fn step_of(kind: ActionKind, target: &str) -> String {
     format!("{} on {target} ({})", kind.label(), kind.as_str())
 }
 
-/// Common causes from a confirmed root cause: its sentences, at most three, each at most 300
-/// characters.
+/// Common causes from a confirmed root cause: its sentences ([`super::text::sentences`]: a
+/// version such as `2.14.1` stays whole), at most three, each at most 300 characters.
 pub fn common_causes(root_cause: &str) -> Vec<String> {
-    root_cause
-        .split_terminator(['.', '\n'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
+    super::text::sentences(root_cause)
+        .into_iter()
         .take(3)
         .map(|s| s.chars().take(300).collect())
         .collect()

@@ -172,3 +172,14 @@ fn answers_to_the_grade_question_are_yes_or_no() {
         "top_hypothesis_matched"
     );
 }
+
+#[test]
+fn common_causes_keep_a_version_number_in_one_cause() {
+    assert_eq!(
+        common_causes("The 2.14.1 config dropped the pool to 5. Nobody noticed for 40 min."),
+        [
+            "The 2.14.1 config dropped the pool to 5",
+            "Nobody noticed for 40 min"
+        ]
+    );
+}

@@ -638,11 +638,13 @@ fn num(v: f64) -> String {
     }
 }
 
-fn pct_change(a: &SeriesAnalysis) -> f64 {
+/// The relative change from the first to the last value, as shown: `+250%`, or `from zero` when
+/// the series starts at 0 (no percentage exists; "+0%" would say it did not move).
+fn pct_change(a: &SeriesAnalysis) -> String {
     if a.first.abs() > 1e-12 {
-        (a.last - a.first) / a.first.abs() * 100.0
+        format!("{:+.0}%", (a.last - a.first) / a.first.abs() * 100.0)
     } else {
-        0.0
+        "from zero".to_string()
     }
 }
 
@@ -718,7 +720,7 @@ fn series_observation(s: &Series, a: &SeriesAnalysis, r: Role) -> Observation {
             if a.rate_of_counter { "/s" } else { "" }
         ),
         Trend::Climbing | Trend::Falling => format!(
-            "{what} {} from {} to {} ({:+.0}%, {}{unit})",
+            "{what} {} from {} to {} ({}, {}{unit})",
             a.trend.as_str(),
             num(a.first),
             num(a.last),
@@ -804,7 +806,7 @@ fn derived_observations(analyses: &[(SeriesAnalysis, Role, &Series)]) -> Vec<Obs
                 ranges.extend(rs.lines.iter().copied());
                 (
                     format!(
-                        "Load-driven: {} rises ({:+.0}%) together with request rate {} ({:+.0}%)",
+                        "Load-driven: {} rises ({}) together with request rate {} ({})",
                         a.key,
                         pct_change(a),
                         ra.key,
@@ -817,7 +819,7 @@ fn derived_observations(analyses: &[(SeriesAnalysis, Role, &Series)]) -> Vec<Obs
                 ranges.extend(rs.lines.iter().copied());
                 (
                     format!(
-                        "Leak-like: {} climbs ({:+.0}%) while request rate {} stays flat (~{}{})",
+                        "Leak-like: {} climbs ({}) while request rate {} stays flat (~{}{})",
                         a.key,
                         pct_change(a),
                         ra.key,

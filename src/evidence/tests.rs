@@ -975,3 +975,22 @@ fn the_shape_cache_changes_no_grouping() {
     };
     assert_eq!(ids(true), ids(false));
 }
+
+#[test]
+fn a_series_that_starts_at_zero_says_from_zero_not_plus_zero_percent() {
+    let text = prom_scrapes(|_| 120.0, |i| 1.1 * i);
+    let e = extract(EvidenceKind::Metrics, &text);
+    let wait = e
+        .observations
+        .iter()
+        .find(|o| o.statement.starts_with("db_pool_wait_seconds"))
+        .expect("the climbing series is read");
+    assert!(
+        wait.statement.contains("climbing from 0 to") && wait.statement.contains("(from zero, "),
+        "{}",
+        wait.statement
+    );
+    for o in &e.observations {
+        assert!(!o.statement.contains("+0%"), "{}", o.statement);
+    }
+}

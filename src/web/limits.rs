@@ -117,11 +117,15 @@ impl RateLimiters {
     /// One delivery for integration `id`.
     ///
     /// # Errors
-    /// [`AppError::TooManyRequests`].
+    /// [`AppError::Busy`] (a 503 the sender retries: a 429 would make Alertmanager drop the
+    /// alert group until its next repeat).
     pub fn webhook(&self, id: i64) -> Result<(), AppError> {
         self.webhook
             .check(&id)
-            .map_err(|s| too_many("deliveries for this integration", s))
+            .map_err(|retry_after_secs| AppError::Busy {
+                what: "deliveries for this integration".to_string(),
+                retry_after_secs,
+            })
     }
 
     /// One API request with the token whose SHA-256 is `token_digest` (the raw token is not

@@ -435,6 +435,12 @@ pub fn router(state: AppState) -> Router {
             header::REFERRER_POLICY,
             HeaderValue::from_static("same-origin"),
         ))
+        // Pages and API answers hold incident data: never kept by a browser or a proxy (after
+        // sign-out, Back must not show a cached post-mortem). Static assets set their own.
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-store"),
+        ))
         .layer(sessions)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -27,7 +27,7 @@ pub struct ErrorDetail {
 /// The codes of [`crate::error::AppError::code`], with their statuses: `validation` 422,
 /// `bad_request` 400, `payload_too_large` 413, `unauthenticated` 401, `forbidden` 403,
 /// `not_found` 404, `invalid_transition` 409, `conflict` 409, `rate_limited` 429, `internal`
-/// 500, `upstream` 502.
+/// 500, `upstream` 502, `busy` 503, `storage_full` 503.
 #[derive(utoipa::ToSchema)]
 #[schema(rename_all = "snake_case")]
 pub enum ErrorCode {
@@ -49,6 +49,11 @@ pub enum ErrorCode {
     Conflict,
     /// 429: over a rate limit (`Retry-After` says when to try again).
     RateLimited,
+    /// 503: an alert sender over its delivery limit (`Retry-After` says when to retry; senders
+    /// retry a 5xx).
+    Busy,
+    /// 503: the database's disk is full; nothing was written (`Retry-After` says when to retry).
+    StorageFull,
     /// 500: an internal error.
     Internal,
     /// 502: a server the app queries for the request (Prometheus) is down, slow or answered an

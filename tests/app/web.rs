@@ -181,6 +181,29 @@ async fn a_wrong_password_is_refused_and_sign_out_ends_the_session() {
 }
 
 #[tokio::test]
+async fn signed_in_pages_and_api_answers_are_never_stored_by_the_browser() {
+    let app = spawn_app().await;
+    let b = app.browser("rita").await;
+    let cache = |r: &reqwest::Response| {
+        r.headers()
+            .get("cache-control")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string()
+    };
+    // After sign-out, Back must not show a page from the browser's cache.
+    for path in ["/incidents", "/review", "/api/v1/me"] {
+        let res = b.get(app.url(path)).send().await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{path}");
+        assert_eq!(cache(&res), "no-store", "{path}");
+    }
+    // Static assets keep their own caching.
+    let css = b.get(app.url("/static/app.css")).send().await.unwrap();
+    assert_eq!(css.status(), StatusCode::OK);
+    assert!(cache(&css).starts_with("public"), "{}", cache(&css));
+}
+
+#[tokio::test]
 async fn sign_in_never_redirects_off_site() {
     let app = spawn_app().await;
     let c = reqwest::Client::builder()
