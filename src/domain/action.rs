@@ -14,7 +14,36 @@ macro_rules! action_kinds {
         #[serde(rename_all = "snake_case")]
         pub enum ActionKind { $($(#[$vm])* $v),+ }
 
-        /// A verdict code (`did_not_resolve`, …, or `rejected`) in words for people ("did not
+        /// Verdicts an engineer can record on an approved action.
+pub const VERDICTS: [&str; 4] = [
+    "resolved",
+    "partially_resolved",
+    "did_not_resolve",
+    "made_worse",
+];
+
+/// Reads a verdict as chosen on a form or sent to the API: one of [`VERDICTS`]. A verdict is
+/// never assumed: an empty one is refused with "choose a verdict".
+///
+/// # Errors
+/// [`ValidationError`] on the `verdict` field for an empty or unknown verdict.
+pub fn parse_verdict(s: &str) -> Result<&'static str, ValidationError> {
+    let s = s.trim();
+    if s.is_empty() {
+        return Err(ValidationError::new(
+            "verdict",
+            format!("choose a verdict: {}", VERDICTS.join(", ")),
+        ));
+    }
+    VERDICTS.iter().copied().find(|v| *v == s).ok_or_else(|| {
+        ValidationError::new(
+            "verdict",
+            format!("'{s}' is not a verdict; use {}", VERDICTS.join(", ")),
+        )
+    })
+}
+
+/// A verdict code (`did_not_resolve`, …, or `rejected`) in words for people ("did not
 /// resolve"); an unknown code is returned with its underscores as spaces.
 pub fn verdict_label(code: &str) -> String {
     match code {
@@ -265,6 +294,19 @@ impl fmt::Display for ActionKind {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_verdict_must_be_chosen_and_known() {
+        let empty = parse_verdict("  ").unwrap_err().to_string();
+        assert!(empty.contains("choose a verdict"), "{empty}");
+        assert_eq!(
+            parse_verdict(" did_not_resolve ").unwrap(),
+            "did_not_resolve"
+        );
+        let unknown = parse_verdict("fixed").unwrap_err().to_string();
+        assert!(unknown.contains("'fixed' is not a verdict"), "{unknown}");
+    }
+
     use super::*;
 
     #[test]

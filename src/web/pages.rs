@@ -543,6 +543,11 @@ impl KeptInput {
         }
     }
 
+    /// Whether a verdict was chosen for recommendation `rid` in the failed submit.
+    pub fn verdict_chosen(&self, rid: impl std::borrow::Borrow<i64>) -> bool {
+        matches!(&self.verdict, Some((r, v, _)) if r == rid.borrow() && !v.is_empty())
+    }
+
     /// Whether `value` was the verdict chosen for recommendation `rid`.
     pub fn verdict_is(&self, rid: impl std::borrow::Borrow<i64>, value: &str) -> bool {
         matches!(&self.verdict, Some((r, v, _)) if r == rid.borrow() && v == value)

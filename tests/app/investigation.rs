@@ -225,6 +225,14 @@ async fn double_approval_writes_one_transcript_and_verdicts_need_an_approval() {
     )
     .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    // A verdict is never assumed: none chosen is a 422 that says so, and nothing is recorded.
+    let (status, _, message) = error_of(
+        app.post_json(&app.responder, &verdict_path, json!({}))
+            .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(message.contains("choose a verdict"), "{message}");
     let results = join_all((0..5).map(|_| {
         app.post_json(
             &app.responder,

@@ -188,13 +188,7 @@ pub async fn reject(
     recommendation_view(pool, rec.investigation_id, rid).await
 }
 
-/// Verdicts on an approved action.
-pub const VERDICTS: [&str; 4] = [
-    "resolved",
-    "partially_resolved",
-    "did_not_resolve",
-    "made_worse",
-];
+pub use crate::domain::action::VERDICTS;
 
 /// Records the verdict on an approved recommendation; `did_not_resolve` and `made_worse` write a
 /// confirmed remediation_failure memory in the same transaction, visible to recall at once.
@@ -210,14 +204,7 @@ pub async fn verdict(
     verdict: &str,
     note: &str,
 ) -> AppResult<RecommendationView> {
-    let verdict = verdict.trim();
-    if !VERDICTS.contains(&verdict) {
-        return Err(ValidationError::new(
-            "verdict",
-            format!("'{verdict}' is not a verdict; use {}", VERDICTS.join(", ")),
-        )
-        .into());
-    }
+    let verdict = crate::domain::action::parse_verdict(verdict)?;
     let note = crate::domain::optional_text("note", note, 4000)?;
     let mut tx = store::begin_write(pool).await?;
     let incident = incidents::get_in(&mut tx, id).await?;
