@@ -77,32 +77,11 @@ fn every_playbook_action_is_in_the_closed_vocabulary_and_no_kind_repeats() {
 
 /// A recalled root cause of `incident`, with `marks`.
 fn root_cause(incident: &str, marks: Vec<&'static str>) -> crate::memory::recall::Recalled {
-    use crate::domain::memory::MemoryRecord;
-    use crate::domain::{EpistemicType, Validation};
+    let mut memory =
+        crate::domain::memory::MemoryRecord::for_test(7, Some(incident), &["disk_full"]);
+    memory.text = "A cron job filled the spool partition".into();
     crate::memory::recall::Recalled {
-        memory: MemoryRecord {
-            id: 7,
-            kind: MemoryKind::RootCause,
-            epistemic_type: EpistemicType::Inference,
-            text: "A cron job filled the spool partition".into(),
-            services: Vec::new(),
-            failure_modes: vec!["disk_full".into()],
-            action_kind: None,
-            target: None,
-            incident_id: Some(incident.into()),
-            validation: Validation::Confirmed,
-            confidence: None,
-            importance: 2,
-            rule: None,
-            author: "victor".into(),
-            created_at: jiff::Timestamp::UNIX_EPOCH,
-            last_recalled_at: None,
-            recall_count: 0,
-            evidence_count: 1,
-            superseded_by: None,
-            sources: Vec::new(),
-            data: serde_json::Value::Null,
-        },
+        memory,
         score: 0.1,
         why: Default::default(),
         marks,

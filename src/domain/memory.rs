@@ -459,6 +459,37 @@ pub struct MemoryRecord {
     pub data: serde_json::Value,
 }
 
+#[cfg(test)]
+impl MemoryRecord {
+    /// A confirmed root cause `id` of `incident` (or of none) with `failure_modes`, for unit
+    /// tests of the layers that read recall results.
+    pub(crate) fn for_test(id: i64, incident: Option<&str>, failure_modes: &[&str]) -> Self {
+        Self {
+            id,
+            kind: MemoryKind::RootCause,
+            epistemic_type: EpistemicType::Inference,
+            text: format!("record {id}"),
+            services: Vec::new(),
+            failure_modes: failure_modes.iter().map(|t| t.to_string()).collect(),
+            action_kind: None,
+            target: None,
+            incident_id: incident.map(str::to_string),
+            validation: Validation::Confirmed,
+            confidence: None,
+            importance: 2,
+            rule: None,
+            author: "victor".into(),
+            created_at: jiff::Timestamp::UNIX_EPOCH,
+            last_recalled_at: None,
+            recall_count: 0,
+            evidence_count: 1,
+            superseded_by: None,
+            sources: Vec::new(),
+            data: serde_json::Value::Null,
+        }
+    }
+}
+
 impl MemoryRecord {
     /// Short reference for people and models: `OBS-12`, `INF-3`, `DEC-7`, `ACT-9` for working
     /// records, `MEM-40` for organizational memory.

@@ -534,8 +534,12 @@ async fn error_pages_keep_the_navigation_and_long_input_comes_back_with_a_422() 
     assert!(html.contains("description"), "names the field");
     assert!(html.contains("A title worth keeping") && html.contains("END-OF-TEXT"));
     assert!(html.contains("Sign out"));
-    // The form says the limits up front.
+    // The form says the limits up front, and the cursor starts in the title.
     let html = page(&app, &rita, "/incidents/new").await;
+    assert!(
+        html.contains(r#"<input name="title" value="" maxlength="200" required autofocus"#),
+        "the title field has autofocus"
+    );
     for (field, max) in [("title", 200), ("service", 100), ("description", 20000)] {
         assert!(
             html.contains(&format!(r#"name="{field}""#))

@@ -120,6 +120,22 @@ pub struct RecallResult {
     pub notice: Option<String>,
 }
 
+#[cfg(test)]
+impl IncidentMatch {
+    /// A past incident ranked by the document vector list alone with `score`, for unit tests.
+    pub(crate) fn for_test(id: &str, score: f64) -> Self {
+        Self {
+            incident_id: id.into(),
+            score,
+            lists: vec!["doc_vector"],
+            ranks: vec![1],
+            cosine: None,
+            conditions: Vec::new(),
+            sibling: false,
+        }
+    }
+}
+
 /// Message when recall finds nothing.
 pub const NOTHING_FOUND: &str = "No relevant organizational memory found";
 

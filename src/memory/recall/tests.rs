@@ -329,15 +329,7 @@ mod sibling_rerank {
     use super::super::siblings::{SIBLING_BAND, SIBLING_WEIGHT, rerank};
 
     fn m(id: &str, score: f64) -> IncidentMatch {
-        IncidentMatch {
-            incident_id: id.into(),
-            score,
-            lists: vec!["doc_vector"],
-            ranks: vec![1],
-            cosine: None,
-            conditions: Vec::new(),
-            sibling: false,
-        }
+        IncidentMatch::for_test(id, score)
     }
 
     #[test]

@@ -4,7 +4,6 @@
 use super::*;
 use crate::domain::ActionKind;
 use crate::domain::memory::MemoryRecord;
-use crate::domain::{EpistemicType, MemoryKind, Validation};
 use crate::memory::recall::{IncidentMatch, Recalled, Why};
 
 #[test]
@@ -23,29 +22,7 @@ fn simulated_transcripts_invent_no_numbers() {
 /// A recalled record of `incident` (or of none) with `score`, its failure modes and `why`.
 fn recalled(id: i64, incident: Option<&str>, score: f64, tags: &[&str], why: Why) -> Recalled {
     Recalled {
-        memory: MemoryRecord {
-            id,
-            kind: MemoryKind::RootCause,
-            epistemic_type: EpistemicType::Inference,
-            text: format!("record {id}"),
-            services: Vec::new(),
-            failure_modes: tags.iter().map(|t| t.to_string()).collect(),
-            action_kind: None,
-            target: None,
-            incident_id: incident.map(str::to_string),
-            validation: Validation::Confirmed,
-            confidence: None,
-            importance: 2,
-            rule: None,
-            author: "victor".into(),
-            created_at: jiff::Timestamp::UNIX_EPOCH,
-            last_recalled_at: None,
-            recall_count: 0,
-            evidence_count: 1,
-            superseded_by: None,
-            sources: Vec::new(),
-            data: serde_json::Value::Null,
-        },
+        memory: MemoryRecord::for_test(id, incident, tags),
         score,
         why,
         marks: Vec::new(),
@@ -57,15 +34,7 @@ fn ids(results: &[Recalled]) -> Vec<i64> {
 }
 
 fn matched(id: &str, score: f64) -> IncidentMatch {
-    IncidentMatch {
-        incident_id: id.into(),
-        score,
-        lists: vec!["doc_vector"],
-        ranks: vec![1],
-        cosine: None,
-        conditions: Vec::new(),
-        sibling: false,
-    }
+    IncidentMatch::for_test(id, score)
 }
 
 #[test]
