@@ -12,53 +12,20 @@
 //! it), where it fails. Spawning a process is fine here: `tests/no_exec.rs` scans `src/` only.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, spawn_app};
+use crate::peer::{Peer, find_binary};
 
 /// The Alertmanager binary, or `None` when none is installed.
 fn alertmanager_binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("INCIDENTMIND_ALERTMANAGER_BIN") {
-        return Some(PathBuf::from(p)).filter(|p| p.is_file());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|dir| ["prometheus-alertmanager", "alertmanager"].map(|name| dir.join(name)))
-        .find(|p| p.is_file())
-}
-
-/// The running Alertmanager; killed (and waited for) when dropped, so a failed assertion leaves
-/// no process behind.
-struct Alertmanager {
-    child: Child,
-    base: String,
-    log: PathBuf,
-}
-
-impl Drop for Alertmanager {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Alertmanager {
-    /// What the process wrote so far (stdout and stderr), for failure messages.
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-/// A free loopback port (bound, read, released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
+    find_binary(
+        "INCIDENTMIND_ALERTMANAGER_BIN",
+        &["prometheus-alertmanager", "alertmanager"],
+    )
 }
 
 /// Writes `alertmanager.yml` into `dir`: one route to a webhook receiver posting to `webhook`
@@ -88,66 +55,19 @@ receivers:
     path
 }
 
-/// Starts `binary` on a loopback port with clustering off and waits (up to 30 s) until
-/// `GET /-/ready` answers 200.
-async fn start(binary: &Path, dir: &Path, config: &Path, client: &reqwest::Client) -> Alertmanager {
-    let port = free_port();
-    let log = dir.join("alertmanager.log");
-    let out = std::fs::File::create(&log).expect("log file");
-    let err = out.try_clone().expect("log file");
-    let child = Command::new(binary)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!("--storage.path={}", dir.join("data").display()))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--cluster.listen-address=")
-        .arg("--log.level=debug")
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
-    let am = Alertmanager {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-        log,
+/// Starts Alertmanager with `config` on a free loopback port (clustering off), data under `dir`.
+async fn start(binary: &Path, dir: &Path, config: &Path, client: &reqwest::Client) -> Peer {
+    let (config, data) = (config.display().to_string(), dir.join("data"));
+    let args = |port: u16| {
+        vec![
+            format!("--config.file={config}"),
+            format!("--storage.path={}", data.display()),
+            format!("--web.listen-address=127.0.0.1:{port}"),
+            "--cluster.listen-address=".to_string(),
+            "--log.level=debug".to_string(),
+        ]
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let ready = client
-            .get(format!("{}/-/ready", am.base))
-            .send()
-            .await
-            .is_ok_and(|r| r.status() == StatusCode::OK);
-        if ready {
-            return am;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "alertmanager not ready within 30 s:\n{}",
-            am.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// Polls `probe` every 200 ms for up to 30 s until it returns `Some`.
-async fn eventually<T, F, Fut>(what: &str, am: &Alertmanager, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what} within 30 s; alertmanager log:\n{}",
-            am.log()
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    Peer::start("alertmanager", binary, dir, args, client).await
 }
 
 /// Two alerts of one group (same `alertname` and `service`, two instances), as a Prometheus
@@ -170,7 +90,7 @@ fn alerts(starts_at: &str, ends_at: Option<&str>) -> Value {
     json!([alert("10.0.0.1:8080"), alert("10.0.0.2:8080")])
 }
 
-async fn post_alerts(client: &reqwest::Client, am: &Alertmanager, body: &Value) {
+async fn post_alerts(client: &reqwest::Client, am: &Peer, body: &Value) {
     let res = client
         .post(format!("{}/api/v2/alerts", am.base))
         .json(body)
@@ -242,16 +162,18 @@ async fn a_real_alertmanager_opens_an_incident_and_its_resolution_resolves_the_a
     // Firing: Alertmanager groups both alerts and delivers them to the webhook.
     let starts_at = instant(-60);
     post_alerts(&client, &am, &alerts(&starts_at, None)).await;
-    let incident = eventually("the app opened no incident", &am, || async {
-        incidents(&app).await.into_iter().next()
-    })
-    .await;
+    let incident = am
+        .eventually("the app opened no incident", || async {
+            incidents(&app).await.into_iter().next()
+        })
+        .await;
     let id = incident["id"].as_str().expect("id").to_string();
-    let firing = eventually("the incident does not show both alerts", &am, || async {
-        let a = alerts_of(&app, &id).await;
-        (a["summary"] == "2 of 2 firing").then_some(a)
-    })
-    .await;
+    let firing = am
+        .eventually("the incident does not show both alerts", || async {
+            let a = alerts_of(&app, &id).await;
+            (a["summary"] == "2 of 2 firing").then_some(a)
+        })
+        .await;
     assert_eq!(incidents(&app).await.len(), 1, "one group, one incident");
     let shown: Value = app
         .get(&app.responder, &format!("/api/v1/incidents/{id}"))
@@ -329,11 +251,12 @@ async fn a_real_alertmanager_opens_an_incident_and_its_resolution_resolves_the_a
             .as_second();
     assert!(sent_duration >= 59, "{starts_at} .. {ends_at}");
     post_alerts(&client, &am, &alerts(&starts_at, Some(&ends_at))).await;
-    let resolved = eventually("the alerts were not resolved", &am, || async {
-        let a = alerts_of(&app, &id).await;
-        (a["summary"] == "0 of 2 firing").then_some(a)
-    })
-    .await;
+    let resolved = am
+        .eventually("the alerts were not resolved", || async {
+            let a = alerts_of(&app, &id).await;
+            (a["summary"] == "0 of 2 firing").then_some(a)
+        })
+        .await;
     assert_eq!(resolved["firing"], 0);
     assert_eq!(resolved["resolved"], 2);
     assert_eq!(fingerprints(&resolved), am_fingerprints, "same alerts");
@@ -375,7 +298,7 @@ async fn a_real_alertmanager_opens_an_incident_and_its_resolution_resolves_the_a
         .await
         .expect("count")
     };
-    eventually("one evidence record per alert and status", &am, || async {
+    am.eventually("one evidence record per alert and status", || async {
         (alert_evidence().await >= 4).then_some(())
     })
     .await;

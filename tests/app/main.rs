@@ -13,6 +13,7 @@ mod llm;
 mod memory;
 mod migrate_db;
 mod openapi;
+mod peer;
 mod postmortem;
 mod prometheus;
 mod proposals;

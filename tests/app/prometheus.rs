@@ -13,7 +13,6 @@
 //! fails. Spawning a process is fine here: `tests/no_exec.rs` scans `src/` only.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,47 +21,12 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, error_of, spawn_app, spawn_app_with};
+use crate::peer::{Peer, find_binary, free_port};
 use crate::webhooks::integration;
 
 /// The Prometheus binary, or `None` when none is installed.
 fn prometheus_binary() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("INCIDENTMIND_PROMETHEUS_BIN") {
-        return Some(PathBuf::from(p)).filter(|p| p.is_file());
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("prometheus"))
-        .find(|p| p.is_file())
-}
-
-/// The running Prometheus; killed (and waited for) when dropped, so a failed assertion leaves
-/// no process behind.
-struct Prometheus {
-    child: Child,
-    base: String,
-    log: PathBuf,
-}
-
-impl Drop for Prometheus {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Prometheus {
-    /// What the process wrote so far (stdout and stderr), for failure messages.
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-/// A free loopback port (bound, read, released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("free port")
-        .port()
+    find_binary("INCIDENTMIND_PROMETHEUS_BIN", &["prometheus"])
 }
 
 /// The exporter's state: the counter's value, its rate (per second, set by the test) and when
@@ -109,7 +73,7 @@ async fn start_exporter(state: Arc<Mutex<Exporter>>) -> String {
 
 /// Starts `binary` on a loopback port scraping `target` every second, data in `dir`, and waits
 /// (up to 30 s) until `GET /-/ready` answers 200.
-async fn start(binary: &Path, dir: &Path, target: &str, client: &reqwest::Client) -> Prometheus {
+async fn start(binary: &Path, dir: &Path, target: &str, client: &reqwest::Client) -> Peer {
     let config = dir.join("prometheus.yml");
     std::fs::write(
         &config,
@@ -119,59 +83,16 @@ async fn start(binary: &Path, dir: &Path, target: &str, client: &reqwest::Client
         ),
     )
     .expect("write prometheus.yml");
-    let port = free_port();
-    let log = dir.join("prometheus.log");
-    let out = std::fs::File::create(&log).expect("log file");
-    let err = out.try_clone().expect("log file");
-    let child = Command::new(binary)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!(
-            "--storage.tsdb.path={}",
-            dir.join("data").display()
-        ))
-        .arg(format!("--web.listen-address=127.0.0.1:{port}"))
-        .arg("--log.level=warn")
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
-    let p = Prometheus {
-        child,
-        base: format!("http://127.0.0.1:{port}"),
-        log,
+    let data = dir.join("data");
+    let args = |port: u16| {
+        vec![
+            format!("--config.file={}", config.display()),
+            format!("--storage.tsdb.path={}", data.display()),
+            format!("--web.listen-address=127.0.0.1:{port}"),
+            "--log.level=warn".to_string(),
+        ]
     };
-    eventually("prometheus ready", &p, || async {
-        client
-            .get(format!("{}/-/ready", p.base))
-            .send()
-            .await
-            .ok()
-            .filter(|r| r.status() == StatusCode::OK)
-            .map(|_| ())
-    })
-    .await;
-    p
-}
-
-/// Polls `probe` every 100 ms for up to 30 s until it returns `Some`.
-async fn eventually<T, F, Fut>(what: &str, p: &Prometheus, mut probe: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(v) = probe().await {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{what} within 30 s; prometheus log:\n{}",
-            p.log()
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    Peer::start("prometheus", binary, dir, args, client).await
 }
 
 /// An instant query's single value, when it has one.
@@ -319,7 +240,7 @@ async fn a_real_prometheus_gives_the_alerts_series_as_evidence_read_flat_and_cli
     let client = reqwest::Client::new();
     let prom = start(&binary, dir.path(), &target, &client).await;
     // Readiness: enough scraped samples for a rate and a trend (no fixed sleep).
-    eventually("ten samples of the gauge", &prom, || async {
+    prom.eventually("ten samples of the gauge", || async {
         let n = instant_value(
             &client,
             &prom.base,
@@ -356,11 +277,12 @@ async fn a_real_prometheus_gives_the_alerts_series_as_evidence_read_flat_and_cli
         answered < Duration::from_secs(2),
         "the webhook answers without waiting for Prometheus ({answered:?})"
     );
-    let v = eventually("both alerts' series as evidence", &prom, || async {
-        let v = evidence_of(&app, &id).await;
-        (pulled(&v).len() == 2).then_some(v)
-    })
-    .await;
+    let v = prom
+        .eventually("both alerts' series as evidence", || async {
+            let v = evidence_of(&app, &id).await;
+            (pulled(&v).len() == 2).then_some(v)
+        })
+        .await;
     let took = sent.elapsed();
     println!(
         "webhook → both series stored as evidence: {:.2} s (webhook answered in {} ms)",
