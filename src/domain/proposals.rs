@@ -37,6 +37,28 @@ impl ProposalKind {
         }
     }
 
+    /// Where proposals of this kind come in the reviewers' queue, first 0: a supersession
+    /// settles a contradiction recall already marks, a reflection turns a failed action into a
+    /// rule, a runbook records what worked, a consolidation only tidies rules that already exist.
+    pub fn review_rank(self) -> u8 {
+        match self {
+            Self::Supersession => 0,
+            Self::Reflection => 1,
+            Self::Runbook => 2,
+            Self::Consolidation => 3,
+        }
+    }
+
+    /// The heading of this kind's group in the reviewers' queue.
+    pub fn review_heading(self) -> &'static str {
+        match self {
+            Self::Supersession => "Supersessions (a later incident contradicts a record)",
+            Self::Reflection => "Reflections on failed actions",
+            Self::Runbook => "Runbooks from what resolved an incident",
+            Self::Consolidation => "Consolidations of near-duplicate rules",
+        }
+    }
+
     /// Parses the stored name.
     ///
     /// # Errors

@@ -43,7 +43,7 @@ const PASSAGE_VECTORS: usize = 1_024;
 
 /// Incident pages whose recall is kept (most recently viewed): the incidents being worked on
 /// (each result holds its records in full, tens of kB), as many as the rendered pages kept
-/// (`web::pages::RenderedPages`).
+/// (`web::page_cache::RenderedPages`).
 const PAGE_RECALLS: usize = 64;
 
 /// Which candidate lists and mechanisms recall uses: all on by default; the evaluation turns

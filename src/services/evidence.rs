@@ -84,6 +84,48 @@ pub async fn add(
     source: &str,
     dedup_key: Option<&str>,
 ) -> AppResult<EvidenceAdded> {
+    let submission = Submission {
+        kind,
+        content,
+        source,
+        dedup_key,
+        expected_version: None,
+    };
+    submit(pool, actor, id, submission).await
+}
+
+/// What a responder or an integration submits as evidence.
+#[derive(Debug)]
+pub struct Submission<'a> {
+    /// Logs, metrics, an alert body or a note.
+    pub kind: EvidenceKind,
+    /// The text as sent (redacted before it is stored).
+    pub content: String,
+    /// Where it came from, in words (at most 200 characters); may be empty.
+    pub source: &'a str,
+    /// Makes a repeated delivery a no-op (a paste's or an alert's key).
+    pub dedup_key: Option<&'a str>,
+    /// The incident version the submitter saw; a stale one is refused (409), `None` skips it.
+    pub expected_version: Option<i64>,
+}
+
+/// [`add`] with the incident version the submitter saw, checked inside the write transaction.
+///
+/// # Errors
+/// As [`add`], plus [`AppError::Conflict`] when `expected_version` is not current.
+pub async fn submit(
+    pool: &AnyPool,
+    actor: &str,
+    id: &IncidentId,
+    submission: Submission<'_>,
+) -> AppResult<EvidenceAdded> {
+    let Submission {
+        kind,
+        content,
+        source,
+        dedup_key,
+        expected_version,
+    } = submission;
     if content.trim().is_empty() {
         return Err(ValidationError::new(
             "content",
@@ -103,6 +145,7 @@ pub async fn add(
     // Checked inside the write transaction, so a Learn that commits meanwhile cannot be followed
     // by evidence on the learned incident.
     let incident = incidents::get_in(&mut tx, id).await?;
+    crate::services::workflow::check_version(&incident, expected_version)?;
     if incident.state == IncidentState::Learned {
         return Err(AppError::Conflict(format!(
             "{id} is learned and closed; open a new incident for new evidence"
@@ -187,4 +230,20 @@ pub async fn add(
         observations,
         created: true,
     })
+}
+
+/// Lines `from..=to` (1-based, at most `max`) of evidence `evidence_id` on incident `id`, with its
+/// metadata.
+///
+/// # Errors
+/// [`AppError::NotFound`] when the evidence is not on that incident; database errors.
+pub async fn lines(
+    pool: &AnyPool,
+    id: &IncidentId,
+    evidence_id: i64,
+    from: u64,
+    to: u64,
+    max: u64,
+) -> AppResult<(estore::EvidenceMeta, Vec<(u64, String)>)> {
+    estore::lines(pool, id.as_str(), evidence_id, from, to, max).await
 }

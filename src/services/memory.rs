@@ -446,3 +446,94 @@ pub async fn write_note(pool: &AnyPool, r: NewRecord) -> AppResult<MemoryRecord>
     tx.commit().await?;
     memory::get(pool, id).await
 }
+
+/// Writes a note or runbook `r` by a person; with `replaces`, as the next version of that record
+/// (same kind; `data.version` counts up from the old one's, `data.previous` names it) and
+/// supersedes it. A first version gets `data.version = 1`.
+///
+/// # Errors
+/// [`crate::domain::ValidationError`] (422) when `replaces` is of another kind;
+/// [`AppError::NotFound`] for an unknown `replaces`; as [`write_note`] and [`supersede`].
+pub async fn write_version(
+    pool: &AnyPool,
+    actor: &str,
+    mut r: NewRecord,
+    replaces: Option<i64>,
+) -> AppResult<MemoryRecord> {
+    let version = match replaces {
+        Some(old) => {
+            let prev = memory::get(pool, old).await?;
+            if prev.kind != r.kind {
+                return Err(crate::domain::ValidationError::new(
+                    "replaces",
+                    format!("MEM-{old} is a {}, not a {}", prev.kind, r.kind),
+                )
+                .into());
+            }
+            prev.data
+                .get("version")
+                .and_then(|v| v.as_i64())
+                .unwrap_or(1)
+                + 1
+        }
+        None => 1,
+    };
+    if let Some(obj) = r.data.as_object_mut() {
+        obj.insert("version".into(), version.into());
+        if let Some(old) = replaces {
+            obj.insert("previous".into(), old.into());
+        }
+    }
+    let written = write_note(pool, r).await?;
+    if let Some(old) = replaces {
+        supersede(pool, actor, old, written.id, "new version").await?;
+    }
+    Ok(written)
+}
+
+/// One memory record `id` with the records it cites (`sources`) and its history
+/// (`(at RFC 3339, actor, change, detail)`, oldest first).
+///
+/// # Errors
+/// [`AppError::NotFound`]; database errors.
+pub async fn detail(
+    pool: &AnyPool,
+    id: i64,
+) -> AppResult<(
+    MemoryRecord,
+    Vec<MemoryRecord>,
+    Vec<(String, String, String, String)>,
+)> {
+    let record = memory::get(pool, id).await?;
+    let sources = memory::get_many(pool, &record.sources).await?;
+    let history = memory::history(pool, id).await?;
+    Ok((record, sources, history))
+}
+
+/// Memory record `id`.
+///
+/// # Errors
+/// [`AppError::NotFound`]; database errors.
+pub async fn get(pool: &AnyPool, id: i64) -> AppResult<MemoryRecord> {
+    memory::get(pool, id).await
+}
+
+/// The records matching `filter` (see [`memory::MemoryFilter`]), newest first.
+///
+/// # Errors
+/// Database errors.
+pub async fn list(pool: &AnyPool, filter: &memory::MemoryFilter) -> AppResult<Vec<MemoryRecord>> {
+    memory::list(pool, filter).await
+}
+
+/// Whether memory holds no record at all (the Memory page then offers the sample history).
+///
+/// # Errors
+/// Database errors.
+pub async fn is_empty(pool: &AnyPool) -> AppResult<bool> {
+    let one = memory::MemoryFilter {
+        limit: Some(1),
+        ..Default::default()
+    };
+    Ok(memory::list(pool, &one).await?.is_empty())
+}

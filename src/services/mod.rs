@@ -4,6 +4,8 @@
 pub mod consolidation;
 pub mod evidence;
 pub mod grading;
+pub mod health;
+pub mod incidents;
 pub mod ingest;
 pub mod insights;
 pub mod investigation;
@@ -11,6 +13,7 @@ pub mod memory;
 pub mod postmortem;
 pub mod prometheus;
 pub mod proposals;
+pub mod review;
 pub mod sample;
 pub mod users;
 pub mod workflow;

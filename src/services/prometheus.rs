@@ -89,7 +89,8 @@ async fn pull_alert(
     let started = std::time::Instant::now();
     match prom.query_range(&a.expr, &window).await {
         Ok(result) => {
-            let added = store_result(pool, ACTOR, id, prom, &a.expr, &window, result, &key).await;
+            let added =
+                store_result(pool, ACTOR, id, prom, &a.expr, &window, result, &key, None).await;
             match added {
                 Ok(_) => {
                     tracing::info!(incident.id = %id, ms = started.elapsed().as_millis() as u64,
@@ -155,22 +156,21 @@ async fn store_result(
     window: &Window,
     result: RangeResult,
     key: &str,
+    expected_version: Option<i64>,
 ) -> AppResult<(EvidenceAdded, Option<String>)> {
     let notice = result.notice.clone();
     let link = prom.graph_url(query, window);
     let doc = document(query, window, &link, result);
     let content = serde_json::to_string_pretty(&doc).map_err(|e| AppError::Internal(e.into()))?;
     let source = format!("prometheus: {}", truncate_chars(query, 180));
-    let added = esvc::add(
-        pool,
-        actor,
-        id,
-        EvidenceKind::Metrics,
+    let submission = esvc::Submission {
+        kind: EvidenceKind::Metrics,
         content,
-        &source,
-        Some(key),
-    )
-    .await?;
+        source: &source,
+        dedup_key: Some(key),
+        expected_version,
+    };
+    let added = esvc::submit(pool, actor, id, submission).await?;
     if let (Some(n), true) = (&notice, added.created) {
         note(
             pool,
@@ -208,6 +208,9 @@ pub struct QueryRequest {
     pub end: Option<jiff::Timestamp>,
     /// Step, seconds.
     pub step: Option<i64>,
+    /// The incident version the responder saw; a stale one is refused (409) when the result is
+    /// stored, `None` skips the check.
+    pub expected_version: Option<i64>,
 }
 
 /// What a responder's query stored.
@@ -324,8 +327,18 @@ pub async fn run_query(
         .as_bytes(),
     );
     let key = format!("promq:{id}:{digest}");
-    let (added, notice) =
-        store_result(pool, actor, id, prom, &query, &window, result, &key).await?;
+    let (added, notice) = store_result(
+        pool,
+        actor,
+        id,
+        prom,
+        &query,
+        &window,
+        result,
+        &key,
+        req.expected_version,
+    )
+    .await?;
     let notice = if added.created {
         notice
     } else {

@@ -41,3 +41,58 @@ pub async fn add_user(
     let user = users::create(pool, &name, role, hash.as_deref()).await?;
     issue_token(pool, user.id).await
 }
+
+/// The user holding the API token whose SHA-256 is `digest` ([`token_digest`]), if any.
+///
+/// # Errors
+/// Database errors.
+pub async fn by_token(pool: &AnyPool, digest: &str) -> AppResult<Option<users::User>> {
+    users::find_by_token(pool, digest).await
+}
+
+/// User `id`, if it exists.
+///
+/// # Errors
+/// Database errors.
+pub async fn by_id(pool: &AnyPool, id: i64) -> AppResult<Option<users::User>> {
+    users::find(pool, id).await
+}
+
+/// How many users exist (0 on a first run: the sign-in page says how to create one).
+///
+/// # Errors
+/// Database errors.
+pub async fn count(pool: &AnyPool) -> AppResult<i64> {
+    users::count(pool).await
+}
+
+/// Sets user `id`'s time zone (an IANA name; `None`: the browser's).
+///
+/// # Errors
+/// Database errors.
+pub async fn set_time_zone(pool: &AnyPool, id: i64, zone: Option<&str>) -> AppResult<()> {
+    users::set_time_zone(pool, id, zone).await
+}
+
+/// The user named `name` (trimmed) when `password` matches the stored Argon2 hash, checked on
+/// the blocking pool.
+///
+/// # Errors
+/// [`crate::AppError::Unauthenticated`] for an unknown name, a user without a password, or a
+/// wrong password (the same error for all three); database errors.
+pub async fn check_password(pool: &AnyPool, name: &str, password: &str) -> AppResult<users::User> {
+    let found = users::find_with_password(pool, name.trim()).await?;
+    let Some((user, Some(hash))) = found else {
+        return Err(crate::AppError::Unauthenticated);
+    };
+    let password = password.to_string();
+    let ok = tokio::task::spawn_blocking(move || {
+        password_auth::verify_password(password, &hash).is_ok()
+    })
+    .await
+    .map_err(|e| crate::AppError::Internal(e.into()))?;
+    if !ok {
+        return Err(crate::AppError::Unauthenticated);
+    }
+    Ok(user)
+}

@@ -94,6 +94,19 @@ pub fn stale_message(current: &Incident, based_on: i64) -> String {
     )
 }
 
+/// Refuses a write based on a stale page: `expected_version` (the incident version a page or
+/// client based its request on) must equal `current.version`; `None` skips the check (API
+/// clients that send no version). Call it on the incident read inside the write transaction.
+///
+/// # Errors
+/// [`AppError::Conflict`] (409) naming the current state and both versions.
+pub fn check_version(current: &Incident, expected_version: Option<i64>) -> AppResult<()> {
+    match expected_version {
+        Some(v) if v != current.version => Err(AppError::Conflict(stale_message(current, v))),
+        _ => Ok(()),
+    }
+}
+
 /// Checks that `expected_version` (the incident version a page or client based its request on)
 /// is still current; `None` skips the check (older API clients).
 ///
@@ -144,9 +157,7 @@ pub async fn transition_from(
     }
     let mut tx = store::begin_write(pool).await?;
     let current = incidents::get_in(&mut tx, id).await?;
-    if let Some(v) = expected_version.filter(|v| *v != current.version) {
-        return Err(AppError::Conflict(stale_message(&current, v)));
-    }
+    check_version(&current, expected_version)?;
     let to = current.state.apply(transition)?;
     let at = store::now();
     let detail = match transition {

@@ -202,29 +202,6 @@ impl ListQuery {
     }
 }
 
-/// Fetches one page of `filter` with `size` rows: the rows and the cursor of the next page
-/// (`None` on the last page).
-///
-/// # Errors
-/// Database errors.
-pub async fn page_of(
-    pool: &sqlx::AnyPool,
-    mut filter: IncidentFilter,
-    size: i64,
-) -> Result<(Vec<Incident>, Option<String>), crate::AppError> {
-    let size = size.clamp(1, 1000);
-    filter.limit = Some(size + 1);
-    let mut rows = incidents::list(pool, &filter).await?;
-    let next = if rows.len() as i64 > size {
-        rows.truncate(size as usize);
-        rows.last()
-            .map(|i| incidents::IncidentCursor::after(i).encode())
-    } else {
-        None
-    };
-    Ok((rows, next))
-}
-
 /// `GET /api/v1/incidents`: one page of incidents.
 #[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct IncidentList {
@@ -255,7 +232,7 @@ pub(super) async fn list(
 ) -> ApiResult<Json<IncidentList>> {
     let filter = q.to_filter()?;
     let size = filter.limit.unwrap_or(200);
-    let (incidents, next) = page_of(&state.pool, filter, size).await?;
+    let (incidents, next) = crate::services::incidents::page_of(&state.pool, filter, size).await?;
     Ok(Json(IncidentList { incidents, next }))
 }
 
@@ -287,8 +264,7 @@ pub(super) async fn show(
     Path(id): Path<String>,
 ) -> ApiResult<Json<IncidentWithTimeline>> {
     let id = incident_id(&id)?;
-    let incident = incidents::get(&state.pool, &id).await?;
-    let timeline = incidents::timeline(&state.pool, &id).await?;
+    let (incident, timeline) = crate::services::incidents::with_timeline(&state.pool, &id).await?;
     Ok(Json(IncidentWithTimeline { incident, timeline }))
 }
 

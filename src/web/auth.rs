@@ -12,7 +12,7 @@ use super::AppState;
 use super::errors::ApiError;
 use crate::domain::Role;
 use crate::error::{AppError, AppResult};
-use crate::store::users::{self, User};
+use crate::store::users::User;
 
 /// Session key holding the signed-in user's id.
 const SESSION_USER: &str = "user_id";
@@ -201,7 +201,7 @@ impl FromRequestParts<AppState> for CurrentUser {
             let digest = crate::services::users::token_digest(&token);
             let known = match state.users.by_token(&digest) {
                 Some(u) => Ok(Some(u)),
-                None => users::find_by_token(&state.pool, &digest)
+                None => crate::services::users::by_token(&state.pool, &digest)
                     .await
                     .inspect(|u| {
                         if let Some(u) = u {
@@ -231,7 +231,7 @@ impl FromRequestParts<AppState> for CurrentUser {
         if let Some(u) = state.users.by_id(user_id) {
             return Ok(Self(u));
         }
-        match users::find(&state.pool, user_id).await {
+        match crate::services::users::by_id(&state.pool, user_id).await {
             Ok(Some(u)) => {
                 state.users.put_id(&u);
                 Ok(Self(u))
@@ -254,19 +254,7 @@ pub async fn sign_in(
     name: &str,
     password: &str,
 ) -> AppResult<User> {
-    let found = users::find_with_password(pool, name.trim()).await?;
-    let Some((user, Some(hash))) = found else {
-        return Err(AppError::Unauthenticated);
-    };
-    let password = password.to_string();
-    let ok = tokio::task::spawn_blocking(move || {
-        password_auth::verify_password(password, &hash).is_ok()
-    })
-    .await
-    .map_err(|e| AppError::Internal(e.into()))?;
-    if !ok {
-        return Err(AppError::Unauthenticated);
-    }
+    let user = crate::services::users::check_password(pool, name, password).await?;
     session
         .cycle_id()
         .await

@@ -1,7 +1,7 @@
 //! Evidence over HTTP: `POST /api/v1/incidents/{id}/evidence` (JSON `{kind, content, source?}`,
 //! raw `text/plain` with `?kind=&source=`, or multipart with a file), the paste/upload form on the
-//! incident page, the Prometheus query (`POST /api/v1/incidents/{id}/evidence/prometheus` and its
-//! form on the evidence panel), and the page that shows the lines an observation points at.
+//! incident page, and the page that shows the lines an observation points at. The Prometheus query
+//! is in [`super::prometheus`].
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -15,15 +15,16 @@ use serde::Deserialize;
 use super::auth::CurrentUser;
 use super::errors::{ApiError, PageError, rejection};
 use super::examples;
+use super::forms::KeptInput;
+use super::incident::incident_error;
 use super::layout::Layout;
-use super::pages::{KeptInput, incident_error};
 use super::schema::IncidentPath;
 use super::{AppState, incident_id};
-use crate::domain::{IncidentId, Role, ValidationError};
+use crate::domain::{IncidentId, ValidationError};
 use crate::error::AppError;
 use crate::evidence::EvidenceKind;
 use crate::services::evidence as esvc;
-use crate::store::{evidence as estore, memory as mstore};
+use crate::store::evidence as estore;
 
 /// Evidence as submitted (a JSON body, a form, multipart fields or the query of a raw body).
 #[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
@@ -48,7 +49,7 @@ struct Submission {
 
 /// Reads a version sent as a JSON number (`"version": 3`, as every other JSON body takes it), as
 /// text (forms, multipart, the query of a raw body) or as `null`.
-fn number_or_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+pub(super) fn number_or_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
     #[derive(Deserialize)]
     #[serde(untagged)]
     enum Version {
@@ -72,7 +73,7 @@ struct Read {
     version: Option<i64>,
 }
 
-fn parse_version(v: &str) -> Result<Option<i64>, AppError> {
+pub(super) fn parse_version(v: &str) -> Result<Option<i64>, AppError> {
     let v = v.trim();
     if v.is_empty() {
         return Ok(None);
@@ -107,9 +108,17 @@ async fn add_once(
     actor: &str,
     id: &IncidentId,
     r: Read,
+    expected_version: Option<i64>,
 ) -> Result<esvc::EvidenceAdded, AppError> {
     let key = paste_key(id, r.kind, &r.content);
-    esvc::add(&s.pool, actor, id, r.kind, r.content, &r.source, Some(&key)).await
+    let submission = esvc::Submission {
+        kind: r.kind,
+        content: r.content,
+        source: &r.source,
+        dedup_key: Some(&key),
+        expected_version,
+    };
+    esvc::submit(&s.pool, actor, id, submission).await
 }
 
 /// What the page and the API say about a paste that was already there.
@@ -292,8 +301,7 @@ pub(super) async fn api_add(
         Some(v) => parse_version(&v)?,
         None => r.version,
     };
-    crate::services::workflow::ensure_version(&s.pool, &id, version).await?;
-    let added = add_once(&s, &user.name, &id, r).await?;
+    let added = add_once(&s, &user.name, &id, r, version).await?;
     if !added.created {
         let notice = Some(duplicate_notice(&added.evidence));
         return Ok((StatusCode::OK, Json(EvidenceResponse { added, notice })).into_response());
@@ -343,17 +351,10 @@ pub(super) async fn api_list(
     Path(id): Path<String>,
 ) -> Result<Json<EvidenceList>, ApiError> {
     let id = incident_id(&id)?;
-    crate::store::incidents::get(&s.pool, &id).await?;
-    let evidence = estore::list(&s.pool, id.as_str()).await?;
-    let filter = mstore::MemoryFilter {
-        incident: Some(id.to_string()),
-        kind: Some(crate::domain::MemoryKind::Observation),
-        limit: Some(1000),
-        ..Default::default()
-    };
+    let (evidence, observations) = crate::services::incidents::evidence(&s.pool, &id).await?;
     Ok(Json(EvidenceList {
         evidence,
-        observations: mstore::list(&s.pool, &filter).await?,
+        observations,
     }))
 }
 
@@ -366,16 +367,18 @@ pub(super) async fn page_add(
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
     let r = read_submission(req, &s).await?;
-    let mut kept = KeptInput {
-        evidence: (r.kind.as_str().to_string(), r.source.clone(), String::new()),
+    // Refused (a stale page, a learned incident): the paste comes back as typed.
+    let kept = KeptInput {
+        evidence: (
+            r.kind.as_str().to_string(),
+            r.source.clone(),
+            r.content.clone(),
+        ),
+        based_on: r.version,
         ..Default::default()
     };
-    if let Err(e) = crate::services::workflow::ensure_version(&s.pool, &id, r.version).await {
-        // Stale page: give the paste back as typed.
-        kept.evidence.2 = r.content;
-        return incident_error(&s, &user, &headers, &id, e, kept).await;
-    }
-    let result = add_once(&s, &user.name, &id, r).await;
+    let version = r.version;
+    let result = add_once(&s, &user.name, &id, r, version).await;
     match result {
         Ok(added) if !added.created => Ok(Redirect::to(&format!(
             "/incidents/{id}?duplicate={}#observations",
@@ -384,173 +387,6 @@ pub(super) async fn page_add(
         .into_response()),
         Ok(_) => Ok(Redirect::to(&format!("/incidents/{id}#observations")).into_response()),
         Err(e) => incident_error(&s, &user, &headers, &id, e, kept).await,
-    }
-}
-
-/// A responder's Prometheus query (JSON, or the evidence panel's form).
-#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
-#[schema(as = PrometheusQuery)]
-struct PromQuery {
-    /// PromQL, run with the app's Prometheus credentials.
-    #[serde(default)]
-    query: String,
-    /// Window start: RFC 3339 or Unix seconds; default 15 minutes before the incident opened.
-    #[serde(default, deserialize_with = "number_or_text")]
-    #[schema(value_type = Option<String>)]
-    start: String,
-    /// Window end: RFC 3339 or Unix seconds; default now.
-    #[serde(default, deserialize_with = "number_or_text")]
-    #[schema(value_type = Option<String>)]
-    end: String,
-    /// Step in seconds; default the smallest that keeps the points within the server's cap.
-    #[serde(default, deserialize_with = "number_or_text")]
-    #[schema(value_type = Option<i64>)]
-    step: String,
-    /// The incident version the page or client based it on (empty: no check).
-    #[serde(default, deserialize_with = "number_or_text")]
-    #[schema(value_type = Option<i64>)]
-    version: String,
-}
-
-/// An instant typed as RFC 3339 or whole Unix seconds; empty: `None`.
-fn parse_instant(field: &'static str, v: &str) -> Result<Option<jiff::Timestamp>, AppError> {
-    let v = v.trim();
-    if v.is_empty() {
-        return Ok(None);
-    }
-    let parsed = match v.parse::<i64>() {
-        Ok(secs) => jiff::Timestamp::from_second(secs).ok(),
-        Err(_) => v.parse::<jiff::Timestamp>().ok(),
-    };
-    parsed.map(Some).ok_or_else(|| {
-        ValidationError::new(
-            field,
-            format!("'{v}' is not an RFC 3339 instant (2026-11-29T14:05:00Z) or Unix seconds"),
-        )
-        .into()
-    })
-}
-
-impl PromQuery {
-    fn kept(&self) -> [String; 4] {
-        [
-            self.query.clone(),
-            self.start.clone(),
-            self.end.clone(),
-            self.step.clone(),
-        ]
-    }
-
-    fn to_request(&self) -> Result<crate::services::prometheus::QueryRequest, AppError> {
-        let step = self.step.trim().trim_end_matches('s');
-        let step = if step.is_empty() {
-            None
-        } else {
-            Some(step.parse::<i64>().map_err(|_| {
-                ValidationError::new("step", format!("'{}' is not whole seconds", self.step))
-            })?)
-        };
-        Ok(crate::services::prometheus::QueryRequest {
-            query: self.query.clone(),
-            start: parse_instant("start", &self.start)?,
-            end: parse_instant("end", &self.end)?,
-            step,
-        })
-    }
-}
-
-#[utoipa::path(
-    post,
-    path = "/api/v1/incidents/{id}/evidence/prometheus",
-    operation_id = "queryPrometheus",
-    summary = "Run a PromQL range query and keep the result as metrics evidence",
-    description = "Runs `query_range` on the server's Prometheus (`--prometheus-url`) with the app's                    credentials (responders and above). The result is stored like a pasted metrics                    answer, with the query, the window and a link to Prometheus's graph. 404 when no                    Prometheus is configured or responder queries are turned off; 400 naming                    Prometheus's error for a query it rejects; 422 for a query that matched nothing;                    502 when Prometheus is down or slow.",
-    tag = "evidence",
-    params(IncidentPath),
-    request_body(content = PromQuery, example = json!(examples::prometheus_query())),
-    responses(
-        (status = 201, description = "The result as evidence, with its observations, the window and the link",
-         body = crate::services::prometheus::QueryStored, example = json!(examples::prometheus_stored())),
-        (status = 200, description = "The same query over the same window was already evidence: nothing added, `notice` says which",
-         body = crate::services::prometheus::QueryStored, example = json!(examples::prometheus_stored())),
-        super::schema::ApiErrors
-    )
-)]
-pub(super) async fn api_prometheus(
-    State(s): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-    req: Request,
-) -> Result<Response, ApiError> {
-    user.require(Role::Responder, "querying Prometheus")?;
-    let id = incident_id(&id)?;
-    let limit = s.settings.max_body_bytes;
-    let axum::Json(q) = axum::Json::<PromQuery>::from_request(req, &s)
-        .await
-        .map_err(|e| rejection(e.status(), e.body_text(), limit))?;
-    let request = q.to_request()?;
-    crate::services::workflow::ensure_version(&s.pool, &id, parse_version(&q.version)?).await?;
-    let stored = crate::services::prometheus::run_query(
-        &s.pool,
-        s.prometheus.as_deref(),
-        &user.0.name,
-        &id,
-        request,
-    )
-    .await?;
-    let status = if stored.added.created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok((status, Json(stored)).into_response())
-}
-
-/// The evidence panel's Prometheus form: 303 to the incident's observations, or the page again
-/// with the input kept (422 for a query Prometheus rejects or that matched nothing).
-pub(super) async fn page_prometheus(
-    State(s): State<AppState>,
-    user: CurrentUser,
-    headers: axum::http::HeaderMap,
-    Path(id): Path<String>,
-    req: Request,
-) -> Result<Response, PageError> {
-    let id = incident_id(&id)?;
-    let limit = s.settings.max_body_bytes;
-    let axum::Form(q) = axum::Form::<PromQuery>::from_request(req, &s)
-        .await
-        .map_err(|e| rejection(e.status(), e.body_text(), limit))?;
-    let kept = KeptInput {
-        prometheus: q.kept(),
-        ..Default::default()
-    };
-    let result = async {
-        user.require(Role::Responder, "querying Prometheus")?;
-        let request = q.to_request()?;
-        crate::services::workflow::ensure_version(&s.pool, &id, parse_version(&q.version)?).await?;
-        crate::services::prometheus::run_query(
-            &s.pool,
-            s.prometheus.as_deref(),
-            &user.0.name,
-            &id,
-            request,
-        )
-        .await
-    }
-    .await;
-    match result {
-        Ok(stored) if !stored.added.created => Ok(Redirect::to(&format!(
-            "/incidents/{id}?duplicate={}#observations",
-            stored.added.evidence.id
-        ))
-        .into_response()),
-        Ok(_) => Ok(Redirect::to(&format!("/incidents/{id}#observations")).into_response()),
-        // The query is the input: a query Prometheus rejects re-renders as invalid input.
-        Err(AppError::BadRequest(m)) => {
-            let e = ValidationError::new("query", m).into();
-            incident_error(&s, &user.0, &headers, &id, e, kept).await
-        }
-        Err(e) => incident_error(&s, &user.0, &headers, &id, e, kept).await,
     }
 }
 
@@ -588,7 +424,7 @@ pub(super) async fn lines_page(
     let id = incident_id(&id)?;
     let from = q.from.unwrap_or(1);
     let to = q.to.unwrap_or(from + 99);
-    let (meta, lines) = estore::lines(&s.pool, id.as_str(), eid, from, to, MAX_LINES_SHOWN).await?;
+    let (meta, lines) = esvc::lines(&s.pool, &id, eid, from, to, MAX_LINES_SHOWN).await?;
     let (from, to) = (
         from.max(1),
         to.max(from).min(from.max(1) + MAX_LINES_SHOWN - 1),

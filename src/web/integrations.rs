@@ -22,7 +22,7 @@ use super::view::Clock;
 use crate::domain::{Role, Severity};
 use crate::error::AppError;
 use crate::services::ingest::{self, IntegrationInput, IntegrationUpdate, Source};
-use crate::store::integrations::{self as istore, Integration};
+use crate::store::integrations::Integration;
 
 const WHAT: &str = "managing integrations";
 
@@ -115,7 +115,7 @@ pub(super) async fn api_list(
     user: CurrentUser,
 ) -> Result<Json<List>, ApiError> {
     user.require(Role::Admin, WHAT)?;
-    let integrations = istore::list(&state.pool, None)
+    let integrations = ingest::list_integrations(&state.pool)
         .await?
         .into_iter()
         .map(Into::into)
@@ -142,7 +142,11 @@ pub(super) async fn api_show(
     Path(id): Path<String>,
 ) -> Result<Json<IntegrationView>, ApiError> {
     user.require(Role::Admin, WHAT)?;
-    Ok(Json(istore::get(&state.pool, parse_id(&id)?).await?.into()))
+    Ok(Json(
+        ingest::integration(&state.pool, parse_id(&id)?)
+            .await?
+            .into(),
+    ))
 }
 
 #[utoipa::path(
@@ -251,7 +255,7 @@ async fn render_list(
     created: Option<(String, String, String, String)>,
 ) -> Result<ListPage, PageError> {
     let clock = Clock::for_viewer(Some(&user.0), headers);
-    let rows = istore::list(&state.pool, None)
+    let rows = ingest::list_integrations(&state.pool)
         .await?
         .iter()
         .map(|i| Row::of(i, &clock))

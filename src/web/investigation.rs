@@ -12,7 +12,8 @@ use super::api::{BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
 use super::examples;
-use super::pages::{IncidentPost, KeptInput, VersionForm};
+use super::forms::{KeptInput, VersionForm};
+use super::incident::IncidentPost;
 use super::schema::{IncidentPath, RecommendationPath};
 use super::{AppState, incident_id};
 use crate::error::AppError;
@@ -67,9 +68,8 @@ pub(super) async fn api_latest(
     Path(id): Path<String>,
 ) -> Result<Response, ApiError> {
     let id = incident_id(&id)?;
-    crate::store::incidents::get(&s.pool, &id).await?;
-    match crate::store::recommendations::latest_investigation(&s.pool, id.as_str()).await? {
-        Some(i) => Ok(Json(inv::view_investigation(&s.pool, i.id).await?).into_response()),
+    match crate::services::incidents::latest_investigation(&s.pool, &id).await? {
+        Some(view) => Ok(Json(view).into_response()),
         None => Err(AppError::NotFound(format!(
             "an investigation of {id} (run POST /api/v1/incidents/{id}/investigate)"
         ))
@@ -146,8 +146,11 @@ pub(super) async fn page_propose(
         &f.target,
         &f.rationale,
     );
-    post.write(f.version, KeptInput::default(), COPILOT, write)
-        .await
+    let kept = KeptInput {
+        propose: [f.kind.clone(), f.target.clone(), f.rationale.clone()],
+        ..Default::default()
+    };
+    post.write(f.version, kept, COPILOT, write).await
 }
 
 /// Body of reject.

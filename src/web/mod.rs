@@ -10,16 +10,22 @@ pub mod docs;
 pub mod errors;
 pub mod evidence;
 pub mod examples;
+pub mod forms;
+pub mod incident;
 pub mod insights;
 pub mod integrations;
 pub mod investigation;
 pub mod layout;
+pub mod learnings;
 pub mod limits;
 pub mod memory;
+pub mod memory_pages;
 pub mod openapi;
 pub mod ops;
+pub mod page_cache;
 pub mod pages;
 pub mod postmortem;
+pub mod prometheus;
 pub mod proposals;
 pub mod review;
 pub mod schema;
@@ -116,7 +122,7 @@ pub struct AppState {
     /// The LLM analyst when a model server is configured; the built-in analyst is always there.
     pub llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>>,
     /// Incident pages as last rendered.
-    pub pages: std::sync::Arc<pages::RenderedPages>,
+    pub pages: std::sync::Arc<page_cache::RenderedPages>,
     /// This app's Prometheus recorder (`GET /metrics`).
     pub metrics: crate::metrics::Metrics,
     /// The rate limiters of [`Settings::rate_limits`].
@@ -203,12 +209,12 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
             get(pages::list_page).merge(post(pages::create_submit).layer(long())),
         )
         .route("/incidents/new", get(pages::new_page))
-        .route("/incidents/{id}", get(pages::show_page))
+        .route("/incidents/{id}", get(incident::show_page))
         .route(
             "/incidents/{id}/resolve",
-            post(pages::resolve_submit).layer(long()),
+            post(incident::resolve_submit).layer(long()),
         )
-        .route("/incidents/{id}/reopen", post(pages::reopen_submit))
+        .route("/incidents/{id}/reopen", post(incident::reopen_submit))
         .route("/api/v1/incidents", post(api::create).get(api::list))
         .route("/api/v1/incidents/{id}", get(api::show))
         .route("/api/v1/incidents/{id}/resolve", post(api::resolve))
@@ -228,11 +234,11 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
         .route("/incidents/{id}/evidence/{eid}", get(evidence::lines_page))
         .route(
             "/api/v1/incidents/{id}/evidence/prometheus",
-            post(evidence::api_prometheus),
+            post(prometheus::api_prometheus),
         )
         .route(
             "/incidents/{id}/evidence/prometheus",
-            post(evidence::page_prometheus),
+            post(prometheus::page_prometheus),
         )
         // Investigation: recall + analyst, recommendations, simulated approvals, verdicts
         // (web/investigation.rs).
@@ -298,9 +304,9 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
         )
         .route(
             "/api/v1/incidents/{id}/learnings/preview",
-            get(postmortem::api_preview),
+            get(learnings::api_preview),
         )
-        .route("/api/v1/incidents/{id}/learn", post(postmortem::api_learn))
+        .route("/api/v1/incidents/{id}/learn", post(learnings::api_learn))
         .route("/api/v1/review", get(review::api_review))
         .route("/api/v1/proposals/{id}/accept", post(proposals::api_accept))
         .route("/api/v1/proposals/{id}/reject", post(proposals::api_reject))
@@ -316,8 +322,8 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
             "/incidents/{id}/postmortem/confirm",
             post(postmortem::page_confirm),
         )
-        .route("/incidents/{id}/learnings", get(postmortem::page_preview))
-        .route("/incidents/{id}/learn", post(postmortem::page_learn))
+        .route("/incidents/{id}/learnings", get(learnings::page_preview))
+        .route("/incidents/{id}/learn", post(learnings::page_learn))
         .route("/review", get(review::page_review))
         .route("/review/proposals/{id}/accept", post(review::page_accept))
         .route("/review/proposals/{id}/reject", post(review::page_reject))
@@ -338,15 +344,18 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
         )
         .route("/api/v1/memories/{id}/retract", post(memory::api_retract))
         .route("/api/v1/recall", get(memory::api_recall))
-        .route("/memories", get(memory::browser_page))
+        .route("/memories", get(memory_pages::browser_page))
         .route(
             "/memories/new",
-            get(memory::new_page).post(memory::new_submit),
+            get(memory_pages::new_page).post(memory_pages::new_submit),
         )
-        .route("/memories/sample", post(memory::load_sample))
-        .route("/memories/{id}", get(memory::show_page))
-        .route("/memories/{id}/supersede", post(memory::supersede_submit))
-        .route("/memories/{id}/retract", post(memory::retract_submit))
+        .route("/memories/sample", post(memory_pages::load_sample))
+        .route("/memories/{id}", get(memory_pages::show_page))
+        .route(
+            "/memories/{id}/supersede",
+            post(memory_pages::supersede_submit),
+        )
+        .route("/memories/{id}/retract", post(memory_pages::retract_submit))
         // Alert webhooks, authenticated by an integration's secret, and the alerts of an
         // incident (web/webhooks.rs).
         .route(

@@ -9,7 +9,6 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::AppState;
-use crate::store;
 
 /// `GET /readyz`: whether this process should get traffic, as JSON:
 ///
@@ -31,14 +30,14 @@ use crate::store;
 /// `status` is `ready` (HTTP 200) when database and migrations are `ok`, else `not_ready` with
 /// HTTP 503 Service Unavailable (RFC 9110 §15.6.4).
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
-    let database = match store::ping(&state.pool).await {
+    let database = match crate::services::health::ping(&state.pool).await {
         Ok(()) => json!({"status": "ok"}),
         Err(e) => {
             tracing::warn!(error = ?e, "readiness: database does not answer");
             json!({"status": "error", "error": "the database does not answer a query"})
         }
     };
-    let migrations = match store::migration_status(&state.pool).await {
+    let migrations = match crate::services::health::migration_status(&state.pool).await {
         Ok((applied, expected)) => json!({
             "status": if applied == expected { "ok" } else { "pending" },
             "applied": applied,
@@ -121,7 +120,7 @@ pub async fn metrics(
 /// The scrape itself: the scrape-time gauges ([`gauges`]) and every family rendered.
 async fn scrape(state: &AppState) -> Result<axum::response::Response, super::errors::ApiError> {
     use axum::response::IntoResponse as _;
-    let gauges = gauges(state).await?;
+    let gauges = crate::services::health::gauges(&state.pool, &state.memory).await?;
     let body = state.metrics.render(&gauges);
     Ok((
         [(
@@ -174,45 +173,5 @@ pub fn spawn_metrics_listener(
         if let Err(e) = served {
             tracing::error!(error = %e, "the metrics listener stopped");
         }
-    })
-}
-
-/// The scrape-time gauges: every (state, severity) and every kind, 0 where the store has none,
-/// so a series that drops to zero is reported as 0 rather than left at its last value.
-async fn gauges(state: &AppState) -> crate::error::AppResult<crate::metrics::Gauges> {
-    use crate::domain::memory::MemoryKind;
-    use crate::domain::{IncidentState, Severity};
-    let pool = &state.pool;
-    let open = store::stats::open_incidents(pool).await?;
-    let mut open_incidents = Vec::new();
-    for st in IncidentState::ALL
-        .into_iter()
-        .filter(|s| *s != IncidentState::Learned)
-    {
-        for sev in Severity::ALL {
-            let n = open
-                .iter()
-                .find(|(s, v, _)| s == st.as_str() && v == sev.as_str())
-                .map_or(0, |(_, _, n)| *n);
-            open_incidents.push((st.as_str(), sev.as_str(), n));
-        }
-    }
-    let kinds = store::stats::records_by_kind(pool).await?;
-    let records_by_kind = MemoryKind::ALL
-        .iter()
-        .map(|k| {
-            let n = kinds
-                .iter()
-                .find(|(name, _)| name == k.as_str())
-                .map_or(0, |(_, n)| *n);
-            (k.as_str(), n)
-        })
-        .collect();
-    let (done, total) = crate::memory::embeddings::progress(&state.memory).await?;
-    Ok(crate::metrics::Gauges {
-        open_incidents,
-        records_by_kind,
-        audit_entries: store::stats::audit_entries(pool).await?,
-        embedding_backlog: (total - done).max(0),
     })
 }

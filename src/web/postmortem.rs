@@ -1,23 +1,22 @@
-//! Post-mortem, confirmation, learnings preview and Learn over HTTP (JSON and pages) and the
-//! Markdown export. The reviewers' queue is in `web/review.rs`.
-//!
-//! Long because it is one resource's module (as every resource in `web/` has one): its JSON
-//! handlers, its pages and its Markdown export all read the same stored post-mortem.
+//! The post-mortem over HTTP (JSON and pages): draft, edit, confirm, and the Markdown export.
+//! The learnings preview and Learn are in [`super::learnings`], the reviewers' queue in
+//! [`super::review`].
 
 use askama::Template;
 use askama_web::WebTemplate;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::api::{BaseVersion, VersionBody, optional_json};
+use super::api::{BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm, form_outcome};
 use super::examples;
+use super::forms::{KeptInput, VersionForm};
+use super::incident::IncidentPost;
 use super::layout::Layout;
-use super::pages::{IncidentPost, KeptInput, VersionForm};
 use super::schema::IncidentPath;
 use super::view::{Clock, SafeHtml, render_markdown};
 use super::{AppState, incident_id};
@@ -28,7 +27,7 @@ use crate::domain::{ConfirmRefusal, IncidentId, IncidentState};
 use crate::error::AppError;
 use crate::services::postmortem as pm;
 use crate::services::workflow;
-use crate::store::{incidents, postmortems as pstore};
+use crate::store::postmortems as pstore;
 
 #[utoipa::path(
     post,
@@ -77,7 +76,7 @@ pub(super) async fn api_get(
     Path(id): Path<String>,
 ) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
     Ok(Json(
-        pstore::get(&s.pool, incident_id(&id)?.as_str()).await?,
+        crate::services::incidents::postmortem(&s.pool, &incident_id(&id)?).await?,
     ))
 }
 
@@ -155,8 +154,7 @@ pub(super) async fn api_confirm(
 }
 
 async fn markdown_of(s: &AppState, id: &IncidentId) -> Result<String, AppError> {
-    let incident = incidents::get(&s.pool, id).await?;
-    let stored = pstore::get(&s.pool, id.as_str()).await?;
+    let (incident, stored) = crate::services::incidents::with_postmortem(&s.pool, id).await?;
     Ok(stored.postmortem.to_markdown(&incident))
 }
 
@@ -196,89 +194,6 @@ pub(super) async fn api_markdown(
         .into_response())
 }
 
-#[utoipa::path(
-    get,
-    path = "/api/v1/incidents/{id}/learnings/preview",
-    operation_id = "previewLearnings",
-    summary = "Preview what Learn will write",
-    tag = "postmortem",
-    params(IncidentPath),
-    responses(
-        (status = 200, description = "Exactly what Learn will write", body = pm::LearningsPreview,
-         example = json!(examples::learnings_preview())),
-        super::schema::ApiErrors
-    )
-)]
-pub(super) async fn api_preview(
-    State(s): State<AppState>,
-    _u: CurrentUser,
-    Path(id): Path<String>,
-) -> Result<Json<pm::LearningsPreview>, ApiError> {
-    Ok(Json(pm::plan(&s.pool, &incident_id(&id)?).await?))
-}
-
-#[utoipa::path(
-    post,
-    path = "/api/v1/incidents/{id}/learn",
-    operation_id = "learn",
-    summary = "Learn: write the confirmed knowledge to memory",
-    tag = "postmortem",
-    params(IncidentPath),
-    request_body(content = Option<LearnBody>, description = "Optional: the incident version the caller saw and the reviewer's answer to the preview's grading question",
-                 example = json!(examples::learn_body())),
-    responses(
-        (status = 200, description = "What Learn wrote (confirmed → learned; a repeat returns the same)",
-         body = pm::LearnResult, example = json!(examples::learn_result())),
-        super::schema::ApiErrors
-    )
-)]
-pub(super) async fn api_learn(
-    State(s): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-    version: BaseVersion,
-    body: axum::body::Bytes,
-) -> Result<Json<pm::LearnResult>, ApiError> {
-    let id = incident_id(&id)?;
-    workflow::ensure_version(&s.pool, &id, version.or_body(&body)?).await?;
-    let grade = optional_json::<LearnBody>(&body)?.top_hypothesis_matched;
-    Ok(Json(pm::learn_graded(&s.pool, &user.0, &id, grade).await?))
-}
-
-/// Optional JSON body of `POST …/learn`: `{"version": 7, "top_hypothesis_matched": true}`.
-#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
-pub struct LearnBody {
-    /// The incident version the request is based on.
-    #[serde(default)]
-    pub version: Option<i64>,
-    /// The reviewer's answer to the learnings preview's `grading` question: did the copilot's
-    /// top hypothesis match the confirmed root cause. Absent: the incident is not graded.
-    #[serde(default)]
-    pub top_hypothesis_matched: Option<bool>,
-}
-
-/// The Learn form: the incident version and the answer to the grading question (`yes`/`no`).
-#[derive(Debug, Default, Deserialize)]
-pub(super) struct LearnForm {
-    #[serde(default)]
-    version: Option<i64>,
-    #[serde(default)]
-    top_hypothesis_matched: Option<String>,
-}
-
-impl axum::extract::FromRequest<AppState> for LearnForm {
-    type Rejection = PageError;
-
-    async fn from_request(
-        req: axum::extract::Request,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        super::pages::optional_form(req, state).await
-    }
-}
-
-// ---- pages ----
-
 pub(super) async fn page_draft(
     State(s): State<AppState>,
     user: CurrentUser,
@@ -313,7 +228,7 @@ struct PostmortemPage {
 #[derive(Debug, Deserialize, Default)]
 pub(super) struct Done {
     #[serde(default)]
-    done: Option<String>,
+    pub(super) done: Option<String>,
 }
 
 impl Done {
@@ -394,8 +309,7 @@ async fn render(
     flash: Option<&'static str>,
     headers: &HeaderMap,
 ) -> Result<Response, PageError> {
-    let incident = incidents::get(&s.pool, id).await?;
-    let stored = pstore::get(&s.pool, id.as_str()).await?;
+    let (incident, stored) = crate::services::incidents::with_postmortem(&s.pool, id).await?;
     let clock = Clock::for_viewer(Some(user), headers);
     let html = render_markdown(
         &stored
@@ -458,7 +372,7 @@ pub(super) async fn page_edit(
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
     let result: Result<(), AppError> = async {
-        let current = pstore::get(&s.pool, id.as_str()).await?;
+        let current = crate::services::incidents::postmortem(&s.pool, &id).await?;
         let mut p = current.postmortem.clone();
         p.summary = unix_newlines(&f.summary);
         p.impact.description = unix_newlines(&f.impact);
@@ -501,117 +415,4 @@ pub(super) async fn page_confirm(
         |error| render(&s, &user.0, &id, None, Some(error), None, &headers),
     )
     .await
-}
-
-#[derive(Template, WebTemplate)]
-#[template(path = "incidents/learnings.html")]
-struct PreviewPage {
-    layout: Layout,
-    incident: crate::domain::Incident,
-    preview: Option<pm::LearningsPreview>,
-    learned: Option<pm::LearnResult>,
-    /// The records Learn wrote, with their kinds and texts.
-    written: Vec<crate::domain::memory::MemoryRecord>,
-    /// Confirmation of the last step (after its redirect).
-    flash: Option<&'static str>,
-    /// The reviewer's grade of the top hypothesis, once Learn recorded it.
-    grade: Option<crate::store::proposals::Grade>,
-    /// Why the last Learn was refused (the page is re-rendered with it, status 4xx).
-    error: Option<String>,
-    /// The grading answer the reviewer sent (`yes`/`no`), kept after an error.
-    answer: Option<bool>,
-}
-
-impl PreviewPage {
-    /// Whether "yes" is checked: the answer sent before an error, else the suggestion.
-    fn answered_yes(&self, suggested: &bool) -> bool {
-        self.answer.unwrap_or(*suggested)
-    }
-}
-
-/// Renders the learnings page of `id` with `status`; after a refused Learn, with its `error`
-/// and the reviewer's `answer` kept.
-async fn render_learnings(
-    s: &AppState,
-    user: &crate::store::users::User,
-    id: &IncidentId,
-    status: StatusCode,
-    flash: Option<&'static str>,
-    refused: Option<(String, Option<bool>)>,
-) -> Result<Response, PageError> {
-    let incident = incidents::get(&s.pool, id).await?;
-    let learned: Option<pm::LearnResult> = match pstore::learning(&s.pool, id.as_str()).await? {
-        Some(r) => serde_json::from_str(&r).ok(),
-        None => None,
-    };
-    let written = match &learned {
-        Some(l) => pm::written_records(&s.pool, l).await?,
-        None => Vec::new(),
-    };
-    let preview = if learned.is_none() {
-        Some(pm::plan(&s.pool, id).await?)
-    } else {
-        None
-    };
-    let (error, answer) = refused.map_or((None, None), |(e, a)| (Some(e), a));
-    Ok((
-        status,
-        PreviewPage {
-            layout: Layout::new(Some(user), format!("Learnings {id}")),
-            incident,
-            preview,
-            learned,
-            written,
-            flash,
-            grade: crate::store::proposals::grade(&s.pool, id.as_str()).await?,
-            error,
-            answer,
-        },
-    )
-        .into_response())
-}
-
-pub(super) async fn page_preview(
-    State(s): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-    Query(done): Query<Done>,
-) -> Result<Response, PageError> {
-    let id = incident_id(&id)?;
-    render_learnings(&s, &user.0, &id, StatusCode::OK, done.message(), None).await
-}
-
-/// `POST /incidents/{id}/learn`. An unreadable grading answer (or one for an incident with
-/// nothing to grade) re-renders the learnings page with 422, the message and the answer kept.
-pub(super) async fn page_learn(
-    State(s): State<AppState>,
-    user: CurrentUser,
-    Path(id): Path<String>,
-    f: LearnForm,
-) -> Result<Response, PageError> {
-    let id = incident_id(&id)?;
-    workflow::ensure_version(&s.pool, &id, f.version).await?;
-    let grade = match f
-        .top_hypothesis_matched
-        .as_deref()
-        .map(crate::domain::proposals::parse_grade)
-        .transpose()
-    {
-        Ok(g) => g,
-        Err(e) => {
-            let e = AppError::from(e);
-            let refused = Some((e.to_string(), None));
-            return render_learnings(&s, &user.0, &id, e.status(), None, refused).await;
-        }
-    };
-    match pm::learn_graded(&s.pool, &user.0, &id, grade).await {
-        Ok(_) => {
-            Ok(Redirect::to(&format!("/incidents/{id}/learnings?done=learned")).into_response())
-        }
-        Err(e @ AppError::Validation(_)) => {
-            let refused = Some((e.to_string(), grade));
-            render_learnings(&s, &user.0, &id, e.status(), None, refused).await
-        }
-        Err(e) => Err(e.into()),
-    }
 }

@@ -15,11 +15,8 @@ use super::errors::{ApiError, PageError, PageForm};
 use super::examples;
 use super::layout::Layout;
 use super::proposals::{ProposalForm, ProposalItem, pending_items, proposal_id};
-use crate::domain::IncidentState;
 use crate::error::AppError;
 use crate::services::proposals as svc;
-use crate::store::incidents;
-use crate::store::postmortems as pstore;
 use crate::store::proposals::StoredProposal;
 
 /// `GET /api/v1/review`: what waits for a reviewer.
@@ -52,18 +49,12 @@ pub(super) struct ReviewItem {
 
 /// What waits for a reviewer, for the API and the page.
 pub(super) async fn review(s: &AppState) -> Result<ReviewQueue, AppError> {
-    let (ungrounded, ruleless) = pstore::review_queue(&s.pool).await?;
-    let contradicted = pstore::contradictions(&s.pool).await?;
-    let drafts = incidents::list(
-        &s.pool,
-        &incidents::IncidentFilter {
-            state: Some(IncidentState::PostmortemDraft),
-            sort: incidents::IncidentSort::Oldest,
-            limit: Some(200),
-            ..Default::default()
-        },
-    )
-    .await?;
+    let crate::services::review::ReviewWork {
+        drafts,
+        ungrounded,
+        ruleless,
+        contradicted,
+    } = crate::services::review::work(&s.pool).await?;
     Ok(ReviewQueue {
         proposals_to_decide: pending_items(s).await?,
         drafts_waiting_for_confirmation: drafts
@@ -130,28 +121,76 @@ pub(super) async fn api_review(
 
 // ---- the page ----
 
-/// `/review` as a page.
+/// Proposals shown on one page of `/review`.
+const PROPOSALS_PER_PAGE: usize = 10;
+
+/// Proposals of one kind on the page, under its heading.
+pub(super) struct ProposalGroup {
+    pub(super) heading: &'static str,
+    pub(super) items: Vec<ProposalItem>,
+}
+
+/// `/review` as a page: what blocks an incident first (drafts to confirm, contradictions), then
+/// the proposals grouped by kind and paged, then the rules to tidy.
 #[derive(Template, WebTemplate)]
 #[template(path = "review.html")]
 pub(super) struct ReviewPage {
     pub(super) layout: Layout,
     pub(super) q: ReviewQueue,
+    /// This page's proposals, grouped by kind in review order.
+    pub(super) groups: Vec<ProposalGroup>,
+    /// How many proposals wait in all.
+    pub(super) proposals_total: usize,
+    /// This page (from 1) and the number of pages of proposals.
+    pub(super) page: usize,
+    pub(super) pages: usize,
+    /// Whether the viewer may accept or reject (reviewers); others see the drafts read-only.
+    pub(super) can_decide: bool,
     /// Confirmation of the last decision (after its redirect).
     pub(super) flash: Option<&'static str>,
 }
 
+/// Query of `GET /review`.
+#[derive(serde::Deserialize, Default)]
+pub(super) struct ReviewQuery {
+    /// Confirmation of the last decision (`accepted`, `rejected`).
+    #[serde(default)]
+    done: Option<String>,
+    /// Page of proposals, from 1 (anything else: the first).
+    #[serde(default)]
+    page: String,
+}
+
 /// Renders `/review` with `status`; when a decision on `failed` failed, that proposal shows the
-/// error and keeps what the reviewer typed.
+/// error and keeps what the reviewer typed (on the page that holds it).
 async fn render(
     s: &AppState,
     user: &crate::store::users::User,
     status: StatusCode,
     flash: Option<&'static str>,
+    page: Option<usize>,
     failed: Option<(i64, ProposalForm, String)>,
 ) -> Result<Response, PageError> {
     let mut q = review(s).await?;
+    let mut proposals = std::mem::take(&mut q.proposals_to_decide);
+    proposals.sort_by_key(|p| (p.kind.review_rank(), p.id));
+    let total = proposals.len();
+    let pages = total.div_ceil(PROPOSALS_PER_PAGE).max(1);
+    let page = match (&failed, page) {
+        (Some((id, ..)), _) => proposals
+            .iter()
+            .position(|p| p.id == *id)
+            .map_or(1, |i| i / PROPOSALS_PER_PAGE + 1),
+        (None, Some(p)) => p.clamp(1, pages),
+        (None, None) => 1,
+    };
+    let mut shown: Vec<ProposalItem> = proposals
+        .into_iter()
+        .skip((page - 1) * PROPOSALS_PER_PAGE)
+        .take(PROPOSALS_PER_PAGE)
+        .collect();
     if let Some((id, form, error)) = failed
-        && let Some(p) = q.proposals_to_decide.iter_mut().find(|p| p.id == id)
+        && let Some(p) = shown.iter_mut().find(|p| p.id == id)
     {
         p.form = ProposalForm {
             version: p.form.version,
@@ -159,11 +198,27 @@ async fn render(
         };
         p.error = Some(error);
     }
+    let mut groups: Vec<ProposalGroup> = Vec::new();
+    for p in shown {
+        let heading = p.kind.review_heading();
+        match groups.last_mut() {
+            Some(g) if g.heading == heading => g.items.push(p),
+            _ => groups.push(ProposalGroup {
+                heading,
+                items: vec![p],
+            }),
+        }
+    }
     Ok((
         status,
         ReviewPage {
             layout: Layout::new(Some(user), "Review queue").with_current("review"),
             q,
+            groups,
+            proposals_total: total,
+            page,
+            pages,
+            can_decide: user.role.includes(crate::domain::Role::Reviewer),
             flash,
         },
     )
@@ -174,9 +229,18 @@ async fn render(
 pub(super) async fn page_review(
     State(s): State<AppState>,
     user: CurrentUser,
-    axum::extract::Query(done): axum::extract::Query<super::postmortem::Done>,
+    axum::extract::Query(rq): axum::extract::Query<ReviewQuery>,
 ) -> Result<Response, PageError> {
-    render(&s, &user.0, StatusCode::OK, done.message(), None).await
+    let flash = super::postmortem::Done { done: rq.done }.message();
+    render(
+        &s,
+        &user.0,
+        StatusCode::OK,
+        flash,
+        rq.page.parse().ok(),
+        None,
+    )
+    .await
 }
 
 async fn decided(
@@ -190,7 +254,17 @@ async fn decided(
     match result {
         Ok(_) => Ok(Redirect::to(&format!("/review?done={done}")).into_response()),
         Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
-        Err(e) => render(s, user, e.status(), None, Some((id, form, e.to_string()))).await,
+        Err(e) => {
+            render(
+                s,
+                user,
+                e.status(),
+                None,
+                None,
+                Some((id, form, e.to_string())),
+            )
+            .await
+        }
     }
 }
 

@@ -27,7 +27,7 @@ use super::examples;
 use crate::domain::IncidentId;
 use crate::error::AppError;
 use crate::services::ingest::{self, Source};
-use crate::store::{alerts as astore, incidents};
+use crate::store::alerts as astore;
 
 /// Header PagerDuty v3 webhooks carry their signatures in.
 pub const PAGERDUTY_SIGNATURE: &str = "x-pagerduty-signature";
@@ -300,17 +300,18 @@ pub(super) async fn incident_alerts(
     Path(id): Path<String>,
 ) -> Result<Json<IncidentAlerts>, ApiError> {
     let id = super::incident_id(&id)?;
-    incidents::get(&state.pool, &id).await?;
-    let alerts = astore::list_for_incident(&state.pool, id.as_str()).await?;
-    let (firing, resolved) = astore::counts(&state.pool, id.as_str()).await?;
-    let group = astore::group_of_incident(&state.pool, id.as_str())
-        .await?
-        .map(|(g, integration, source)| AlertGroupView {
-            key: g.group_key,
-            integration,
-            source,
-            follows: g.previous_incident_id,
-        });
+    let ingest::IncidentAlerts {
+        alerts,
+        firing,
+        resolved,
+        group,
+    } = ingest::incident_alerts(&state.pool, &id).await?;
+    let group = group.map(|(g, integration, source)| AlertGroupView {
+        key: g.group_key,
+        integration,
+        source,
+        follows: g.previous_incident_id,
+    });
     Ok(Json(IncidentAlerts {
         summary: ingest::summary(firing, resolved),
         incident: id,

@@ -185,7 +185,14 @@ async fn consolidate_proposes_a_merged_rule_that_once_accepted_ranks_first_and_m
     // The queue page previews exactly what accepting writes and what it marks.
     let pid = p["id"].as_i64().unwrap();
     let b = app.browser("victor").await;
-    let html = app.page(&b, "/review").await;
+    // Consolidations come last in the queue, which pages its proposals.
+    let mut html = String::new();
+    for page in 1..=5 {
+        html = app.page(&b, &format!("/review?page={page}")).await;
+        if html.contains(&format!("id=\"preview-{pid}\"")) {
+            break;
+        }
+    }
     assert!(html.contains(&format!("id=\"preview-{pid}\"")), "{html}");
     assert!(
         html.contains(&format!("<a href=\"/memories/{l2}\">MEM-{l2}</a>")),

@@ -22,6 +22,7 @@ mod service;
 #[path = "../support/skip.rs"]
 mod skip;
 mod ui;
+mod walkthrough;
 mod web;
 mod webhooks;
 mod workflow;

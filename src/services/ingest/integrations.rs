@@ -301,6 +301,54 @@ pub async fn update_integration(
     istore::get(pool, id).await
 }
 
+/// Every integration, oldest first (admins' list).
+///
+/// # Errors
+/// Database errors.
+pub async fn list_integrations(pool: &AnyPool) -> AppResult<Vec<Integration>> {
+    istore::list(pool, None).await
+}
+
+/// Integration `id`.
+///
+/// # Errors
+/// [`AppError::NotFound`]; database errors.
+pub async fn integration(pool: &AnyPool, id: i64) -> AppResult<Integration> {
+    istore::get(pool, id).await
+}
+
+/// The alerts of incident `id`, in the order they arrived.
+pub struct IncidentAlerts {
+    /// Every alert, first received first.
+    pub alerts: Vec<crate::store::alerts::StoredAlert>,
+    /// How many are firing.
+    pub firing: i64,
+    /// How many are resolved.
+    pub resolved: i64,
+    /// The alert group that opened the incident, with its integration's name and source.
+    pub group: Option<(crate::store::alerts::AlertGroup, String, String)>,
+}
+
+/// Reads the [`IncidentAlerts`] of incident `id`.
+///
+/// # Errors
+/// [`AppError::NotFound`] for an unknown incident; database errors.
+pub async fn incident_alerts(
+    pool: &AnyPool,
+    id: &crate::domain::IncidentId,
+) -> AppResult<IncidentAlerts> {
+    crate::store::incidents::get(pool, id).await?;
+    let alerts = crate::store::alerts::list_for_incident(pool, id.as_str()).await?;
+    let (firing, resolved) = crate::store::alerts::counts(pool, id.as_str()).await?;
+    let group = crate::store::alerts::group_of_incident(pool, id.as_str()).await?;
+    Ok(IncidentAlerts {
+        alerts,
+        firing,
+        resolved,
+        group,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

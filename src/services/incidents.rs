@@ -1,0 +1,202 @@
+//! Read models of incidents: what the incident list, the incident page and the incident API show,
+//! read from the store in one place so handlers only render.
+
+use std::sync::Arc;
+
+use sqlx::AnyPool;
+
+use crate::domain::memory::MemoryRecord;
+use crate::domain::{Incident, IncidentId, IncidentState, MemoryKind, TimelineEvent};
+use crate::error::AppResult;
+use crate::memory::Memory;
+use crate::memory::recall::RecallResult;
+use crate::services::investigation::{InvestigationView, incident_tags, page_recall};
+use crate::store::evidence::EvidenceMeta;
+use crate::store::incidents::{self, IncidentCursor, IncidentFilter};
+use crate::store::{self, evidence as estore, memory as mstore, recommendations as rstore};
+
+/// How many recalled records the incident page asks recall for.
+const PAGE_RECALL_K: usize = 30;
+
+/// One page of incidents matching `filter`, `size` rows (clamped to 1..=1000), and the cursor of
+/// the next page (`None` on the last page).
+///
+/// # Errors
+/// Database errors.
+pub async fn page_of(
+    pool: &AnyPool,
+    mut filter: IncidentFilter,
+    size: i64,
+) -> AppResult<(Vec<Incident>, Option<String>)> {
+    let size = size.clamp(1, 1000);
+    filter.limit = Some(size + 1);
+    let mut rows = incidents::list(pool, &filter).await?;
+    let next = if rows.len() as i64 > size {
+        rows.truncate(size as usize);
+        rows.last().map(|i| IncidentCursor::after(i).encode())
+    } else {
+        None
+    };
+    Ok((rows, next))
+}
+
+/// Every service name incidents were opened on, sorted (the list page's filter).
+///
+/// # Errors
+/// Database errors.
+pub async fn services(pool: &AnyPool) -> AppResult<Vec<String>> {
+    incidents::services(pool).await
+}
+
+/// Incident `id` with its timeline, oldest event first.
+///
+/// # Errors
+/// [`crate::AppError::NotFound`] for an unknown incident; database errors.
+pub async fn with_timeline(
+    pool: &AnyPool,
+    id: &IncidentId,
+) -> AppResult<(Incident, Vec<TimelineEvent>)> {
+    let incident = incidents::get(pool, id).await?;
+    let timeline = incidents::timeline(pool, id).await?;
+    Ok((incident, timeline))
+}
+
+/// Incident `id`, or [`crate::AppError::NotFound`].
+///
+/// # Errors
+/// Not found; database errors.
+pub async fn get(pool: &AnyPool, id: &IncidentId) -> AppResult<Incident> {
+    incidents::get(pool, id).await
+}
+
+/// `(version, revision, recall epoch, recall generation)` of incident `id`: what a cached copy
+/// of its page depends on (see [`incidents::page_state`]).
+///
+/// # Errors
+/// Not found; database errors.
+pub async fn page_state(pool: &AnyPool, id: &IncidentId) -> AppResult<(i64, i64, String, i64)> {
+    incidents::page_state(pool, id).await
+}
+
+/// The observations extracted from incident `id`'s evidence (at most 1,000, as stored).
+///
+/// # Errors
+/// Database errors.
+pub async fn observations(pool: &AnyPool, id: &IncidentId) -> AppResult<Vec<MemoryRecord>> {
+    let filter = mstore::MemoryFilter {
+        incident: Some(id.to_string()),
+        kind: Some(MemoryKind::Observation),
+        limit: Some(1000),
+        ..Default::default()
+    };
+    mstore::list(pool, &filter).await
+}
+
+/// Incident `id`'s evidence (without content) and the observations extracted from it.
+///
+/// # Errors
+/// Not found; database errors.
+pub async fn evidence(
+    pool: &AnyPool,
+    id: &IncidentId,
+) -> AppResult<(Vec<EvidenceMeta>, Vec<MemoryRecord>)> {
+    incidents::get(pool, id).await?;
+    let evidence = estore::list(pool, id.as_str()).await?;
+    Ok((evidence, observations(pool, id).await?))
+}
+
+/// The latest investigation of incident `id`, `None` before the first.
+///
+/// # Errors
+/// Not found; database errors.
+pub async fn latest_investigation(
+    pool: &AnyPool,
+    id: &IncidentId,
+) -> AppResult<Option<InvestigationView>> {
+    incidents::get(pool, id).await?;
+    match rstore::latest_investigation(pool, id.as_str()).await? {
+        Some(i) => Ok(Some(
+            crate::services::investigation::view_investigation(pool, i.id).await?,
+        )),
+        None => Ok(None),
+    }
+}
+
+/// Everything the incident page shows, read in one service call: the incident, its timeline,
+/// observations, evidence, latest investigation, what memory recalls for it, and who edited its
+/// post-mortem draft last (for the confirm rule).
+pub struct IncidentPage {
+    /// The incident.
+    pub incident: Incident,
+    /// Its timeline, oldest first.
+    pub timeline: Vec<TimelineEvent>,
+    /// Observations extracted from its evidence, as stored.
+    pub observations: Vec<MemoryRecord>,
+    /// Its evidence, without content.
+    pub evidence: Vec<EvidenceMeta>,
+    /// The latest investigation, if one ran.
+    pub investigation: Option<InvestigationView>,
+    /// What memory recalls for the incident (shared with the page-recall cache).
+    pub recalled: Arc<RecallResult>,
+    /// Who edited the post-mortem draft last, while the incident is in `postmortem_draft`.
+    pub draft_last_editor: Option<String>,
+}
+
+/// Reads the [`IncidentPage`] of incident `id`.
+///
+/// # Errors
+/// [`crate::AppError::NotFound`] for an unknown incident; database and recall errors.
+pub async fn page(pool: &AnyPool, memory: &Memory, id: &IncidentId) -> AppResult<IncidentPage> {
+    let incident = incidents::get(pool, id).await?;
+    let timeline = incidents::timeline(pool, id).await?;
+    let observations = observations(pool, id).await?;
+    let evidence = estore::list(pool, id.as_str()).await?;
+    let investigation = match rstore::latest_investigation(pool, id.as_str()).await? {
+        Some(i) => Some(crate::services::investigation::view_investigation(pool, i.id).await?),
+        None => None,
+    };
+    let (sorted, tags) = incident_tags(pool, &incident).await?;
+    let recalled = page_recall(memory, &incident, &sorted, &tags, PAGE_RECALL_K).await?;
+    let draft_last_editor = if incident.state == IncidentState::PostmortemDraft {
+        store::postmortems::get(pool, id.as_str())
+            .await
+            .ok()
+            .map(|pm| pm.edited_by)
+    } else {
+        None
+    };
+    Ok(IncidentPage {
+        incident,
+        timeline,
+        observations,
+        evidence,
+        investigation,
+        recalled,
+        draft_last_editor,
+    })
+}
+
+/// Incident `id` and its post-mortem.
+///
+/// # Errors
+/// [`crate::AppError::NotFound`] for an unknown incident or one without a post-mortem yet;
+/// database errors.
+pub async fn with_postmortem(
+    pool: &AnyPool,
+    id: &IncidentId,
+) -> AppResult<(Incident, store::postmortems::StoredPostmortem)> {
+    let incident = incidents::get(pool, id).await?;
+    let stored = store::postmortems::get(pool, id.as_str()).await?;
+    Ok((incident, stored))
+}
+
+/// Incident `id`'s post-mortem.
+///
+/// # Errors
+/// [`crate::AppError::NotFound`] before a draft exists; database errors.
+pub async fn postmortem(
+    pool: &AnyPool,
+    id: &IncidentId,
+) -> AppResult<store::postmortems::StoredPostmortem> {
+    store::postmortems::get(pool, id.as_str()).await
+}
