@@ -3,9 +3,10 @@
 //! works an incident from pasted logs to a learned memory through forms and buttons only (with a
 //! multi-lesson post-mortem edit, which the browser sends with CRLF line endings), then opens a
 //! second incident in other words and checks that it recalls and cites the first and warns on its
-//! dead end. On every page: no horizontal scroll; on the main pages: axe-core (vendored under
+//! dead end. On every page it visits (the API docs included): no horizontal scroll, no word broken
+//! mid-word in a table cell at desktop width, and axe-core (vendored under
 //! `tests/vendor/axe-core/`) finds no serious or critical WCAG A/AA violation. Saves screenshots
-//! of each main page at both widths under `target/artifacts/`.
+//! of each page at both widths under `target/artifacts/`.
 //!
 //! Skipped with a loud message when no chromedriver is installed, unless
 //! `INCIDENTMIND_REQUIRE_BROWSER=1` (CI sets it, after `.ci/run` installs the browser).
@@ -143,12 +144,47 @@ impl Checks {
         );
     }
 
-    /// Both checks and a screenshot.
-    async fn page(&self, c: &Client, name: &str, axe: bool) {
-        self.no_horizontal_scroll(c, name).await;
-        if axe {
-            self.accessible(c, name).await;
+    /// At desktop width a table cell holding one short word ("observation", a host name, a
+    /// record id) is not broken between two letters or digits: columns are not squeezed until
+    /// words break mid-word (a wrap after a hyphen is a normal line break).
+    async fn words_whole(&self, c: &Client, page: &str) {
+        if self.vp.mobile {
+            return;
         }
+        let broken = c
+            .execute(
+                "return Array.from(document.querySelectorAll('table td, table th')).filter(td => {
+                   const t = td.textContent.trim();
+                   if (!t || /\\s/.test(t) || t.length > 24) return false;
+                   const w = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+                   const word = /[A-Za-z0-9]/;
+                   for (let n = w.nextNode(); n; n = w.nextNode()) {
+                     const at = i => { const r = document.createRange();
+                       r.setStart(n, i); r.setEnd(n, i + 1); return r.getBoundingClientRect(); };
+                     for (let i = 0; i + 1 < n.length; i++) {
+                       if (word.test(n.data[i]) && word.test(n.data[i + 1])
+                           && Math.abs(at(i).bottom - at(i + 1).bottom) > 3) return true;
+                     }
+                   }
+                   return false;
+                 }).slice(0, 5).map(td => td.textContent.trim())",
+                vec![],
+            )
+            .await
+            .expect("table cells");
+        assert_eq!(
+            broken,
+            serde_json::json!([]),
+            "{} {page}: words broken mid-word in table cells",
+            self.vp.name
+        );
+    }
+
+    /// Every check and a screenshot: no sideways scroll, whole words in tables, and axe-core.
+    async fn page(&self, c: &Client, name: &str) {
+        self.no_horizontal_scroll(c, name).await;
+        self.words_whole(c, name).await;
+        self.accessible(c, name).await;
         self.shot(c, name).await;
     }
 }
@@ -377,13 +413,13 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
         .await
         .expect("width");
     assert_eq!(width.as_u64(), Some(u64::from(vp.width)), "viewport width");
-    checks.page(&c, "00-signin", true).await;
+    checks.page(&c, "00-signin").await;
 
     // 1. Sign in and open incident A.
     sign_in(&c, &base, "rita").await;
-    checks.page(&c, "01-incident-list", true).await;
+    checks.page(&c, "01-incident-list").await;
     c.goto(&format!("{base}/incidents/new")).await.expect("new");
-    checks.page(&c, "02-new-incident", true).await;
+    checks.page(&c, "02-new-incident").await;
     submit_form(
         &c,
         "form[action='/incidents']",
@@ -410,7 +446,7 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     c.find(Locator::Css("#next-step form.evidence-form"))
         .await
         .expect("the evidence form is in the next-step card");
-    checks.page(&c, "03-incident-opened", true).await;
+    checks.page(&c, "03-incident-opened").await;
 
     // 2. Paste logs → observations grouped by failure mode; then Investigate is next.
     submit_form(
@@ -427,12 +463,12 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     wait_for_text(&c, "#observations", "Connection is not available").await;
     wait_for_text(&c, "#next-step", "Investigate").await;
     scroll_to(&c, "#observations").await;
-    checks.page(&c, "04-observations", false).await;
+    checks.page(&c, "04-observations").await;
 
     // The raw lines, paged.
     click(&c, "#observations a.lines").await;
     wait_for_text(&c, "#evidence-lines", "HikariPool-1").await;
-    checks.page(&c, "05-evidence-lines", true).await;
+    checks.page(&c, "05-evidence-lines").await;
     c.back().await.expect("back");
     settle(&c).await;
 
@@ -440,7 +476,7 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     click(&c, "#investigate").await;
     text_of(&c, "ol.hypotheses").await;
     wait_for_text(&c, "#next-step", "Act on the recommendations").await;
-    checks.page(&c, "06-investigation", true).await;
+    checks.page(&c, "06-investigation").await;
     click(
         &c,
         "li.recommendation[data-kind='raise_pool_limit'] button.approve",
@@ -484,11 +520,11 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     .await;
     wait_for_text(&c, "#state", "Resolved").await;
     wait_for_text(&c, ".step.current .step-label", "Post-mortem").await;
-    checks.page(&c, "07-resolved", false).await;
+    checks.page(&c, "07-resolved").await;
     click(&c, "#step-postmortem").await;
     let pm = wait_for_text(&c, "#postmortem", "What did NOT work").await;
     assert!(pm.contains("raise_pool_limit"), "{pm}");
-    checks.page(&c, "08-postmortem-draft", true).await;
+    checks.page(&c, "08-postmortem-draft").await;
 
     // The draft is edited in the browser with two lessons: the textarea is sent with CRLF.
     let lessons = "ALWAYS: check the pool's active count against the database's session count before raising the pool limit\n\
@@ -518,7 +554,7 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     sign_in(&c, &base, "victor").await;
     click(&c, "#nav-review").await;
     wait_for_text(&c, "#review-drafts", &a).await;
-    checks.page(&c, "09-review-queue", true).await;
+    checks.page(&c, "09-review-queue").await;
     c.goto(&format!("{base}/incidents/{a}/postmortem"))
         .await
         .expect("pm page");
@@ -535,7 +571,7 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
         .expect("rows")
         .len();
     assert_eq!(rows, planned, "the preview lists exactly what it counts");
-    checks.page(&c, "10-learnings-preview", true).await;
+    checks.page(&c, "10-learnings-preview").await;
     click(&c, "#learn").await;
     wait_for_text(
         &c,
@@ -544,7 +580,7 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     )
     .await;
     wait_for_text(&c, "#state", "Learned").await;
-    checks.page(&c, "11-learned", false).await;
+    checks.page(&c, "11-learned").await;
     c.goto(&format!("{base}/incidents/{a}")).await.expect("a");
     wait_for_text(&c, "#next-step", "Learned").await;
     assert!(
@@ -733,19 +769,19 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
         "still approvable"
     );
     scroll_to(&c, "li.recommendation.flagged").await;
-    checks.page(&c, "12-second-incident-warned", true).await;
+    checks.page(&c, "12-second-incident-warned").await;
 
     // The memory browser shows the sample history; the incident list pages and filters.
     c.goto(&format!("{base}/memories?kind=lesson"))
         .await
         .expect("memories");
     wait_for_text(&c, "#memories", "ALWAYS").await;
-    checks.page(&c, "13-memory-browser", true).await;
+    checks.page(&c, "13-memory-browser").await;
     c.goto(&format!("{base}/incidents?state=all"))
         .await
         .expect("all incidents");
     wait_for_text(&c, "#incident-list", &a).await;
-    checks.page(&c, "14-incident-list-all", false).await;
+    checks.page(&c, "14-incident-list-all").await;
     // Insights: the first incident's failed raise_pool_limit is a dead end, with a sparkline.
     c.goto(&format!("{base}/insights")).await.expect("insights");
     wait_for_text(&c, "#insights-dead-ends", "raise_pool_limit").await;
@@ -754,13 +790,13 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
             .await
             .is_ok()
     );
-    checks.page(&c, "14b-insights", true).await;
+    checks.page(&c, "14b-insights").await;
     c.goto(&format!("{base}/incidents/INC-2020-0001"))
         .await
         .expect("404");
     wait_for_text(&c, "#error-message", "not found").await;
     wait_for_text(&c, "header.top", "Sign out").await;
-    checks.page(&c, "15-not-found", true).await;
+    checks.page(&c, "15-not-found").await;
 
     // An admin's pages: Integrations (a table with forms in its rows) and the profile.
     sign_out(&c).await;
@@ -781,8 +817,11 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
         .await
         .expect("integrations");
     wait_for_text(&c, "main", "prod-alertmanager-with-a-rather-long-name").await;
-    checks.page(&c, "16-integrations", true).await;
+    checks.page(&c, "16-integrations").await;
     c.goto(&format!("{base}/profile")).await.expect("profile");
-    checks.page(&c, "17-profile", true).await;
+    checks.page(&c, "17-profile").await;
+    c.goto(&format!("{base}/api/docs")).await.expect("API docs");
+    wait_for_text(&c, "main", "incidents").await;
+    checks.page(&c, "18-api-docs").await;
     c.close().await.expect("close");
 }

@@ -216,14 +216,14 @@ async fn every_sample_file_goes_through_its_endpoint() {
                 let inc = incident(&app, &id).await;
                 assert_eq!(inc["title"], "test alert", "leading whitespace trimmed");
                 let a = alerts_of(&app, &id).await;
-                assert_eq!(
-                    a["alerts"][0]["fingerprint"],
-                    "052652ac-5d1c-464a-812a-7dd18bbfba8c"
-                );
+                // Identified by its alias, Opsgenie's de-duplication key.
+                assert_eq!(a["alerts"][0]["fingerprint"], "aliastest");
                 assert_eq!(a["alerts"][0]["starts_at"], "2015-01-05T10:03:11.104Z");
-                // Close resolves (updatedAt is epoch nanoseconds).
+                // Close resolves (updatedAt is epoch nanoseconds), also when it names the alert
+                // by its alias with another alertId: one alert, closed, none added.
                 let mut close = sample_json(f);
                 close["action"] = json!("Close");
+                close["alert"]["alertId"] = json!("7f1c2d9e-0000-4000-8000-000000000001");
                 close["alert"]["updatedAt"] = json!(1_420_452_400_000_000_000_i64);
                 let v = accepted(
                     deliver(&app, "opsgenie", &og, serde_json::to_vec(&close).unwrap()).await,
@@ -232,6 +232,7 @@ async fn every_sample_file_goes_through_its_endpoint() {
                 assert_eq!(only_incident(&v), id);
                 assert_eq!(v["alerts"], json!({"firing": 0, "resolved": 1}));
                 let a = alerts_of(&app, &id).await;
+                assert_eq!(a["alerts"].as_array().map(Vec::len), Some(1), "{a}");
                 assert_eq!(a["alerts"][0]["ends_at"], "2015-01-05T10:06:40Z");
                 // Other actions are acknowledged and ignored.
                 close["action"] = json!("AddNote");

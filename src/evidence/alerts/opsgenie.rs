@@ -1,7 +1,8 @@
 //! Opsgenie outgoing Webhook integration (Opsgenie docs, "Webhook Integration": `action`,
 //! `alert{alertId, alias, tinyId, message, description, priority, entity, source, tags, teams,
 //! createdAt (epoch ms), updatedAt (epoch ns)}`). Action `Create` means firing, `Close`
-//! resolved; other actions have no [`AlertStatus`].
+//! resolved; other actions have no [`AlertStatus`]. An alert is identified by its `alias` (the
+//! de-duplication key), else its `alertId`.
 
 use serde_json::{Map, Value};
 
@@ -68,8 +69,10 @@ pub(super) fn read(v: &Value, mode: Mode) -> Result<Body, FieldError> {
     });
     let labels = labels(alert, &tags);
     let title = loose(alert.get("message"));
+    // The alias is Opsgenie's de-duplication key (Opsgenie Alert API, "alias"): a Close sent by
+    // alias may carry another alertId, and must close the alert it names, not add one.
     let alert = Alert {
-        fingerprint: alert_id.or(alias),
+        fingerprint: alias.or(alert_id),
         name: title.clone().unwrap_or_else(|| "opsgenie alert".into()),
         title,
         state,
