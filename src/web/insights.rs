@@ -204,13 +204,31 @@ fn charts(i: &Insights) -> [Chart; 4] {
             marked: m.incidents >= 2,
         })
         .collect();
-    let dead: Vec<Item> = i
-        .dead_ends
-        .iter()
+    // By time lost; when no dead end lost a minute (verdicts given at once, as in a replayed
+    // history), by the incidents it failed in.
+    let timed = i.dead_ends.iter().any(|d| d.seconds_lost >= 60);
+    let mut ends: Vec<&crate::domain::insights::DeadEnd> = i.dead_ends.iter().collect();
+    if !timed {
+        ends.sort_by_key(|d| std::cmp::Reverse(d.incidents));
+    }
+    let dead: Vec<Item> = ends
+        .into_iter()
         .map(|d| Item {
             label: format!("{} on {}", d.action_kind, d.failure_mode),
-            value: format!("{} lost", d.time_lost),
-            magnitude: Some(d.seconds_lost.max(1) as f64),
+            value: if timed {
+                format!("{} lost", d.time_lost)
+            } else {
+                format!(
+                    "{} incident{}",
+                    d.incidents,
+                    if d.incidents == 1 { "" } else { "s" }
+                )
+            },
+            magnitude: Some(if timed {
+                d.seconds_lost as f64
+            } else {
+                d.incidents as f64
+            }),
             marked: d.recurring,
         })
         .collect();
@@ -233,7 +251,11 @@ fn charts(i: &Insights) -> [Chart; 4] {
             .join("; ")
     };
     let modes_title = format!("Failure modes, last {days} days: {}", words(&modes));
-    let dead_title = format!("Dead ends by time lost, last {days} days: {}", words(&dead));
+    let dead_title = format!(
+        "Dead ends by {}, last {days} days: {}",
+        if timed { "time lost" } else { "incidents" },
+        words(&dead)
+    );
     let services_title = format!("MTTR by service, last {days} days: {}", words(&services));
     [
         bars(
