@@ -89,6 +89,13 @@ impl Checks {
         }
     }
 
+    /// Saves a screenshot as `target/artifacts/{file}.png`.
+    async fn shot_as(&self, c: &Client, file: &str) {
+        if let Ok(png) = c.screenshot().await {
+            let _ = std::fs::write(self.dir.join(format!("{file}.png")), png);
+        }
+    }
+
     /// The page does not scroll sideways: nothing is wider than the viewport.
     async fn no_horizontal_scroll(&self, c: &Client, page: &str) {
         let v = c
@@ -782,15 +789,45 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
         .expect("all incidents");
     wait_for_text(&c, "#incident-list", &a).await;
     checks.page(&c, "14-incident-list-all").await;
-    // Insights: the first incident's failed raise_pool_limit is a dead end, with a sparkline.
+    // Insights: the first incident's failed raise_pool_limit is a dead end; the questions are
+    // answered by charts that fit the screen (no sideways scroll at 390 px), a sparkline per
+    // service; the sample history's MTTR is its incidents' own, not "under 1 min".
     c.goto(&format!("{base}/insights")).await.expect("insights");
     wait_for_text(&c, "#insights-dead-ends", "raise_pool_limit").await;
+    for chart in [
+        "svg.chart#chart-mttr-trend",
+        "svg.chart#chart-failure-modes",
+        "svg.chart#chart-dead-ends",
+        "svg.chart#chart-services",
+        "#insights-times svg.sparkline",
+    ] {
+        assert!(c.find(Locator::Css(chart)).await.is_ok(), "{chart}");
+    }
+    let services = text_of(&c, "#insights-times ul.service-trends").await;
     assert!(
-        c.find(Locator::Css("#insights-times svg.sparkline"))
-            .await
-            .is_ok()
+        services.contains("service-discovery: MTTR 3 d 1 h"),
+        "{services}"
+    );
+    let width = c
+        .execute(
+            "return document.querySelector('#chart-failure-modes').getBoundingClientRect().width",
+            vec![],
+        )
+        .await
+        .expect("chart width")
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!(
+        width >= 280.0 && width <= f64::from(vp.width),
+        "{}: chart {width} px wide",
+        vp.name
     );
     checks.page(&c, "14b-insights").await;
+    checks.shot_as(&c, &format!("insights-{}", vp.name)).await;
+    scroll_to(&c, "#insights-dead-ends").await;
+    checks
+        .shot_as(&c, &format!("insights-{}-dead-ends", vp.name))
+        .await;
     c.goto(&format!("{base}/incidents/INC-2020-0001"))
         .await
         .expect("404");

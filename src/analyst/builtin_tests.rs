@@ -24,6 +24,7 @@ fn input(tags: &[&str]) -> InvestigationInput {
         failure_modes: tags.iter().map(|t| t.to_string()).collect(),
         tried: Vec::new(),
         similar: Vec::new(),
+        redactor: Default::default(),
     }
 }
 

@@ -37,6 +37,9 @@ pub struct InvestigationInput {
     /// Ids of the most similar past incidents whose dead ends count for this one
     /// ([`crate::services::investigation::similar_incidents`]).
     pub similar: Vec<String>,
+    /// The incident's redaction map (read only: a copy), so what a prompt redacts gets the
+    /// placeholders the stored records carry.
+    pub redactor: crate::evidence::redact::Redactor,
 }
 
 /// A prior incident a hypothesis leans on, and why it is relevant.
@@ -84,6 +87,11 @@ pub struct AnalystOutput {
     pub actions: Vec<ProposedAction>,
     /// Items the analyst itself discarded while parsing (e.g. malformed entries).
     pub dropped: Vec<String>,
+    /// What the engineer must know about this answer, shown as the investigation's notice
+    /// (e.g. actions with a broad scope no evidence supports, and the confidence cap that
+    /// followed).
+    #[serde(default)]
+    pub notices: Vec<String>,
 }
 
 /// Why an analyst could not answer; the service then shows the built-in result with

@@ -7,8 +7,12 @@
 //! ([`Window::since`]), and everything recorded on them (their actions, verdicts, resolutions),
 //! whenever it happened.
 //!
-//! Over 600 lines because each view's output types sit next to the function that computes it; the
-//! tests are in `insights_tests.rs`.
+//! Time to detect is bounded by the incident's own window ([`first_signal`], in
+//! `insights_trend.rs` with the charts' inputs): a pasted log whose
+//! lines are far older than the incident (or dated after it ended) is flagged as a stale paste,
+//! listed, and not counted.
+//!
+//! The copilot's accuracy is in `insights_accuracy.rs`, the tests in `insights_tests.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -84,9 +88,13 @@ pub struct IncidentFacts {
     /// Its failure-mode tags (`services::investigation::incident_tags`: observations' tags plus
     /// those derived from title, description and evidence lines).
     pub failure_modes: Vec<String>,
-    /// Its first signal: the earliest of its evidence's first-seen line instants (the
-    /// observations' `first_seen`) and its alerts' `starts_at`, if it has any.
+    /// Its first signal inside its own window ([`first_signal`]): the earliest of its
+    /// evidence's first-seen line instants (the observations' `first_seen`) and its alerts'
+    /// `starts_at` that is not stale, if it has any.
     pub first_signal_at: Option<Timestamp>,
+    /// The earliest of those instants outside its window (a stale paste), if any: flagged, not
+    /// counted.
+    pub stale_signal_at: Option<Timestamp>,
     /// Whether a lesson (rule) not retracted names it as its incident.
     pub has_lesson: bool,
 }
@@ -103,11 +111,13 @@ impl IncidentFacts {
     }
 
     /// Seconds from the first signal to opened. `None` ("not recorded") when the incident has
-    /// no timestamped evidence and no alert start, or its first signal came after it was opened
-    /// (a person opened it first: there is no detection delay to measure).
+    /// no timestamped evidence and no alert start inside its window, or its first signal came
+    /// after it was opened (a person opened it first: there is no detection delay to measure).
+    /// Never more than [`MAX_DETECTION_LEAD`]: an older signal is stale and not counted.
     pub fn detect_seconds(&self) -> Option<i64> {
         let first = self.first_signal_at?;
-        (first <= self.opened_at).then(|| (self.opened_at - first).as_secs())
+        (first <= self.opened_at && first >= self.opened_at - MAX_DETECTION_LEAD)
+            .then(|| (self.opened_at - first).as_secs())
     }
 }
 
@@ -154,118 +164,13 @@ pub struct Insights {
     pub thin_memory: Vec<ThinIncident>,
     /// How often the copilot's top hypothesis was right, as reviewers graded it at Learn.
     pub accuracy: Accuracy,
-}
-
-/// The reviewer's grade of one learned incident of the window.
-#[derive(Debug, Clone)]
-pub struct GradeFacts {
-    /// Its incident.
-    pub incident_id: String,
-    /// When that incident was opened (buckets the sparkline).
-    pub opened_at: Timestamp,
-    /// The top hypothesis matched the confirmed root cause.
-    pub matched: bool,
-    /// Its investigation recalled memory of a prior incident.
-    pub memory_recalled: bool,
-}
-
-/// Hit rates of the copilot's top hypothesis over the graded learned incidents of the window.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct Accuracy {
-    /// Learned incidents opened in the window.
-    pub learned: usize,
-    /// Of them, graded by a reviewer at Learn.
-    pub graded: usize,
-    /// Graded ones whose top hypothesis matched.
-    pub hits: usize,
-    /// `hits` / `graded` in whole percent (rounded half up); null when none is graded.
-    pub percent: Option<u32>,
-    /// Graded ones whose investigation recalled a prior incident.
-    pub with_memory_graded: usize,
-    /// Of those, hits.
-    pub with_memory_hits: usize,
-    /// `with_memory_hits` / `with_memory_graded` in whole percent; null when none.
-    pub with_memory_percent: Option<u32>,
-    /// One line, e.g. "top hypothesis right in 62 % of learned incidents (5 of 8 graded), 80 %
-    /// when memory recalled a prior incident (4 of 5)".
-    pub summary: String,
-    /// Hit rate per 7-day bucket from the window's start (by opened instant), for the sparkline.
-    pub weekly: Vec<AccuracyWeek>,
-}
-
-/// One week of the accuracy sparkline.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
-pub struct AccuracyWeek {
-    /// Bucket start (UTC).
-    #[schema(value_type = String, format = DateTime)]
-    pub week_start: Timestamp,
-    /// Graded incidents opened in the bucket.
-    pub graded: usize,
-    /// Of them, hits.
-    pub hits: usize,
-    /// Hit rate in whole percent; null in a week with no graded incident.
-    pub percent: Option<u32>,
-}
-
-fn percent(hits: usize, of: usize) -> Option<u32> {
-    (of > 0).then(|| ((hits * 100 + of / 2) / of) as u32)
-}
-
-/// The accuracy view: `learned` learned incidents in the window, `grades` of those graded.
-pub fn accuracy(window: Window, now: Timestamp, learned: usize, grades: &[GradeFacts]) -> Accuracy {
-    let since = window.since(now);
-    let grades: Vec<&GradeFacts> = grades.iter().filter(|g| g.opened_at >= since).collect();
-    let hits = grades.iter().filter(|g| g.matched).count();
-    let with: Vec<&&GradeFacts> = grades.iter().filter(|g| g.memory_recalled).collect();
-    let with_hits = with.iter().filter(|g| g.matched).count();
-    let (p, wp) = (percent(hits, grades.len()), percent(with_hits, with.len()));
-    let summary = match p {
-        None => "no learned incident graded yet: answer the question in the learnings preview \
-                 at Learn"
-            .to_string(),
-        Some(p) => {
-            let memory = match wp {
-                Some(wp) => format!(
-                    "{wp} % when memory recalled a prior incident ({with_hits} of {})",
-                    with.len()
-                ),
-                None => "no graded incident recalled a prior one".to_string(),
-            };
-            format!(
-                "top hypothesis right in {p} % of learned incidents ({hits} of {} graded), {memory}",
-                grades.len()
-            )
-        }
-    };
-    let week = SignedDuration::from_hours(24 * 7);
-    let weekly = (0..window.weeks())
-        .map(|w| {
-            let start = since + week * w as i32;
-            let end = start + week;
-            let of: Vec<&&GradeFacts> = grades
-                .iter()
-                .filter(|g| g.opened_at >= start && g.opened_at < end)
-                .collect();
-            let h = of.iter().filter(|g| g.matched).count();
-            AccuracyWeek {
-                week_start: start,
-                graded: of.len(),
-                hits: h,
-                percent: percent(h, of.len()),
-            }
-        })
-        .collect();
-    Accuracy {
-        learned,
-        graded: grades.len(),
-        hits,
-        percent: p,
-        with_memory_graded: with.len(),
-        with_memory_hits: with_hits,
-        with_memory_percent: wp,
-        summary,
-        weekly,
-    }
+    /// Mean MTTR per 7-day bucket over every service (the trend chart).
+    pub weekly_mttr: Vec<WeekPoint>,
+    /// Failure modes over every service, most incidents first (the recurring-modes chart).
+    pub recurring_modes: Vec<ModeTotal>,
+    /// Incidents whose evidence holds a stale first signal (flagged, not counted in time to
+    /// detect), oldest opened first.
+    pub stale_signals: Vec<StaleSignal>,
 }
 
 /// How many incidents of one service carried one failure mode.
@@ -348,6 +253,8 @@ pub struct Times {
     pub mttr: String,
     /// Incidents with a measured time to detect.
     pub detected: usize,
+    /// Incidents whose evidence held a stale first signal (flagged, not counted).
+    pub stale: usize,
     /// Mean first signal → opened, seconds (floor); null when not recorded.
     pub ttd_seconds: Option<i64>,
     /// `ttd_seconds` in human units, or "not recorded".
@@ -419,6 +326,7 @@ fn times<'a>(incidents: impl IntoIterator<Item = &'a IncidentFacts>) -> Times {
         mttr_seconds,
         mttr: mttr_seconds.map_or_else(|| "no resolved incident".into(), human),
         detected: detected.len(),
+        stale: list.iter().filter(|i| i.stale_signal_at.is_some()).count(),
         ttd_seconds,
         ttd: ttd_seconds.map_or_else(|| "not recorded".into(), human),
     }
@@ -514,7 +422,6 @@ fn response_times(
     for i in in_window {
         by_service.entry(i.service.as_str()).or_default().push(i);
     }
-    let week = SignedDuration::from_hours(24 * 7);
     by_service
         .into_iter()
         .map(|(service, list)| {
@@ -529,22 +436,7 @@ fn response_times(
                     })
                 })
                 .collect();
-            let weekly_mttr = (0..window.weeks())
-                .map(|w| {
-                    let start = since + week * w as i32;
-                    let end = start + week;
-                    let values: Vec<i64> = list
-                        .iter()
-                        .filter(|i| i.opened_at >= start && i.opened_at < end)
-                        .filter_map(|i| i.resolve_seconds())
-                        .collect();
-                    WeekPoint {
-                        week_start: start,
-                        resolved: values.len(),
-                        mttr_seconds: mean(&values),
-                    }
-                })
-                .collect();
+            let weekly_mttr = weekly_mttr(&list, window, since);
             ServiceTimes {
                 service: service.into(),
                 overall: times(list.iter().copied()),
@@ -603,6 +495,9 @@ pub fn compute(
     let thin_memory = thin_memory(&in_window);
 
     Insights {
+        weekly_mttr: weekly_mttr(&in_window, window, since),
+        recurring_modes: recurring_modes(&in_window),
+        stale_signals: stale_signals(&in_window),
         days: window.days(),
         since,
         until: now,
@@ -622,6 +517,15 @@ pub fn compute(
         ),
     }
 }
+
+#[path = "insights_trend.rs"]
+mod trend;
+pub use trend::{MAX_DETECTION_LEAD, ModeTotal, StaleSignal, first_signal};
+use trend::{recurring_modes, stale_signals, weekly_mttr};
+
+#[path = "insights_accuracy.rs"]
+mod accuracy_view;
+pub use accuracy_view::{Accuracy, AccuracyWeek, GradeFacts, accuracy};
 
 #[cfg(test)]
 #[path = "insights_tests.rs"]

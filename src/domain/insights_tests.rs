@@ -21,6 +21,7 @@ fn incident(id: &str, service: &str, opened: &str, resolved: Option<&str>) -> In
         resolved_at: resolved.map(at),
         failure_modes: vec!["connection_pool_exhausted".into()],
         first_signal_at: None,
+        stale_signal_at: None,
         has_lesson: false,
     }
 }
@@ -154,4 +155,93 @@ fn hit_rates_count_graded_incidents_overall_and_with_recalled_memory_per_week() 
     let none = accuracy(Window::Days30, now, 0, &[]);
     assert_eq!(none.percent, None);
     assert!(none.summary.starts_with("no learned incident graded yet"));
+}
+
+#[test]
+fn time_to_detect_counts_only_signals_inside_the_incidents_own_window() {
+    let opened = at("2026-11-25T10:00:00Z");
+    let resolved = at("2026-11-25T12:00:00Z");
+    let old = at("2008-11-09T20:55:00Z");
+    let fresh = at("2026-11-25T09:52:00Z");
+    // A paste of 2008 logs beside a fresh line: the fresh one counts, the old one is stale.
+    assert_eq!(
+        first_signal(opened, resolved, &[old, fresh]),
+        (Some(fresh), Some(old))
+    );
+    assert_eq!(first_signal(opened, resolved, &[old]), (None, Some(old)));
+    // The bound: seven days before the opening counts, a second more does not.
+    let edge = opened - MAX_DETECTION_LEAD;
+    assert_eq!(first_signal(opened, resolved, &[edge]), (Some(edge), None));
+    let past = edge - SignedDuration::from_secs(1);
+    assert_eq!(first_signal(opened, resolved, &[past]), (None, Some(past)));
+    // Lines dated after the incident ended are outside it too; lines while it ran are inside.
+    let later = at("2027-01-01T00:00:00Z");
+    assert_eq!(
+        first_signal(opened, resolved, &[later]),
+        (None, Some(later))
+    );
+    let during = at("2026-11-25T11:00:00Z");
+    assert_eq!(
+        first_signal(opened, resolved, &[during]),
+        (Some(during), None)
+    );
+
+    // In the views: the stale paste is listed, counted as stale, and not in time to detect.
+    let now = at("2026-11-30T12:00:00Z");
+    let mut a = incident(
+        "INC-2026-0001",
+        "payments",
+        "2026-11-25T10:00:00Z",
+        Some("2026-11-25T12:00:00Z"),
+    );
+    a.stale_signal_at = Some(old);
+    let mut b = incident(
+        "INC-2026-0002",
+        "payments",
+        "2026-11-26T10:00:00Z",
+        Some("2026-11-26T10:30:00Z"),
+    );
+    b.first_signal_at = Some(at("2026-11-26T09:50:00Z"));
+    let out = compute(Window::Days30, now, &[a.clone(), b], &[], &[]);
+    let t = &out.response_times[0].overall;
+    assert_eq!((t.detected, t.stale), (1, 1));
+    assert_eq!(t.ttd, "10 min", "only the fresh signal is counted");
+    assert_eq!(out.stale_signals.len(), 1);
+    assert_eq!(out.stale_signals[0].id, "INC-2026-0001");
+    assert!(
+        out.stale_signals[0]
+            .distance
+            .ends_with(" d 13 h before it was opened"),
+        "{}",
+        out.stale_signals[0].distance
+    );
+    // Even a first signal set beyond the bound is not measured.
+    a.first_signal_at = Some(old);
+    assert_eq!(a.detect_seconds(), None);
+}
+
+#[test]
+fn the_charts_get_the_weekly_mttr_over_every_service_and_the_modes_over_every_service() {
+    let now = at("2026-11-30T12:00:00Z");
+    let a = incident(
+        "INC-2026-0001",
+        "payments",
+        "2026-11-25T10:00:00Z",
+        Some("2026-11-25T11:00:00Z"),
+    );
+    let b = incident(
+        "INC-2026-0002",
+        "ledger",
+        "2026-11-26T10:00:00Z",
+        Some("2026-11-26T13:00:00Z"),
+    );
+    let out = compute(Window::Days30, now, &[a, b], &[], &[]);
+    assert_eq!(out.weekly_mttr.len(), 5);
+    // Both opened in the week from 2026-11-21 12:00: one hour and three hours, two on average.
+    let week = &out.weekly_mttr[3];
+    assert_eq!(week.week_start, at("2026-11-21T12:00:00Z"));
+    assert_eq!((week.resolved, week.mttr_seconds), (2, Some(2 * 3600)));
+    assert_eq!(out.recurring_modes.len(), 1);
+    assert_eq!(out.recurring_modes[0].incidents, 2);
+    assert_eq!(out.recurring_modes[0].service_names, ["ledger", "payments"]);
 }

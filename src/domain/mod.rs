@@ -7,6 +7,7 @@ pub mod consolidation;
 pub mod incident;
 pub mod insights;
 pub mod memory;
+pub mod model_reply;
 pub mod postmortem;
 pub mod proposals;
 pub mod recalled;

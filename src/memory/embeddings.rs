@@ -266,7 +266,9 @@ fn normalized(mut v: Vec<f32>) -> Vec<f32> {
     v
 }
 
-/// Embeds `texts` (redacted and capped first; nothing unredacted leaves the process), in
+/// Embeds `texts`, stored records and documents (redacted again as stored text with
+/// [`crate::evidence::redact::redact_stored`], so the quads their incident's map decided stay
+/// as written, and capped first; nothing unredacted leaves the process), in
 /// batches sorted by length. A batch the embedder refuses is retried text by text; a text
 /// refused on its own gets an empty vector (never compared, never asked again), unless every
 /// text fails, which means the embedder is down.
@@ -276,7 +278,10 @@ async fn embed_all(
 ) -> Result<Vec<Vec<f32>>, EmbedError> {
     let prepared: Vec<String> = texts
         .iter()
-        .map(|t| crate::evidence::truncate_chars(&redact_once(t), MAX_CHARS).to_string())
+        .map(|t| {
+            crate::evidence::truncate_chars(&crate::evidence::redact::redact_stored(t), MAX_CHARS)
+                .to_string()
+        })
         .collect();
     let mut order: Vec<usize> = (0..prepared.len()).collect();
     order.sort_by_key(|&i| prepared[i].len());

@@ -5,7 +5,10 @@
 
 use sqlx::AnyPool;
 
-use crate::domain::insights::{FailedAction, GradeFacts, IncidentFacts, Insights, Window, compute};
+use crate::domain::IncidentState;
+use crate::domain::insights::{
+    FailedAction, GradeFacts, IncidentFacts, Insights, Window, compute, first_signal,
+};
 use crate::error::AppResult;
 use crate::services::investigation::incident_tags;
 use crate::store::{incidents, insights as istore, proposals as pstore};
@@ -25,18 +28,22 @@ pub async fn insights(pool: &AnyPool, window: Window, now: jiff::Timestamp) -> A
     for i in opened {
         let (observations, tags) = incident_tags(pool, &i).await?;
         let id = i.id.to_string();
-        // The same first-seen instants the post-mortem's impact starts from.
-        let first_line = observations
+        // The same first-seen instants the post-mortem's impact starts from, and the alerts'
+        // starts; only those inside the incident's own window count.
+        let mut candidates: Vec<jiff::Timestamp> = observations
             .iter()
             .filter_map(|o| o.data.get("first_seen").and_then(|v| v.as_str()))
             .filter_map(|s| s.parse::<jiff::Timestamp>().ok())
-            .min();
-        let first_signal_at = match (first_line, alerts.get(&id).copied()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+            .collect();
+        candidates.extend(alerts.get(&id).copied());
+        let end = match (i.state, i.resolved_at) {
+            (IncidentState::Investigating, _) | (_, None) => now,
+            (_, Some(r)) => r,
         };
+        let (first_signal_at, stale_signal_at) = first_signal(i.opened_at, end, &candidates);
         facts.push(IncidentFacts {
             first_signal_at,
+            stale_signal_at,
             has_lesson: lessons.contains(&id),
             id,
             title: i.title,

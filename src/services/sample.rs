@@ -76,6 +76,11 @@ pub struct PastIncident {
     /// Where the facts come from (public post-mortem URL).
     #[serde(default)]
     pub source: Option<String>,
+    /// How long it took from opened to resolved, in minutes, as its post-mortem reports it
+    /// (approximately). The replay happens in seconds; the incident keeps this duration (it is
+    /// opened this long before its replayed resolution), so MTTR reads as the incident's own.
+    #[serde(default)]
+    pub minutes_to_resolve: Option<i64>,
 }
 
 /// The sample history file: `{"incidents": [...]}`.
@@ -179,6 +184,9 @@ pub async fn replay(
         },
     )
     .await?;
+    if let Some(minutes) = p.minutes_to_resolve.filter(|m| *m > 0) {
+        keep_duration(pool, &id, minutes).await?;
+    }
     let drafted = postmortem::draft_postmortem(pool, None, responder, &id).await?;
     let mut pm = drafted.postmortem;
     // The evidence carries the past incident's own times; opening, mitigation and resolution
@@ -204,6 +212,18 @@ pub async fn replay(
     postmortem::confirm(pool, reviewer, &id, postmortem::ConfirmPolicy::default()).await?;
     postmortem::learn(pool, reviewer, &id).await?;
     Ok(id)
+}
+
+/// Moves the replayed incident `id`'s opening `minutes` before its resolution, so it lasted as
+/// long as the incident it replays.
+///
+/// # Errors
+/// Database errors; [`AppError::NotFound`].
+async fn keep_duration(pool: &AnyPool, id: &IncidentId, minutes: i64) -> AppResult<()> {
+    let inc = crate::store::incidents::get(pool, id).await?;
+    let resolved = inc.resolved_at.unwrap_or_else(crate::store::now);
+    let opened = resolved - jiff::SignedDuration::from_mins(minutes);
+    crate::store::incidents::set_opened_at(pool, id, opened).await
 }
 
 /// Loads the embedded sample history through [`replay`]; returns `(source id, incident id)`.

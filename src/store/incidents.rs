@@ -165,6 +165,20 @@ pub async fn get(pool: &AnyPool, id: &IncidentId) -> AppResult<Incident> {
         .into_incident()
 }
 
+/// Sets incident `id`'s opening instant (the sample history replays an incident that lasted
+/// hours in seconds, then gives it its own duration back).
+///
+/// # Errors
+/// Database errors.
+pub async fn set_opened_at(pool: &AnyPool, id: &IncidentId, at: jiff::Timestamp) -> AppResult<()> {
+    sqlx::query("UPDATE incidents SET opened_at = $1 WHERE id = $2")
+        .bind(super::db_time(at))
+        .bind(id.as_str())
+        .execute(pool)
+        .await?;
+    Ok(())
+}
+
 /// The incidents opened at or after `since`, oldest first, at most 5,000 (the insights'
 /// window).
 ///

@@ -1,7 +1,10 @@
 //! The insights page (`GET /insights`) and its JSON (`GET /api/v1/insights`): one service call
-//! ([`crate::services::insights::insights`]) rendered as JSON or as a page with a server-drawn
-//! SVG sparkline per service and one of the copilot's weekly hit rate (no script, no chart
-//! library). Any signed-in user may read them.
+//! ([`crate::services::insights::insights`]) rendered as JSON or as a page that answers its
+//! questions with server-drawn SVG charts ([`chart`]): is MTTR getting better (weekly MTTR over
+//! every service), which failure modes recur, which actions are dead ends (by time lost), MTTR
+//! and time to detect by service; a sparkline per service and one of the copilot's weekly hit
+//! rate; the detail by severity folded away. No script, no chart library. Any signed-in user
+//! may read them.
 
 use askama::Template;
 use askama_web::WebTemplate;
@@ -17,6 +20,10 @@ use super::examples;
 use super::layout::Layout;
 use crate::domain::insights::{Accuracy, Insights, ServiceTimes, Window, human};
 use crate::error::AppError;
+
+#[path = "insights_chart.rs"]
+mod chart;
+use chart::{Chart, Item, bars};
 
 /// `?days=` of both routes.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
@@ -153,6 +160,117 @@ struct InsightsPage {
     i: Insights,
     sparks: Vec<Sparkline>,
     accuracy_spark: Sparkline,
+    trend_chart: Chart,
+    modes_chart: Chart,
+    dead_chart: Chart,
+    services_chart: Chart,
+}
+
+/// Rows a chart shows at most (the rest stay in the lists below it).
+const CHART_ROWS: usize = 8;
+
+/// The four charts of the page.
+fn charts(i: &Insights) -> [Chart; 4] {
+    let days = i.days;
+    let trend: Vec<Item> = i
+        .weekly_mttr
+        .iter()
+        .map(|w| Item {
+            label: format!(
+                "week of {} ({} resolved)",
+                w.week_start.strftime("%b %d"),
+                w.resolved
+            ),
+            value: w.mttr_seconds.map_or_else(|| "none resolved".into(), human),
+            magnitude: w.mttr_seconds.map(|s| s as f64),
+            marked: false,
+        })
+        .collect();
+    let trend_words: Vec<String> = trend
+        .iter()
+        .map(|t| format!("{}: {}", t.label, t.value))
+        .collect();
+    let modes: Vec<Item> = i
+        .recurring_modes
+        .iter()
+        .map(|m| Item {
+            label: format!("{} · {}", m.failure_mode, m.service_names.join(", ")),
+            value: format!(
+                "{} incident{}",
+                m.incidents,
+                if m.incidents == 1 { "" } else { "s" }
+            ),
+            magnitude: Some(m.incidents as f64),
+            marked: m.incidents >= 2,
+        })
+        .collect();
+    // By time lost; when no dead end lost a minute (verdicts given at once, as in a replayed
+    // history), by the incidents it failed in.
+    let timed = i.dead_ends.iter().any(|d| d.seconds_lost >= 60);
+    let mut ends: Vec<&crate::domain::insights::DeadEnd> = i.dead_ends.iter().collect();
+    if !timed {
+        ends.sort_by_key(|d| std::cmp::Reverse(d.incidents));
+    }
+    let dead: Vec<Item> = ends
+        .into_iter()
+        .map(|d| Item {
+            label: format!("{} on {}", d.action_kind, d.failure_mode),
+            value: if timed {
+                format!("{} lost", d.time_lost)
+            } else {
+                format!(
+                    "{} incident{}",
+                    d.incidents,
+                    if d.incidents == 1 { "" } else { "s" }
+                )
+            },
+            magnitude: Some(if timed {
+                d.seconds_lost as f64
+            } else {
+                d.incidents as f64
+            }),
+            marked: d.recurring,
+        })
+        .collect();
+    let services: Vec<Item> = i
+        .response_times
+        .iter()
+        .map(|t| Item {
+            label: format!("{} · time to detect {}", t.service, t.overall.ttd),
+            value: t.overall.mttr.clone(),
+            magnitude: t.overall.mttr_seconds.map(|s| s as f64),
+            marked: false,
+        })
+        .collect();
+    let words = |items: &[Item]| {
+        items
+            .iter()
+            .take(CHART_ROWS)
+            .map(|t| format!("{}: {}", t.label, t.value))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    let modes_title = format!("Failure modes, last {days} days: {}", words(&modes));
+    let dead_title = format!(
+        "Dead ends by {}, last {days} days: {}",
+        if timed { "time lost" } else { "incidents" },
+        words(&dead)
+    );
+    let services_title = format!("MTTR by service, last {days} days: {}", words(&services));
+    [
+        bars(
+            "chart-mttr-trend",
+            format!(
+                "MTTR per week over every service, last {days} days: {}",
+                trend_words.join("; ")
+            ),
+            trend,
+            14,
+        ),
+        bars("chart-failure-modes", modes_title, modes, CHART_ROWS),
+        bars("chart-dead-ends", dead_title, dead, CHART_ROWS),
+        bars("chart-services", services_title, services, CHART_ROWS),
+    ]
 }
 
 /// `GET /insights`: the same figures as a page.
@@ -168,7 +286,12 @@ pub(super) async fn page_insights(
         .map(|t| sparkline(t, i.days))
         .collect();
     let accuracy_spark = accuracy_sparkline(&i.accuracy, i.days);
+    let [trend_chart, modes_chart, dead_chart, services_chart] = charts(&i);
     Ok(InsightsPage {
+        trend_chart,
+        modes_chart,
+        dead_chart,
+        services_chart,
         layout: Layout::new(Some(&user.0), "Insights").with_current("insights"),
         i,
         sparks,

@@ -325,3 +325,81 @@ async fn insights_refuse_a_window_other_than_30_or_90_days() {
         .unwrap();
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
 }
+
+#[tokio::test]
+async fn a_stale_paste_is_flagged_not_counted_and_the_page_answers_with_charts() {
+    let app = spawn_app().await;
+    let now = Timestamp::from_second(Timestamp::now().as_second() / 60 * 60).unwrap();
+    let day = SignedDuration::from_hours(24);
+    // Logs of 2008 pasted into an incident of this week.
+    let old = open(&app, "Payments API errors", "payments-api", "SEV2").await;
+    pool_log(&app, &old, "2008-11-09T20:55:00Z".parse().unwrap()).await;
+    set_incident(&app, &old, now - day * 2, Some(now - day * 2 + mins(50))).await;
+    // A fresh one detected eight minutes late.
+    let fresh = open(&app, "Payments API slow", "payments-api", "SEV2").await;
+    pool_log(&app, &fresh, now - day - mins(8)).await;
+    set_incident(&app, &fresh, now - day, Some(now - day + mins(30))).await;
+    let v = insights(&app, "").await;
+    let t = &find(&v["response_times"], |t| t["service"] == "payments-api")["overall"];
+    assert_eq!(
+        t["ttd"], "8 min",
+        "the 2008 paste is not a detection delay: {t}"
+    );
+    assert_eq!(
+        (t["detected"].as_i64(), t["stale"].as_i64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(v["stale_signals"][0]["id"], old.as_str());
+    assert!(
+        v["stale_signals"][0]["distance"]
+            .as_str()
+            .unwrap()
+            .ends_with("before it was opened")
+    );
+    assert_eq!(v["weekly_mttr"].as_array().unwrap().len(), 5);
+    assert_eq!(v["recurring_modes"][0]["incidents"], 2);
+
+    let html = app.page(&app.browser("rita").await, "/insights").await;
+    for id in [
+        "chart-mttr-trend",
+        "chart-failure-modes",
+        "chart-services",
+        "stale-signals",
+    ] {
+        assert!(html.contains(&format!(r#"id="{id}""#)), "{id}: {html}");
+    }
+    assert!(html.contains(r#"<svg class="chart""#));
+    assert!(!html.contains(" d 18 h"), "no figure from the 2008 paste");
+    assert!(html.contains(&format!(r#"<a href="/incidents/{old}">{old}</a>"#)));
+    // One table left (folded), not one per service.
+    assert_eq!(html.matches("<table").count(), 2, "{html}");
+}
+
+#[tokio::test]
+async fn the_sample_history_keeps_its_incidents_durations() {
+    let app = spawn_app().await;
+    incidentmind::services::sample::load_history(&app.memory)
+        .await
+        .expect("history");
+    let v = insights(&app, "").await;
+    let times = v["response_times"].as_array().unwrap();
+    assert_eq!(times.len(), 14, "{v}");
+    for t in times {
+        assert_ne!(t["overall"]["mttr"], "under 1 min", "{t}");
+    }
+    let h01 = find(&v["response_times"], |t| t["service"] == "payments-api");
+    assert_eq!(h01["overall"]["mttr"], "55 min");
+    let roblox = find(&v["response_times"], |t| {
+        t["service"] == "service-discovery"
+    });
+    assert_eq!(roblox["overall"]["mttr"], "3 d 1 h");
+    // Their evidence carries the original dates: outside the window, never a detection delay
+    // of months.
+    assert!(
+        times.iter().all(|t| t["overall"]["ttd_seconds"]
+            .as_i64()
+            .is_none_or(|s| s <= 7 * 86_400)),
+        "{times:?}"
+    );
+    assert!(!v["stale_signals"].as_array().unwrap().is_empty());
+}

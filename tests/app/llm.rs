@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use crate::helpers::{TestApp, spawn_app_full};
 
 #[derive(Clone, Copy, PartialEq)]
-enum Mode {
+pub(crate) enum Mode {
     Content(&'static str, &'static str),
     Hang,
     ServerError,
@@ -53,14 +53,14 @@ enum Mode {
 }
 
 #[derive(Clone)]
-struct Stub {
+pub(crate) struct Stub {
     mode: Mode,
     /// What `GET /props` answers (llama.cpp's settings); `None`: 404, like OpenAI.
     props: Option<Value>,
     props_calls: Arc<AtomicUsize>,
     calls: Arc<AtomicUsize>,
     schema_calls: Arc<AtomicUsize>,
-    bodies: Arc<std::sync::Mutex<Vec<Value>>>,
+    pub(crate) bodies: Arc<std::sync::Mutex<Vec<Value>>>,
 }
 
 fn api_error(status: StatusCode, body: Value) -> Response {
@@ -162,7 +162,7 @@ async fn props(State(s): State<Stub>) -> Response {
     }
 }
 
-async fn stub(mode: Mode) -> (String, Stub) {
+pub(crate) async fn stub(mode: Mode) -> (String, Stub) {
     stub_with_props(mode, None).await
 }
 
@@ -188,7 +188,7 @@ async fn stub_with_props(mode: Mode, props_body: Option<Value>) -> (String, Stub
     (format!("http://{addr}/v1"), s)
 }
 
-async fn app_with_model(base: &str, timeout: Duration) -> (TestApp, Arc<LlmAnalyst>) {
+pub(crate) async fn app_with_model(base: &str, timeout: Duration) -> (TestApp, Arc<LlmAnalyst>) {
     app_with_context(base, timeout, None).await
 }
 

@@ -6,6 +6,7 @@ mod consolidation;
 mod embeddings;
 mod evidence;
 mod helpers;
+mod injection;
 mod insights;
 mod instances;
 mod investigation;

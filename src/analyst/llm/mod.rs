@@ -29,18 +29,25 @@
 //! `/props`, the timeout); [`reply`] what a server sends back (its refusals, in each server's
 //! dialect, and the reply's content); [`prompt`] the prompts and their budgets; [`schema`] the
 //! JSON schemas and their bounds; [`parse`] reading a reply into an answer (tolerant JSON, field
-//! synonyms, the bounds enforced again). This file joins them into the [`Analyst`].
+//! synonyms, the bounds enforced again); [`untrusted`] the block every prompt holds the evidence
+//! in, as data; [`verify`] the checks of a reply against that evidence (broad scopes, actions no
+//! evidence supports, hypotheses citing none), which cap confidence and add a notice. This file
+//! joins them into the [`Analyst`].
 
 mod client;
 mod parse;
 mod prompt;
 mod reply;
 mod schema;
+pub mod untrusted;
+mod verify;
 
 #[cfg(test)]
 mod bounds;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod trust_tests;
 
 use async_trait::async_trait;
 
@@ -71,11 +78,16 @@ impl Analyst for LlmAnalyst {
             .iter()
             .map(|k| k.as_str())
             .collect();
-        let system = SYSTEM_PROMPT.replace("{kinds}", &kinds.join(", "));
+        let system = format!(
+            "{}\n{}",
+            SYSTEM_PROMPT.replace("{kinds}", &kinds.join(", ")),
+            untrusted::SYSTEM_RULE
+        );
         let user = |budget_chars: usize| user_prompt(input, budget_chars);
         let schema = investigation_schema();
         let (v, rung) = self.ask_json(&system, &user, "analysis", &schema).await?;
         let mut out = output_from_json(&v)?;
+        verify::check_reply(input, &mut out);
         out.dropped
             .iter_mut()
             .for_each(|d| d.push_str(&format!(" (rung {})", rung.as_str())));
@@ -87,7 +99,11 @@ impl Analyst for LlmAnalyst {
         facts: &DraftFacts,
         builtin: &Postmortem,
     ) -> Result<Postmortem, AnalystError> {
-        let system = POSTMORTEM_PROMPT.replace("{id}", facts.incident.id.as_str());
+        let system = format!(
+            "{}\n{}",
+            POSTMORTEM_PROMPT.replace("{id}", facts.incident.id.as_str()),
+            untrusted::SYSTEM_RULE
+        );
         let user = |budget_chars: usize| postmortem_prompt(facts, builtin, budget_chars);
         let (v, rung) = self
             .ask_json(&system, &user, "postmortem", &postmortem_schema())

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use super::untrusted::{neutralize, wrap};
 use crate::analyst::InvestigationInput;
 use crate::domain::postmortem::{DraftFacts, Postmortem};
 use crate::evidence::truncate_chars;
@@ -140,23 +141,27 @@ Rules:\n- Cite the OBS-n and MEM-n ids each hypothesis rests on; cite prior inci
 - Follow the rules (lessons, ALWAYS/BECAUSE) that apply.\n- Use only these action kinds: {kinds}.\n\
 - Confidence: low, medium or high. Never invent ids.";
 
-/// Builds the user prompt within `budget_chars`: incident first, then observations and memories
-/// by rank until the budget is spent, with a note of what was left out.
+/// Builds the user prompt within `budget_chars`: the incident first, then observations and
+/// memories by rank until the budget is spent, with a note of what was left out. Every text of
+/// the incident is placed, neutralised, inside the untrusted block ([`super::untrusted`]) and
+/// redacted with the incident's own map ([`InvestigationInput::redactor`]), so an address has the
+/// placeholder it has in the stored records.
 pub fn user_prompt(input: &InvestigationInput, budget_chars: usize) -> String {
     let i = &input.incident;
+    let n = neutralize;
+    let head = format!("Incident {} ({}).\n", i.id, i.severity);
+    let room = budget_chars.saturating_sub(head.len() + FRAME_CHARS);
     let mut out = format!(
-        "Incident {} ({}, service {}): {}\n{}\nFailure modes: {}\n\nObservations:\n",
-        i.id,
-        i.severity,
-        i.service,
-        i.title,
-        i.description,
-        input.failure_modes.join(", ")
+        "Service: {}\nTitle: {}\nDescription: {}\nFailure modes: {}\n\nObservations:\n",
+        n(&i.service),
+        n(&i.title),
+        n(truncate_chars(&i.description, 1000)),
+        n(&input.failure_modes.join(", "))
     );
     let mut left_obs = 0;
     for o in &input.observations {
-        let line = format!("- {}: {}\n", o.reference(), truncate_chars(&o.text, 400));
-        if out.len() + line.len() > budget_chars * 2 / 3 {
+        let line = format!("- {}: {}\n", o.reference(), n(truncate_chars(&o.text, 400)));
+        if out.len() + line.len() > room * 2 / 3 {
             left_obs += 1;
             continue;
         }
@@ -172,11 +177,11 @@ pub fn user_prompt(input: &InvestigationInput, budget_chars: usize) -> String {
             m.kind,
             m.incident_id
                 .as_deref()
-                .map(|x| format!(", from {x}"))
+                .map(|x| format!(", from {}", n(x)))
                 .unwrap_or_default(),
-            truncate_chars(&m.text, 400)
+            n(truncate_chars(&m.text, 400))
         );
-        if out.len() + line.len() > budget_chars {
+        if out.len() + line.len() > room {
             left_mem += 1;
             continue;
         }
@@ -190,8 +195,12 @@ pub fn user_prompt(input: &InvestigationInput, budget_chars: usize) -> String {
             "\n(Left out for length: {left_obs} observations, {left_mem} memories.)\n"
         ));
     }
-    crate::evidence::redact::redact_once(&out)
+    let body = input.redactor.clone().redact(&out);
+    wrap(&head, &body, budget_chars)
 }
+
+/// Characters the untrusted block's frame (preamble, delimiters, reminder) takes.
+const FRAME_CHARS: usize = 900;
 
 /// What the system prompt tells the model when it drafts a post-mortem.
 pub const POSTMORTEM_PROMPT: &str = "You draft blameless incident post-mortems from the facts given. \
@@ -207,7 +216,7 @@ lesson warning against relying on it.\n- action_items: concrete follow-ups.\n\
 
 /// Builds the post-mortem prompt within `budget_chars`: the incident, its resolution and the
 /// actions with their outcomes first, then observations by rank until the budget is spent, with
-/// a note of what was left out. Redacted.
+/// a note of what was left out, inside the untrusted block. Redacted again as stored text.
 pub fn postmortem_prompt(f: &DraftFacts, builtin: &Postmortem, budget_chars: usize) -> String {
     let i = &f.incident;
     let t = |ts: Option<jiff::Timestamp>| {
@@ -216,19 +225,26 @@ pub fn postmortem_prompt(f: &DraftFacts, builtin: &Postmortem, budget_chars: usi
             |t| t.strftime("%Y-%m-%d %H:%M UTC").to_string(),
         )
     };
+    let n = neutralize;
+    let head = format!("Incident {} ({}).\n", i.id, i.severity);
+    let room = budget_chars.saturating_sub(head.len() + FRAME_CHARS);
     let mut out = format!(
-        "Incident {} ({}, service {}): {}\n{}\nResolution summary: {}\nRoot cause (confirmed by the responders): {}\nFailure modes: {}\n",
-        i.id,
-        i.severity,
-        i.service,
-        i.title,
-        truncate_chars(&i.description, 1000),
-        truncate_chars(i.summary.as_deref().unwrap_or("not given"), 1000),
-        truncate_chars(i.root_cause.as_deref().unwrap_or("not given"), 1000),
+        "Service: {}\nTitle: {}\nDescription: {}\nResolution summary: {}\nRoot cause (confirmed by the responders): {}\nFailure modes: {}\n",
+        n(&i.service),
+        n(&i.title),
+        n(truncate_chars(&i.description, 1000)),
+        n(truncate_chars(
+            i.summary.as_deref().unwrap_or("not given"),
+            1000
+        )),
+        n(truncate_chars(
+            i.root_cause.as_deref().unwrap_or("not given"),
+            1000
+        )),
         if f.failure_modes.is_empty() {
             "none tagged".to_string()
         } else {
-            f.failure_modes.join(", ")
+            n(&f.failure_modes.join(", "))
         },
     );
     let im = &builtin.impact;
@@ -248,26 +264,26 @@ pub fn postmortem_prompt(f: &DraftFacts, builtin: &Postmortem, budget_chars: usi
         out.push_str(&format!(
             "- {} on {}: {}{}\n",
             a.kind,
-            a.target,
+            n(&a.target),
             a.outcome.replace('_', " "),
             if a.note.is_empty() {
                 String::new()
             } else {
-                format!(" — {}", truncate_chars(&a.note, 300))
+                format!(" — {}", n(truncate_chars(&a.note, 300)))
             }
         ));
     }
     if !f.misleading.is_empty() {
         out.push_str("\nHypotheses behind actions that failed (misleading):\n");
         for m in &f.misleading {
-            out.push_str(&format!("- {}\n", truncate_chars(m, 300)));
+            out.push_str(&format!("- {}\n", n(truncate_chars(m, 300))));
         }
     }
     out.push_str("\nObservations, most salient first:\n");
     let mut left = 0;
     for o in &f.observations {
-        let line = format!("- {}\n", truncate_chars(o, 400));
-        if out.len() + line.len() > budget_chars {
+        let line = format!("- {}\n", n(truncate_chars(o, 400)));
+        if out.len() + line.len() > room {
             left += 1;
             continue;
         }
@@ -279,5 +295,11 @@ pub fn postmortem_prompt(f: &DraftFacts, builtin: &Postmortem, budget_chars: usi
     if left > 0 {
         out.push_str(&format!("\n(Left out for length: {left} observations.)\n"));
     }
-    crate::evidence::redact::redact_once(&out)
+    wrap(
+        &head,
+        // Every text here was read back from the store, redacted with the incident's map: its
+        // quads stay as that map decided them.
+        &crate::evidence::redact::redact_stored(&out),
+        budget_chars,
+    )
 }

@@ -79,6 +79,10 @@ pub async fn recall_for_incident(
         text.push('\n');
         text.push_str(crate::evidence::truncate_chars(line, 300));
     }
+    // Redacted with the incident's map: an address is the placeholder its records carry.
+    let text = crate::store::redaction::peek(memory.pool(), incident.id.as_str())
+        .await?
+        .redact(&text);
     let q = RecallQuery {
         text,
         service: Some(incident.service.clone()),
@@ -187,7 +191,9 @@ pub async fn analyst_input(
             .position(|s| r.incident_id.as_ref() == Some(s))
             .unwrap_or(usize::MAX)
     });
+    let redactor = crate::store::redaction::peek(pool, incident.id.as_str()).await?;
     Ok(InvestigationInput {
+        redactor,
         incident,
         observations,
         recalled,

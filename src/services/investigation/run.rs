@@ -86,6 +86,7 @@ pub async fn investigate(
         }
         None => (BuiltinAnalyst::analyse(&input), "built-in".into()),
     };
+    notices.extend(output.notices.iter().cloned());
     let similar = input.similar.clone();
     store_investigation(
         pool,

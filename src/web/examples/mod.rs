@@ -477,7 +477,7 @@ pub fn insights() -> Value {
             "incidents": incidents, "resolved": resolved,
             "mttr_seconds": mttr,
             "mttr": mttr.map_or("no resolved incident".to_string(), crate::domain::insights::human),
-            "detected": detected, "ttd_seconds": ttd,
+            "detected": detected, "stale": 0, "ttd_seconds": ttd,
             "ttd": ttd.map_or("not recorded".to_string(), crate::domain::insights::human)
         })
     };
@@ -516,8 +516,14 @@ pub fn insights() -> Value {
             "service": "checkout",
             "overall": times(3, 2, Some(3900), 1, Some(480)),
             "by_severity": [sev2],
-            "weekly_mttr": weekly
+            "weekly_mttr": weekly.clone()
         }],
+        "weekly_mttr": weekly,
+        "recurring_modes": [{
+            "failure_mode": "connection_pool_exhausted", "incidents": 3,
+            "service_names": ["checkout"]
+        }],
+        "stale_signals": [],
         "thin_memory": [{
             "id": "INC-2026-0038", "title": "Checkout requests hang waiting for connections",
             "service": "checkout", "severity": "SEV2", "state": "resolved",
