@@ -18,6 +18,7 @@ mod postmortem;
 mod prometheus;
 mod proposals;
 mod redaction;
+mod schema;
 mod service;
 #[path = "../support/skip.rs"]
 mod skip;
