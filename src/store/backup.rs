@@ -12,7 +12,7 @@ use crate::error::AppResult;
 /// # Errors
 /// Database errors (the file exists, its folder is missing or not writable, …).
 pub async fn vacuum_into(pool: &AnyPool, path: &std::path::Path) -> AppResult<()> {
-    sqlx::query("VACUUM INTO $1")
+    sqlx::query(super::dialect::SQLITE_VACUUM_INTO)
         .bind(path.to_string_lossy().into_owned())
         .execute(pool)
         .await?;
@@ -24,7 +24,7 @@ pub async fn vacuum_into(pool: &AnyPool, path: &std::path::Path) -> AppResult<()
 /// # Errors
 /// Database errors.
 pub async fn integrity_check(pool: &AnyPool) -> AppResult<Vec<String>> {
-    Ok(sqlx::query_scalar("PRAGMA integrity_check")
+    Ok(sqlx::query_scalar(super::dialect::SQLITE_INTEGRITY_CHECK)
         .fetch_all(pool)
         .await?)
 }

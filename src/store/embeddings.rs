@@ -4,6 +4,7 @@
 use sqlx::AnyPool;
 
 use super::Backend;
+use super::dialect::{self, Statement};
 use super::memory::{corrupt, durable_kinds_json};
 use crate::error::AppResult;
 
@@ -32,25 +33,21 @@ pub async fn missing(pool: &AnyPool, model: &str, limit: i64) -> AppResult<Vec<(
 /// # Errors
 /// Database errors.
 pub async fn store(pool: &AnyPool, model: &str, vectors: &[(i64, Vec<f32>)]) -> AppResult<()> {
-    let insert = (
-        "record_embeddings (record_id, model, vector) SELECT id, $2, $3 FROM records WHERE id = $1",
-        "record_id, model",
-    );
-    store_rows(pool, insert, model, vectors).await
+    store_rows(pool, dialect::STORE_RECORD_EMBEDDING, model, vectors).await
 }
 
-/// Writes `(id, vector)` rows for `model` with `insert` (see [`replace_sql`]; binding `$1` id,
-/// `$2` model, `$3` the vector as little-endian f32s) in one transaction.
+/// Writes `(id, vector)` rows for `model` with `insert` (one of [`dialect`]'s vector upserts,
+/// binding `$1` id, `$2` model, `$3` the vector as little-endian f32s) in one transaction.
 async fn store_rows(
     pool: &AnyPool,
-    insert: (&str, &str),
+    insert: Statement,
     model: &str,
     vectors: &[(i64, Vec<f32>)],
 ) -> AppResult<()> {
-    let sql = replace_sql(Backend::of(pool), insert);
+    let sql = insert.on(Backend::of(pool));
     let mut tx = super::begin_write(pool).await?;
     for (id, v) in vectors {
-        sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+        sqlx::query(sql)
             .bind(id)
             .bind(model)
             .bind(blob_of(v))
@@ -59,20 +56,6 @@ async fn store_rows(
     }
     tx.commit().await?;
     Ok(())
-}
-
-/// An insert that replaces the row with the same `keys`: `(target, keys)`, where `target` is
-/// `table (columns) VALUES … | SELECT …` and `keys` the conflict columns. SQLite: `INSERT OR
-/// REPLACE` (delete, then insert with a new rowid); PostgreSQL: `ON CONFLICT (keys) DO UPDATE`
-/// (the schema's `embedding_rowid_renew` trigger gives the row a new rowid likewise). Either way
-/// a reader of "rows after rowid N" ([`since`]) sees the new vector.
-fn replace_sql(backend: Backend, (target, keys): (&str, &str)) -> String {
-    match backend {
-        Backend::Sqlite => format!("INSERT OR REPLACE INTO {target}"),
-        Backend::Postgres => format!(
-            "INSERT INTO {target} ON CONFLICT ({keys}) DO UPDATE SET vector = excluded.vector"
-        ),
-    }
 }
 
 /// A vector as stored: little-endian f32s.
@@ -193,12 +176,7 @@ pub async fn store_documents(
     model: &str,
     vectors: &[(i64, Vec<f32>)],
 ) -> AppResult<()> {
-    let insert = (
-        "incident_document_embeddings (document_id, model, vector)
-         SELECT id, $2, $3 FROM incident_documents WHERE id = $1",
-        "document_id, model",
-    );
-    store_rows(pool, insert, model, vectors).await
+    store_rows(pool, dialect::STORE_DOCUMENT_EMBEDDING, model, vectors).await
 }
 
 /// The state of the incident-document vectors of `model`: `(rows, max rowid, recall
@@ -281,12 +259,7 @@ pub async fn store_passages(
     model: &str,
     vectors: &[(i64, Vec<f32>)],
 ) -> AppResult<()> {
-    let insert = (
-        "incident_passage_embeddings (passage_id, model, vector)
-         SELECT id, $2, $3 FROM incident_passages WHERE id = $1",
-        "passage_id, model",
-    );
-    store_rows(pool, insert, model, vectors).await
+    store_rows(pool, dialect::STORE_PASSAGE_EMBEDDING, model, vectors).await
 }
 
 /// Every passage vector of `model` with its incident: `(incident id, vector)`, grouped by
@@ -362,18 +335,11 @@ pub async fn store_parts(
     model: &str,
     vectors: &[(i64, i64, Vec<f32>)],
 ) -> AppResult<()> {
-    let sql = replace_sql(
-        Backend::of(pool),
-        (
-            "record_part_embeddings (record_id, part, model, vector)
-             SELECT id, $2, $3, $4 FROM records WHERE id = $1",
-            "record_id, part, model",
-        ),
-    );
+    let sql = dialect::STORE_PART_EMBEDDING.on(Backend::of(pool));
     let mut tx = super::begin_write(pool).await?;
     for (id, part, v) in vectors {
         let blob = blob_of(v);
-        sqlx::query(sqlx::AssertSqlSafe(sql.as_str()))
+        sqlx::query(sql)
             .bind(id)
             .bind(part)
             .bind(model)
@@ -448,25 +414,13 @@ pub async fn all_vectors(pool: &AnyPool) -> AppResult<Vec<StoredVector>> {
 /// Database errors.
 pub async fn restore_vectors(tx: &mut super::Tx, vectors: &[StoredVector]) -> AppResult<()> {
     let backend = Backend::of_tx(tx);
-    let whole = replace_sql(
-        backend,
-        (
-            "record_embeddings (record_id, model, vector) VALUES ($1, $2, $3)",
-            "record_id, model",
-        ),
-    );
-    let part_sql = replace_sql(
-        backend,
-        (
-            "record_part_embeddings (record_id, part, model, vector) VALUES ($1, $2, $3, $4)",
-            "record_id, part, model",
-        ),
-    );
+    let whole = dialect::RESTORE_RECORD_EMBEDDING.on(backend);
+    let part_sql = dialect::RESTORE_PART_EMBEDDING.on(backend);
     for v in vectors {
         let blob = blob_of(&v.vector);
         match v.part {
             None => {
-                sqlx::query(sqlx::AssertSqlSafe(whole.as_str()))
+                sqlx::query(whole)
                     .bind(v.record_id)
                     .bind(&v.model)
                     .bind(blob)
@@ -474,7 +428,7 @@ pub async fn restore_vectors(tx: &mut super::Tx, vectors: &[StoredVector]) -> Ap
                     .await?;
             }
             Some(part) => {
-                sqlx::query(sqlx::AssertSqlSafe(part_sql.as_str()))
+                sqlx::query(part_sql)
                     .bind(v.record_id)
                     .bind(part)
                     .bind(&v.model)

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use sqlx::AnyPool;
 
-use super::Backend;
+use super::{Backend, dialect};
 
 use crate::error::AppResult;
 
@@ -170,23 +170,14 @@ pub async fn search(
     if expr.is_empty() {
         return Ok(Vec::new());
     }
-    Ok(sqlx::query_as(Backend::of(pool).sql(
-        "SELECT d.incident_id, -bm25(incident_documents_fts) FROM incident_documents_fts f
-         JOIN incident_documents d ON d.id = f.rowid
-         WHERE incident_documents_fts MATCH $1 AND ($2 IS NULL OR d.incident_id != $2)
-         ORDER BY bm25(incident_documents_fts) LIMIT $3",
-        "SELECT d.incident_id,
-                CAST(ts_rank_cd(f.tsv, websearch_to_tsquery('incidentmind', $1)) AS DOUBLE PRECISION) AS s
-         FROM incident_documents_fts f
-         JOIN incident_documents d ON d.id = f.rowid
-         WHERE f.tsv @@ websearch_to_tsquery('incidentmind', $1) AND ($2 IS NULL OR d.incident_id != $2)
-         ORDER BY s DESC, d.incident_id LIMIT $3",
-    ))
-    .bind(expr)
-    .bind(exclude)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?)
+    Ok(
+        sqlx::query_as(dialect::DOCUMENT_SEARCH.on(Backend::of(pool)))
+            .bind(expr)
+            .bind(exclude)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?,
+    )
 }
 
 /// Incident id → the embedded part of its document (report, evidence, causes; see

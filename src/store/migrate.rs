@@ -15,7 +15,7 @@ use sqlx::any::{AnyRow, AnyTypeInfoKind};
 use sqlx::{AnyPool, Row, ValueRef as _};
 
 use super::memory::{corrupt, durable_kinds_json, scope_of};
-use super::{Backend, Tx};
+use super::{Backend, Tx, dialect};
 use crate::error::{AppError, AppResult};
 
 /// Tables copied, in foreign-key order (a table comes after every table it references).
@@ -137,13 +137,11 @@ pub async fn copy_database(from: &AnyPool, to: &AnyPool) -> AppResult<CopyReport
 
 /// Base tables of the database behind `pool`.
 async fn tables(pool: &AnyPool) -> AppResult<Vec<String>> {
-    Ok(sqlx::query_scalar(Backend::of(pool).sql(
-        "SELECT name FROM sqlite_master WHERE type = 'table'",
-        "SELECT table_name::text FROM information_schema.tables
-          WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
-    ))
-    .fetch_all(pool)
-    .await?)
+    Ok(
+        sqlx::query_scalar(dialect::BASE_TABLES.on(Backend::of(pool)))
+            .fetch_all(pool)
+            .await?,
+    )
 }
 
 /// A column's storage class, as both backends can bind it.
@@ -176,19 +174,11 @@ impl Class {
 
 /// `(name, class)` of the plain (not generated) columns of `table`, in table order.
 async fn columns(conn: &mut sqlx::AnyConnection, table: &str) -> AppResult<Vec<(String, Class)>> {
-    let backend = match conn.backend_name() {
-        "PostgreSQL" => Backend::Postgres,
-        _ => Backend::Sqlite,
-    };
-    let rows: Vec<(String, String)> = sqlx::query_as(backend.sql(
-        "SELECT name, type FROM pragma_table_info($1) ORDER BY cid",
-        "SELECT column_name::text, data_type::text FROM information_schema.columns
-          WHERE table_schema = current_schema() AND table_name = $1 AND is_generated = 'NEVER'
-          ORDER BY ordinal_position",
-    ))
-    .bind(table)
-    .fetch_all(&mut *conn)
-    .await?;
+    let sql = dialect::TABLE_COLUMNS.on(Backend::of_connection(conn));
+    let rows: Vec<(String, String)> = sqlx::query_as(sql)
+        .bind(table)
+        .fetch_all(&mut *conn)
+        .await?;
     Ok(rows
         .into_iter()
         .map(|(n, t)| (n, Class::of_declared(&t)))

@@ -5,6 +5,7 @@ pub mod alerts;
 pub mod audit;
 pub mod backup;
 pub mod consolidation;
+pub mod dialect;
 pub mod embeddings;
 pub mod evidence;
 pub mod incident_documents;
@@ -117,8 +118,8 @@ impl From<OpenError> for AppError {
 ///
 /// SQLite (a path, `sqlite:` URL) is the default and needs nothing installed; PostgreSQL
 /// (`postgres://` or `postgresql://`) lets several app instances share one database. The store's
-/// SQL is one text for both wherever the two dialects agree; where they do not, a query picks its
-/// text with [`Backend::sql`].
+/// SQL is one text for both wherever the two dialects agree; where they do not, the statement is
+/// a named item of [`dialect`] and a query picks its text with [`dialect::Statement::on`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     /// An embedded SQLite file (or `:memory:`).
@@ -149,13 +150,20 @@ impl Backend {
 
     /// The backend a transaction talks to.
     pub fn of_tx(tx: &Tx) -> Backend {
-        match tx.backend_name() {
+        Backend::of_connection(tx)
+    }
+
+    /// The backend a connection talks to.
+    pub fn of_connection(conn: &sqlx::AnyConnection) -> Backend {
+        match conn.backend_name() {
             "PostgreSQL" => Backend::Postgres,
             _ => Backend::Sqlite,
         }
     }
 
     /// Picks the statement text for this backend: `sqlite` on SQLite, `postgres` on PostgreSQL.
+    /// Only `store::memory`'s full-text statements still use it; a new statement that differs
+    /// between the backends is a [`dialect::Statement`] instead.
     pub fn sql(self, sqlite: &'static str, postgres: &'static str) -> &'static str {
         match self {
             Backend::Sqlite => sqlite,
@@ -172,23 +180,11 @@ pub async fn connect(url: &str) -> AppResult<AnyPool> {
     Ok(open(url, OpenMode::CreateIfMissing).await?)
 }
 
-/// Settings of every SQLite connection: WAL, `synchronous = NORMAL` (durable at each
-/// checkpoint, never corrupt: SQLite "WAL mode" documentation), a 10 s busy timeout, foreign
-/// keys on, no memory map and a 4 MiB page cache per connection (8 connections: at most 32 MiB).
-///
-/// Without the map, pages not in a connection's cache are read with `pread` from the kernel's
-/// page cache, so the process's memory is bounded by the caches whatever the file's size. With a
-/// 256 MiB map, the mapped pages counted in the process's RSS as the database grew: 37 → 78 MiB
-/// over a 300 s `soak-bench` (10,000 evidence records added), most of its RSS growth.
-pub const SQLITE_TUNING: &str = "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-     PRAGMA busy_timeout = 10000; PRAGMA foreign_keys = ON; \
-     PRAGMA mmap_size = 0; PRAGMA cache_size = -4096;";
-
 /// Opens the database at `url` and runs the embedded migrations of its backend
 /// (`migrations/sqlite` or `migrations/postgres`).
 ///
 /// - SQLite (`sqlite://path.db` or a plain path): WAL mode, a 10 s busy timeout, foreign keys
-///   on, and the page reads of [`SQLITE_TUNING`]. With [`OpenMode::MustExist`] a missing
+///   on, and the page reads of [`dialect::SQLITE_TUNING`]. With [`OpenMode::MustExist`] a missing
 ///   file, or one this program did not write, is refused before anything is written.
 /// - PostgreSQL (`postgres://user@host:port/db`): a pool of up to 20 connections; with
 ///   [`OpenMode::MustExist`] a database without this program's tables is refused.
@@ -241,8 +237,8 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<AnyPool, OpenError> {
         .max_connections(8)
         .after_connect(|conn, _| {
             Box::pin(async move {
-                // No memory map, 4 MiB of page cache per connection: see `SQLITE_TUNING`.
-                sqlx::raw_sql(SQLITE_TUNING).execute(conn).await?;
+                // No memory map, 4 MiB of page cache per connection: see `dialect::SQLITE_TUNING`.
+                sqlx::raw_sql(dialect::SQLITE_TUNING).execute(conn).await?;
                 Ok(())
             })
         })
@@ -251,12 +247,10 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<AnyPool, OpenError> {
         .await
         .map_err(open_error)?;
     if mode == OpenMode::MustExist && !in_memory {
-        let ours: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'",
-        )
-        .fetch_one(&pool)
-        .await
-        .map_err(open_error)?;
+        let ours: i64 = sqlx::query_scalar(dialect::MIGRATIONS_TABLE_EXISTS.sqlite)
+            .fetch_one(&pool)
+            .await
+            .map_err(open_error)?;
         if ours == 0 {
             pool.close().await;
             return Err(OpenError::Foreign {
@@ -306,16 +300,13 @@ async fn open_postgres(url: &str, mode: OpenMode) -> Result<AnyPool, OpenError> 
             reason: e.to_string(),
         })?;
     if mode == OpenMode::MustExist {
-        let ours: i64 = sqlx::query_scalar(
-            "SELECT count(*) FROM information_schema.tables
-              WHERE table_schema = current_schema() AND table_name = '_sqlx_migrations'",
-        )
-        .fetch_one(&pool)
-        .await
-        .map_err(|e| OpenError::Open {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+        let ours: i64 = sqlx::query_scalar(dialect::MIGRATIONS_TABLE_EXISTS.postgres)
+            .fetch_one(&pool)
+            .await
+            .map_err(|e| OpenError::Open {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
         if ours == 0 {
             pool.close().await;
             return Err(OpenError::Foreign {
@@ -388,10 +379,10 @@ const WRITE_LOCK_KEY: i64 = 0x1dc1_dea7;
 /// [`AppError::Internal`] when the database is unavailable.
 pub async fn begin_write(pool: &AnyPool) -> AppResult<Tx> {
     match Backend::of(pool) {
-        Backend::Sqlite => Ok(pool.begin_with("BEGIN IMMEDIATE").await?),
+        Backend::Sqlite => Ok(pool.begin_with(dialect::SQLITE_BEGIN_WRITE).await?),
         Backend::Postgres => {
             let mut tx = pool.begin().await?;
-            sqlx::query("SELECT 1 FROM pg_advisory_xact_lock($1)")
+            sqlx::query(dialect::POSTGRES_WRITE_LOCK)
                 .bind(WRITE_LOCK_KEY)
                 .execute(&mut *tx)
                 .await?;

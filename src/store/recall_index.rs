@@ -18,8 +18,8 @@ use std::collections::HashMap;
 use rustc_hash::FxHashMap;
 use sqlx::AnyPool;
 
-use super::Backend;
 use super::memory::{Candidate, corrupt, durable_kinds_json, parse_candidate};
+use super::{Backend, dialect};
 use crate::error::AppResult;
 
 /// One durable, non-retracted record as recall ranks it.
@@ -75,7 +75,7 @@ pub async fn load(pool: &AnyPool) -> AppResult<RecallIndex> {
     let mut tx = pool.begin().await?;
     if backend == Backend::Postgres {
         // One snapshot for the whole transaction, as SQLite's read transaction gives.
-        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        sqlx::query(dialect::POSTGRES_SNAPSHOT_READ)
             .execute(&mut *tx)
             .await?;
     }
@@ -84,34 +84,11 @@ pub async fn load(pool: &AnyPool) -> AppResult<RecallIndex> {
             .fetch_one(&mut *tx)
             .await?;
     // One row each (JSON arrays): rows cross a thread boundary one by one, arrays do not.
-    let (entries, keys, graph): (String, String, String) = sqlx::query_as(backend.sql(
-        "WITH live AS MATERIALIZED (
-             SELECT * FROM records_rank
-             WHERE validation != 'retracted' AND kind IN (SELECT value FROM json_each($1)))
-         SELECT
-           (SELECT json_group_array(json_array(
-                json_array(id, kind, validation, created_at, importance, evidence_count,
-                           consolidated_into),
-                incident_id)) FROM live),
-           (SELECT json_group_array(json_array(k.key, k.value, k.record_id))
-              FROM record_keys k JOIN live ON live.id = k.record_id),
-           (SELECT json_group_array(json_array(service, depends_on)) FROM service_dependencies)",
-        "WITH live AS MATERIALIZED (
-             SELECT * FROM records_rank
-             WHERE validation != 'retracted' AND kind IN (SELECT value FROM json_each($1)))
-         SELECT
-           (SELECT coalesce(json_agg(json_build_array(
-                json_build_array(id, kind, validation, created_at, importance, evidence_count,
-                                 consolidated_into),
-                incident_id)), '[]')::text FROM live),
-           (SELECT coalesce(json_agg(json_build_array(k.key, k.value, k.record_id)), '[]')::text
-              FROM record_keys k JOIN live ON live.id = k.record_id),
-           (SELECT coalesce(json_agg(json_build_array(service, depends_on)), '[]')::text
-              FROM service_dependencies)",
-    ))
-    .bind(durable_kinds_json())
-    .fetch_one(&mut *tx)
-    .await?;
+    let (entries, keys, graph): (String, String, String) =
+        sqlx::query_as(dialect::RECALL_INDEX.on(backend))
+            .bind(durable_kinds_json())
+            .fetch_one(&mut *tx)
+            .await?;
     tx.commit().await?;
     type EntryJson = (super::memory::CandidateJson, Option<String>);
     let entries: Vec<EntryJson> = serde_json::from_str(&entries).map_err(corrupt)?;

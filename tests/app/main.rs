@@ -19,6 +19,7 @@ mod postmortem;
 mod prometheus;
 mod proposals;
 mod redaction;
+mod schema;
 mod service;
 #[path = "../support/skip.rs"]
 mod skip;
