@@ -55,6 +55,8 @@ pub struct Served {
     pub db: PathBuf,
     pub token: String,
     _dir: Option<tempfile::TempDir>,
+    /// The task reading stderr: it ends at end of file, once the process has exited.
+    reader: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Served {
@@ -95,7 +97,7 @@ impl Served {
         let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
         let (tx, rx) = tokio::sync::oneshot::channel();
         let kept = stderr.clone();
-        tokio::spawn(async move {
+        let reader = tokio::spawn(async move {
             let mut tx = Some(tx);
             while let Ok(Some(line)) = lines.next_line().await {
                 if let Some(i) = line.find("listening on http://") {
@@ -124,6 +126,7 @@ impl Served {
             db: db.to_path_buf(),
             token,
             _dir: None,
+            reader: Some(reader),
         }
     }
 
@@ -141,12 +144,20 @@ impl Served {
         assert!(ok.success());
     }
 
-    /// Waits up to `limit` for the process to exit and returns its status.
+    /// Waits up to `limit` for the process to exit and returns its status; by then every line
+    /// it wrote to stderr has been read (the reader reached the end of the pipe).
     pub async fn exit_within(&mut self, limit: Duration) -> std::process::ExitStatus {
-        tokio::time::timeout(limit, self.child.wait())
+        let status = tokio::time::timeout(limit, self.child.wait())
             .await
             .unwrap_or_else(|_| panic!("the server did not exit within {limit:?}"))
-            .expect("wait")
+            .expect("wait");
+        if let Some(reader) = self.reader.take() {
+            tokio::time::timeout(Duration::from_secs(10), reader)
+                .await
+                .expect("stderr reaches its end within 10 s of the exit")
+                .expect("the stderr reader");
+        }
+        status
     }
 
     /// Every stderr line so far.
