@@ -21,88 +21,11 @@ use regex::Captures;
 
 use super::spans::window_before;
 
-/// Words after which a dotted quad is an address, not a version (outside a release clause the
-/// weak ones — from, to, of, at … — count too).
-const ADDRESS_WORDS: &[&str] = &[
-    "from",
-    "to",
-    "via",
-    "at",
-    "by",
-    "for",
-    "on",
-    "in",
-    "of",
-    "and",
-    "or",
-    "is",
-    "was",
-    "with",
-    "client",
-    "clients",
-    "host",
-    "hostname",
-    "server",
-    "peer",
-    "remote",
-    "addr",
-    "address",
-    "ip",
-    "ipv4",
-    "src",
-    "source",
-    "dst",
-    "dest",
-    "destination",
-    "resolver",
-    "dns",
-    "nameserver",
-    "gateway",
-    "gw",
-    "proxy",
-    "upstream",
-    "downstream",
-    "connect",
-    "user",
-    "node",
-    "endpoint",
-    "target",
-    "origin",
-    "forwarded",
-    "bind",
-    "sender",
-    "relay",
-    "route",
-    "inet",
-    "nexthop",
-    "neighbor",
-    "lookup",
-    "ping",
-    "unreachable",
-    "timeout",
-    "new",
-    "the",
-    "a",
-    "an",
-    "ips",
-    "address:",
-    "hosts",
-    "nodes",
-    "peers",
-    "servers",
-    "ssh",
-    "tcp",
-    "udp",
-    "http",
-    "https",
-    "listen",
-    "socket",
-    "vip",
-    "lb",
-    "ingress",
-    "egress",
-    "x-forwarded-for",
-    "x-real-ip",
+/// Weak words after which a dotted quad is an address, not a version, outside a release clause
+/// (from, to, of, at …); with [`STRONG_ADDRESS_WORDS`] the words that introduce an address.
+const WEAK_ADDRESS_WORDS: &[&str] = &[
+    "from", "to", "via", "at", "by", "for", "on", "in", "of", "and", "or", "is", "was", "with",
+    "target", "timeout", "new", "the", "a", "an",
 ];
 
 /// Words after which a dotted quad is a version.
@@ -190,6 +113,11 @@ const STRONG_ADDRESS_WORDS: &[&str] = &[
     "resolved",
     "blocked",
 ];
+
+/// Whether `word` (lower case) introduces an address: a weak or a strong address word.
+fn introduces_address(word: &str) -> bool {
+    WEAK_ADDRESS_WORDS.contains(&word) || STRONG_ADDRESS_WORDS.contains(&word)
+}
 
 /// Words that make a clause speak of a release: a quad after them in the same clause is a
 /// version (see [`judge`]).
@@ -351,7 +279,7 @@ fn bare_name_before(before: &str) -> bool {
         && word
             .bytes()
             .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, b'-' | b'_' | b'.' | b'/'))
-        && !ADDRESS_WORDS.contains(&lw.as_str())
+        && !introduces_address(&lw)
         && !lw.ends_with("ed")
         && !lw.ends_with("ing")
 }
