@@ -42,7 +42,8 @@
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// jemalloc's options, read once at its first allocation (before `main`), as a C string:
+/// jemalloc's options, built into it (`.cargo/config.toml` sets `JEMALLOC_SYS_WITH_MALLOC_CONF`
+/// to this text, which tikv-jemalloc-sys passes to `configure --with-malloc-conf`):
 /// - `background_thread:true`: a jemalloc thread returns freed pages to the system, so memory
 ///   goes back after a burst even when no thread allocates afterwards;
 /// - `dirty_decay_ms:0`: freed pages are purged at once (default: kept 10 s for reuse). With
@@ -53,22 +54,6 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 ///
 /// Source: jemalloc(3), "opt.background_thread", "opt.dirty_decay_ms", "opt.muzzy_decay_ms".
 pub const JEMALLOC_CONF: &str = "background_thread:true,dirty_decay_ms:0,muzzy_decay_ms:0";
-
-/// [`JEMALLOC_CONF`] where the prefixed jemalloc looks for it (`_rjem_malloc_conf`, a pointer
-/// to a NUL-terminated string).
-#[cfg(not(target_env = "msvc"))]
-#[allow(non_upper_case_globals, unsafe_code)]
-#[unsafe(export_name = "_rjem_malloc_conf")]
-pub static malloc_conf: &[u8; JEMALLOC_CONF.len() + 1] = &{
-    let mut c = [0u8; JEMALLOC_CONF.len() + 1];
-    let b = JEMALLOC_CONF.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        c[i] = b[i];
-        i += 1;
-    }
-    c
-};
 
 /// Makes every setting of this module: [`limit_arenas`], [`fix_mmap_threshold`], then
 /// [`fix_model_threads`]. Call first thing in `main`, before any thread is started.
@@ -144,19 +129,20 @@ pub fn limit_arenas() -> bool {
 mod tests {
     use super::*;
 
+    /// The build setting and the documented options are the same text.
     #[test]
-    #[cfg(not(target_env = "msvc"))]
-    fn jemalloc_options_are_one_c_string() {
-        assert_eq!(malloc_conf.last(), Some(&0));
-        assert_eq!(
-            &malloc_conf[..JEMALLOC_CONF.len()],
-            JEMALLOC_CONF.as_bytes()
+    fn the_build_setting_is_these_options() {
+        let config = include_str!("../.cargo/config.toml");
+        assert!(
+            config.contains(&format!(
+                "JEMALLOC_SYS_WITH_MALLOC_CONF = \"{JEMALLOC_CONF}\""
+            )),
+            "{config}"
         );
-        assert!(!JEMALLOC_CONF.as_bytes().contains(&0));
     }
 
-    /// The options reach jemalloc: a misspelt symbol name would leave its defaults (10 s decay,
-    /// no background thread) without any error.
+    /// The options reach jemalloc: a build without the setting would leave its defaults (10 s
+    /// decay, no background thread) without any error.
     #[test]
     #[cfg(not(target_env = "msvc"))]
     fn jemalloc_runs_with_these_options() {
