@@ -4,7 +4,7 @@
 //! Usage: `cargo run --release --example embed-bench -- [--rounds 200] [--no-prepare]`.
 //!
 //! Makes the process settings of `incidentmind::startup` first, as the binary does, unless
-//! `--no-prepare` (then candle counts cores on every matrix product; see that module).
+//! `--no-prepare` (then rayon builds its pool at the first embedding, with its default count).
 
 use std::time::Instant;
 

@@ -5,6 +5,9 @@
 //! SQL). [`App::build`] wires them together (database, memory, model, router) for `serve`, the
 //! CLI and the tests; [`cli`] is the command line; `main.rs` only calls it.
 
+// No unsafe code but the few reasoned exceptions in `startup` (each with its SAFETY comment).
+#![deny(unsafe_code)]
+
 pub mod analyst;
 pub mod app;
 pub mod cli;

@@ -2,6 +2,8 @@
 //! A returned error is printed on stderr as one line (`Error: ` then its causes after colons)
 //! and the exit status is 1 (the standard library's handling of an `Err` from `main`).
 
+#![deny(unsafe_code)]
+
 /// An error printed as one line with its causes (`{:#}` of [`anyhow::Error`]), not as a
 /// Debug dump with a backtrace.
 struct OneLine(anyhow::Error);

@@ -31,13 +31,10 @@
 //!
 //! ## The model's thread count
 //!
-//! candle asks how many threads a matrix product may use on every product, and unless
-//! `RAYON_NUM_THREADS` is set it answers by counting physical cores in `/proc/cpuinfo`
-//! (`num_cpus::get_physical`), a file the kernel formats anew on each read. A query's forward
-//! pass makes about 50 products, so a 200-character query spent a fifth of its time there:
-//! `examples/embed-bench`, 37 word pieces, p50 29–31 ms unset against 22–25 ms set, two runs
-//! each. [`fix_model_threads`] counts once and sets the variable to that count, so the model
-//! uses the same threads and stops asking the kernel.
+//! The built-in model's forward pass runs on rayon's global pool (`bert_encoder` splits a
+//! product's rows with `rayon::join`, and several texts run side by side). [`fix_model_threads`]
+//! builds that pool once at start, before any other thread, with the count in effect, so the
+//! first query does not pay for starting it.
 
 /// The process's allocator for Rust allocations: jemalloc, prefixed (its symbols are
 /// `_rjem_*`, so C code keeps glibc's `malloc`). See the module documentation.
@@ -45,7 +42,8 @@
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// jemalloc's options, read once at its first allocation (before `main`), as a C string:
+/// jemalloc's options, built into it (`.cargo/config.toml` sets `JEMALLOC_SYS_WITH_MALLOC_CONF`
+/// to this text, which tikv-jemalloc-sys passes to `configure --with-malloc-conf`):
 /// - `background_thread:true`: a jemalloc thread returns freed pages to the system, so memory
 ///   goes back after a burst even when no thread allocates afterwards;
 /// - `dirty_decay_ms:0`: freed pages are purged at once (default: kept 10 s for reuse). With
@@ -56,22 +54,6 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 ///
 /// Source: jemalloc(3), "opt.background_thread", "opt.dirty_decay_ms", "opt.muzzy_decay_ms".
 pub const JEMALLOC_CONF: &str = "background_thread:true,dirty_decay_ms:0,muzzy_decay_ms:0";
-
-/// [`JEMALLOC_CONF`] where the prefixed jemalloc looks for it (`_rjem_malloc_conf`, a pointer
-/// to a NUL-terminated string).
-#[cfg(not(target_env = "msvc"))]
-#[allow(non_upper_case_globals, unsafe_code)]
-#[unsafe(export_name = "_rjem_malloc_conf")]
-pub static malloc_conf: &[u8; JEMALLOC_CONF.len() + 1] = &{
-    let mut c = [0u8; JEMALLOC_CONF.len() + 1];
-    let b = JEMALLOC_CONF.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        c[i] = b[i];
-        i += 1;
-    }
-    c
-};
 
 /// Makes every setting of this module: [`limit_arenas`], [`fix_mmap_threshold`], then
 /// [`fix_model_threads`]. Call first thing in `main`, before any thread is started.
@@ -104,27 +86,22 @@ pub fn fix_mmap_threshold() -> bool {
     }
 }
 
-/// Sets `RAYON_NUM_THREADS` to the thread count candle would choose by itself
-/// (`candle_core::utils::get_num_threads`: physical cores, or the CPU mask it is confined to),
-/// unless the operator set it. Returns the count in effect. Call before any thread is started:
-/// changing the environment while another thread reads it is undefined behaviour on glibc.
+/// Builds rayon's global pool (the built-in model's threads) with `RAYON_NUM_THREADS` threads
+/// when the operator set it, else one per CPU this process may run on
+/// ([`std::thread::available_parallelism`]: it honours the CPU affinity mask and a cgroup
+/// quota). Returns the pool's thread count. When the pool exists already (a second call, or
+/// rayon used before), it is left as it is and its count returned.
 pub fn fix_model_threads() -> usize {
-    const VAR: &str = "RAYON_NUM_THREADS";
-    if let Some(n) = std::env::var(VAR)
+    let n = std::env::var("RAYON_NUM_THREADS")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
         .filter(|n| *n > 0)
-    {
-        return n;
-    }
-    let n = candle_core::utils::get_num_threads().max(1);
-    // SAFETY: called from `main` before the runtime or any other thread exists (see above),
-    // so nothing reads the environment concurrently.
-    #[allow(unsafe_code)]
-    unsafe {
-        std::env::set_var(VAR, n.to_string());
-    }
-    n
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // An error means the global pool was built already: keep it.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build_global();
+    rayon::current_num_threads()
 }
 
 /// Arenas allowed: one per core of the machines this is sized for (2).
@@ -152,19 +129,20 @@ pub fn limit_arenas() -> bool {
 mod tests {
     use super::*;
 
+    /// The build setting and the documented options are the same text.
     #[test]
-    #[cfg(not(target_env = "msvc"))]
-    fn jemalloc_options_are_one_c_string() {
-        assert_eq!(malloc_conf.last(), Some(&0));
-        assert_eq!(
-            &malloc_conf[..JEMALLOC_CONF.len()],
-            JEMALLOC_CONF.as_bytes()
+    fn the_build_setting_is_these_options() {
+        let config = include_str!("../.cargo/config.toml");
+        assert!(
+            config.contains(&format!(
+                "JEMALLOC_SYS_WITH_MALLOC_CONF = \"{JEMALLOC_CONF}\""
+            )),
+            "{config}"
         );
-        assert!(!JEMALLOC_CONF.as_bytes().contains(&0));
     }
 
-    /// The options reach jemalloc: a misspelt symbol name would leave its defaults (10 s decay,
-    /// no background thread) without any error.
+    /// The options reach jemalloc: a build without the setting would leave its defaults (10 s
+    /// decay, no background thread) without any error.
     #[test]
     #[cfg(not(target_env = "msvc"))]
     fn jemalloc_runs_with_these_options() {
@@ -181,6 +159,14 @@ mod tests {
             )
         };
         assert_eq!((decay.0.ok(), decay.1.ok()), (Some(0), Some(0)));
+    }
+
+    #[test]
+    fn the_model_pool_is_built_once_with_the_count_in_effect() {
+        let n = fix_model_threads();
+        assert!(n >= 1);
+        assert_eq!(fix_model_threads(), n, "a second call keeps the pool");
+        assert_eq!(rayon::current_num_threads(), n);
     }
 
     #[test]

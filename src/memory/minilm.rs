@@ -1,7 +1,8 @@
 //! The built-in sentence-embedding model: all-MiniLM-L6-v2 (Wang et al., "MiniLM: Deep
 //! Self-Attention Distillation for Task-Agnostic Compression of Pre-Trained Transformers",
 //! NeurIPS 2020; fine-tuned for sentence similarity by sentence-transformers; Apache-2.0),
-//! run in process by our own BERT encoder ([`bert_encoder`]; the weights are read with candle).
+//! run in process by our own BERT encoder ([`bert_encoder`]; the weights are read with the
+//! `safetensors` crate).
 //! No network, no key.
 //!
 //! It computes what sentence-transformers' `encode(…, normalize_embeddings=True)` computes
@@ -18,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use candle_core::{DType, Device, Tensor};
+use safetensors::{Dtype, SafeTensors, tensor::TensorView};
 use tokenizers::{Tokenizer, TruncationParams};
 
 use bert_encoder as bert;
@@ -65,9 +66,10 @@ pub enum ModelError {
     /// The tokenizer failed to load or to encode.
     #[error("embedding tokenizer: {0}")]
     Tokenizer(String),
-    /// The model file could not be read as tensors.
+    /// The model file could not be read as tensors, or a tensor has a type or a number of
+    /// dimensions the encoder cannot take.
     #[error("embedding model: {0}")]
-    Tensor(#[from] candle_core::Error),
+    Tensor(String),
     /// The model file lacks a tensor the encoder needs.
     #[error("embedding model: no tensor {0}")]
     Missing(String),
@@ -201,23 +203,67 @@ impl MiniLm {
     }
 }
 
+/// A tensor's values as `f32`, in row-major order (f16 and bf16 widen exactly).
+fn f32_values(t: &TensorView<'_>) -> Result<Vec<f32>, ModelError> {
+    let b = t.data();
+    Ok(match t.dtype() {
+        Dtype::F32 => b
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect(),
+        Dtype::F16 => b
+            .chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+            .collect(),
+        Dtype::BF16 => b
+            .chunks_exact(2)
+            .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
+            .collect(),
+        other => {
+            return Err(ModelError::Tensor(format!(
+                "tensor type {other:?} is not a float"
+            )));
+        }
+    })
+}
+
+/// A tensor's values as `f16`, in row-major order (f32 and bf16 rounded to nearest).
+fn f16_values(t: &TensorView<'_>) -> Result<Vec<half::f16>, ModelError> {
+    if t.dtype() == Dtype::F16 {
+        return Ok(t
+            .data()
+            .chunks_exact(2)
+            .map(|c| half::f16::from_le_bytes([c[0], c[1]]))
+            .collect());
+    }
+    Ok(f32_values(t)?
+        .into_iter()
+        .map(half::f16::from_f32)
+        .collect())
+}
+
 /// The encoder from the model file's tensors (Hugging Face `BertModel` names, with or without a
-/// `bert.` prefix), read with candle and repacked.
+/// `bert.` prefix), read with the `safetensors` crate and repacked.
 fn encoder(weights: &[u8], config: &Config) -> Result<bert::Encoder, ModelError> {
-    let tensors = candle_core::safetensors::load_buffer(weights, &Device::Cpu)?;
-    let get = |name: &str| -> Result<&Tensor, ModelError> {
+    let tensors =
+        SafeTensors::deserialize(weights).map_err(|e| ModelError::Tensor(e.to_string()))?;
+    let get = |name: &str| -> Result<TensorView<'_>, ModelError> {
         tensors
-            .get(name)
-            .or_else(|| tensors.get(&format!("bert.{name}")))
-            .ok_or_else(|| ModelError::Missing(name.to_string()))
+            .tensor(name)
+            .or_else(|_| tensors.tensor(&format!("bert.{name}")))
+            .map_err(|_| ModelError::Missing(name.to_string()))
     };
-    let f32s = |name: &str| -> Result<Vec<f32>, ModelError> {
-        Ok(get(name)?.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?)
-    };
+    let f32s = |name: &str| -> Result<Vec<f32>, ModelError> { f32_values(&get(name)?) };
     let dense = |prefix: &str, role: &'static str| -> Result<bert::Dense, ModelError> {
-        let w = get(&format!("{prefix}.weight"))?;
-        let (outputs, inputs) = w.dims2()?;
-        let w: Vec<f32> = w.to_dtype(DType::F32)?.flatten_all()?.to_vec1()?;
+        let name = format!("{prefix}.weight");
+        let w = get(&name)?;
+        let &[outputs, inputs] = w.shape() else {
+            return Err(ModelError::Tensor(format!(
+                "tensor {name} has shape {:?}, not two dimensions",
+                w.shape()
+            )));
+        };
+        let w = f32_values(&w)?;
         let b = f32s(&format!("{prefix}.bias"))?;
         Ok(bert::Dense::new(role, &w, &b, outputs, inputs)?)
     };
@@ -243,10 +289,7 @@ fn encoder(weights: &[u8], config: &Config) -> Result<bert::Encoder, ModelError>
             output_norm: norm(&format!("{p}.output"))?,
         });
     }
-    let words: Vec<half::f16> = get("embeddings.word_embeddings.weight")?
-        .to_dtype(DType::F16)?
-        .flatten_all()?
-        .to_vec1()?;
+    let words = f16_values(&get("embeddings.word_embeddings.weight")?)?;
     let shape = bert::Shape {
         hidden: config.hidden_size,
         intermediate: config.intermediate_size,

@@ -97,11 +97,14 @@ fn siblings_at(a: &[TTok], b: &[TTok], pos: usize) -> bool {
 }
 
 /// Two different partially masked constants that are not the same masked rest behind different
-/// glued words (see [`super::glued_word_differs`]).
+/// glued words (see [`super::similar::glued_word_differs`]).
 fn two_formats(x: &TTok, y: &TTok) -> bool {
     match (x, y) {
         (TTok::Lit(a), TTok::Lit(b)) => {
-            a != b && a.contains("<*>") && b.contains("<*>") && !super::glued_word_differs(a, b)
+            a != b
+                && a.contains("<*>")
+                && b.contains("<*>")
+                && !super::similar::glued_word_differs(a, b)
         }
         _ => false,
     }
