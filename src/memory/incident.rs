@@ -202,7 +202,8 @@ fn tags_of_incident(incident: &Incident, observations: &[MemoryRecord]) -> Vec<S
 
 /// The recall of an incident: descriptive text of the incident and its evidence lines, its
 /// service and failure modes, excluding its own records; ordered by past incident
-/// ([`incidents_first`]), at most `PER_INCIDENT` records of one past incident, cut to `k`.
+/// ([`incidents_first`]; a superseded or contradicted record right below the record that
+/// replaced it), at most `PER_INCIDENT` records of one past incident, cut to `k`.
 ///
 /// # Errors
 /// Database errors.
@@ -235,6 +236,8 @@ pub async fn ranked_recall(
     };
     let mut result = recall::recall(memory, &q).await?;
     incidents_first(&mut result.results, &result.incidents);
+    // A record another incident superseded or contradicted stays below what replaced it.
+    recall::below_replacements(&mut result.results);
     // At most PER_INCIDENT records of one past incident are shown, so rules and dead ends of
     // the next incidents still fit.
     let mut shown: HashMap<String, usize> = HashMap::new();

@@ -735,7 +735,14 @@ fn bucket_recalled(
         kind: m.kind.to_string(),
         text: clock.localize(&m.text),
         why: String::new(),
-        marks: String::new(),
+        marks: [
+            (m.validation == crate::domain::Validation::Superseded).then_some("superseded"),
+            m.data.get("contradicted_by").map(|_| "contradicted"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", "),
     };
     RecalledGroups {
         similar: groups.similar.into_iter().map(item).collect(),
