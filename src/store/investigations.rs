@@ -57,9 +57,9 @@ pub struct NewAction {
     pub warning: Option<String>,
 }
 
-/// Writes an investigation in one transaction and returns its id. `build` makes it with the
-/// incident's redaction map, loaded and saved again inside the transaction, so what it redacts
-/// gets the placeholders the incident's other texts have.
+/// Writes an investigation in one transaction and returns it as stored ([`stored`]). `build`
+/// makes it with the incident's redaction map, loaded and saved again inside the transaction,
+/// so what it redacts gets the placeholders the incident's other texts have.
 ///
 /// # Errors
 /// Database errors (a cited record that does not exist among them).
@@ -67,7 +67,7 @@ pub async fn save(
     pool: &AnyPool,
     incident_id: &str,
     build: impl FnOnce(&mut Redactor) -> NewInvestigation,
-) -> AppResult<i64> {
+) -> AppResult<StoredInvestigation> {
     let mut tx = begin_write(pool).await?;
     let mut redactor = redaction::load(&mut tx, incident_id).await?;
     let new = build(&mut redactor);
@@ -105,7 +105,7 @@ pub async fn save(
     )
     .await?;
     tx.commit().await?;
-    Ok(inv_id)
+    stored(pool, inv_id).await
 }
 
 /// Writes the hypothesis and recommendation records of investigation `inv_id` and its

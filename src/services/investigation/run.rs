@@ -8,7 +8,7 @@ use std::collections::{HashMap, HashSet};
 use sqlx::AnyPool;
 
 use super::input::input_of;
-use super::view::{InvestigationView, view_investigation};
+use super::view::{InvestigationView, view_of};
 use super::warnings::{Warning, dead_end_warnings, precedent};
 use crate::analyst::builtin::BuiltinAnalyst;
 use crate::analyst::{Analyst, AnalystOutput, InvestigationInput, PriorIncident};
@@ -177,11 +177,11 @@ async fn store_investigation(
         fallback: checked.fallback,
         now,
     };
-    let inv_id = investigations::save(pool, incident.id.as_str(), |redactor| {
+    let stored = investigations::save(pool, incident.id.as_str(), |redactor| {
         written.investigation(redactor, notice, dropped, recalled, &hyps, actions)
     })
     .await?;
-    view_investigation(pool, inv_id).await
+    Ok(view_of(stored))
 }
 
 /// Known records an analyst may cite: this incident's observations and what recall returned.

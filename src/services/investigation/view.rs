@@ -102,7 +102,7 @@ pub async fn view_investigation(pool: &AnyPool, inv_id: i64) -> AppResult<Invest
 }
 
 /// A stored investigation as the API and the page show it.
-fn view_of(stored: StoredInvestigation) -> InvestigationView {
+pub(super) fn view_of(stored: StoredInvestigation) -> InvestigationView {
     let StoredInvestigation {
         investigation: inv,
         hypotheses: hyps,
