@@ -169,6 +169,7 @@ async fn detail_lines(
         &input.incident,
         &input.observations,
         &input.failure_modes,
+        &input.redactor,
         12,
     )
     .await?;

@@ -3,6 +3,9 @@
 //! they keep (the structured index, term counts, vectors, query vectors). It hangs off
 //! [`crate::web::AppState`]; nothing here is process-wide.
 //!
+//! - [`incident`]: the one door services use for an incident ([`Memory::recall_for_incident`]):
+//!   its tags, its recall ordered by past incident, the similar incidents and what was tried
+//!   during them.
 //! - [`recall`]: the pipeline (query expansion, candidate lists, rank fusion, marks, why).
 //! - [`negation`]: negated findings left out of a query (NegEx).
 //! - [`documents`]: one retrieval document per past incident, built from its durable records.
@@ -14,6 +17,7 @@
 
 pub mod documents;
 pub mod embeddings;
+pub mod incident;
 pub mod minilm;
 pub mod negation;
 pub mod recall;
@@ -29,6 +33,7 @@ use crate::error::AppResult;
 use crate::store::recall_index::{self, RecallIndex};
 
 pub use embeddings::Embedder;
+use incident::{recall_past, recall_past_for_page, recall_past_with};
 
 /// Question vectors kept by text (most recently used; single-passage queries such as the recall
 /// API's), ~1.7 KB each with its key: at most ~1.7 MB, which a `soak-bench` run does not
@@ -184,7 +189,7 @@ struct Inner {
     /// Woken by writers; the memory worker refreshes documents and vectors.
     wake: tokio::sync::Notify,
     /// Incident id → the recall its page showed, under the key of what it was computed from.
-    page_recalls: Mutex<lru::LruCache<String, (String, Arc<recall::RecallResult>)>>,
+    page_recalls: Mutex<lru::LruCache<String, (String, Arc<incident::IncidentRecall>)>>,
     /// Investigations allowed to run at once ([`Memory::investigation_slot`]).
     investigations: tokio::sync::Semaphore,
 }
@@ -280,7 +285,7 @@ impl Memory {
     /// The recall last computed for `incident_id` under `key` (what it was computed from: the
     /// memory generation, the incident's version, its evidence), if any. A page view reads it
     /// instead of running recall again.
-    pub fn page_recall(&self, incident_id: &str, key: &str) -> Option<Arc<recall::RecallResult>> {
+    fn page_recall(&self, incident_id: &str, key: &str) -> Option<Arc<incident::IncidentRecall>> {
         lock(&self.inner.page_recalls)
             .get(incident_id)
             .filter(|(k, _)| k == key)
@@ -288,13 +293,57 @@ impl Memory {
     }
 
     /// Keeps `result` as the recall of `incident_id` under `key`.
-    pub fn keep_page_recall(
+    fn keep_page_recall(
         &self,
         incident_id: &str,
         key: String,
-        result: Arc<recall::RecallResult>,
+        result: Arc<incident::IncidentRecall>,
     ) {
         lock(&self.inner.page_recalls).put(incident_id.to_string(), (key, result));
+    }
+
+    /// The one door into memory for an incident: its observations and failure-mode tags, its
+    /// recall (the `k` best records, ordered by past incident), the most similar past incidents
+    /// and what was tried and decided during them ([`incident::IncidentRecall`]).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn recall_for_incident(
+        &self,
+        incident: &crate::domain::Incident,
+        k: usize,
+    ) -> AppResult<incident::IncidentRecall> {
+        recall_past(self, incident, k).await
+    }
+
+    /// [`Memory::recall_for_incident`] with the incident's observations (most salient first)
+    /// and tags already read.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn recall_with(
+        &self,
+        incident: &crate::domain::Incident,
+        observations: Vec<crate::domain::memory::MemoryRecord>,
+        tags: Vec<String>,
+        k: usize,
+    ) -> AppResult<incident::IncidentRecall> {
+        recall_past_with(self, incident, observations, tags, k).await
+    }
+
+    /// [`Memory::recall_with`] for an incident page, kept until the memory, the incident or its
+    /// evidence changes ([`incident::recall_past_for_page`]).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn recall_for_page(
+        &self,
+        incident: &crate::domain::Incident,
+        observations: &[crate::domain::memory::MemoryRecord],
+        tags: &[String],
+        k: usize,
+    ) -> AppResult<Arc<incident::IncidentRecall>> {
+        recall_past_for_page(self, incident, observations, tags, k).await
     }
 
     /// Waits for one of the [`investigation_slots`] and holds it until the permit is dropped.

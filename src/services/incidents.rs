@@ -9,7 +9,7 @@ use crate::domain::memory::MemoryRecord;
 use crate::domain::{Incident, IncidentId, IncidentState, MemoryKind, TimelineEvent};
 use crate::error::AppResult;
 use crate::memory::Memory;
-use crate::memory::recall::RecallResult;
+use crate::memory::incident::IncidentRecall;
 use crate::services::investigation::{InvestigationView, incident_tags, page_recall};
 use crate::store::evidence::EvidenceMeta;
 use crate::store::incidents::{self, IncidentCursor, IncidentFilter};
@@ -136,8 +136,9 @@ pub struct IncidentPage {
     pub evidence: Vec<EvidenceMeta>,
     /// The latest investigation, if one ran.
     pub investigation: Option<InvestigationView>,
-    /// What memory recalls for the incident (shared with the page-recall cache).
-    pub recalled: Arc<RecallResult>,
+    /// What memory holds for the incident: its recall, similar incidents and their dead ends
+    /// (shared with the page-recall cache).
+    pub recalled: Arc<IncidentRecall>,
     /// Who edited the post-mortem draft last, while the incident is in `postmortem_draft`.
     pub draft_last_editor: Option<String>,
 }

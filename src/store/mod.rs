@@ -12,6 +12,7 @@ pub mod incident_documents;
 pub mod incidents;
 pub mod insights;
 pub mod integrations;
+pub mod investigations;
 pub mod memory;
 pub mod migrate;
 pub mod postmortems;

@@ -260,18 +260,24 @@ pub async fn set_verdict(
         == 1)
 }
 
-/// Whether an incident id exists (to drop citations of incidents that do not).
+/// Which of `ids` are incident ids (to drop citations of incidents that do not exist).
 ///
 /// # Errors
 /// Database errors.
-pub async fn incident_exists(pool: &AnyPool, id: &str) -> AppResult<bool> {
-    Ok(
-        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM incidents WHERE id = $1")
-            .bind(id)
-            .fetch_one(pool)
-            .await?
-            > 0,
+pub async fn existing_incidents(
+    pool: &AnyPool,
+    ids: &[String],
+) -> AppResult<std::collections::HashSet<String>> {
+    if ids.is_empty() {
+        return Ok(std::collections::HashSet::new());
+    }
+    let found: Vec<String> = sqlx::query_scalar(
+        "SELECT id FROM incidents WHERE id IN (SELECT value FROM json_each($1))",
     )
+    .bind(serde_json::to_string(ids).map_err(|e| AppError::Internal(e.into()))?)
+    .fetch_all(pool)
+    .await?;
+    Ok(found.into_iter().collect())
 }
 
 /// Loads one investigation.

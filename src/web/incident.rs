@@ -317,12 +317,13 @@ fn timeline_of(events: Vec<TimelineEvent>, clock: &Clock) -> (Vec<String>, Vec<E
 }
 
 /// The page's recall in the groups [`crate::domain::recalled::group_recalled`] makes, as the
-/// page shows them (times in the viewer's zone).
+/// page shows them (times in the viewer's zone); the dead ends are those of the incidents
+/// recall ranks first ([`crate::memory::incident::IncidentRecall::dead_ends`]).
 fn bucket_recalled(
-    recalled: &crate::memory::recall::RecallResult,
+    recalled: &crate::memory::incident::IncidentRecall,
     clock: &Clock,
 ) -> RecalledGroups<RecalledItem> {
-    let groups = group_recalled(&recalled.results, |r| {
+    let groups = group_recalled(&recalled.recall.results, |r| {
         (r.memory.kind, r.memory.incident_id.as_deref())
     });
     let item = |r: &crate::memory::recall::Recalled| RecalledItem {
@@ -333,9 +334,24 @@ fn bucket_recalled(
         why: super::memory_pages::why_text(&r.why),
         marks: r.marks.join(", "),
     };
+    let dead_end = |m: &crate::domain::memory::MemoryRecord| RecalledItem {
+        id: m.id,
+        incident_id: m.incident_id.clone().unwrap_or_default(),
+        kind: m.kind.to_string(),
+        text: clock.localize(&m.text),
+        why: String::new(),
+        marks: [
+            (m.validation == crate::domain::Validation::Superseded).then_some("superseded"),
+            m.data.get("contradicted_by").map(|_| "contradicted"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(", "),
+    };
     RecalledGroups {
         similar: groups.similar.into_iter().map(item).collect(),
-        dead_ends: groups.dead_ends.into_iter().map(item).collect(),
+        dead_ends: recalled.dead_ends.iter().map(dead_end).collect(),
         rules: groups.rules.into_iter().map(item).collect(),
     }
 }
@@ -405,7 +421,7 @@ async fn build_page(
         dead_ends,
         rules,
     } = bucket_recalled(&recalled, &clock);
-    let memory_notice = recalled.notice.clone();
+    let memory_notice = recalled.recall.notice.clone();
     let (steps, may_confirm) = confirm_steps(state, user, &incident, draft_last_editor.as_deref());
     let open_recommendations = investigation.as_ref().map_or(0, |i| {
         i.recommendations

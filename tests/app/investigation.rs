@@ -504,3 +504,101 @@ async fn verdicts_read_as_words_on_the_page_and_the_timeline() {
     );
     assert!(!html.contains("Verdict: did_not_resolve"));
 }
+
+/// Writes a durable record of `incident` on `service` straight into memory.
+async fn remember(
+    app: &TestApp,
+    incident: &str,
+    kind: incidentmind::domain::MemoryKind,
+    service: &str,
+    text: &str,
+) -> i64 {
+    let mut r = incidentmind::domain::memory::NewRecord::new(kind, text, "victor");
+    r.incident_id = Some(incident.to_string());
+    r.services = vec![service.to_string()];
+    if kind == incidentmind::domain::MemoryKind::RemediationFailure {
+        r.action_kind = Some(incidentmind::domain::ActionKind::ScaleOut);
+    }
+    incidentmind::services::memory::write(&app.pool, r)
+        .await
+        .unwrap()
+        .id
+}
+
+/// The memory ids listed under "Known dead ends" on a page.
+fn dead_end_ids(html: &str) -> Vec<i64> {
+    let start = html.find("id=\"dead-ends\"").expect("the dead-end panel");
+    let end = start + html[start..].find("</ul>").expect("its end");
+    html[start..end]
+        .split("href=\"/memories/")
+        .skip(1)
+        .filter_map(|s| s.split('"').next()?.parse().ok())
+        .collect()
+}
+
+#[tokio::test]
+async fn the_dead_end_panel_shows_the_recalled_incidents_own_dead_end_not_weak_matches_elsewhere() {
+    use incidentmind::domain::MemoryKind::{RemediationFailure, Symptom};
+    let app = spawn_app().await;
+    let service = "tile-cache";
+    let first = app
+        .open_incident(
+            "Tile cache shards evicted during the nightly compaction",
+            service,
+        )
+        .await;
+    // The recalled incident: many records that match the new one well, and its dead end
+    // worded apart from them, so recall ranks it below its incident's first records.
+    for text in [
+        "Tile cache shards evicted during the nightly compaction, render latency tripled",
+        "Nightly compaction evicted the hot tile cache shards on every render node",
+        "Render latency climbed while tile cache shards were evicted by compaction",
+        "Tile cache hit ratio fell to a third during the nightly compaction window",
+        "Compaction of the tile cache store evicted shards faster than renders refilled them",
+    ] {
+        remember(&app, &first, Symptom, service, text).await;
+    }
+    let own = remember(
+        &app,
+        &first,
+        RemediationFailure,
+        service,
+        "Adding nodes did not help: the new ones started cold as well",
+    )
+    .await;
+    // Dead ends of incidents on other services that share only a word or two.
+    let mut elsewhere = Vec::new();
+    for (title, other) in [
+        ("Invoice export stalled overnight", "invoice-export"),
+        ("Chat gateway dropped sockets", "chat-gateway"),
+    ] {
+        let id = app.open_incident(title, other).await;
+        elsewhere.push(
+            remember(
+                &app,
+                &id,
+                RemediationFailure,
+                other,
+                &format!("{title}: adding nodes during the nightly window did not help"),
+            )
+            .await,
+        );
+    }
+    let second = app
+        .open_incident(
+            "Tile cache shards evicted again by the nightly compaction",
+            service,
+        )
+        .await;
+    let html = app
+        .get(&app.responder, &format!("/incidents/{second}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let shown = dead_end_ids(&html);
+    assert_eq!(shown.first(), Some(&own), "{shown:?} (own {own})");
+    for id in elsewhere {
+        assert!(!shown.contains(&id), "weak match {id} in {shown:?}");
+    }
+}

@@ -1021,3 +1021,59 @@ async fn dead_ends_are_capped_similar_incidents_first_then_the_newest() {
         vec![by_mode.id]
     );
 }
+
+#[tokio::test]
+async fn a_contradicted_lesson_is_marked_and_ranked_below_the_one_that_replaced_it() {
+    let app = spawn_app().await;
+    let old = write(
+        &app.pool,
+        rec(
+            MemoryKind::Lesson,
+            "When the ledger replica falls behind, restart the ledger replica to clear the lag",
+            "ledger-db",
+            &[],
+        ),
+    )
+    .await;
+    let new = write(
+        &app.pool,
+        rec(
+            MemoryKind::Lesson,
+            "A restart only hides it: throttle the batch writers until the replica catches up",
+            "ledger-db",
+            &[],
+        ),
+    )
+    .await;
+    let mut tx = incidentmind::store::begin_write(&app.pool).await.unwrap();
+    incidentmind::store::memory::mark_contradicted(&mut tx, old.id, new.id, "rita", "later")
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let v: Value = app
+        .get(
+            &app.responder,
+            "/api/v1/recall?q=ledger%20replica%20falls%20behind%20restart&k=5",
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let results = v["results"].as_array().unwrap();
+    let position = |id: i64| {
+        results
+            .iter()
+            .position(|r| r["id"] == id)
+            .unwrap_or_else(|| panic!("MEM-{id} recalled in {v}"))
+    };
+    assert!(position(new.id) < position(old.id), "{v}");
+    let marks = &results[position(old.id)]["marks"];
+    assert!(
+        marks
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m == "contradicted"),
+        "{marks}"
+    );
+}

@@ -171,8 +171,15 @@ pub fn user_prompt(input: &InvestigationInput, budget_chars: usize) -> String {
     let mut left_mem = 0;
     for r in &input.recalled {
         let m = &r.memory;
+        // Marks (superseded, contradicted, stale, weak match) travel with the record, so a
+        // replaced record is never read as a plain fact.
+        let marks = if r.marks.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", r.marks.join(", "))
+        };
         let line = format!(
-            "- MEM-{} [{}{}]: {}\n",
+            "- MEM-{} [{}{}{marks}]: {}\n",
             m.id,
             m.kind,
             m.incident_id

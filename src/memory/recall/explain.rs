@@ -189,3 +189,37 @@ pub(super) fn mark_contradictions(results: &mut [Recalled]) {
         }
     }
 }
+
+/// The record that replaced `r`: the newer record it is superseded by, or the later record that
+/// contradicts it (`data.contradicted_by`).
+fn replaced_by(r: &Recalled) -> Option<i64> {
+    r.memory.superseded_by.or_else(|| {
+        r.memory
+            .data
+            .get("contradicted_by")
+            .and_then(|v| v.as_i64())
+    })
+}
+
+/// Moves each result that was superseded or contradicted right below the record that replaced
+/// it, when that record is among the results and ranked lower: a replaced record is shown
+/// (marked), never above what replaced it. Everything else keeps its order. Chains move along;
+/// a cycle (each replacing the other) stops after as many moves as there are results squared.
+pub(in crate::memory) fn below_replacements(results: &mut Vec<Recalled>) {
+    let mut moves = 0;
+    let mut i = 0;
+    while i < results.len() && moves <= results.len() * results.len() {
+        let newer = replaced_by(&results[i])
+            .and_then(|by| results.iter().position(|x| x.memory.id == by))
+            .filter(|j| *j > i);
+        match newer {
+            Some(j) => {
+                let replaced = results.remove(i);
+                // The newer record is now at j - 1: insert right after it.
+                results.insert(j, replaced);
+                moves += 1;
+            }
+            None => i += 1,
+        }
+    }
+}

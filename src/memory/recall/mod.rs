@@ -42,6 +42,7 @@ use crate::domain::{ActionKind, MemoryKind, Validation};
 use crate::error::AppResult;
 use crate::store::memory::Candidate;
 use crate::store::{self, memory as mstore};
+pub(in crate::memory) use explain::below_replacements;
 use explain::{Explain, empty_notice, mark_contradictions, thin_notice};
 use fusion::{SCORE_SHARE, fuse_incidents, fuse_records, rank};
 pub use lists::{FtsSearch, TermStats, fts_search};
@@ -109,7 +110,8 @@ pub struct Recalled {
 /// The answer of [`recall`].
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct RecallResult {
-    /// Best first.
+    /// Best first; a superseded or contradicted record right below the record that replaced it
+    /// when both are returned.
     pub results: Vec<Recalled>,
     /// Past incidents ranked for the query at the incident level, best first (see
     /// [`IncidentMatch`]).
@@ -296,6 +298,7 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         .map(|(score, lists, cosine, r)| explain.recalled(score, lists, cosine, r))
         .collect();
     mark_contradictions(&mut results);
+    below_replacements(&mut results);
     let notice = thin_notice(&results, q.service.as_deref(), chance);
     Ok(RecallResult {
         results,

@@ -4,15 +4,15 @@
 
 use sqlx::AnyPool;
 
-use super::input::{incident_tags, recall_for_incident};
 use super::view::{RecommendationView, recommendation_view};
-use super::warnings::{dead_end_warning, similar_incidents};
+use super::warnings::dead_end_warning;
 use crate::domain::memory::NewRecord;
 use crate::domain::{
     ActionKind, EpistemicType, IncidentId, IncidentState, MemoryKind, ValidationError,
 };
 use crate::error::{AppError, AppResult};
 use crate::memory::Memory;
+use crate::memory::incident::incident_tags;
 use crate::store::{self, audit, incidents, recommendations as rstore};
 
 /// Deterministic simulated transcript of an action (no command is ever run).
@@ -332,10 +332,9 @@ pub async fn propose(
     };
     let mut rationale = crate::domain::optional_text("rationale", rationale, 2000)?;
     let mut target = target;
-    let (observations, tags) = incident_tags(pool, &incident).await?;
-    let recalled = recall_for_incident(memory, &incident, &observations, &tags, 12).await?;
-    let similar = similar_incidents(&recalled.results, &recalled.incidents);
-    let warning = dead_end_warning(pool, kind, &incident.service, &tags, &similar).await?;
+    let past = memory.recall_for_incident(&incident, 12).await?;
+    let tags = past.tags;
+    let warning = dead_end_warning(pool, kind, &incident.service, &tags, &past.similar).await?;
     let now = store::now();
     let mut tx = store::begin_write(pool).await?;
     crate::services::memory::redact_for(

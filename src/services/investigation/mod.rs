@@ -3,8 +3,9 @@
 //! remediation failures; approvals produce simulated transcripts; verdicts of "did not resolve"
 //! become remediation-failure memory at once.
 //!
-//! By concern: [`input`] what an investigation reads about its incident (failure-mode tags, the
-//! incident's recall, the analyst's input); [`run`] runs the analyst, validates its answer and
+//! By concern: [`input`] what an investigation reads about its incident through the one door
+//! into memory ([`crate::memory::Memory::recall_for_incident`]: failure-mode tags, the
+//! incident's recall, similar incidents and what was tried during them); [`run`] runs the analyst, validates its answer and
 //! stores it; [`warnings`] similar incidents, dead-end warnings and precedents; [`actions`] what
 //! people do with a recommendation (approve with a simulated transcript, reject, verdict,
 //! propose their own); [`view`] the stored investigation as the API and the page show it.
@@ -18,8 +19,11 @@ mod warnings;
 #[cfg(test)]
 mod tests;
 
+pub use crate::memory::incident::{
+    incident_tags, incidents_first, ranked_recall as recall_for_incident,
+};
 pub use actions::{VERDICTS, approve, propose, reject, simulate, verdict};
-pub use input::{analyst_input, incident_tags, incidents_first, page_recall, recall_for_incident};
+pub use input::{analyst_input, page_recall};
 pub use run::investigate;
 pub use view::{
     HypothesisView, InvestigationView, RecalledView, RecommendationView, view_investigation,

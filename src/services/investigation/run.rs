@@ -7,17 +7,21 @@ use std::collections::{HashMap, HashSet};
 
 use sqlx::AnyPool;
 
-use super::input::{analyst_input, incident_tags};
-use super::view::{InvestigationView, view_investigation};
-use super::warnings::{Warning, dead_end_warning, precedent};
+use super::input::input_of;
+use super::view::{InvestigationView, view_of};
+use super::warnings::{Warning, dead_end_warnings, precedent};
 use crate::analyst::builtin::BuiltinAnalyst;
-use crate::analyst::{Analyst, AnalystOutput, PriorIncident};
-use crate::domain::memory::{MemoryRecord, NewRecord, SourceInfo, confidence_ceiling};
+use crate::analyst::{Analyst, AnalystOutput, InvestigationInput, PriorIncident};
+use crate::domain::memory::{
+    MemoryRecord, NewRecord, SourceInfo, check_citations, confidence_ceiling,
+};
 use crate::domain::{ActionKind, Confidence, EpistemicType, IncidentId, IncidentState, MemoryKind};
 use crate::error::{AppError, AppResult};
+use crate::evidence::redact::Redactor;
 use crate::memory::Memory;
 use crate::memory::recall::{self, Recalled};
-use crate::store::{self, audit, incidents, memory as mstore, recommendations as rstore};
+use crate::store::investigations::{self, NewAction, NewInvestigation};
+use crate::store::{self, incidents, recommendations as rstore};
 
 /// Runs an investigation on incident `id` for `actor` with the built-in analyst, or `llm` when
 /// configured (falling back to the built-in result with a notice), validates, stores and returns
@@ -39,8 +43,9 @@ pub async fn investigate(
     // One of a few slots while the work is CPU work here; given back before a model call,
     // which waits on another server (holding it would queue every investigation behind it).
     let slot = memory.investigation_slot().await;
-    let (observations, tags) = incident_tags(pool, &incident).await?;
-    let input = analyst_input(memory, incident.clone(), observations, tags).await?;
+    let past = memory.recall_for_incident(&incident, 12).await?;
+    let rejected = past.rejected.clone();
+    let input = input_of(incident.clone(), past);
     let memory_empty = input.recalled.is_empty();
     let mut notices: Vec<String> = Vec::new();
     if memory_empty {
@@ -87,22 +92,32 @@ pub async fn investigate(
         None => (BuiltinAnalyst::analyse(&input), "built-in".into()),
     };
     notices.extend(output.notices.iter().cloned());
-    let similar = input.similar.clone();
-    store_investigation(
-        pool,
-        actor,
-        &incident,
-        &input.observations,
-        &input.recalled,
-        &input.failure_modes,
-        &similar,
-        output,
-        &analyst_name,
-        notices,
+    let checked = Checked {
+        input: &input,
+        rejected: &rejected,
+        output: &output,
+        analyst: &analyst_name,
+        fallback: fallback.as_deref(),
         memory_empty,
-        fallback.as_deref(),
-    )
-    .await
+    };
+    store_investigation(pool, actor, checked, notices).await
+}
+
+/// What an investigation's answer is checked against, and the answer.
+struct Checked<'a> {
+    /// The analyst's input: the incident, its observations and tags, recall, similar
+    /// incidents and what was tried during them.
+    input: &'a InvestigationInput,
+    /// Rejected recommendations of the similar incidents, most similar first.
+    rejected: &'a [MemoryRecord],
+    /// The analyst's answer.
+    output: &'a AnalystOutput,
+    /// The analyst's name.
+    analyst: &'a str,
+    /// Why the model's answer was not used, when it was not.
+    fallback: Option<&'a str>,
+    /// Whether recall found nothing.
+    memory_empty: bool,
 }
 
 /// A validated hypothesis: its place in the analyst's answer, statement, confidence after
@@ -120,55 +135,54 @@ type CheckedAction = (
     u8,
 );
 
-#[allow(clippy::too_many_arguments)]
+/// Checks the analyst's answer, writes it and returns it as stored.
 async fn store_investigation(
     pool: &AnyPool,
     actor: &str,
-    incident: &crate::domain::Incident,
-    observations: &[MemoryRecord],
-    recalled: &[Recalled],
-    tags: &[String],
-    similar: &[String],
-    output: AnalystOutput,
-    analyst_name: &str,
+    checked: Checked<'_>,
     notices: Vec<String>,
-    memory_empty: bool,
-    fallback: Option<&str>,
 ) -> AppResult<InvestigationView> {
+    let Checked { input, output, .. } = checked;
+    let incident = &input.incident;
     let now = store::now();
     let mut dropped = output.dropped.clone();
-    let known = known_sources(observations, recalled, now);
+    let before = Before::read(pool, input, output).await?;
+    let known = known_sources(&input.observations, &input.recalled, now);
     let hyps = checked_hypotheses(
-        pool,
         incident,
-        observations,
+        &input.observations,
         &known,
-        &output,
-        memory_empty,
+        &before.existing,
+        output,
+        checked.memory_empty,
         &mut dropped,
-    )
-    .await?;
-    let actions = checked_actions(pool, incident, tags, similar, &output, &mut dropped).await?;
+    );
+    for (_, _, _, cites, _) in &hyps {
+        let types: Vec<EpistemicType> = cites
+            .iter()
+            .filter_map(|c| known.get(c).map(|s| s.epistemic_type))
+            .collect();
+        check_citations(EpistemicType::Inference, &types)?;
+    }
+    let actions = checked_actions(&checked, before, &mut dropped);
     if !dropped.is_empty() {
         tracing::info!(incident.id = %incident.id, dropped = dropped.len(), "analyst output items dropped");
     }
-    let notice = notice_of(notices, &output, &dropped);
-    let inv_id = save_investigation(
-        pool,
+    let notice = notice_of(notices, output, &dropped);
+    let recalled: Vec<i64> = input.recalled.iter().map(|r| r.memory.id).collect();
+    let written = Written {
         actor,
         incident,
-        recalled,
-        tags,
-        analyst_name,
-        fallback,
+        tags: &input.failure_modes,
+        analyst: checked.analyst,
+        fallback: checked.fallback,
         now,
-        notice,
-        dropped,
-        &hyps,
-        actions,
-    )
+    };
+    let stored = investigations::save(pool, incident.id.as_str(), |redactor| {
+        written.investigation(redactor, notice, dropped, recalled, &hyps, actions)
+    })
     .await?;
-    view_investigation(pool, inv_id).await
+    Ok(view_of(stored))
 }
 
 /// Known records an analyst may cite: this incident's observations and what recall returned.
@@ -209,16 +223,16 @@ fn known_sources(
 
 /// The analyst's hypotheses with citations of known records and existing incidents only, the
 /// most salient observation cited when none is left, and confidence after ceilings; what is
-/// dropped is said in `dropped`.
-async fn checked_hypotheses(
-    pool: &AnyPool,
+/// dropped is said in `dropped`. `existing` holds the prior incidents cited that exist.
+fn checked_hypotheses(
     incident: &crate::domain::Incident,
     observations: &[MemoryRecord],
     known: &HashMap<i64, SourceInfo>,
+    existing: &HashSet<String>,
     output: &AnalystOutput,
     memory_empty: bool,
     dropped: &mut Vec<String>,
-) -> AppResult<Vec<CheckedHypothesis>> {
+) -> Vec<CheckedHypothesis> {
     let mut hyps = Vec::new();
     for (i, h) in output.hypotheses.iter().enumerate() {
         let mut cites = Vec::new();
@@ -236,7 +250,7 @@ async fn checked_hypotheses(
         }
         let mut prior = Vec::new();
         for p in &h.prior_incidents {
-            if p.id != incident.id.as_str() && rstore::incident_exists(pool, &p.id).await? {
+            if p.id != incident.id.as_str() && existing.contains(&p.id) {
                 prior.push(p.clone());
             } else {
                 dropped.push(format!(
@@ -281,38 +295,78 @@ async fn checked_hypotheses(
         };
         hyps.push((i, statement, confidence, cites, prior));
     }
-    Ok(hyps)
+    hyps
+}
+
+/// The action kinds the analyst proposed, coerced into the closed vocabulary, each once, in
+/// its order (unknown kinds left out: [`checked_actions`] says which).
+fn chosen_kinds(output: &AnalystOutput) -> Vec<ActionKind> {
+    let mut seen = HashSet::new();
+    output
+        .actions
+        .iter()
+        .filter_map(|a| ActionKind::coerce(&a.kind))
+        .filter(|k| seen.insert(*k))
+        .collect()
+}
+
+/// What the team decided before, read once for the checks: the dead-end warning of each
+/// chosen kind ([`chosen_kinds`], in order), the prior incidents cited that exist, and the
+/// recommendations rejected earlier in this incident (newest first: kind and reason).
+struct Before {
+    warnings: Vec<Option<Warning>>,
+    existing: HashSet<String>,
+    rejected_here: Vec<(String, String)>,
+}
+
+impl Before {
+    /// Reads what the checks of `output` need about `input`'s incident.
+    async fn read(
+        pool: &AnyPool,
+        input: &InvestigationInput,
+        output: &AnalystOutput,
+    ) -> AppResult<Self> {
+        let incident = &input.incident;
+        let warnings = dead_end_warnings(
+            pool,
+            &chosen_kinds(output),
+            &incident.service,
+            &input.failure_modes,
+            &input.similar,
+        )
+        .await?;
+        let priors: Vec<String> = output
+            .hypotheses
+            .iter()
+            .flat_map(|h| h.prior_incidents.iter().map(|p| p.id.clone()))
+            .collect();
+        let existing = rstore::existing_incidents(pool, &priors).await?;
+        let rejected_here = rstore::of_incident(pool, incident.id.as_str())
+            .await?
+            .into_iter()
+            .rev()
+            .filter(|r| r.status == "rejected")
+            .map(|r| (r.action_kind, r.reject_reason.unwrap_or_default()))
+            .collect();
+        Ok(Self {
+            warnings,
+            existing,
+            rejected_here,
+        })
+    }
 }
 
 /// The analyst's actions coerced into the closed vocabulary (one per kind, unknown kinds said in
-/// `dropped`), each with its dead-end warning and precedent, in the order shown.
-async fn checked_actions(
-    pool: &AnyPool,
-    incident: &crate::domain::Incident,
-    tags: &[String],
-    similar: &[String],
-    output: &AnalystOutput,
+/// `dropped`), each with its dead-end warning and its precedent — what the team decided before:
+/// rejections earlier in this incident, what worked or was rejected during the similar past
+/// incidents (most similar first) — in the order shown.
+fn checked_actions(
+    checked: &Checked<'_>,
+    before: Before,
     dropped: &mut Vec<String>,
-) -> AppResult<Vec<CheckedAction>> {
-    // What the team decided before: rejections earlier in this incident, what worked or was
-    // rejected during the similar past incidents (most similar first).
-    let rejected_here: Vec<(String, String)> = rstore::of_incident(pool, incident.id.as_str())
-        .await?
-        .into_iter()
-        .rev()
-        .filter(|r| r.status == "rejected")
-        .map(|r| (r.action_kind, r.reject_reason.unwrap_or_default()))
-        .collect();
-    let by_similarity = |r: &MemoryRecord| {
-        similar
-            .iter()
-            .position(|s| r.incident_id.as_ref() == Some(s))
-            .unwrap_or(usize::MAX)
-    };
-    let mut past = mstore::remediations_of_incidents(pool, similar).await?;
-    past.sort_by_key(by_similarity);
-    let mut past_rejections = mstore::rejections_of_incidents(pool, similar).await?;
-    past_rejections.sort_by_key(by_similarity);
+) -> Vec<CheckedAction> {
+    let Checked { input, output, .. } = *checked;
+    let (past, past_rejections) = (&input.tried, checked.rejected);
     // Actions: coerce into the closed vocabulary, drop the rest, one per kind.
     let mut chosen = Vec::new();
     let mut seen = HashSet::new();
@@ -326,27 +380,19 @@ async fn checked_actions(
             )),
         }
     }
-    // Every action's dead-end check at once: each is a few indexed reads, on the pool's
-    // connections side by side.
-    let warnings = futures::future::try_join_all(
-        chosen
-            .iter()
-            .map(|(k, _)| dead_end_warning(pool, *k, &incident.service, tags, similar)),
-    )
-    .await?;
     let mut actions = Vec::new();
-    for ((k, a), warning) in chosen.into_iter().zip(warnings) {
+    for ((k, a), warning) in chosen.into_iter().zip(before.warnings) {
         let target = if a.target.trim().is_empty() {
-            incident.service.clone()
+            input.incident.service.clone()
         } else {
             crate::evidence::truncate_chars(a.target.trim(), 200).to_string()
         };
-        let before = precedent(k, &rejected_here, &past, &past_rejections);
-        let rank = before.rank();
+        let precedent = precedent(k, &before.rejected_here, past, past_rejections);
+        let rank = precedent.rank();
         actions.push((
             k,
             target,
-            before.explain(&a.rationale),
+            precedent.explain(&a.rationale),
             a.hypothesis,
             warning,
             rank,
@@ -355,7 +401,7 @@ async fn checked_actions(
     // Resolved before first, rejected before after the others, known dead ends last; never
     // hidden. Stable: the analyst's order within each group.
     actions.sort_by_key(|a| (a.4.is_some(), a.5));
-    Ok(actions)
+    actions
 }
 
 /// The investigation's notice: `notices` and, when the model proposed unknown kinds, which.
@@ -384,145 +430,102 @@ fn notice_of(notices: Vec<String>, output: &AnalystOutput, dropped: &[String]) -
     }
 }
 
-/// Writes the checked investigation in one transaction — redacted, with its hypotheses,
-/// recommendations, timeline event and audit line — and returns its id.
-#[allow(clippy::too_many_arguments)]
-async fn save_investigation(
-    pool: &AnyPool,
-    actor: &str,
-    incident: &crate::domain::Incident,
-    recalled: &[Recalled],
-    tags: &[String],
-    analyst_name: &str,
-    fallback: Option<&str>,
+/// Who writes an investigation, about what, and when.
+struct Written<'a> {
+    actor: &'a str,
+    incident: &'a crate::domain::Incident,
+    tags: &'a [String],
+    analyst: &'a str,
+    fallback: Option<&'a str>,
     now: jiff::Timestamp,
-    mut notice: Option<String>,
-    mut dropped: Vec<String>,
-    hyps: &[CheckedHypothesis],
-    mut actions: Vec<CheckedAction>,
-) -> AppResult<i64> {
-    let mut tx = store::begin_write(pool).await?;
-    // What the analyst (a model, possibly echoing its input) wrote is redacted like any input.
-    {
-        let mut texts: Vec<&mut String> = dropped.iter_mut().collect();
-        if let Some(n) = notice.as_mut() {
-            texts.push(n);
-        }
-        for a in actions.iter_mut() {
-            texts.push(&mut a.1);
-            texts.push(&mut a.2);
-        }
-        crate::services::memory::redact_for(&mut tx, Some(incident.id.as_str()), &mut texts)
-            .await?;
-    }
-    let recalled_ids: Vec<i64> = recalled.iter().map(|r| r.memory.id).collect();
-    let inv_id = rstore::insert_investigation(
-        &mut tx,
-        incident.id.as_str(),
-        actor,
-        analyst_name,
-        notice.as_deref(),
-        &dropped,
-        &recalled_ids,
-        now,
-    )
-    .await?;
-    write_records(
-        &mut tx,
-        actor,
-        incident,
-        tags,
-        analyst_name,
-        inv_id,
-        hyps,
-        &actions,
-    )
-    .await?;
-    let flagged = actions.iter().filter(|a| a.4.is_some()).count();
-    let detail = format!(
-        "{} hypotheses, {} recommendations ({} flagged as known dead ends) by the {} analyst",
-        hyps.len(),
-        actions.len(),
-        flagged,
-        analyst_name
-    );
-    incidents::add_event(&mut tx, &incident.id, now, actor, "investigated", &detail).await?;
-    audit::append(
-        &mut tx,
-        actor,
-        "incident.investigate",
-        incident.id.as_str(),
-        &serde_json::json!({
-            "investigation": inv_id, "analyst": analyst_name, "fallback": fallback,
-        })
-        .to_string(),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(inv_id)
 }
 
-/// Writes the hypotheses and recommendations of investigation `inv_id` in `tx`.
-#[allow(clippy::too_many_arguments)]
-async fn write_records(
-    tx: &mut store::Tx,
-    actor: &str,
-    incident: &crate::domain::Incident,
-    tags: &[String],
-    analyst_name: &str,
-    inv_id: i64,
-    hyps: &[CheckedHypothesis],
-    actions: &[CheckedAction],
-) -> AppResult<()> {
-    let mut hyp_ids = Vec::new();
-    for (i, statement, confidence, cites, prior) in hyps {
-        let mut r = NewRecord::new(MemoryKind::Hypothesis, statement.clone(), actor);
-        r.epistemic_type = EpistemicType::Inference;
-        r.incident_id = Some(incident.id.to_string());
-        r.services = vec![incident.service.clone()];
-        r.failure_modes = tags.to_vec();
-        r.confidence = Some(*confidence);
-        r.cites = cites.clone();
-        r.data = serde_json::json!({"investigation_id": inv_id, "prior_incidents": prior, "analyst": analyst_name});
-        let (hid, _) = crate::services::memory::write_in(&mut *tx, r).await?;
-        hyp_ids.push((*i, hid));
-    }
-    for (pos, (kind, target, rationale, hyp, warning, _)) in actions.iter().enumerate() {
-        let hypothesis_id =
-            hyp.and_then(|h| hyp_ids.iter().find(|(i, _)| *i == h).map(|(_, id)| *id));
-        let mut r = NewRecord::new(
-            MemoryKind::Recommendation,
-            format!("{} on {target}: {rationale}", kind.label()),
-            actor,
+impl Written<'_> {
+    /// The checked investigation as written, redacted with the incident's map: what the
+    /// analyst (a model, possibly echoing its input) wrote is redacted like any input — the
+    /// dropped items, the notice and each action's target and rationale, then each record's
+    /// text and target.
+    fn investigation(
+        &self,
+        redactor: &mut Redactor,
+        mut notice: Option<String>,
+        mut dropped: Vec<String>,
+        recalled: Vec<i64>,
+        hyps: &[CheckedHypothesis],
+        mut actions: Vec<CheckedAction>,
+    ) -> NewInvestigation {
+        for d in dropped.iter_mut() {
+            *d = redactor.redact(d);
+        }
+        if let Some(n) = notice.as_mut() {
+            *n = redactor.redact(n);
+        }
+        for a in actions.iter_mut() {
+            a.1 = redactor.redact(&a.1);
+            a.2 = redactor.redact(&a.2);
+        }
+        let hypotheses = hyps
+            .iter()
+            .map(|(i, statement, confidence, cites, prior)| {
+                let mut r = self.record(MemoryKind::Hypothesis, redactor.redact(statement));
+                r.epistemic_type = EpistemicType::Inference;
+                r.confidence = Some(*confidence);
+                r.cites = cites.clone();
+                r.data = serde_json::json!({"prior_incidents": prior, "analyst": self.analyst});
+                (*i, r)
+            })
+            .collect::<Vec<_>>();
+        let flagged = actions.iter().filter(|a| a.4.is_some()).count();
+        let event = format!(
+            "{} hypotheses, {} recommendations ({} flagged as known dead ends) by the {} analyst",
+            hyps.len(),
+            actions.len(),
+            flagged,
+            self.analyst
         );
-        r.epistemic_type = EpistemicType::Decision;
-        r.incident_id = Some(incident.id.to_string());
-        r.services = vec![incident.service.clone()];
-        r.failure_modes = tags.to_vec();
-        r.action_kind = Some(*kind);
-        r.target = Some(target.clone());
-        r.validation = crate::domain::Validation::Pending;
-        r.cites = hypothesis_id.into_iter().collect();
-        r.data = serde_json::json!({"investigation_id": inv_id, "warning": warning});
-        let (rid, _) = crate::services::memory::write_in(&mut *tx, r).await?;
-        let warning_json = warning
-            .as_ref()
-            .map(|w| serde_json::to_string(w).unwrap_or_default());
-        rstore::insert(
-            &mut *tx,
-            &rstore::NewRecommendation {
-                investigation_id: inv_id,
-                incident_id: incident.id.as_str(),
-                record_id: rid,
-                hypothesis_id,
-                action_kind: kind.as_str(),
-                target,
-                rationale,
-                warning: warning_json,
-                position: pos as i64,
-            },
-        )
-        .await?;
+        let recommendations = actions
+            .into_iter()
+            .map(|(kind, target, rationale, hypothesis, warning, _)| {
+                let text = format!("{} on {target}: {rationale}", kind.label());
+                let mut r = self.record(MemoryKind::Recommendation, redactor.redact(&text));
+                r.epistemic_type = EpistemicType::Decision;
+                r.action_kind = Some(kind);
+                r.target = Some(redactor.redact(&target));
+                r.validation = crate::domain::Validation::Pending;
+                r.data = serde_json::json!({"warning": warning});
+                NewAction {
+                    record: r,
+                    hypothesis,
+                    kind,
+                    target,
+                    rationale,
+                    warning: warning
+                        .as_ref()
+                        .map(|w| serde_json::to_string(w).unwrap_or_default()),
+                }
+            })
+            .collect();
+        NewInvestigation {
+            incident_id: self.incident.id.clone(),
+            actor: self.actor.to_string(),
+            analyst: self.analyst.to_string(),
+            fallback: self.fallback.map(str::to_string),
+            notice,
+            dropped,
+            recalled,
+            at: self.now,
+            hypotheses,
+            recommendations,
+            event,
+        }
     }
-    Ok(())
+
+    /// A working record of `kind` about the incident, its service and tags.
+    fn record(&self, kind: MemoryKind, text: String) -> NewRecord {
+        let mut r = NewRecord::new(kind, text, self.actor);
+        r.incident_id = Some(self.incident.id.to_string());
+        r.services = vec![self.incident.service.clone()];
+        r.failure_modes = self.tags.to_vec();
+        r
+    }
 }

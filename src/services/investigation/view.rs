@@ -1,6 +1,8 @@
 //! A stored investigation as the API and the incident page show it: its hypotheses,
 //! recommendations and recalled memories.
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 use sqlx::AnyPool;
 
@@ -9,7 +11,7 @@ use crate::analyst::PriorIncident;
 use crate::domain::memory::MemoryRecord;
 use crate::domain::{ActionKind, Confidence, MemoryKind};
 use crate::error::{AppError, AppResult};
-use crate::store::{memory as mstore, recommendations as rstore};
+use crate::store::investigations::{self, StoredInvestigation};
 
 /// A hypothesis as returned by the API.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -96,27 +98,20 @@ pub struct RecalledView {
 /// # Errors
 /// Database errors; [`AppError::NotFound`].
 pub async fn view_investigation(pool: &AnyPool, inv_id: i64) -> AppResult<InvestigationView> {
-    let inv = rstore::get_investigation(pool, inv_id).await?;
-    let filter = mstore::MemoryFilter {
-        incident: Some(inv.incident_id.clone()),
-        kind: Some(MemoryKind::Hypothesis),
-        limit: Some(1000),
-        ..Default::default()
-    };
-    let mut hyps: Vec<MemoryRecord> = mstore::list(pool, &filter)
-        .await?
-        .into_iter()
-        .filter(|h| h.data.get("investigation_id").and_then(|v| v.as_i64()) == Some(inv_id))
-        .collect();
-    hyps.sort_by_key(|h| h.id);
-    let mut cite_refs = std::collections::HashMap::new();
-    let all_cited: Vec<i64> = hyps
-        .iter()
-        .flat_map(|h| h.sources.iter().copied())
-        .collect();
-    for r in mstore::get_many(pool, &all_cited).await? {
-        cite_refs.insert(r.id, r.reference());
-    }
+    Ok(view_of(investigations::stored(pool, inv_id).await?))
+}
+
+/// A stored investigation as the API and the page show it.
+pub(super) fn view_of(stored: StoredInvestigation) -> InvestigationView {
+    let StoredInvestigation {
+        investigation: inv,
+        hypotheses: hyps,
+        cited,
+        recommendations: recs,
+        transcripts,
+        recalled,
+    } = stored;
+    let cite_refs: HashMap<i64, String> = cited.iter().map(|r| (r.id, r.reference())).collect();
     let hypotheses = hyps
         .iter()
         .map(|h| HypothesisView {
@@ -137,15 +132,6 @@ pub async fn view_investigation(pool: &AnyPool, inv_id: i64) -> AppResult<Invest
                 .unwrap_or_default(),
         })
         .collect();
-    let recs = rstore::of_investigation(pool, inv_id).await?;
-    let transcripts = mstore::get_many(
-        pool,
-        &recs
-            .iter()
-            .filter_map(|r| r.transcript_id)
-            .collect::<Vec<_>>(),
-    )
-    .await?;
     let recommendations = recs
         .into_iter()
         .map(|r| RecommendationView {
@@ -173,11 +159,9 @@ pub async fn view_investigation(pool: &AnyPool, inv_id: i64) -> AppResult<Invest
             hypothesis_id: r.hypothesis_id,
         })
         .collect();
-    let recalled_ids: Vec<i64> = serde_json::from_str(&inv.recalled).unwrap_or_default();
-    let recalled = mstore::get_many(pool, &recalled_ids)
-        .await?
+    let recalled = recalled
         .into_iter()
-        .map(|m| RecalledView {
+        .map(|m: MemoryRecord| RecalledView {
             id: m.id,
             kind: m.kind,
             incident_id: m.incident_id.clone(),
@@ -185,7 +169,7 @@ pub async fn view_investigation(pool: &AnyPool, inv_id: i64) -> AppResult<Invest
             text: m.text,
         })
         .collect();
-    Ok(InvestigationView {
+    InvestigationView {
         investigation_id: inv.id,
         analyst: inv.analyst,
         hypotheses,
@@ -193,7 +177,7 @@ pub async fn view_investigation(pool: &AnyPool, inv_id: i64) -> AppResult<Invest
         recalled,
         notice: inv.notice,
         dropped: serde_json::from_str(&inv.dropped).unwrap_or_default(),
-    })
+    }
 }
 
 /// One recommendation of investigation `inv` as the API shows it.

@@ -1,6 +1,6 @@
-//! What the team learned about an action before: the most similar past incidents
-//! ([`similar_incidents`]), dead-end warnings from recorded remediation failures
-//! ([`dead_end_warning`]) and the [`Precedent`] that places an action in the list.
+//! What the team learned about an action before: dead-end warnings from recorded remediation
+//! failures ([`dead_end_warning`]) and the [`Precedent`] that places an action in the list. The
+//! most similar past incidents they lean on ([`similar_incidents`]) are chosen by memory.
 
 use std::collections::BTreeSet;
 
@@ -10,7 +10,7 @@ use sqlx::AnyPool;
 use crate::domain::memory::MemoryRecord;
 use crate::domain::{ActionKind, MemoryKind};
 use crate::error::AppResult;
-use crate::memory::recall::{IncidentMatch, Recalled};
+pub use crate::memory::incident::{CLOSE_CALL, GENERIC_TAGS, SIMILAR_INCIDENTS, similar_incidents};
 use crate::store::memory as mstore;
 
 /// A dead-end warning on a recommendation.
@@ -24,74 +24,6 @@ pub struct Warning {
     pub memory_ids: Vec<i64>,
     /// Incidents where the same action worked under a different failure mode.
     pub worked_in: Vec<String>,
-}
-
-/// Failure-mode tags too generic to tie two incidents together on their own (almost every
-/// incident times out somewhere); they never make a dead-end match by themselves.
-pub const GENERIC_TAGS: &[&str] = &[
-    "timeout",
-    "upstream_5xx",
-    "error_rate_high",
-    "health_check_failed",
-    "deploy_change",
-    "config_change",
-    "process_restart",
-    "steady_load",
-    "traffic_surge",
-];
-
-/// How many of the most similar past incidents (distinct incidents, in recall order) count as
-/// "similar" for dead-end warnings and lend the actions tried during them to the analyst.
-pub const SIMILAR_INCIDENTS: usize = 2;
-
-/// A runner-up whose incident-level score is at least this share of the top one's is too close
-/// to call: recall cannot tell the two apart, so both lend their dead ends (warn, never hide).
-pub const CLOSE_CALL: f64 = 0.9;
-
-/// The first [`SIMILAR_INCIDENTS`] distinct incident ids among `recalled` (weak matches left
-/// out), in recall order: the most similar incident always, the next ones only with a record that shares the service (or a
-/// neighbour) or a specific failure mode (not in [`GENERIC_TAGS`]) with this incident, or when
-/// `incidents` (recall's incident-level ranking) scores it within [`CLOSE_CALL`] of the first —
-/// a distant runner-up found by words alone is not similar enough to lend its dead ends. Every
-/// incident the sibling stage compared ([`IncidentMatch::sibling`]) is added after them.
-pub fn similar_incidents(recalled: &[Recalled], incidents: &[IncidentMatch]) -> Vec<String> {
-    let close_call = |inc: &str| match incidents {
-        [first, second, ..] => {
-            second.incident_id == inc
-                && first.score > 0.0
-                && second.score >= CLOSE_CALL * first.score
-        }
-        _ => false,
-    };
-    let related = |r: &Recalled, inc: &str| {
-        !r.why.services.is_empty()
-            || r.why
-                .tags
-                .iter()
-                .any(|t| !GENERIC_TAGS.contains(&t.as_str()))
-            || close_call(inc)
-    };
-    let mut out: Vec<String> = Vec::new();
-    // A weak match (by meaning alone, under chance) is shown as weak but lends nothing.
-    for r in recalled.iter().filter(|r| !r.marks.contains(&"weak match")) {
-        let Some(inc) = r.memory.incident_id.as_ref() else {
-            continue;
-        };
-        if out.len() >= SIMILAR_INCIDENTS {
-            break;
-        }
-        if !out.contains(inc) && (out.is_empty() || related(r, inc)) {
-            out.push(inc.clone());
-        }
-    }
-    // Siblings recall could not tell apart on its lists (it ranked them on conditions read from
-    // text, which may be misread): each lends its dead ends, whatever its final rank.
-    for m in incidents.iter().filter(|m| m.sibling) {
-        if !out.contains(&m.incident_id) {
-            out.push(m.incident_id.clone());
-        }
-    }
-    out
 }
 
 /// Most past failures one dead-end warning cites (those of similar incidents first).
@@ -115,13 +47,58 @@ pub async fn dead_end_warning(
     tags: &[String],
     similar: &[String],
 ) -> AppResult<Option<Warning>> {
+    Ok(dead_end_warnings(pool, &[action], service, tags, similar)
+        .await?
+        .pop()
+        .flatten())
+}
+
+/// [`dead_end_warning`] for each of `actions`, in their order, from one read of the failures
+/// and successes recorded for them.
+///
+/// # Errors
+/// Database errors.
+pub async fn dead_end_warnings(
+    pool: &AnyPool,
+    actions: &[ActionKind],
+    service: &str,
+    tags: &[String],
+    similar: &[String],
+) -> AppResult<Vec<Option<Warning>>> {
     let modes: Vec<String> = tags
         .iter()
         .filter(|t| !GENERIC_TAGS.contains(&t.as_str()))
         .cloned()
         .collect();
-    let records =
-        mstore::dead_ends_for(pool, action, service, &modes, similar, DEAD_END_CITES).await?;
+    let outcomes = mstore::outcomes_of_actions(
+        pool,
+        actions,
+        service,
+        &modes,
+        similar,
+        DEAD_END_CITES,
+        SUCCESSES_READ,
+    )
+    .await?;
+    Ok(actions
+        .iter()
+        .zip(&outcomes)
+        .map(|(action, (failed, worked))| {
+            warning_of(*action, service, tags, similar, failed, worked)
+        })
+        .collect())
+}
+
+/// The dead-end warning on `action` from the remediation failures (`records`) and successes
+/// (`worked`) recorded for it: see [`dead_end_warning`].
+fn warning_of(
+    action: ActionKind,
+    service: &str,
+    tags: &[String],
+    similar: &[String],
+    records: &[MemoryRecord],
+    worked: &[MemoryRecord],
+) -> Option<Warning> {
     let shares = |r: &MemoryRecord| {
         r.services.iter().any(|s| s == service)
             || r.failure_modes
@@ -134,7 +111,7 @@ pub async fn dead_end_warning(
         .filter(|r| r.kind == MemoryKind::RemediationFailure && shares(r))
         .collect();
     if failures.is_empty() {
-        return Ok(None);
+        return None;
     }
     let mut incident_ids: Vec<String> = Vec::new();
     let mut parts = Vec::new();
@@ -166,7 +143,6 @@ pub async fn dead_end_warning(
         .iter()
         .flat_map(|f| f.failure_modes.iter())
         .collect();
-    let worked = mstore::successes_for(pool, action, SUCCESSES_READ).await?;
     let successes: Vec<&MemoryRecord> = worked
         .iter()
         .filter(|r| {
@@ -198,12 +174,12 @@ pub async fn dead_end_warning(
         ));
         worked_in.push(inc);
     }
-    Ok(Some(Warning {
+    Some(Warning {
         message,
         incident_ids,
         memory_ids: failures.iter().map(|f| f.id).collect(),
         worked_in,
-    }))
+    })
 }
 
 /// What the team decided about an action before, for its place in the list: an action that
