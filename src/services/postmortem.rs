@@ -135,8 +135,11 @@ pub async fn draft_postmortem(
     llm: Option<&dyn crate::analyst::Analyst>,
     user: &User,
     id: &IncidentId,
+    expected_version: Option<i64>,
 ) -> AppResult<pstore::StoredPostmortem> {
     let incident = incidents::get(pool, id).await?;
+    // Checked before the model is asked, and again in the write transaction.
+    crate::services::workflow::check_version(&incident, expected_version)?;
     incident.state.apply(Transition::DraftPostmortem)?;
     let facts = facts(pool, &incident).await?;
     let builtin = draft(&facts);
@@ -169,7 +172,7 @@ pub async fn draft_postmortem(
     if let Some(n) = notice.as_mut() {
         crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [n]).await?;
     }
-    let current = incidents::get_in(&mut tx, id).await?;
+    let current = crate::services::workflow::current_in(&mut tx, id, expected_version).await?;
     let to = current.state.apply(Transition::DraftPostmortem)?;
     let at = store::now();
     let event = match &notice {
@@ -384,6 +387,7 @@ pub async fn confirm(
     user: &User,
     id: &IncidentId,
     policy: ConfirmPolicy,
+    expected_version: Option<i64>,
 ) -> AppResult<pstore::StoredPostmortem> {
     let refused = |r: ConfirmRefusal| match r {
         ConfirmRefusal::NeedsReviewer => {
@@ -396,7 +400,7 @@ pub async fn confirm(
     };
     policy.check(user.role, &user.name, None).map_err(refused)?;
     let mut tx = store::begin_write(pool).await?;
-    let current = incidents::get_in(&mut tx, id).await?;
+    let current = crate::services::workflow::current_in(&mut tx, id, expected_version).await?;
     let to = current.state.apply(Transition::Confirm)?;
     let pm = pstore::get_in(&mut tx, id.as_str()).await?;
     policy

@@ -154,11 +154,20 @@ pub async fn replay(
             &f.kind,
             &f.target,
             "tried during the incident",
+            None,
         )
         .await?;
-        investigation::approve(pool, &responder.name, &id, r.id).await?;
-        investigation::verdict(pool, &responder.name, &id, r.id, "did_not_resolve", &f.note)
-            .await?;
+        investigation::approve(pool, &responder.name, &id, r.id, None).await?;
+        investigation::verdict(
+            pool,
+            &responder.name,
+            &id,
+            r.id,
+            "did_not_resolve",
+            &f.note,
+            None,
+        )
+        .await?;
     }
     let w = &p.worked_action;
     let r = investigation::propose(
@@ -168,10 +177,11 @@ pub async fn replay(
         &w.kind,
         &w.target,
         "tried during the incident",
+        None,
     )
     .await?;
-    investigation::approve(pool, &responder.name, &id, r.id).await?;
-    investigation::verdict(pool, &responder.name, &id, r.id, "resolved", &w.note).await?;
+    investigation::approve(pool, &responder.name, &id, r.id, None).await?;
+    investigation::verdict(pool, &responder.name, &id, r.id, "resolved", &w.note, None).await?;
     let resolution =
         Resolution::parse(&format!("{} Resolved: {}", p.title, w.note), &p.root_cause)?;
     workflow::transition(
@@ -187,7 +197,7 @@ pub async fn replay(
     if let Some(minutes) = p.minutes_to_resolve.filter(|m| *m > 0) {
         keep_duration(pool, &id, minutes).await?;
     }
-    let drafted = postmortem::draft_postmortem(pool, None, responder, &id).await?;
+    let drafted = postmortem::draft_postmortem(pool, None, responder, &id, None).await?;
     let mut pm = drafted.postmortem;
     // The evidence carries the past incident's own times; opening, mitigation and resolution
     // happened just now, during the replay. Measured against each other they would say the
@@ -209,7 +219,14 @@ pub async fn replay(
         severity: RuleSeverity::parse(&p.lesson.severity.to_lowercase())?,
     }];
     postmortem::edit(pool, responder, &id, pm, None).await?;
-    postmortem::confirm(pool, reviewer, &id, postmortem::ConfirmPolicy::default()).await?;
+    postmortem::confirm(
+        pool,
+        reviewer,
+        &id,
+        postmortem::ConfirmPolicy::default(),
+        None,
+    )
+    .await?;
     postmortem::learn(pool, reviewer, &id).await?;
     Ok(id)
 }

@@ -107,25 +107,19 @@ pub fn check_version(current: &Incident, expected_version: Option<i64>) -> AppRe
     }
 }
 
-/// Checks that `expected_version` (the incident version a page or client based its request on)
-/// is still current; `None` skips the check (older API clients).
-///
-/// Transitions check inside their write transaction ([`transition_from`]); the other writes on an
-/// incident (evidence, investigation, approvals, verdicts, post-mortem steps) call this first, and
-/// their own compare-and-set on the state still decides between concurrent requests.
+/// Incident `id` read inside the write transaction `tx`, refused when `expected_version` (what
+/// the page or client saw) is not current ([`check_version`]).
 ///
 /// # Errors
-/// [`AppError::NotFound`]; [`AppError::Conflict`] (409) with [`stale_message`] when stale.
-pub async fn ensure_version(
-    pool: &AnyPool,
+/// [`AppError::NotFound`]; [`AppError::Conflict`] on a stale version; database errors.
+pub async fn current_in(
+    tx: &mut crate::store::Tx,
     id: &IncidentId,
     expected_version: Option<i64>,
 ) -> AppResult<Incident> {
-    let current = incidents::get(pool, id).await?;
-    match expected_version {
-        Some(v) if v != current.version => Err(AppError::Conflict(stale_message(&current, v))),
-        _ => Ok(current),
-    }
+    let current = incidents::get_in(tx, id).await?;
+    check_version(&current, expected_version)?;
+    Ok(current)
 }
 
 /// [`transition`] based on the incident version `expected_version` (what the page or client

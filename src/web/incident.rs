@@ -189,9 +189,10 @@ impl<'a> IncidentPost<'a> {
         })
     }
 
-    /// Runs `write` once the incident version the page showed (`version`) is checked; done, a
-    /// redirect to `/incidents/{id}{then}` (`#copilot`, `/postmortem`); a 4xx (409 on a stale
-    /// page) renders the incident page again with the message and `kept`, what the user typed.
+    /// Runs `write`, a service call given the incident version the page showed (`version`, which
+    /// the service checks inside its write transaction); done, a redirect to
+    /// `/incidents/{id}{then}` (`#copilot`, `/postmortem`); a 4xx (409 on a stale page) renders
+    /// the incident page again with the message and `kept`, what the user typed.
     pub(super) async fn write<T>(
         &self,
         version: Option<i64>,
@@ -200,12 +201,7 @@ impl<'a> IncidentPost<'a> {
         write: impl std::future::Future<Output = Result<T, AppError>>,
     ) -> PageResult {
         kept.based_on = version;
-        let result = async {
-            workflow::ensure_version(&self.state.pool, &self.id, version).await?;
-            write.await
-        }
-        .await;
-        match result {
+        match write.await {
             Ok(_) => Ok(Redirect::to(&format!("/incidents/{}{then}", self.id)).into_response()),
             Err(e) => incident_error(self.state, self.user, self.headers, &self.id, e, kept).await,
         }

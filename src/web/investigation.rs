@@ -18,7 +18,6 @@ use super::schema::{IncidentPath, RecommendationPath};
 use super::{AppState, incident_id};
 use crate::error::AppError;
 use crate::services::investigation as inv;
-use crate::services::workflow;
 
 #[utoipa::path(
     post,
@@ -43,8 +42,8 @@ pub(super) async fn api_investigate(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let id = incident_id(&id)?;
-    workflow::ensure_version(&s.pool, &id, version.or_body(&body)?).await?;
-    let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &id).await?;
+    let expected = version.or_body(&body)?;
+    let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &id, expected).await?;
     s.metrics.recall("investigation", None, view.recalled.len());
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
@@ -117,7 +116,6 @@ pub(super) async fn api_propose(
     ApiJson(b): ApiJson<ProposeBody>,
 ) -> Result<Response, ApiError> {
     let id = incident_id(&id)?;
-    workflow::ensure_version(&s.pool, &id, version.or(b.version)).await?;
     let view = inv::propose(
         &s.memory,
         &user.0.name,
@@ -125,6 +123,7 @@ pub(super) async fn api_propose(
         &b.kind,
         &b.target,
         &b.rationale,
+        version.or(b.version),
     )
     .await?;
     Ok((StatusCode::CREATED, Json(view)).into_response())
@@ -145,6 +144,7 @@ pub(super) async fn page_propose(
         &f.kind,
         &f.target,
         &f.rationale,
+        f.version,
     );
     let kept = KeptInput {
         propose: [f.kind.clone(), f.target.clone(), f.rationale.clone()],
@@ -202,8 +202,10 @@ pub(super) async fn api_approve(
     body: axum::body::Bytes,
 ) -> Result<Json<inv::RecommendationView>, ApiError> {
     let id = incident_id(&id)?;
-    workflow::ensure_version(&s.pool, &id, version.or_body(&body)?).await?;
-    Ok(Json(inv::approve(&s.pool, &user.0.name, &id, rid).await?))
+    let expected = version.or_body(&body)?;
+    Ok(Json(
+        inv::approve(&s.pool, &user.0.name, &id, rid, expected).await?,
+    ))
 }
 
 #[utoipa::path(
@@ -228,9 +230,9 @@ pub(super) async fn api_reject(
     ApiJson(b): ApiJson<RejectBody>,
 ) -> Result<Json<inv::RecommendationView>, ApiError> {
     let id = incident_id(&id)?;
-    workflow::ensure_version(&s.pool, &id, version.or(b.version)).await?;
+    let expected = version.or(b.version);
     Ok(Json(
-        inv::reject(&s.pool, &user.0.name, &id, rid, &b.reason).await?,
+        inv::reject(&s.pool, &user.0.name, &id, rid, &b.reason, expected).await?,
     ))
 }
 
@@ -257,9 +259,18 @@ pub(super) async fn api_verdict(
     ApiJson(b): ApiJson<VerdictBody>,
 ) -> Result<Json<inv::RecommendationView>, ApiError> {
     let id = incident_id(&id)?;
-    workflow::ensure_version(&s.pool, &id, version.or(b.version)).await?;
+    let expected = version.or(b.version);
     Ok(Json(
-        inv::verdict(&s.pool, &user.0.name, &id, rid, &b.verdict, &b.note).await?,
+        inv::verdict(
+            &s.pool,
+            &user.0.name,
+            &id,
+            rid,
+            &b.verdict,
+            &b.note,
+            expected,
+        )
+        .await?,
     ))
 }
 
@@ -275,7 +286,8 @@ pub(super) async fn page_investigate(
 ) -> Result<Response, PageError> {
     let post = IncidentPost::new(&s, &user.0, &headers, &id)?;
     let write = async {
-        let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &post.id).await?;
+        let llm = s.llm.as_deref();
+        let view = inv::investigate(&s.memory, llm, &user.0.name, &post.id, f.version).await?;
         s.metrics.recall("investigation", None, view.recalled.len());
         Ok(view)
     };
@@ -291,7 +303,7 @@ pub(super) async fn page_approve(
     f: VersionForm,
 ) -> Result<Response, PageError> {
     let post = IncidentPost::new(&s, &user.0, &headers, &id)?;
-    let write = inv::approve(&s.pool, &user.0.name, &post.id, rid);
+    let write = inv::approve(&s.pool, &user.0.name, &post.id, rid, f.version);
     post.write(f.version, KeptInput::default(), COPILOT, write)
         .await
 }
@@ -308,7 +320,7 @@ pub(super) async fn page_reject(
         reject: Some((rid, f.reason.clone())),
         ..Default::default()
     };
-    let write = inv::reject(&s.pool, &user.0.name, &post.id, rid, &f.reason);
+    let write = inv::reject(&s.pool, &user.0.name, &post.id, rid, &f.reason, f.version);
     post.write(f.version, kept, COPILOT, write).await
 }
 
@@ -324,6 +336,14 @@ pub(super) async fn page_verdict(
         verdict: Some((rid, f.verdict.clone(), f.note.clone())),
         ..Default::default()
     };
-    let write = inv::verdict(&s.pool, &user.0.name, &post.id, rid, &f.verdict, &f.note);
+    let write = inv::verdict(
+        &s.pool,
+        &user.0.name,
+        &post.id,
+        rid,
+        &f.verdict,
+        &f.note,
+        f.version,
+    );
     post.write(f.version, kept, COPILOT, write).await
 }

@@ -20,7 +20,6 @@ use super::{AppState, incident_id};
 use crate::domain::IncidentId;
 use crate::error::AppError;
 use crate::services::postmortem as pm;
-use crate::services::workflow;
 
 #[utoipa::path(
     get,
@@ -66,9 +65,11 @@ pub(super) async fn api_learn(
     body: axum::body::Bytes,
 ) -> Result<Json<pm::LearnResult>, ApiError> {
     let id = incident_id(&id)?;
-    workflow::ensure_version(&s.pool, &id, version.or_body(&body)?).await?;
+    let expected = version.or_body(&body)?;
     let grade = optional_json::<LearnBody>(&body)?.top_hypothesis_matched;
-    Ok(Json(pm::learn_graded(&s.pool, &user.0, &id, grade).await?))
+    Ok(Json(
+        pm::learn_graded(&s.pool, &user.0, &id, grade, expected).await?,
+    ))
 }
 
 /// Optional JSON body of `POST …/learn`: `{"version": 7, "top_hypothesis_matched": true}`.
@@ -185,7 +186,6 @@ pub(super) async fn page_learn(
     f: LearnForm,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
-    workflow::ensure_version(&s.pool, &id, f.version).await?;
     let grade = match f
         .top_hypothesis_matched
         .as_deref()
@@ -199,7 +199,7 @@ pub(super) async fn page_learn(
             return render_learnings(&s, &user.0, &id, e.status(), None, refused).await;
         }
     };
-    match pm::learn_graded(&s.pool, &user.0, &id, grade).await {
+    match pm::learn_graded(&s.pool, &user.0, &id, grade, f.version).await {
         Ok(_) => {
             Ok(Redirect::to(&format!("/incidents/{id}/learnings?done=learned")).into_response())
         }

@@ -26,7 +26,6 @@ use crate::domain::text::unix_newlines;
 use crate::domain::{ConfirmRefusal, IncidentId, IncidentState};
 use crate::error::AppError;
 use crate::services::postmortem as pm;
-use crate::services::workflow;
 use crate::store::postmortems as pstore;
 
 #[utoipa::path(
@@ -52,8 +51,8 @@ pub(super) async fn api_draft(
     body: axum::body::Bytes,
 ) -> Result<Response, ApiError> {
     let id = incident_id(&id)?;
-    workflow::ensure_version(&s.pool, &id, version.or_body(&body)?).await?;
-    let stored = pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &id).await?;
+    let expected = version.or_body(&body)?;
+    let stored = pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &id, expected).await?;
     Ok((StatusCode::CREATED, Json(stored)).into_response())
 }
 
@@ -147,9 +146,10 @@ pub(super) async fn api_confirm(
     body: axum::body::Bytes,
 ) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
     let id = incident_id(&id)?;
-    workflow::ensure_version(&s.pool, &id, version.or_body(&body)?).await?;
+    let expected = version.or_body(&body)?;
+    let policy = s.settings.confirm_policy();
     Ok(Json(
-        pm::confirm(&s.pool, &user.0, &id, s.settings.confirm_policy()).await?,
+        pm::confirm(&s.pool, &user.0, &id, policy, expected).await?,
     ))
 }
 
@@ -202,7 +202,7 @@ pub(super) async fn page_draft(
     f: VersionForm,
 ) -> Result<Response, PageError> {
     let post = IncidentPost::new(&s, &user.0, &headers, &id)?;
-    let write = pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &post.id);
+    let write = pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &post.id, f.version);
     post.write(f.version, KeptInput::default(), "/postmortem", write)
         .await
 }
@@ -405,8 +405,14 @@ pub(super) async fn page_confirm(
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
     let result = async {
-        workflow::ensure_version(&s.pool, &id, f.version).await?;
-        pm::confirm(&s.pool, &user.0, &id, s.settings.confirm_policy()).await
+        pm::confirm(
+            &s.pool,
+            &user.0,
+            &id,
+            s.settings.confirm_policy(),
+            f.version,
+        )
+        .await
     }
     .await;
     form_outcome(

@@ -13,6 +13,7 @@ use crate::domain::{
 use crate::error::{AppError, AppResult};
 use crate::memory::Memory;
 use crate::memory::incident::incident_tags;
+use crate::services::workflow;
 use crate::store::{self, audit, incidents, recommendations as rstore};
 
 /// Deterministic simulated transcript of an action (no command is ever run).
@@ -87,9 +88,10 @@ pub async fn approve(
     actor: &str,
     id: &IncidentId,
     rid: i64,
+    expected_version: Option<i64>,
 ) -> AppResult<RecommendationView> {
     let mut tx = store::begin_write(pool).await?;
-    let incident = incidents::get_in(&mut tx, id).await?;
+    let incident = workflow::current_in(&mut tx, id, expected_version).await?;
     if incident.state == IncidentState::Learned {
         return Err(AppError::Conflict(format!("{id} is learned and closed")));
     }
@@ -153,9 +155,11 @@ pub async fn reject(
     id: &IncidentId,
     rid: i64,
     reason: &str,
+    expected_version: Option<i64>,
 ) -> AppResult<RecommendationView> {
     let reason = crate::domain::required_text("reason", reason, 2000)?;
     let mut tx = store::begin_write(pool).await?;
+    workflow::current_in(&mut tx, id, expected_version).await?;
     let rec = rstore::get_in(&mut tx, id.as_str(), rid).await?;
     if rec.status != "proposed" {
         return Err(AppError::Conflict(format!(
@@ -203,11 +207,12 @@ pub async fn verdict(
     rid: i64,
     verdict: &str,
     note: &str,
+    expected_version: Option<i64>,
 ) -> AppResult<RecommendationView> {
     let verdict = crate::domain::action::parse_verdict(verdict)?;
     let note = crate::domain::optional_text("note", note, 4000)?;
     let mut tx = store::begin_write(pool).await?;
-    let incident = incidents::get_in(&mut tx, id).await?;
+    let incident = workflow::current_in(&mut tx, id, expected_version).await?;
     let rec = rstore::get_in(&mut tx, id.as_str(), rid).await?;
     if rec.status != "approved" {
         return Err(AppError::Conflict(format!(
@@ -306,6 +311,7 @@ pub async fn propose(
     kind: &str,
     target: &str,
     rationale: &str,
+    expected_version: Option<i64>,
 ) -> AppResult<RecommendationView> {
     let pool = memory.pool();
     let kind = ActionKind::coerce(kind).ok_or_else(|| {
@@ -337,6 +343,7 @@ pub async fn propose(
     let warning = dead_end_warning(pool, kind, &incident.service, &tags, &past.similar).await?;
     let now = store::now();
     let mut tx = store::begin_write(pool).await?;
+    workflow::current_in(&mut tx, id, expected_version).await?;
     crate::services::memory::redact_for(
         &mut tx,
         Some(id.as_str()),

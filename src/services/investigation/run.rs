@@ -34,9 +34,13 @@ pub async fn investigate(
     llm: Option<&dyn Analyst>,
     actor: &str,
     id: &IncidentId,
+    expected_version: Option<i64>,
 ) -> AppResult<InvestigationView> {
     let pool = memory.pool();
     let incident = incidents::get(pool, id).await?;
+    // Checked before the work: an investigation only adds records, and the one write
+    // transaction at the end refuses a learned incident (`store::investigations::save`).
+    crate::services::workflow::check_version(&incident, expected_version)?;
     if incident.state == IncidentState::Learned {
         return Err(AppError::Conflict(format!("{id} is learned and closed")));
     }

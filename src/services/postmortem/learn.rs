@@ -31,7 +31,7 @@ pub async fn written_records(pool: &AnyPool, result: &LearnResult) -> AppResult<
 /// # Errors
 /// [`AppError::InvalidTransition`] unless confirmed (or already learned).
 pub async fn learn(pool: &AnyPool, user: &User, id: &IncidentId) -> AppResult<LearnResult> {
-    learn_inner(pool, user, id, None, None).await
+    learn_inner(pool, user, id, None, None, None).await
 }
 
 /// [`learn`] with the reviewer's answer to the preview's grading question (did the copilot's
@@ -46,8 +46,17 @@ pub async fn learn_graded(
     user: &User,
     id: &IncidentId,
     top_hypothesis_matched: Option<bool>,
+    expected_version: Option<i64>,
 ) -> AppResult<LearnResult> {
-    learn_inner(pool, user, id, None, top_hypothesis_matched).await
+    learn_inner(
+        pool,
+        user,
+        id,
+        None,
+        top_hypothesis_matched,
+        expected_version,
+    )
+    .await
 }
 
 /// [`learn`] that fails after writing `fail_after` records when set — for the test that shows an
@@ -62,7 +71,7 @@ pub async fn learn_with_failpoint(
     id: &IncidentId,
     fail_after: Option<usize>,
 ) -> AppResult<LearnResult> {
-    learn_inner(pool, user, id, fail_after, None).await
+    learn_inner(pool, user, id, fail_after, None, None).await
 }
 
 async fn learn_inner(
@@ -71,7 +80,13 @@ async fn learn_inner(
     id: &IncidentId,
     fail_after: Option<usize>,
     grade: Option<bool>,
+    expected_version: Option<i64>,
 ) -> AppResult<LearnResult> {
+    if expected_version.is_some() {
+        // A repeat from a stale page is refused like any stale form, before the stored answer.
+        let incident = incidents::get(pool, id).await?;
+        crate::services::workflow::check_version(&incident, expected_version)?;
+    }
     if let Some(done) = stored_result(pool, id).await? {
         return Ok(done);
     }
@@ -81,7 +96,7 @@ async fn learn_inner(
         Err(e) => return Err(e),
     };
     let mut tx = store::begin_write(pool).await?;
-    let current = incidents::get_in(&mut tx, id).await?;
+    let current = crate::services::workflow::current_in(&mut tx, id, expected_version).await?;
     if current.state == IncidentState::Learned {
         drop(tx);
         return stored_result(pool, id)
