@@ -73,15 +73,16 @@ fn rec_id(inv: &Value, kind: &str) -> anyhow::Result<i64> {
 /// # Errors
 /// Any failed step.
 pub async fn run() -> anyhow::Result<()> {
-    let dir = std::env::temp_dir().join(format!("incidentmind-demo-{}", uuid::Uuid::new_v4()));
-    std::fs::create_dir_all(&dir)?;
-    let db = dir.join("demo.db");
+    let dir = tempfile::Builder::new()
+        .prefix("incidentmind-demo-")
+        .tempdir()?;
+    let db = dir.path().join("demo.db");
     let result = story(
         db.to_str()
             .ok_or_else(|| anyhow::anyhow!("temp path is not UTF-8"))?,
     )
     .await;
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = dir.close();
     result
 }
 

@@ -9,7 +9,7 @@
 //!
 //! Input: the schema of `../shared/data/recall-dev.json`.
 //!
-//! The set's schema and the report are in [`report`]; the run that fills it is here.
+//! The set's schema and the report are in `report`; the run that fills it is here.
 
 use std::collections::HashMap;
 use std::path::Path;

@@ -19,7 +19,7 @@
 //! a month going backwards by more than six months (Dec → Jan) advances the year.
 //!
 //! The stateful shapes (syslog, CRI, klog: they need the reference year) and the first-byte
-//! dispatch are here; the stateless shapes are in [`formats`].
+//! dispatch are here; the stateless shapes are in `formats`.
 
 use std::borrow::Cow;
 

@@ -26,7 +26,7 @@
 //! while every request-rate series is flat ⇒ leak-like, tag `connection_leak`; rising while a
 //! request-rate series also rises ⇒ load-driven, tag `traffic_surge`.
 //!
-//! The input formats' parsers are in [`parse`](self::parse); the tests are in `evidence/tests/`.
+//! The input formats' parsers are in `parse`; the tests are in `evidence/tests/`.
 
 use serde::{Deserialize, Serialize};
 

@@ -14,7 +14,7 @@
 //! and stores examples of at most [`MAX_EXAMPLE_CHARS`] characters, whatever the input size.
 //!
 //! The public types every parser returns are here; the log extractor that ranks their
-//! observations is in [`extractor`]'s submodules.
+//! observations is in `extractor`'s submodules.
 
 pub mod alerts;
 pub mod csv;

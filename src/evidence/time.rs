@@ -15,7 +15,7 @@
 //! integer operations per line and keeps a day past the month's end rolling over, as a year
 //! guessed for a year-less `Feb 29` needs.
 //!
-//! The layout scanner [`scan_stamp`] is in [`scan`].
+//! The layout scanner [`scan_stamp`] is in `scan`.
 
 use jiff::fmt::strtime::BrokenDownTime;
 

@@ -8,7 +8,7 @@
 //! embedder, or when it fails or is slow, recall runs on its other lists.
 //!
 //! The two embedders and the stored vector sets are here; the worker that keeps vectors current
-//! is in [`worker`], the nearest-vector searches in [`nearest`].
+//! is in `worker`, the nearest-vector searches in `nearest`.
 
 use std::sync::Arc;
 

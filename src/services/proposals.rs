@@ -18,7 +18,7 @@
 //! and the incident timeline.
 //!
 //! The four kinds share one [`Draft`] and one queue, here; the review side (edit, accept,
-//! reject) is in [`review`].
+//! reject) is in `review`.
 
 use std::collections::BTreeSet;
 

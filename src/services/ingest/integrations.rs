@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
 use sqlx::AnyPool;
 
