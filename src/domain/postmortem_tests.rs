@@ -65,6 +65,9 @@ fn the_draft_turns_a_failed_action_into_a_rule_and_the_markdown_has_every_sectio
     );
     assert_eq!(pm.lessons[0].severity, RuleSeverity::High);
     let md = pm.to_markdown(&incident);
+    // Every table header cell names its column (an empty one is an accessibility error).
+    assert!(md.contains("| moment | instant |"), "{md}");
+    assert!(!md.contains("| |"), "{md}");
     for section in [
         "## Summary",
         "## Impact",

@@ -113,6 +113,9 @@ pub struct Submission<'a> {
 ///
 /// # Errors
 /// As [`add`], plus [`AppError::Conflict`] when `expected_version` is not current.
+///
+/// Long on purpose: the steps of one write transaction in order (check, redact, extract, insert,
+/// observations, timeline, audit), so the transaction's extent is visible.
 pub async fn submit(
     pool: &AnyPool,
     actor: &str,
@@ -196,17 +199,16 @@ pub async fn submit(
         &extraction.observations,
     )
     .await?;
+    let from = if source.is_empty() {
+        String::new()
+    } else {
+        format!(" from {source}")
+    };
+    let (format, lines) = (&extraction.format, extraction.lines);
     let detail = format!(
-        "{} {} ({} lines, {} observations){}",
+        "{} {format} ({lines} lines, {} observations){from}",
         kind.as_str(),
-        extraction.format,
-        extraction.lines,
-        ids.len(),
-        if source.is_empty() {
-            String::new()
-        } else {
-            format!(" from {source}")
-        }
+        ids.len()
     );
     incidents::add_event(&mut tx, id, at, actor, "evidence_added", &detail).await?;
     let audit_detail = serde_json::json!({"evidence": evidence_id, "kind": kind, "bytes": bytes, "observations": ids.len(), "sha256": sha256});
@@ -219,7 +221,21 @@ pub async fn submit(
     )
     .await?;
     tx.commit().await?;
-    let observations = mstore::get_many(pool, &ids).await?;
+    added(pool, id, evidence_id, &ids).await
+}
+
+/// What a committed submission stored: evidence `evidence_id` of incident `id` (without
+/// content) and its observations `ids`.
+///
+/// # Errors
+/// Database errors; [`AppError::Internal`] if the evidence is gone.
+async fn added(
+    pool: &AnyPool,
+    id: &IncidentId,
+    evidence_id: i64,
+    ids: &[i64],
+) -> AppResult<EvidenceAdded> {
+    let observations = mstore::get_many(pool, ids).await?;
     let evidence = estore::list(pool, id.as_str())
         .await?
         .into_iter()

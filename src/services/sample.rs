@@ -119,6 +119,9 @@ pub async fn history_users(pool: &AnyPool) -> AppResult<(User, User)> {
 ///
 /// # Errors
 /// Validation errors in the input (unknown action kind, bad severity); database errors.
+///
+/// Long on purpose: one past incident replayed through the workflow in the order a responder works
+/// it (open, evidence, actions and verdicts, resolve, post-mortem, confirm, Learn).
 pub async fn replay(
     memory: &Memory,
     p: &PastIncident,

@@ -170,6 +170,8 @@ struct InsightsPage {
 const CHART_ROWS: usize = 8;
 
 /// The four charts of the page.
+///
+/// Long on purpose: the four charts' data, one block each in the order the page shows them.
 fn charts(i: &Insights) -> [Chart; 4] {
     let days = i.days;
     let trend: Vec<Item> = i

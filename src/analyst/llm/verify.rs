@@ -20,6 +20,9 @@ pub const NO_EVIDENCE_MARK: &str = "(no cited evidence)";
 pub const UNSUPPORTED_MARK: &str = "Unsupported by the evidence";
 
 /// Checks `out` against `input` in place: marks, caps and notices (see the module docs).
+///
+/// Long on purpose: every check a model's reply goes through, in the order their marks appear in
+/// the notice.
 pub fn check_reply(input: &InvestigationInput, out: &mut AnalystOutput) {
     let i = &input.incident;
     let mut suspicious = 0usize;

@@ -94,7 +94,7 @@ impl Postmortem {
             md_text(&self.summary)
         ));
         o.push_str(&format!(
-            "## Impact\n\n{}\n\n| | instant |\n| --- | --- |\n| started | {} |\n| detected | {} |\n| mitigated | {} |\n| resolved | {} |\n\nTime to detect: {} · time to resolve: {}\n\n",
+            "## Impact\n\n{}\n\n| moment | instant |\n| --- | --- |\n| started | {} |\n| detected | {} |\n| mitigated | {} |\n| resolved | {} |\n\nTime to detect: {} · time to resolve: {}\n\n",
             md_text(&self.impact.description),
             t(&self.impact.started_at),
             t(&self.impact.detected_at),

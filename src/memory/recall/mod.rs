@@ -174,6 +174,9 @@ const INCIDENT_LIST: usize = 30;
 ///
 /// # Errors
 /// Database errors.
+///
+/// Long on purpose: the pipeline's stages in their order (query, lists, fusion, siblings,
+/// explanation), each one call, read top to bottom.
 pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult> {
     let pool = memory.pool();
     let tuning = memory.tuning();

@@ -172,6 +172,10 @@ struct Claimed {
 /// Finds the delivery's group or opens an incident for it (a new one when its incident is
 /// learned), retrying a raced insert or move. `Err` is the answer when there is nothing to write:
 /// no incident for resolutions alone, or late resolutions for a learned incident.
+///
+/// Long on purpose: the retry loop around the write transaction that decides which incident an
+/// alert group belongs to (new group, open incident, resolved one to follow); its branches return
+/// the same open transaction.
 async fn claim_group(
     pool: &AnyPool,
     integ: &Integration,

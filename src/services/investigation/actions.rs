@@ -304,6 +304,9 @@ pub async fn verdict(
 ///
 /// # Errors
 /// Validation errors for an unknown kind or empty target; [`AppError::Conflict`] when learned.
+///
+/// Long on purpose: a person's proposal goes through the same checks as the copilot's (closed
+/// vocabulary, target, dead-end warning) before its one write transaction.
 pub async fn propose(
     memory: &Memory,
     actor: &str,

@@ -180,6 +180,9 @@ pub async fn insert_bulk(
 
 /// One chunk of [`insert_bulk`] (records without `origin`): ids are assigned after the largest
 /// existing one, as SQLite would, and every table is filled from one JSON array parameter.
+///
+/// Long on purpose: the JSON arrays of every table are built in one pass over the batch, so a
+/// record's row, keys, links, full-text entry and history stay in step.
 async fn insert_batch(
     tx: &mut Tx,
     batch: &[&(NewRecord, jiff::Timestamp)],
