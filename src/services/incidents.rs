@@ -61,14 +61,6 @@ pub async fn with_timeline(
     Ok((incident, timeline))
 }
 
-/// Incident `id`, or [`crate::AppError::NotFound`].
-///
-/// # Errors
-/// Not found; database errors.
-pub async fn get(pool: &AnyPool, id: &IncidentId) -> AppResult<Incident> {
-    incidents::get(pool, id).await
-}
-
 /// `(version, revision, recall epoch, recall generation)` of incident `id`: what a cached copy
 /// of its page depends on (see [`incidents::page_state`]).
 ///
@@ -82,7 +74,7 @@ pub async fn page_state(pool: &AnyPool, id: &IncidentId) -> AppResult<(i64, i64,
 ///
 /// # Errors
 /// Database errors.
-pub async fn observations(pool: &AnyPool, id: &IncidentId) -> AppResult<Vec<MemoryRecord>> {
+async fn observations(pool: &AnyPool, id: &IncidentId) -> AppResult<Vec<MemoryRecord>> {
     let filter = mstore::MemoryFilter {
         incident: Some(id.to_string()),
         kind: Some(MemoryKind::Observation),
