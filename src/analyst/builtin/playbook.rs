@@ -39,7 +39,7 @@ pub const PLAYBOOK: &[Play] = &[
             ),
             (
                 A::RaisePoolLimit,
-                "A bigger pool only delays exhaustion when connections leak",
+                "Raising the pool size postpones exhaustion while connections keep leaking",
             ),
         ],
     },
@@ -72,7 +72,7 @@ pub const PLAYBOOK: &[Play] = &[
             ),
             (
                 A::RaisePoolLimit,
-                "A bigger pool only delays exhaustion when connections leak",
+                "Raising the pool size postpones exhaustion while connections keep leaking",
             ),
         ],
     },
@@ -129,7 +129,7 @@ pub const PLAYBOOK: &[Play] = &[
         when: &["oom_killed"],
         unless: &[],
         confidence: C::Medium,
-        hypothesis: "Processes are killed for exceeding their memory limit (a leak or a limit set too low)",
+        hypothesis: "The kernel stops processes that go over their memory limit (a leak, or a limit set too low)",
         actions: &[
             (
                 A::RollbackDeploy,

@@ -10,14 +10,14 @@ use crate::services::sample::PastIncident;
 pub struct EvalQuery {
     /// `Q01`…
     pub id: String,
-    /// The new incident as reported.
+    /// The new incident, in its reporter's words.
     pub description: String,
     /// Evidence lines available at query time.
     #[serde(default)]
     pub evidence: Vec<String>,
     /// Answer key: the past incident id that should be recalled.
     pub expected: String,
-    /// Answer key: the action kind that failed in the expected incident.
+    /// Answer key: the kind of action that did not work during the expected past incident.
     #[serde(default)]
     pub must_warn: Option<String>,
     /// Answer key: only the evidence tells it apart from a look-alike.
@@ -32,7 +32,7 @@ pub struct EvalQuestion {
     pub id: String,
     /// The question.
     pub question: String,
-    /// Answer key: the past incident whose lesson should surface.
+    /// Answer key: the past incident whose rule recall should bring up.
     pub expected: String,
 }
 
