@@ -298,3 +298,64 @@ async fn the_evidence_panel_form_queries_prometheus_and_keeps_a_rejected_query()
     let page = plain.page(&b, &format!("/incidents/{id}")).await;
     assert!(!page.contains("id=\"query-prometheus\""));
 }
+
+/// Posts a Grafana alerting body to its webhook; returns the incident id.
+async fn deliver_grafana(app: &TestApp, secret: &str, body: Vec<u8>) -> String {
+    let res = app
+        .client
+        .post(app.url("/api/v1/webhooks/grafana"))
+        .bearer_auth(secret)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("webhook");
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let v: Value = res.json().await.unwrap();
+    v["incidents"][0].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_grafana_alert_gives_its_rule_query_only_when_its_payload_carries_one() {
+    let stub = start_stub().await;
+    let app = spawn_app_with(stub_settings(&stub)).await;
+    let (_, secret) = integration(&app, "grafana", "grafana", json!({})).await;
+    // Grafana's own example: rule links (`/alerting/<uid>/edit`) and values, no query.
+    let official = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/alerts/grafana_alerting_webhook.official.json"
+    );
+    let plain = deliver_grafana(&app, &secret, std::fs::read(official).unwrap()).await;
+    // A ruler alert whose generatorURL is a Grafana Explore link holding its PromQL, and a
+    // Grafana-managed alert beside it (rule link, dashboard, panel and values: no query).
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/grafana_alerts_explore.json"
+    );
+    let id = deliver_grafana(&app, &secret, std::fs::read(fixture).unwrap()).await;
+    let expr = r#"sum(rate(http_requests_total{service="checkout",code=~"5.."}[5m])) / sum(rate(http_requests_total{service="checkout"}[5m]))"#;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let v = loop {
+        let v = evidence_of(&app, &id).await;
+        if !pulled(&v).is_empty() {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "the rule's series within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let kept = pulled(&v);
+    assert_eq!(kept.len(), 1, "only the alert whose payload holds a query");
+    let doc = content_of(&app, kept[0]["id"].as_i64().unwrap()).await;
+    assert_eq!(doc["query"], expr);
+    assert!(
+        doc["window"]["start"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-12-04T09:45:00"),
+        "15 minutes before startsAt: {doc}"
+    );
+    assert!(notes_of(&app, &id).await.is_empty(), "nothing was tried");
+    // Nothing is made up for the alerts without one.
+    assert!(pulled(&evidence_of(&app, &plain).await).is_empty());
+    assert!(notes_of(&app, &plain).await.is_empty());
+}
