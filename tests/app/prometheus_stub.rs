@@ -359,3 +359,51 @@ async fn a_grafana_alert_gives_its_rule_query_only_when_its_payload_carries_one(
     assert!(pulled(&evidence_of(&app, &plain).await).is_empty());
     assert!(notes_of(&app, &plain).await.is_empty());
 }
+
+#[tokio::test]
+async fn a_failed_rate_query_leaves_a_note_and_a_template_needing_a_service_waits_for_one() {
+    let stub = start_stub().await;
+    let mut settings = stub_settings(&stub);
+    if let Some(p) = settings.prometheus.as_mut() {
+        p.request_rate = Some("bad".into());
+        p.error_rate = Some(r#"errors{service="$service"}"#.into());
+    }
+    let app = spawn_app_with(settings).await;
+    let (_, secret) = integration(&app, "am", "alertmanager", json!({})).await;
+    // An alert without a service label: the error rate template cannot be filled.
+    let mut body = delivery(
+        "g-no-service",
+        "2026-12-04T10:00:00Z",
+        &[("fp-1", "NoSvc", "up")],
+    );
+    body["alerts"][0]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove("service");
+    body["groupLabels"] = json!({"alertname": "NoSvc"});
+    body["commonLabels"] = json!({"alertname": "NoSvc"});
+    let (id, _) = deliver(&app, &secret, &body).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let v = loop {
+        let v = evidence_of(&app, &id).await;
+        if !pulled(&v).is_empty() {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "the alert's series within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let doc = content_of(&app, pulled(&v)[0]["id"].as_i64().unwrap()).await;
+    assert_eq!(doc["query"], "up");
+    assert!(
+        doc["related"].is_null(),
+        "nothing beside the alert's own: {doc}"
+    );
+    let notes = notes_of(&app, &id).await;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with(
+            "The request rate of alert 'NoSvc' was not pulled: Prometheus rejected the query"
+        ),
+        "{notes:?}"
+    );
+}
