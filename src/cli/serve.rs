@@ -105,6 +105,16 @@ pub struct PrometheusArgs {
         action = clap::ArgAction::Set
     )]
     pub prometheus_responder_queries: bool,
+    /// PromQL template of a service's request rate, pulled beside each alert's own series over
+    /// the same window and stored with it; `$service` stands for the alert's service label
+    /// value, escaped as a PromQL string, so write it inside double quotes:
+    /// `sum(rate(http_requests_total{service="$service"}[5m]))`. Unset: not pulled.
+    #[arg(long, env = "INCIDENTMIND_PROMETHEUS_REQUEST_RATE")]
+    pub prometheus_request_rate: Option<String>,
+    /// PromQL template of a service's error rate, like `--prometheus-request-rate`:
+    /// `sum(rate(http_requests_total{service="$service",code=~"5.."}[5m]))`. Unset: not pulled.
+    #[arg(long, env = "INCIDENTMIND_PROMETHEUS_ERROR_RATE")]
+    pub prometheus_error_rate: Option<String>,
 }
 
 impl std::fmt::Debug for PrometheusArgs {
@@ -133,6 +143,8 @@ impl std::fmt::Debug for PrometheusArgs {
                 "prometheus_responder_queries",
                 &self.prometheus_responder_queries,
             )
+            .field("prometheus_request_rate", &self.prometheus_request_rate)
+            .field("prometheus_error_rate", &self.prometheus_error_rate)
             .finish()
     }
 }
@@ -161,8 +173,17 @@ impl PrometheusArgs {
             max_series: self.prometheus_max_series.max(1),
             max_points: self.prometheus_max_points.max(2),
             responder_queries: self.prometheus_responder_queries,
+            request_rate: template(self.prometheus_request_rate.as_deref()),
+            error_rate: template(self.prometheus_error_rate.as_deref()),
         })
     }
+}
+
+/// A query template as given, `None` when unset or blank.
+fn template(t: Option<&str>) -> Option<String> {
+    t.map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_string)
 }
 
 /// Web server options (`serve`, the default command). `Debug` never prints the model API key.

@@ -15,7 +15,7 @@ use sqlx::AnyPool;
 use crate::domain::{IncidentId, ValidationError};
 use crate::error::{AppError, AppResult};
 use crate::evidence::{EvidenceKind, truncate_chars};
-use crate::prometheus::{ALERT_LOOKBACK, PromError, Prometheus, RangeResult, Window};
+use crate::prometheus::{ALERT_LOOKBACK, PromError, Prometheus, RangeResult, Window, fill_service};
 use crate::services::evidence::{self as esvc, EvidenceAdded};
 use crate::store::{self, evidence as estore, incidents};
 
@@ -26,7 +26,7 @@ pub const QUERY_MAX: usize = 2_000;
 /// Characters of a query used to name a series that has no `__name__`.
 const NAME_CHARS: usize = 120;
 
-/// An alert whose series to pull: its expression and instants.
+/// An alert whose series to pull: its expression, its service and instants.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AlertSeries {
     /// The alert's fingerprint (pulled once per fingerprint and incident).
@@ -35,10 +35,46 @@ pub struct AlertSeries {
     pub name: String,
     /// The PromQL expression of its `generatorURL`.
     pub expr: String,
+    /// The alert's service label value (`service`, `job`, `app`), which fills the request and
+    /// error rate templates; `None`: templates that name `$service` are not pulled.
+    pub service: Option<String>,
     /// `startsAt`; `None`: now.
     pub starts_at: Option<jiff::Timestamp>,
     /// `endsAt` of a resolved alert; `None`: now.
     pub ends_at: Option<jiff::Timestamp>,
+}
+
+/// What one query of an alert's pull measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Measures {
+    /// The alert's own expression.
+    Alert,
+    /// The service's request rate (`--prometheus-request-rate`).
+    RequestRate,
+    /// The service's error rate (`--prometheus-error-rate`).
+    ErrorRate,
+}
+
+impl Measures {
+    /// The metric name its series are stored under (the alert's keep their own): the trend
+    /// analysis reads `request_rate` as a request-rate series, so a pressure series of the same
+    /// document rising while it stays flat reads leak-like, and load-driven when it rises too.
+    fn series_name(self) -> Option<&'static str> {
+        match self {
+            Self::Alert => None,
+            Self::RequestRate => Some("request_rate"),
+            Self::ErrorRate => Some("error_rate"),
+        }
+    }
+
+    /// Its name in a note.
+    fn words(self) -> &'static str {
+        match self {
+            Self::Alert => "series",
+            Self::RequestRate => "request rate",
+            Self::ErrorRate => "error rate",
+        }
+    }
 }
 
 /// The dedup key of an alert's pulled series on incident `id`.
@@ -67,7 +103,29 @@ pub fn spawn_alert_pulls(
     });
 }
 
-/// Pulls one alert's series and stores it, or notes on the timeline why it could not.
+/// The queries of an alert's pull: its own expression, then the configured request and error
+/// rate templates filled with its service (a template that needs a service the alert lacks is
+/// left out).
+fn queries_of(prom: &Prometheus, a: &AlertSeries) -> Vec<(Measures, String)> {
+    let config = prom.config();
+    let mut out = vec![(Measures::Alert, a.expr.clone())];
+    for (m, template) in [
+        (Measures::RequestRate, &config.request_rate),
+        (Measures::ErrorRate, &config.error_rate),
+    ] {
+        if let Some(q) = template
+            .as_deref()
+            .and_then(|t| fill_service(t, a.service.as_deref()))
+        {
+            out.push((m, q));
+        }
+    }
+    out
+}
+
+/// Pulls one alert's series, with its service's request and error rates when configured (all
+/// over the same window, at once), and stores what came back as one evidence document; each
+/// query that failed leaves a note on the timeline saying why.
 async fn pull_alert(
     pool: &AnyPool,
     prom: &Prometheus,
@@ -87,36 +145,107 @@ async fn pull_alert(
     let end = a.ends_at.unwrap_or(now).min(now);
     let window = Window::fit(start, end, prom.config().max_points);
     let started = std::time::Instant::now();
-    match prom.query_range(&a.expr, &window).await {
-        Ok(result) => {
-            let added =
-                store_result(pool, ACTOR, id, prom, &a.expr, &window, result, &key, None).await;
-            match added {
-                Ok(_) => {
-                    tracing::info!(incident.id = %id, ms = started.elapsed().as_millis() as u64,
-                        "the alert's series is evidence");
-                    Ok(())
-                }
-                // A learned incident takes no evidence: nothing to note.
-                Err(AppError::Conflict(_)) => Ok(()),
-                Err(e) => Err(e),
-            }
-        }
-        Err(e) => {
-            note(
-                pool,
-                id,
-                format!(
-                    "The series of alert '{}' was not pulled: {e}. Query: {} over {} – {}",
-                    truncate_chars(&a.name, 120),
-                    truncate_chars(&a.expr, 300),
+    let queries = queries_of(prom, a);
+    let results =
+        futures::future::join_all(queries.iter().map(|(_, q)| prom.query_range(q, &window))).await;
+    let mut pulled = Vec::new();
+    for ((m, query), result) in queries.into_iter().zip(results) {
+        match result {
+            Ok(r) => pulled.push((m, query, r)),
+            Err(e) => {
+                let what = match (m, &a.service) {
+                    (Measures::Alert, _) | (_, None) => {
+                        format!(
+                            "The {} of alert '{}'",
+                            m.words(),
+                            truncate_chars(&a.name, 120)
+                        )
+                    }
+                    (_, Some(s)) => format!(
+                        "The {} of service '{}' (alert '{}')",
+                        m.words(),
+                        truncate_chars(s, 120),
+                        truncate_chars(&a.name, 120)
+                    ),
+                };
+                let detail = format!(
+                    "{what} was not pulled: {e}. Query: {} over {} – {}",
+                    truncate_chars(&query, 300),
                     crate::prometheus::rfc3339(window.start),
                     crate::prometheus::rfc3339(window.end),
-                ),
-            )
-            .await
+                );
+                note(pool, id, detail).await?;
+            }
         }
     }
+    if pulled.is_empty() {
+        return Ok(());
+    }
+    let doc = alert_document(prom, a, &window, pulled);
+    match store_doc(pool, ACTOR, id, &a.expr, doc, &key, None).await {
+        Ok(_) => {
+            tracing::info!(incident.id = %id, ms = started.elapsed().as_millis() as u64,
+                "the alert's series is evidence");
+            Ok(())
+        }
+        // A learned incident takes no evidence: nothing to note.
+        Err(AppError::Conflict(_)) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The document of an alert's pull: [`document`] of its own expression (its `query`, `link` and
+/// `notice`; no series when that query failed), its series, and beside them the request and
+/// error rate series pulled over the same window, named `request_rate` / `error_rate` with the
+/// alert's `service` label, each listed under `related` with its own query, link and notice.
+fn alert_document(
+    prom: &Prometheus,
+    a: &AlertSeries,
+    window: &Window,
+    pulled: Vec<(Measures, String, RangeResult)>,
+) -> serde_json::Value {
+    let mut own = RangeResult {
+        series: Vec::new(),
+        notice: Some("the alert's own series was not pulled (see the incident's timeline)".into()),
+    };
+    let mut related = Vec::new();
+    let mut extra = Vec::new();
+    for (m, query, mut result) in pulled {
+        let Some(name) = m.series_name() else {
+            own = result;
+            continue;
+        };
+        for s in &mut result.series {
+            s.metric.insert("__name__".into(), name.into());
+            if let Some(service) = &a.service {
+                s.metric
+                    .entry("service".into())
+                    .or_insert_with(|| service.clone());
+            }
+        }
+        related.push(serde_json::json!({
+            "measures": name,
+            "query": query,
+            "link": prom.graph_url(&query, window),
+            "notice": result.notice,
+        }));
+        extra.append(&mut result.series);
+    }
+    let mut doc = document(&a.expr, window, &prom.graph_url(&a.expr, window), own);
+    if let Some(rows) = doc
+        .pointer_mut("/data/result")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        rows.extend(
+            extra
+                .into_iter()
+                .filter_map(|s| serde_json::to_value(s).ok()),
+        );
+    }
+    if !related.is_empty() {
+        doc["related"] = serde_json::Value::Array(related);
+    }
+    doc
 }
 
 /// The stored document: a Prometheus API answer (`data.result` in the matrix shape the metrics
@@ -144,23 +273,30 @@ fn document(query: &str, window: &Window, link: &str, result: RangeResult) -> se
     })
 }
 
-/// Stores a result as metrics evidence of `id` under `key` (a repeat adds nothing); a
-/// truncated result also leaves a note on the timeline.
-#[allow(clippy::too_many_arguments)]
-async fn store_result(
+/// The caps' notices of a stored document: its own and its related queries', joined.
+fn notices_of(doc: &serde_json::Value) -> Option<String> {
+    let related = doc["related"].as_array().into_iter().flatten();
+    let all: Vec<&str> = std::iter::once(&doc["notice"])
+        .chain(related.map(|r| &r["notice"]))
+        .filter_map(serde_json::Value::as_str)
+        .filter(|n| n.starts_with("Truncated"))
+        .collect();
+    (!all.is_empty()).then(|| all.join(" "))
+}
+
+/// Stores `doc` as metrics evidence of `id` under `key` (a repeat adds nothing), its source
+/// named by `query`; a truncated result also leaves a note on the timeline. Returns the
+/// evidence and the caps' notice.
+async fn store_doc(
     pool: &AnyPool,
     actor: &str,
     id: &IncidentId,
-    prom: &Prometheus,
     query: &str,
-    window: &Window,
-    result: RangeResult,
+    doc: serde_json::Value,
     key: &str,
     expected_version: Option<i64>,
 ) -> AppResult<(EvidenceAdded, Option<String>)> {
-    let notice = result.notice.clone();
-    let link = prom.graph_url(query, window);
-    let doc = document(query, window, &link, result);
+    let notice = notices_of(&doc);
     let content = serde_json::to_string_pretty(&doc).map_err(|e| AppError::Internal(e.into()))?;
     let source = format!("prometheus: {}", truncate_chars(query, 180));
     let submission = esvc::Submission {
@@ -327,18 +463,9 @@ pub async fn run_query(
         .as_bytes(),
     );
     let key = format!("promq:{id}:{digest}");
-    let (added, notice) = store_result(
-        pool,
-        actor,
-        id,
-        prom,
-        &query,
-        &window,
-        result,
-        &key,
-        req.expected_version,
-    )
-    .await?;
+    let doc = document(&query, &window, &prom.graph_url(&query, &window), result);
+    let (added, notice) =
+        store_doc(pool, actor, id, &query, doc, &key, req.expected_version).await?;
     let notice = if added.created {
         notice
     } else {

@@ -17,6 +17,7 @@ mod openapi;
 mod peer;
 mod postmortem;
 mod prometheus;
+mod prometheus_stub;
 mod proposals;
 mod redaction;
 mod schema;

@@ -438,8 +438,8 @@ impl Exerciser<'_> {
     reason = "walks every operation of the OpenAPI document against one app and lists what failed at the end"
 )]
 async fn every_documented_example_is_answered_as_its_schema_says() {
-    let stub = crate::prometheus::start_stub().await;
-    let app = crate::helpers::spawn_app_with(crate::prometheus::stub_settings(&stub)).await;
+    let stub = crate::prometheus_stub::start_stub().await;
+    let app = crate::helpers::spawn_app_with(crate::prometheus_stub::stub_settings(&stub)).await;
     let doc: Value = app
         .get(&app.responder, "/api/v1/openapi.json")
         .await

@@ -28,6 +28,21 @@ fn prometheus_flags_build_the_source_and_debug_hides_its_secrets() {
         crate::prometheus::PrometheusAuth::Bearer("prom-tok-1".into())
     );
     assert_eq!((c.max_points, c.responder_queries), (300, false));
+    assert_eq!((c.request_rate, c.error_rate), (None, None));
+    let t = args(&[
+        "--prometheus-url",
+        "http://prometheus:9090",
+        "--prometheus-request-rate",
+        r#"sum(rate(http_requests_total{service="$service"}[5m]))"#,
+        "--prometheus-error-rate",
+        " ",
+    ]);
+    let c = t.prometheus.config().expect("configured");
+    assert_eq!(
+        c.request_rate.as_deref(),
+        Some(r#"sum(rate(http_requests_total{service="$service"}[5m]))"#)
+    );
+    assert_eq!(c.error_rate, None, "a blank template is unset");
     assert!(!format!("{a:?}").contains("prom-tok-1"));
     let b = args(&[
         "--prometheus-url",

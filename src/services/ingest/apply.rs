@@ -338,6 +338,7 @@ async fn ingest_group(
                     fingerprint: a.fingerprint.clone(),
                     name: a.name.clone(),
                     expr,
+                    service: a.service.clone().or_else(|| group.service.clone()),
                     starts_at: a.starts_at,
                     ends_at: a.ends_at,
                 })

@@ -1,0 +1,409 @@
+//! The Prometheus source against a small stand-in for Prometheus's query API, for what a real
+//! server cannot be made to show on demand: down, slow, a `bad_data` answer, an empty result, a
+//! result over the caps. Also the responder's query endpoint's statuses, the evidence panel's
+//! form, and the Grafana alerts whose payload does or does not carry a query.
+
+use std::time::{Duration, Instant};
+
+use incidentmind::prometheus::PrometheusConfig;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, error_of, spawn_app, spawn_app_with};
+use crate::peer::free_port;
+use crate::prometheus::{content_of, deliver, delivery, evidence_of, notes_of, pulled};
+use crate::webhooks::integration;
+
+/// A stand-in for Prometheus's query API that answers by the query: `slow` after 3 s, `bad`
+/// with a `bad_data` error, `empty` with no series, `many` with 30 series of 1,200 points,
+/// anything else with one short series.
+pub(crate) async fn start_stub() -> String {
+    use axum::extract::Query;
+    use axum::http::StatusCode as S;
+    use std::collections::HashMap;
+    async fn query_range(Query(q): Query<HashMap<String, String>>) -> (S, axum::Json<Value>) {
+        let query = q.get("query").cloned().unwrap_or_default();
+        let series = |n: usize, points: usize| -> Value {
+            (0..n)
+                .map(|i| {
+                    json!({"metric": {"__name__": "stub_total", "i": i.to_string()},
+                           "values": (0..points).map(|t| json!([1_700_000_000 + t, format!("{}", t * 2)])).collect::<Vec<_>>()})
+                })
+                .collect()
+        };
+        let ok = |result: Value| {
+            (
+                S::OK,
+                axum::Json(
+                    json!({"status": "success", "data": {"resultType": "matrix", "result": result}}),
+                ),
+            )
+        };
+        match query.as_str() {
+            "slow" => {
+                tokio::time::sleep(Duration::from_secs(3)).await;
+                ok(series(1, 3))
+            }
+            "bad" => (
+                S::BAD_REQUEST,
+                axum::Json(json!({"status": "error", "errorType": "bad_data",
+                                  "error": "1:4: parse error: unexpected end of input"})),
+            ),
+            "empty" => ok(json!([])),
+            "many" => ok(series(30, 1200)),
+            _ => ok(series(1, 5)),
+        }
+    }
+    let app = axum::Router::new().route("/api/v1/query_range", axum::routing::get(query_range));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        axum::serve(listener, app).await.expect("stub");
+    });
+    format!("http://{addr}")
+}
+
+/// Settings over a Prometheus at `url` with a 1 s timeout and caps of 5 series and 100 points.
+pub(crate) fn stub_settings(url: &str) -> incidentmind::Settings {
+    let mut config = PrometheusConfig::new(url);
+    config.timeout = Duration::from_secs(1);
+    config.max_series = 5;
+    config.max_points = 100;
+    incidentmind::Settings {
+        prometheus: Some(config),
+        ..Default::default()
+    }
+}
+
+/// Polls the incident's `prometheus` notes for up to 10 s until there are `n`.
+async fn wait_for_notes(app: &TestApp, id: &str, n: usize) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let notes = notes_of(app, id).await;
+        if notes.len() >= n {
+            return notes;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{n} notes within 10 s: {notes:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_slow_rejecting_empty_or_oversized_prometheus_leaves_notes_not_lost_alerts() {
+    let stub = start_stub().await;
+    let app = spawn_app_with(stub_settings(&stub)).await;
+    let (_, secret) = integration(&app, "am", "alertmanager", json!({})).await;
+    let body = delivery(
+        "g-failures",
+        "2026-12-04T10:00:00Z",
+        &[
+            ("fp-slow", "Slow", "slow"),
+            ("fp-bad", "Bad", "bad"),
+            ("fp-empty", "Empty", "empty"),
+            ("fp-many", "Many", "many"),
+        ],
+    );
+    let (id, answered) = deliver(&app, &secret, &body).await;
+    assert!(answered < Duration::from_secs(1), "{answered:?}");
+    // Every alert is on the incident whatever Prometheus does.
+    let v = evidence_of(&app, &id).await;
+    let alerts = v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] == "alert");
+    assert_eq!(alerts.count(), 4);
+    // Three failures and the truncation notice.
+    let notes = wait_for_notes(&app, &id, 4).await;
+    let has = |needle: &str| notes.iter().any(|n| n.contains(needle));
+    assert!(
+        has("did not answer within 1 s") && has("'Slow'"),
+        "{notes:?}"
+    );
+    assert!(has("rejected the query: 1:4: parse error"), "{notes:?}");
+    assert!(has("matched no series"), "{notes:?}");
+    assert!(
+        has("30 series matched; only the first 5 are kept")
+            && has("only the latest 100 of each are kept"),
+        "{notes:?}"
+    );
+    let v = evidence_of(&app, &id).await;
+    let kept = pulled(&v);
+    assert_eq!(kept.len(), 1, "only the oversized result is evidence");
+    let doc = content_of(&app, kept[0]["id"].as_i64().unwrap()).await;
+    assert_eq!(doc["data"]["result"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        doc["data"]["result"][0]["values"].as_array().unwrap().len(),
+        100
+    );
+    assert!(doc["notice"].as_str().unwrap().starts_with("Truncated:"));
+
+    // Prometheus down: a note, the incident and its alert stand.
+    let down = spawn_app_with(stub_settings(&format!("http://127.0.0.1:{}", free_port()))).await;
+    let (_, secret) = integration(&down, "am", "alertmanager", json!({})).await;
+    let body = delivery("g-down", "2026-12-04T10:00:00Z", &[("fp-x", "X", "up")]);
+    let (id, _) = deliver(&down, &secret, &body).await;
+    let notes = wait_for_notes(&down, &id, 1).await;
+    assert!(notes[0].contains("Prometheus is unreachable"), "{notes:?}");
+    assert!(pulled(&evidence_of(&down, &id).await).is_empty());
+}
+
+#[tokio::test]
+async fn the_prometheus_query_endpoint_answers_404_400_422_502_and_201() {
+    // Not configured: 404 that says how to configure it.
+    let plain = spawn_app().await;
+    let id = plain.open_incident("Checkout slow", "checkout").await;
+    let path = format!("/api/v1/incidents/{id}/evidence/prometheus");
+    let (status, _, message) = error_of(
+        plain
+            .post_json(&plain.responder, &path, json!({"query": "up"}))
+            .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(message.contains("--prometheus-url"), "{message}");
+
+    // Turned off: 404 that says so.
+    let mut settings = stub_settings("http://127.0.0.1:9");
+    if let Some(p) = settings.prometheus.as_mut() {
+        p.responder_queries = false;
+    }
+    let off = spawn_app_with(settings).await;
+    let id = off.open_incident("Checkout slow", "checkout").await;
+    let path = format!("/api/v1/incidents/{id}/evidence/prometheus");
+    let (status, _, message) = error_of(
+        off.post_json(&off.admin, &path, json!({"query": "up"}))
+            .await,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(message.contains("turned off"), "{message}");
+
+    let stub = start_stub().await;
+    let app = spawn_app_with(stub_settings(&stub)).await;
+    let id = app.open_incident("Checkout slow", "checkout").await;
+    let path = format!("/api/v1/incidents/{id}/evidence/prometheus");
+    // No credentials: 401; every role (responder is the lowest) may query.
+    let res = app
+        .client
+        .post(app.url(&path))
+        .json(&json!({"query": "up"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    for (token, q) in [
+        (&app.responder, "up"),
+        (&app.reviewer, "up or vector(1)"),
+        (&app.admin, "up or vector(2)"),
+    ] {
+        let res = app.post_json(token, &path, json!({"query": q})).await;
+        assert_eq!(res.status(), StatusCode::CREATED);
+    }
+    let cases = [
+        (
+            json!({"query": "bad"}),
+            StatusCode::BAD_REQUEST,
+            "parse error: unexpected end",
+        ),
+        (
+            json!({"query": "empty"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "matched no series",
+        ),
+        (
+            json!({"query": "slow"}),
+            StatusCode::BAD_GATEWAY,
+            "did not answer within 1 s",
+        ),
+        (
+            json!({"query": " "}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "query",
+        ),
+        (
+            json!({"query": "up", "start": "yesterday"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "RFC 3339",
+        ),
+        (
+            json!({"query": "up", "start": 1_700_000_100, "end": 1_700_000_000}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "before end",
+        ),
+    ];
+    for (body, want, needle) in cases {
+        let (status, _, message) =
+            error_of(app.post_json(&app.responder, &path, body.clone()).await).await;
+        assert_eq!(status, want, "{body}: {message}");
+        assert!(message.contains(needle), "{body}: {message}");
+    }
+    let missing = "/api/v1/incidents/INC-2020-9999/evidence/prometheus";
+    let res = app
+        .post_json(&app.responder, missing, json!({"query": "up"}))
+        .await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn the_evidence_panel_form_queries_prometheus_and_keeps_a_rejected_query() {
+    let stub = start_stub().await;
+    let app = spawn_app_with(stub_settings(&stub)).await;
+    let id = app.open_incident("Checkout slow", "checkout").await;
+    let b = app.browser("rita").await;
+    let page = app.page(&b, &format!("/incidents/{id}")).await;
+    assert!(
+        page.contains("id=\"query-prometheus\""),
+        "the form is offered"
+    );
+    let post = |query: &'static str| {
+        b.post(app.url(&format!("/incidents/{id}/evidence/prometheus")))
+            .header("origin", &app.base)
+            .form(&[("query", query), ("start", ""), ("end", ""), ("step", "")])
+            .send()
+    };
+    let res = post("bad").await.unwrap();
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let html = res.text().await.unwrap();
+    assert!(
+        html.contains("parse error: unexpected end of input"),
+        "the error is shown"
+    );
+    assert!(html.contains("value=\"bad\""), "the query is kept");
+    let res = post("up").await.unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        pulled(&evidence_of(&app, &id).await).len(),
+        0,
+        "authored by the responder"
+    );
+    let v = evidence_of(&app, &id).await;
+    assert!(
+        v["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["author"] == "rita" && e["source"] == "prometheus: up")
+    );
+
+    // No source configured: no form.
+    let plain = spawn_app().await;
+    let id = plain.open_incident("Checkout slow", "checkout").await;
+    let b = plain.browser("rita").await;
+    let page = plain.page(&b, &format!("/incidents/{id}")).await;
+    assert!(!page.contains("id=\"query-prometheus\""));
+}
+
+/// Posts a Grafana alerting body to its webhook; returns the incident id.
+async fn deliver_grafana(app: &TestApp, secret: &str, body: Vec<u8>) -> String {
+    let res = app
+        .client
+        .post(app.url("/api/v1/webhooks/grafana"))
+        .bearer_auth(secret)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .expect("webhook");
+    assert_eq!(res.status(), StatusCode::ACCEPTED);
+    let v: Value = res.json().await.unwrap();
+    v["incidents"][0].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_grafana_alert_gives_its_rule_query_only_when_its_payload_carries_one() {
+    let stub = start_stub().await;
+    let app = spawn_app_with(stub_settings(&stub)).await;
+    let (_, secret) = integration(&app, "grafana", "grafana", json!({})).await;
+    // Grafana's own example: rule links (`/alerting/<uid>/edit`) and values, no query.
+    let official = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../shared/data/alerts/grafana_alerting_webhook.official.json"
+    );
+    let plain = deliver_grafana(&app, &secret, std::fs::read(official).unwrap()).await;
+    // A ruler alert whose generatorURL is a Grafana Explore link holding its PromQL, and a
+    // Grafana-managed alert beside it (rule link, dashboard, panel and values: no query).
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/grafana_alerts_explore.json"
+    );
+    let id = deliver_grafana(&app, &secret, std::fs::read(fixture).unwrap()).await;
+    let expr = r#"sum(rate(http_requests_total{service="checkout",code=~"5.."}[5m])) / sum(rate(http_requests_total{service="checkout"}[5m]))"#;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let v = loop {
+        let v = evidence_of(&app, &id).await;
+        if !pulled(&v).is_empty() {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "the rule's series within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let kept = pulled(&v);
+    assert_eq!(kept.len(), 1, "only the alert whose payload holds a query");
+    let doc = content_of(&app, kept[0]["id"].as_i64().unwrap()).await;
+    assert_eq!(doc["query"], expr);
+    assert!(
+        doc["window"]["start"]
+            .as_str()
+            .unwrap()
+            .starts_with("2026-12-04T09:45:00"),
+        "15 minutes before startsAt: {doc}"
+    );
+    assert!(notes_of(&app, &id).await.is_empty(), "nothing was tried");
+    // Nothing is made up for the alerts without one.
+    assert!(pulled(&evidence_of(&app, &plain).await).is_empty());
+    assert!(notes_of(&app, &plain).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_failed_rate_query_leaves_a_note_and_a_template_needing_a_service_waits_for_one() {
+    let stub = start_stub().await;
+    let mut settings = stub_settings(&stub);
+    if let Some(p) = settings.prometheus.as_mut() {
+        p.request_rate = Some("bad".into());
+        p.error_rate = Some(r#"errors{service="$service"}"#.into());
+    }
+    let app = spawn_app_with(settings).await;
+    let (_, secret) = integration(&app, "am", "alertmanager", json!({})).await;
+    // An alert without a service label: the error rate template cannot be filled.
+    let mut body = delivery(
+        "g-no-service",
+        "2026-12-04T10:00:00Z",
+        &[("fp-1", "NoSvc", "up")],
+    );
+    body["alerts"][0]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove("service");
+    body["groupLabels"] = json!({"alertname": "NoSvc"});
+    body["commonLabels"] = json!({"alertname": "NoSvc"});
+    let (id, _) = deliver(&app, &secret, &body).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let v = loop {
+        let v = evidence_of(&app, &id).await;
+        if !pulled(&v).is_empty() {
+            break v;
+        }
+        assert!(Instant::now() < deadline, "the alert's series within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    let doc = content_of(&app, pulled(&v)[0]["id"].as_i64().unwrap()).await;
+    assert_eq!(doc["query"], "up");
+    assert!(
+        doc["related"].is_null(),
+        "nothing beside the alert's own: {doc}"
+    );
+    let notes = notes_of(&app, &id).await;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with(
+            "The request rate of alert 'NoSvc' was not pulled: Prometheus rejected the query"
+        ),
+        "{notes:?}"
+    );
+}
