@@ -70,6 +70,9 @@ pub struct ProposalForm {
     /// Why it is rejected.
     #[serde(default)]
     pub reason: Option<String>,
+    /// The page of the review queue the form was on (the redirect returns there).
+    #[serde(default)]
+    pub page: Option<String>,
 }
 
 impl ProposalForm {
@@ -105,7 +108,7 @@ pub fn item(p: StoredProposal) -> Result<ProposalItem, AppError> {
             summary: Some(rb.summary.clone()),
             steps: Some(rb.steps.join("\n")),
             common_causes: Some(rb.common_causes.join("\n")),
-            reason: None,
+            ..Default::default()
         },
         None => ProposalForm {
             version: Some(p.version),

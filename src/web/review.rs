@@ -252,7 +252,16 @@ async fn decided(
     done: &str,
 ) -> Result<Response, PageError> {
     match result {
-        Ok(_) => Ok(Redirect::to(&format!("/review?done={done}")).into_response()),
+        Ok(_) => {
+            // Back to the page the reviewer decided on (clamped there if it is now past the end).
+            let page = form
+                .page
+                .as_deref()
+                .and_then(|p| p.parse::<usize>().ok())
+                .filter(|p| *p > 1)
+                .map_or(String::new(), |p| format!("&page={p}"));
+            Ok(Redirect::to(&format!("/review?done={done}{page}")).into_response())
+        }
         Err(AppError::Internal(e)) => Err(AppError::Internal(e).into()),
         Err(e) => {
             render(

@@ -214,6 +214,49 @@ async fn the_review_queue_puts_drafts_first_pages_proposals_and_is_read_only_for
     );
     let second = app.page(&victor, "/review?page=2").await;
     assert_eq!(second.matches(r#"<article class="proposal""#).count(), 2);
+    // Deciding on page 2 comes back to page 2.
+    let pid = second
+        .split(r#"<article class="proposal" id="proposal-"#)
+        .nth(1)
+        .and_then(|s| s.split('"').next())
+        .expect("a proposal on page 2")
+        .to_string();
+    let version = second
+        .split(&format!(r#"action="/review/proposals/{pid}/reject""#))
+        .nth(1)
+        .and_then(|s| s.split(r#"name="version" value=""#).nth(1))
+        .and_then(|s| s.split('"').next())
+        .expect("the proposal's version")
+        .to_string();
+    let res = victor
+        .post(app.url(&format!("/review/proposals/{pid}/reject")))
+        .header("origin", &app.base)
+        .form(&[
+            ("version", version.as_str()),
+            ("page", "2"),
+            ("reason", "the consumer restarts were a guess"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert_eq!(res.headers()["location"], "/review?done=rejected&page=2");
+    let res = victor
+        .post(app.url(&format!("/review/proposals/{pid}/reject")))
+        .header("origin", &app.base)
+        .form(&[
+            ("version", version.as_str()),
+            ("page", "2"),
+            ("reason", "again"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_ne!(
+        res.status(),
+        StatusCode::SEE_OTHER,
+        "a decided proposal is not decided twice"
+    );
     // A responder sees the same queue without the forms the server would refuse.
     let rita = app.browser("rita").await;
     let html = app.page(&rita, "/review").await;
