@@ -202,8 +202,8 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
         .route("/api/v1/me", get(api::me))
         .route("/api/v1/openapi.json", get(openapi::openapi_json))
         .route("/api/docs", get(docs::page))
-        // Incidents: list, create, show, resolve, reopen (pages in web/pages.rs, JSON in
-        // web/api.rs).
+        // Incidents: list, create, show, resolve, reopen (pages in web/pages.rs and
+        // web/incident.rs, JSON in web/api.rs).
         .route(
             "/incidents",
             get(pages::list_page).merge(post(pages::create_submit).layer(long())),
