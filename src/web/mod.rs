@@ -220,7 +220,7 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
         .route("/api/v1/incidents/{id}/resolve", post(api::resolve))
         .route("/api/v1/incidents/{id}/reopen", post(api::reopen))
         // Evidence of an incident: paste/upload and the lines an observation points at
-        // (web/evidence.rs).
+        // (web/evidence.rs), and a responder's Prometheus query (web/prometheus.rs).
         .route(
             "/api/v1/incidents/{id}/evidence",
             get(evidence::api_list)
@@ -286,8 +286,9 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
             "/incidents/{id}/recommendations/{rid}/verdict",
             post(investigation::page_verdict),
         )
-        // Post-mortem: draft, edit, confirm, learnings preview, Learn, Markdown export, and the
-        // reviewers' queue (web/review.rs) with its proposals to accept or reject.
+        // Post-mortem: draft, edit, confirm, Markdown export (web/postmortem.rs), learnings
+        // preview and Learn (web/learnings.rs), and the reviewers' queue (web/review.rs) with its
+        // proposals to accept or reject.
         .route(
             "/api/v1/incidents/{id}/postmortem",
             post(postmortem::api_draft)
