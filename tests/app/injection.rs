@@ -82,7 +82,7 @@ async fn investigate_with(app: &TestApp, payload: &str) -> (String, Value) {
         .unwrap()
         .to_string();
     let content = format!(
-        "2026-11-29T10:01:00Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.\n\
+        "2026-11-29T10:01:00Z ERROR db pool exhausted: no free connection after waiting 30000 ms\n\
          2026-11-29T10:02:00Z ERROR payments-api: {payload}\n"
     );
     let res = app
