@@ -142,13 +142,16 @@ pub struct IncidentPage {
 pub async fn page(pool: &AnyPool, memory: &Memory, id: &IncidentId) -> AppResult<IncidentPage> {
     let incident = incidents::get(pool, id).await?;
     let timeline = incidents::timeline(pool, id).await?;
-    let observations = observations(pool, id).await?;
     let evidence = estore::list(pool, id.as_str()).await?;
     let investigation = match rstore::latest_investigation(pool, id.as_str()).await? {
         Some(i) => Some(crate::services::investigation::view_investigation(pool, i.id).await?),
         None => None,
     };
+    // One read of the observations: most salient first for recall, newest first for the page
+    // (the store's order).
     let (sorted, tags) = incident_tags(pool, &incident).await?;
+    let mut observations = sorted.clone();
+    observations.sort_by_key(|o| std::cmp::Reverse(o.id));
     let recalled = page_recall(memory, &incident, &sorted, &tags, PAGE_RECALL_K).await?;
     let draft_last_editor = if incident.state == IncidentState::PostmortemDraft {
         store::postmortems::get(pool, id.as_str())
