@@ -150,8 +150,7 @@ pub async fn transition_from(
         .into());
     }
     let mut tx = store::begin_write(pool).await?;
-    let current = incidents::get_in(&mut tx, id).await?;
-    check_version(&current, expected_version)?;
+    let current = current_in(&mut tx, id, expected_version).await?;
     let to = current.state.apply(transition)?;
     let at = store::now();
     let detail = match transition {

@@ -251,21 +251,8 @@ pub async fn render_incident(
     kept: KeptInput,
     error: Option<(StatusCode, String)>,
 ) -> PageResult {
-    render_page(state, user, headers, id, kept, error, None).await
-}
-
-async fn render_page(
-    state: &AppState,
-    user: &User,
-    headers: &HeaderMap,
-    id: &IncidentId,
-    kept: KeptInput,
-    error: Option<(StatusCode, String)>,
-    notice: Option<String>,
-) -> PageResult {
-    Ok(build_page(state, user, headers, id, kept, error, notice)
-        .await?
-        .into_response())
+    let page = build_page(state, user, headers, id, kept, error, None).await?;
+    Ok(page.into_response())
 }
 
 /// What a stale page missed, for the 409 re-render: the state changes after version `based_on`
@@ -492,7 +479,7 @@ pub(super) async fn show_page(
     let notice = q.duplicate.map(|e| {
         format!("That content is already evidence #{e} on this incident (same SHA-256): nothing was added.")
     });
-    render_page(
+    let page = build_page(
         &state,
         &user,
         &headers,
@@ -501,7 +488,8 @@ pub(super) async fn show_page(
         None,
         notice,
     )
-    .await
+    .await?;
+    Ok(page.into_response())
 }
 
 /// The incident page for a plain view (no input kept, no error, no notice), from

@@ -456,6 +456,36 @@ impl TestApp {
             .expect("count")
     }
 
+    /// Posts `fields` as an urlencoded form to `path` from the signed-in client `b` (same
+    /// origin); the status and the body (redirects are not followed).
+    pub async fn post_form(
+        &self,
+        b: &Client,
+        path: &str,
+        fields: &[(&str, &str)],
+    ) -> (StatusCode, String) {
+        let res = b
+            .post(self.url(path))
+            .header("origin", &self.base)
+            .form(fields)
+            .send()
+            .await
+            .unwrap();
+        let status = res.status();
+        (status, res.text().await.unwrap())
+    }
+
+    /// The current version of incident `id`, read through the API.
+    pub async fn version_of(&self, id: &str) -> i64 {
+        let v: serde_json::Value = self
+            .get(&self.responder, &format!("/api/v1/incidents/{id}"))
+            .await
+            .json()
+            .await
+            .unwrap();
+        v["version"].as_i64().expect("version")
+    }
+
     /// The HTML of `path` as the signed-in client `b` sees it; the answer must be 200.
     pub async fn page(&self, b: &Client, path: &str) -> String {
         let res = b.get(self.url(path)).send().await.unwrap();

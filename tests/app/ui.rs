@@ -14,13 +14,7 @@ const LOG: &str = "2026-11-29T14:05:12Z ERROR HikariPool-1 - Connection is not a
 const STALE: &str = "changed since this page was loaded";
 
 async fn version_of(app: &TestApp, id: &str) -> i64 {
-    let v: Value = app
-        .get(&app.responder, &format!("/api/v1/incidents/{id}"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    v["version"].as_i64().expect("version")
+    app.version_of(id).await
 }
 
 async fn state_of(app: &TestApp, id: &str) -> String {
@@ -51,15 +45,7 @@ async fn form(
     path: &str,
     fields: &[(&str, &str)],
 ) -> (StatusCode, String) {
-    let res = b
-        .post(app.url(path))
-        .header("origin", &app.base)
-        .form(fields)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    (status, res.text().await.unwrap())
+    app.post_form(b, path, fields).await
 }
 
 async fn page(app: &TestApp, b: &Client, path: &str) -> String {

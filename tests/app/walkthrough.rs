@@ -4,37 +4,10 @@
 //! what blocks an incident first, groups and pages its proposals, and shows them read-only to
 //! responders.
 
-use reqwest::{Client, StatusCode};
+use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, spawn_app};
-
-async fn form(
-    app: &TestApp,
-    b: &Client,
-    path: &str,
-    fields: &[(&str, &str)],
-) -> (StatusCode, String) {
-    let res = b
-        .post(app.url(path))
-        .header("origin", &app.base)
-        .form(fields)
-        .send()
-        .await
-        .unwrap();
-    let status = res.status();
-    (status, res.text().await.unwrap())
-}
-
-async fn version_of(app: &TestApp, id: &str) -> i64 {
-    let v: Value = app
-        .get(&app.responder, &format!("/api/v1/incidents/{id}"))
-        .await
-        .json()
-        .await
-        .unwrap();
-    v["version"].as_i64().expect("version")
-}
 
 async fn post_ok(app: &TestApp, path: &str, body: Value) -> Value {
     let res = app.post_json(&app.responder, path, body).await;
@@ -55,19 +28,19 @@ async fn a_responder_proposes_an_action_of_their_own_from_the_incident_page() {
         html.contains(r#"<option value="restart_service">"#),
         "{html}"
     );
-    let version = version_of(&app, &id).await.to_string();
-    let (status, _) = form(
-        &app,
-        &rita,
-        &format!("/incidents/{id}/recommendations"),
-        &[
-            ("version", version.as_str()),
-            ("kind", "restart_service"),
-            ("target", "search-api"),
-            ("rationale", "the heap has grown since the morning"),
-        ],
-    )
-    .await;
+    let version = app.version_of(&id).await.to_string();
+    let (status, _) = app
+        .post_form(
+            &rita,
+            &format!("/incidents/{id}/recommendations"),
+            &[
+                ("version", version.as_str()),
+                ("kind", "restart_service"),
+                ("target", "search-api"),
+                ("rationale", "the heap has grown since the morning"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
     let inv: Value = app
         .get(
@@ -88,16 +61,16 @@ async fn a_responder_proposes_an_action_of_their_own_from_the_incident_page() {
         )
     );
     // A refused proposal keeps what was typed.
-    let (status, html) = form(
-        &app,
-        &rita,
-        &format!("/incidents/{id}/recommendations"),
-        &[
-            ("kind", "summon_a_wizard"),
-            ("rationale", "nothing else worked"),
-        ],
-    )
-    .await;
+    let (status, html) = app
+        .post_form(
+            &rita,
+            &format!("/incidents/{id}/recommendations"),
+            &[
+                ("kind", "summon_a_wizard"),
+                ("rationale", "nothing else worked"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{html}");
     assert!(html.contains("nothing else worked"), "{html}");
 }
@@ -106,21 +79,21 @@ async fn a_responder_proposes_an_action_of_their_own_from_the_incident_page() {
 async fn a_stale_form_says_what_changed_since_and_offers_a_reload() {
     let app = spawn_app().await;
     let id = app.open_incident("Checkout 503s", "payments-api").await;
-    let stale = version_of(&app, &id).await.to_string();
+    let stale = app.version_of(&id).await.to_string();
     assert!(app.resolve(&id).await.status().is_success());
     post_ok(&app, &format!("/api/v1/incidents/{id}/reopen"), json!({})).await;
     let rita = app.browser("rita").await;
-    let (status, html) = form(
-        &app,
-        &rita,
-        &format!("/incidents/{id}/resolve"),
-        &[
-            ("version", stale.as_str()),
-            ("summary", "Rolled back the release"),
-            ("root_cause", "A leak in the retry path"),
-        ],
-    )
-    .await;
+    let (status, html) = app
+        .post_form(
+            &rita,
+            &format!("/incidents/{id}/resolve"),
+            &[
+                ("version", stale.as_str()),
+                ("summary", "Rolled back the release"),
+                ("root_cause", "A leak in the retry path"),
+            ],
+        )
+        .await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert!(html.contains("Rolled back the release"), "input kept");
     assert!(
