@@ -543,10 +543,23 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
                    BECAUSE: the rollback of 2.15.0 ended it\n\
                    SCOPE: all\n\
                    SEVERITY: medium";
+    // The trigger is a person's to write: the field offers an example, never a value that
+    // would be saved unread; a reviewer confirms only once it is written.
+    let placeholder = c
+        .find(Locator::Css("#trigger"))
+        .await
+        .expect("trigger field")
+        .attr("placeholder")
+        .await
+        .expect("placeholder");
+    assert!(placeholder.is_some_and(|p| p.starts_with("e.g.")));
     submit_form(
         &c,
         "form[action$='/postmortem/edit']",
-        &[("lessons", lessons)],
+        &[
+            ("lessons", lessons),
+            ("trigger", "The payments-api 2.15.0 deploy"),
+        ],
     )
     .await;
     assert!(

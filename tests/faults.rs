@@ -217,11 +217,22 @@ async fn a_learn_killed_at_any_point_is_all_or_nothing_and_the_audit_chain_stays
         )
         .await;
         post(&base, &rita, &format!("/api/v1/incidents/{id}/resolve"), json!({"summary": "Restarted the leaking workers and raised nothing.", "root_cause": "A worker leaked database connections after a retry storm."})).await;
-        post(
+        let drafted = post(
             &base,
             &rita,
             &format!("/api/v1/incidents/{id}/postmortem"),
             json!({}),
+        )
+        .await;
+        // A reviewer confirms only a draft that says what set the incident off.
+        let mut pm = drafted["postmortem"].clone();
+        pm["trigger"] = json!("A retry storm after a brief network partition");
+        call(
+            reqwest::Method::PUT,
+            &base,
+            &rita,
+            &format!("/api/v1/incidents/{id}/postmortem"),
+            Some(pm),
         )
         .await;
         post(

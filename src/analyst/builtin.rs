@@ -71,7 +71,9 @@ fn prior_hypotheses(input: &InvestigationInput, out: &mut AnalystOutput) {
             continue;
         }
         let shared: Vec<String> = r.why.tags.clone();
-        let why = if shared.is_empty() {
+        let why = if r.why.lists.contains(&"replaces") {
+            "a later finding that replaced a recalled root cause".to_string()
+        } else if shared.is_empty() {
             format!("similar wording ({})", r.why.matched_terms.join(", "))
         } else {
             format!("same failure modes ({})", shared.join(", "))

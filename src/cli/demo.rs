@@ -53,6 +53,11 @@ impl Api {
     async fn get(&self, token: &str, path: &str) -> anyhow::Result<Value> {
         self.call(token, reqwest::Method::GET, path, None).await
     }
+
+    async fn put(&self, token: &str, path: &str, body: Value) -> anyhow::Result<Value> {
+        self.call(token, reqwest::Method::PUT, path, Some(body))
+            .await
+    }
 }
 
 fn step(n: u32, what: &str) {
@@ -256,12 +261,18 @@ async fn learn_a(api: &Api, rita: &str, victor: &str, a_id: &str) -> anyhow::Res
         "resolve A, draft the post-mortem, a reviewer confirms, preview, learn",
     );
     api.post(rita, &format!("/api/v1/incidents/{a_id}/resolve"), json!({"summary": "Rolled back payments-api 2.15.0.", "root_cause": "A connection leak in the new refund path."})).await?;
-    api.post(
-        rita,
-        &format!("/api/v1/incidents/{a_id}/postmortem"),
-        json!({}),
-    )
-    .await?;
+    let drafted = api
+        .post(
+            rita,
+            &format!("/api/v1/incidents/{a_id}/postmortem"),
+            json!({}),
+        )
+        .await?;
+    // The responder writes what set it off; a reviewer confirms only a draft that says.
+    let mut pm = drafted["postmortem"].clone();
+    pm["trigger"] = json!("The payments-api 2.15.0 deploy that added the refund path");
+    api.put(rita, &format!("/api/v1/incidents/{a_id}/postmortem"), pm)
+        .await?;
     api.post(
         victor,
         &format!("/api/v1/incidents/{a_id}/postmortem/confirm"),

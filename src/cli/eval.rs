@@ -171,6 +171,7 @@ async fn detail_lines(
         &input.failure_modes,
         &input.redactor,
         12,
+        false,
     )
     .await?;
     detail.extend(ranked.incidents.iter().take(4).map(|m| {

@@ -1,8 +1,10 @@
 //! Who may confirm a post-mortem draft (DESIGN.md §1: "Confirm needs the `reviewer` role"): the
 //! one rule that the confirm service, the post-mortem page and the incident page's stepper all
-//! ask. Pure; each caller words the refusal for its own page or error.
+//! ask, and what a draft must say before it is confirmed. Pure; each caller words the refusal
+//! for its own page or error.
 
 use super::Role;
+use super::postmortem::Postmortem;
 
 /// The deployment's confirm policy.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -18,6 +20,8 @@ pub enum ConfirmRefusal {
     NeedsReviewer,
     /// They edited the draft last and self-confirm is off: another reviewer must confirm it.
     OwnEdit,
+    /// The draft does not say what set the incident off ([`Postmortem::has_trigger`]).
+    NoTrigger,
 }
 
 impl ConfirmPolicy {
@@ -39,6 +43,27 @@ impl ConfirmPolicy {
         }
         if !self.allow_self_confirm && last_editor == Some(name) {
             return Err(ConfirmRefusal::OwnEdit);
+        }
+        Ok(())
+    }
+
+    /// [`ConfirmPolicy::check`] for a known draft last edited by `last_editor`, then the draft
+    /// itself: it must name its trigger. A post-mortem that does not say what set the incident
+    /// off teaches nothing about preventing the next one (the Google SRE book's post-mortem
+    /// template asks for the trigger beside the root cause).
+    ///
+    /// # Errors
+    /// The [`ConfirmRefusal`]: the role, then the last editor, then the trigger.
+    pub fn check_draft(
+        self,
+        role: Role,
+        name: &str,
+        draft: &Postmortem,
+        last_editor: &str,
+    ) -> Result<(), ConfirmRefusal> {
+        self.check(role, name, Some(last_editor))?;
+        if !draft.has_trigger() {
+            return Err(ConfirmRefusal::NoTrigger);
         }
         Ok(())
     }
@@ -91,5 +116,37 @@ mod tests {
         assert_eq!(STRICT.check(Role::Reviewer, "victor", Some("rita")), Ok(()));
         assert_eq!(STRICT.check(Role::Admin, "ada", Some("rita")), Ok(()));
         assert_eq!(STRICT.check(Role::Reviewer, "victor", None), Ok(()));
+    }
+
+    #[test]
+    fn a_draft_is_confirmed_only_once_it_names_its_trigger() {
+        let mut draft = Postmortem {
+            trigger: "  ".into(),
+            ..Postmortem::default()
+        };
+        assert_eq!(
+            STRICT.check_draft(Role::Reviewer, "victor", &draft, "rita"),
+            Err(ConfirmRefusal::NoTrigger)
+        );
+        draft.trigger = "Unknown — fill in what set it off".into();
+        assert_eq!(
+            STRICT.check_draft(Role::Reviewer, "victor", &draft, "rita"),
+            Err(ConfirmRefusal::NoTrigger),
+            "the prompt older drafts carry is not a trigger"
+        );
+        draft.trigger = "A cron job doubled the batch size at 02:00".into();
+        assert_eq!(
+            STRICT.check_draft(Role::Reviewer, "victor", &draft, "rita"),
+            Ok(())
+        );
+        assert_eq!(
+            STRICT.check_draft(Role::Reviewer, "rita", &draft, "rita"),
+            Err(ConfirmRefusal::OwnEdit),
+            "the people rules come first"
+        );
+        assert_eq!(
+            STRICT.check_draft(Role::Responder, "sam", &draft, "rita"),
+            Err(ConfirmRefusal::NeedsReviewer)
+        );
     }
 }

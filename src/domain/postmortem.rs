@@ -285,14 +285,16 @@ fn draft_lessons(
     lessons
 }
 
-/// The draft's trigger, from the failure modes (a deploy or a config change), else a prompt.
+/// The draft's trigger, from the failure modes (a deploy or a config change), else empty: the
+/// form shows a placeholder and confirm waits until a person writes one
+/// ([`Postmortem::has_trigger`]).
 fn draft_trigger(failure_modes: &[String]) -> String {
     if failure_modes.iter().any(|t| t == "deploy_change") {
         "A deploy shortly before the impact began".to_string()
     } else if failure_modes.iter().any(|t| t == "config_change") {
         "A configuration or feature-flag change shortly before the impact began".to_string()
     } else {
-        "Unknown — fill in what set it off".to_string()
+        String::new()
     }
 }
 
@@ -433,7 +435,29 @@ fn duration(secs: i64) -> String {
     }
 }
 
+/// The prompt older stored drafts carry in place of a trigger; it counts as no trigger.
+const TRIGGER_PROMPT: &str = "Unknown — fill in what set it off";
+
 impl Postmortem {
+    /// Whether the document says what set the incident off: a trigger that is not blank and not
+    /// the prompt older drafts were stored with. A reviewer confirms only a draft that has one
+    /// ([`crate::domain::ConfirmPolicy::check_draft`]).
+    pub fn has_trigger(&self) -> bool {
+        let t = self.trigger.trim();
+        !t.is_empty() && t != TRIGGER_PROMPT
+    }
+
+    /// The trigger worth remembering: [`Postmortem::has_trigger`], and not a statement that it
+    /// is unknown (text starting with "unknown", any case), which a reviewer may confirm but
+    /// which teaches recall nothing.
+    pub fn known_trigger(&self) -> Option<&str> {
+        let t = self.trigger.trim();
+        let unknown = t
+            .get(..7)
+            .is_some_and(|head| head.eq_ignore_ascii_case("unknown"));
+        (self.has_trigger() && !unknown).then_some(t)
+    }
+
     /// The same document with every text field's line endings as `\n` ([`unix_newlines`]):
     /// what a browser or an API client sent with CRLF is stored like what was typed with LF.
     pub fn with_unix_newlines(mut self) -> Self {

@@ -64,6 +64,29 @@ fn the_draft_turns_a_failed_action_into_a_rule_and_the_markdown_has_every_sectio
             && pm.lessons[0].because.contains("maxed again")
     );
     assert_eq!(pm.lessons[0].severity, RuleSeverity::High);
+    // Nothing in the evidence says what set it off: the trigger is left for a person to write
+    // (no prompt text that would be saved as the trigger if nobody edits it).
+    assert_eq!(pm.trigger, "");
+    assert!(!pm.has_trigger());
+    let deploy = draft(&DraftFacts {
+        failure_modes: vec!["deploy_change".into()],
+        ..facts.clone()
+    });
+    assert!(deploy.has_trigger(), "{}", deploy.trigger);
+    assert_eq!(deploy.known_trigger(), Some(deploy.trigger.as_str()));
+    let unknown = Postmortem {
+        trigger: "unknown, nothing changed that day".into(),
+        ..pm.clone()
+    };
+    assert!(
+        unknown.has_trigger(),
+        "a person may confirm that it is unknown"
+    );
+    assert_eq!(
+        unknown.known_trigger(),
+        None,
+        "but memory learns nothing from it"
+    );
     let md = pm.to_markdown(&incident);
     // Every table header cell names its column (an empty one is an accessibility error).
     assert!(md.contains("| moment | instant |"), "{md}");

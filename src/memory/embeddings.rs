@@ -30,8 +30,8 @@ mod nearest;
 mod worker;
 
 pub use nearest::{
-    CHANCE_SAMPLE, Nearest, chance_level, mean_direction, nearest_by_passages, nearest_documents,
-    nearest_records, query_vector, text_vectors,
+    CHANCE_SAMPLE, Nearest, cached_query_vector, cached_text_vectors, chance_level, mean_direction,
+    nearest_by_passages, nearest_documents, nearest_records, query_vector, text_vectors,
 };
 pub use worker::{backfill, catch_up, progress, run_worker};
 

@@ -39,6 +39,9 @@ pub const SIMILAR_INCIDENTS: usize = 2;
 /// to call: recall cannot tell the two apart, so both lend their dead ends (warn, never hide).
 pub const CLOSE_CALL: f64 = 0.9;
 
+/// What a page's recall says while the matches by meaning are still being computed.
+pub const VECTORS_PENDING: &str = "Matches by meaning are still being computed: these are matches by words and keys; reload in a moment for the full recall";
+
 /// Records recalled for an incident before they are grouped by past incident and cut to what
 /// is shown.
 const INCIDENT_POOL: usize = 40;
@@ -102,8 +105,30 @@ pub async fn recall_past_with(
     tags: Vec<String>,
     k: usize,
 ) -> AppResult<IncidentRecall> {
+    recall_past_as(memory, incident, observations, tags, k, false).await
+}
+
+/// [`recall_past_with`], waiting for the query's vectors or (`cached_vectors_only`, a page
+/// view) using only those already computed ([`RecallQuery::cached_vectors_only`]).
+async fn recall_past_as(
+    memory: &Memory,
+    incident: &Incident,
+    observations: Vec<MemoryRecord>,
+    tags: Vec<String>,
+    k: usize,
+    cached_vectors_only: bool,
+) -> AppResult<IncidentRecall> {
     let redactor = crate::store::redaction::peek(memory.pool(), incident.id.as_str()).await?;
-    let recall = ranked_recall(memory, incident, &observations, &tags, &redactor, k).await?;
+    let recall = ranked_recall(
+        memory,
+        incident,
+        &observations,
+        &tags,
+        &redactor,
+        k,
+        cached_vectors_only,
+    )
+    .await?;
     let similar = similar_incidents(&recall.results, &recall.incidents);
     let outcomes = mstore::outcomes_of_incidents(memory.pool(), &similar).await?;
     let (mut tried, mut rejected): (Vec<MemoryRecord>, Vec<MemoryRecord>) = outcomes
@@ -155,9 +180,25 @@ pub async fn recall_past_for_page(
     if let Some(hit) = memory.page_recall(incident.id.as_str(), &key) {
         return Ok(hit);
     }
-    let result = Arc::new(
-        recall_past_with(memory, incident, observations.to_vec(), tags.to_vec(), k).await?,
-    );
+    // A page never waits on the embedder: without the query's vectors yet, it shows the word
+    // and key matches with a notice, and is not kept, so the next view recalls with them.
+    let mut result = recall_past_as(
+        memory,
+        incident,
+        observations.to_vec(),
+        tags.to_vec(),
+        k,
+        true,
+    )
+    .await?;
+    if result.recall.vectors_pending {
+        result.recall.notice = Some(match result.recall.notice.take() {
+            Some(n) => format!("{n}. {VECTORS_PENDING}"),
+            None => VECTORS_PENDING.to_string(),
+        });
+        return Ok(Arc::new(result));
+    }
+    let result = Arc::new(result);
     memory.keep_page_recall(incident.id.as_str(), key, Arc::clone(&result));
     Ok(result)
 }
@@ -208,7 +249,8 @@ fn tags_of_incident(incident: &Incident, observations: &[MemoryRecord]) -> Vec<S
 /// The recall of an incident: descriptive text of the incident and its evidence lines, its
 /// service and failure modes, excluding its own records; ordered by past incident
 /// ([`incidents_first`]; a superseded or contradicted record right below the record that
-/// replaced it), at most `PER_INCIDENT` records of one past incident, cut to `k`.
+/// replaced it), at most `PER_INCIDENT` records of one past incident, cut to `k`. With
+/// `cached_vectors_only`, see [`RecallQuery::cached_vectors_only`].
 ///
 /// # Errors
 /// Database errors.
@@ -219,6 +261,7 @@ pub async fn ranked_recall(
     tags: &[String],
     redactor: &crate::evidence::redact::Redactor,
     k: usize,
+    cached_vectors_only: bool,
 ) -> AppResult<RecallResult> {
     let mut text = format!("{}\n{}", incident.title, incident.description);
     for o in observations.iter().filter(|o| !is_summary(o)).take(10) {
@@ -240,12 +283,23 @@ pub async fn ranked_recall(
         exclude_incident: Some(incident.id.to_string()),
         // A wider pool than shown, so each past incident's similarity sums its best records.
         k: k.max(INCIDENT_POOL),
+        cached_vectors_only,
         ..Default::default()
     };
     let mut result = recall::recall(memory, &q).await?;
     incidents_first(&mut result.results, &result.incidents);
-    // A record another incident superseded or contradicted stays below what replaced it.
+    // A record another incident superseded or contradicted stays below what replaced it, and
+    // what replaced it is shown (read when recall did not find it).
     recall::below_replacements(&mut result.results);
+    let missing = recall::missing_replacements(&result.results);
+    if !missing.is_empty() {
+        let replacements = mstore::get_many(memory.pool(), &missing).await?;
+        recall::add_replacements(
+            &mut result.results,
+            replacements,
+            Some(incident.id.as_str()),
+        );
+    }
     // At most PER_INCIDENT records of one past incident are shown, so rules and dead ends of
     // the next incidents still fit.
     let mut shown: HashMap<String, usize> = HashMap::new();

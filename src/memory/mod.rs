@@ -78,6 +78,7 @@ impl RecallTuning {
         "score_fusion",
         "siblings",
         "sibling_records",
+        "service_notes",
     ];
 
     /// Weights that [`RecallTuning::weights`] can set.
@@ -192,7 +193,13 @@ struct Inner {
     page_recalls: Mutex<lru::LruCache<String, (String, Arc<incident::IncidentRecall>)>>,
     /// Investigations allowed to run at once ([`Memory::investigation_slot`]).
     investigations: tokio::sync::Semaphore,
+    /// Recall queries whose vectors are being computed in the background
+    /// ([`Memory::embed_later`]), by their texts.
+    embedding_later: Mutex<std::collections::HashSet<String>>,
 }
+
+/// Background query embeddings at once ([`Memory::embed_later`]); more wait for a later view.
+const EMBED_LATER_MAX: usize = 4;
 
 impl Memory {
     /// The memory of `pool`, comparing vectors of `embedder` (none: recall runs on words and
@@ -225,6 +232,7 @@ impl Memory {
                 wake: tokio::sync::Notify::new(),
                 page_recalls: lru_cache(PAGE_RECALLS),
                 investigations: tokio::sync::Semaphore::new(investigation_slots()),
+                embedding_later: Mutex::default(),
             }),
         }
     }
@@ -357,6 +365,36 @@ impl Memory {
     /// `None` only if the semaphore were closed, which nothing does (the run then goes ahead).
     pub async fn investigation_slot(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
         self.inner.investigations.acquire().await.ok()
+    }
+
+    /// Computes the vectors of a recall query in the background, into the caches a later recall
+    /// reads, so that a page view never waits on the embedder: `texts` as
+    /// [`embeddings::text_vectors`] does when `passages`, else the first as
+    /// [`embeddings::query_vector`] does. One job per query, at most [`EMBED_LATER_MAX`] at once
+    /// (a query over that is left for a later view). Must be called inside the tokio runtime.
+    /// Returns whether the vectors are coming (false without a usable embedder or texts).
+    pub fn embed_later(&self, texts: Vec<String>, passages: bool) -> bool {
+        if self.embedder_ready().is_none() || texts.is_empty() {
+            return false;
+        }
+        let key = texts.join("\u{1f}");
+        {
+            let mut later = lock(&self.inner.embedding_later);
+            if later.contains(&key) || later.len() >= EMBED_LATER_MAX {
+                return true;
+            }
+            later.insert(key.clone());
+        }
+        let memory = self.clone();
+        tokio::spawn(async move {
+            if passages {
+                embeddings::text_vectors(&memory, &texts).await;
+            } else if let Some(text) = texts.first() {
+                embeddings::query_vector(&memory, text).await;
+            }
+            lock(&memory.inner.embedding_later).remove(&key);
+        });
+        true
     }
 
     /// The embedder, unless it failed within the last cooldown.

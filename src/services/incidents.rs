@@ -131,8 +131,9 @@ pub struct IncidentPage {
     /// What memory holds for the incident: its recall, similar incidents and their dead ends
     /// (shared with the page-recall cache).
     pub recalled: Arc<IncidentRecall>,
-    /// Who edited the post-mortem draft last, while the incident is in `postmortem_draft`.
-    pub draft_last_editor: Option<String>,
+    /// The post-mortem draft (with who edited it last), while the incident is in
+    /// `postmortem_draft`.
+    pub draft: Option<store::postmortems::StoredPostmortem>,
 }
 
 /// Reads the [`IncidentPage`] of incident `id`.
@@ -153,11 +154,8 @@ pub async fn page(pool: &AnyPool, memory: &Memory, id: &IncidentId) -> AppResult
     let mut observations = sorted.clone();
     observations.sort_by_key(|o| std::cmp::Reverse(o.id));
     let recalled = page_recall(memory, &incident, &sorted, &tags, PAGE_RECALL_K).await?;
-    let draft_last_editor = if incident.state == IncidentState::PostmortemDraft {
-        store::postmortems::get(pool, id.as_str())
-            .await
-            .ok()
-            .map(|pm| pm.edited_by)
+    let draft = if incident.state == IncidentState::PostmortemDraft {
+        store::postmortems::get(pool, id.as_str()).await.ok()
     } else {
         None
     };
@@ -168,7 +166,7 @@ pub async fn page(pool: &AnyPool, memory: &Memory, id: &IncidentId) -> AppResult
         evidence,
         investigation,
         recalled,
-        draft_last_editor,
+        draft,
     })
 }
 

@@ -381,6 +381,7 @@ fn validate(pm: &Postmortem) -> Result<(), crate::domain::ValidationError> {
 ///
 /// # Errors
 /// [`AppError::Forbidden`] without the reviewer role or when confirming one's own edit;
+/// [`AppError::Validation`] (field `trigger`) when the draft does not name its trigger;
 /// [`AppError::InvalidTransition`] when not a draft.
 pub async fn confirm(
     pool: &AnyPool,
@@ -397,6 +398,10 @@ pub async fn confirm(
             "{} edited this draft last: another reviewer must confirm it (or set INCIDENTMIND_ALLOW_SELF_CONFIRM for small teams)",
             user.name
         )),
+        ConfirmRefusal::NoTrigger => AppError::Validation(crate::domain::ValidationError::new(
+            "trigger",
+            "the draft does not say what set the incident off: write its trigger (a deploy, a config change, a traffic surge, an expired certificate…) and save the draft, then confirm",
+        )),
     };
     policy.check(user.role, &user.name, None).map_err(refused)?;
     let mut tx = store::begin_write(pool).await?;
@@ -404,7 +409,7 @@ pub async fn confirm(
     let to = current.state.apply(Transition::Confirm)?;
     let pm = pstore::get_in(&mut tx, id.as_str()).await?;
     policy
-        .check(user.role, &user.name, Some(&pm.edited_by))
+        .check_draft(user.role, &user.name, &pm.postmortem, &pm.edited_by)
         .map_err(refused)?;
     let at = store::now();
     if !incidents::apply_transition(

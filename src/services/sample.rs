@@ -210,9 +210,12 @@ pub async fn replay(
     pm.impact.mitigated_at = None;
     pm.impact.resolved_at = None;
     pm.detection_gaps.clear();
-    if let Some(t) = &p.trigger {
-        pm.trigger = t.clone();
-    }
+    // A reviewer confirms only a draft that names its trigger; history that did not record one
+    // says so (and memory keeps no trigger for it, see `Postmortem::known_trigger`).
+    pm.trigger = p
+        .trigger
+        .clone()
+        .unwrap_or_else(|| "Unknown: the imported history does not record it".to_string());
     pm.misleading_hypotheses
         .extend(p.misleading_hypotheses.iter().cloned());
     pm.lessons = vec![Rule {

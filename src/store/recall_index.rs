@@ -171,6 +171,17 @@ impl RecallIndex {
             .is_some_and(|ids| !ids.is_empty())
     }
 
+    /// Records about `service` learned from no incident (service facts, dependencies, runbooks
+    /// and other notes people wrote), newest first.
+    pub fn notes_about(&self, service: &str) -> impl Iterator<Item = i64> + '_ {
+        self.keys
+            .get(&("service".to_string(), service.to_string()))
+            .into_iter()
+            .flatten()
+            .filter(|(_, incident)| *incident == NO_INCIDENT)
+            .map(|(id, _)| *id)
+    }
+
     /// Whether the index holds no record at all.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()

@@ -339,26 +339,38 @@ fn bucket_recalled(
     }
 }
 
-/// The stepper for this viewer, with Confirm disabled when they edited the draft last, and
-/// whether they may confirm.
+/// The stepper for this viewer, with Confirm disabled when they edited the draft last or the
+/// draft names no trigger, and whether they may confirm.
 fn confirm_steps(
     state: &AppState,
     user: &User,
     incident: &Incident,
-    last_editor: Option<&str>,
+    draft: Option<&crate::store::postmortems::StoredPostmortem>,
 ) -> (Vec<Step>, bool) {
+    use crate::domain::ConfirmRefusal;
     let mut steps = stepper(incident.state, user.role);
-    let refusal = (state.settings.confirm_policy())
-        .check(user.role, &user.name, last_editor)
-        .err();
+    let policy = state.settings.confirm_policy();
+    let refusal = match draft {
+        Some(d) => policy.check_draft(user.role, &user.name, &d.postmortem, &d.edited_by),
+        None => policy.check(user.role, &user.name, None),
+    }
+    .err();
     let may_confirm = refusal.is_none();
-    if refusal == Some(crate::domain::ConfirmRefusal::OwnEdit)
+    let why = match refusal {
+        Some(ConfirmRefusal::OwnEdit) => {
+            Some("You edited the draft last: another reviewer must confirm it")
+        }
+        Some(ConfirmRefusal::NoTrigger) => {
+            Some("The draft does not say what set the incident off: write its trigger first")
+        }
+        Some(ConfirmRefusal::NeedsReviewer) | None => None,
+    };
+    if let Some(why) = why
         && let Some(step) = steps
             .iter_mut()
             .find(|s| s.action == Some(Transition::Confirm) && s.disabled_reason.is_none())
     {
-        step.disabled_reason =
-            Some("You edited the draft last: another reviewer must confirm it".into());
+        step.disabled_reason = Some(why.into());
     }
     (steps, may_confirm)
 }
@@ -380,7 +392,7 @@ async fn build_page(
         evidence,
         mut investigation,
         recalled,
-        draft_last_editor,
+        draft,
     } = crate::services::incidents::page(&state.pool, &state.memory, id).await?;
     let clock = Clock::for_viewer(Some(user), headers);
     let (status, error) = match error {
@@ -405,7 +417,7 @@ async fn build_page(
         rules,
     } = bucket_recalled(&recalled, &clock);
     let memory_notice = recalled.recall.notice.clone();
-    let (steps, may_confirm) = confirm_steps(state, user, &incident, draft_last_editor.as_deref());
+    let (steps, may_confirm) = confirm_steps(state, user, &incident, draft.as_ref());
     let open_recommendations = investigation.as_ref().map_or(0, |i| {
         i.recommendations
             .iter()

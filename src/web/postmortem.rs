@@ -133,7 +133,7 @@ pub(super) async fn api_put(
     request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
                  example = json!(examples::version())),
     responses(
-        (status = 200, description = "The post-mortem, confirmed (postmortem_draft → confirmed); needs a reviewer who did not edit it last",
+        (status = 200, description = "The post-mortem, confirmed (postmortem_draft → confirmed); needs a reviewer who did not edit it last, and a draft that names its trigger (422 `validation` on field `trigger` otherwise)",
          body = pstore::StoredPostmortem, example = json!(examples::confirmed())),
         super::schema::ApiErrors
     )
@@ -316,18 +316,21 @@ async fn render(
             .postmortem
             .to_markdown_with(&incident, |t| clock.fmt(t)),
     );
-    let confirm_blocked =
-        match s
-            .settings
-            .confirm_policy()
-            .check(user.role, &user.name, Some(&stored.edited_by))
-        {
-            Ok(()) => None,
-            Err(ConfirmRefusal::NeedsReviewer) => Some("Needs the reviewer role".to_string()),
-            Err(ConfirmRefusal::OwnEdit) => {
-                Some("You edited this draft last: another reviewer must confirm it".to_string())
-            }
-        };
+    let confirm_blocked = match s.settings.confirm_policy().check_draft(
+        user.role,
+        &user.name,
+        &stored.postmortem,
+        &stored.edited_by,
+    ) {
+        Ok(()) => None,
+        Err(ConfirmRefusal::NeedsReviewer) => Some("Needs the reviewer role".to_string()),
+        Err(ConfirmRefusal::OwnEdit) => {
+            Some("You edited this draft last: another reviewer must confirm it".to_string())
+        }
+        Err(ConfirmRefusal::NoTrigger) => Some(
+            "Write the trigger (what set the incident off) and save the draft first".to_string(),
+        ),
+    };
     let (status, error) = error.map_or((StatusCode::OK, None), |(st, m)| (st, Some(m)));
     let page = PostmortemPage {
         layout: Layout::new(Some(user), format!("Post-mortem {id}")),

@@ -44,6 +44,8 @@ struct Stub {
     /// Answer every call with a 500.
     down: bool,
     seen: Arc<Mutex<Vec<String>>>,
+    /// Milliseconds to think before each answer (a busy model).
+    delay_ms: Arc<std::sync::atomic::AtomicU64>,
 }
 
 async fn embed(State(stub): State<Stub>, Json(body): Json<Value>) -> Response {
@@ -56,6 +58,8 @@ async fn embed(State(stub): State<Stub>, Json(body): Json<Value>) -> Response {
         _ => Vec::new(),
     };
     stub.seen.lock().unwrap().extend(inputs.iter().cloned());
+    let delay = stub.delay_ms.load(std::sync::atomic::Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(delay)).await;
     if stub.down {
         return (
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -351,4 +355,53 @@ async fn the_memory_page_shows_the_backfill_until_every_record_has_a_vector() {
         .await
         .unwrap();
     assert!(!page.contains("embedding-progress"), "{page}");
+}
+
+/// A busy model answers in 3 s: the first view of a new incident shows the word and key matches
+/// at once with a notice, and a later view has the matches by meaning.
+#[tokio::test]
+async fn a_new_incident_page_never_waits_on_the_embedder() {
+    let (app, e, stub) = app_with_stub(false).await;
+    msvc::write(
+        &app.pool,
+        symptom(
+            "the storage volume filled on the log shipper hosts",
+            "log-shipper",
+        ),
+    )
+    .await
+    .unwrap();
+    backfill(&app, &e).await;
+    stub.delay_ms
+        .store(3_000, std::sync::atomic::Ordering::SeqCst);
+    let id = app
+        .open_incident("Log shipper stalls: disk full on two hosts", "log-shipper")
+        .await;
+    let page = format!("/incidents/{id}");
+    let started = std::time::Instant::now();
+    let res = app.get(&app.responder, &page).await;
+    let waited = started.elapsed();
+    assert_eq!(res.status(), StatusCode::OK);
+    let html = res.text().await.unwrap();
+    assert!(
+        waited < Duration::from_millis(2_500),
+        "the first view took {waited:?}"
+    );
+    assert!(
+        html.contains("Matches by meaning are still being computed"),
+        "{html}"
+    );
+    // The vectors arrive in the background; a later view recalls with them.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let html = app.get(&app.responder, &page).await.text().await.unwrap();
+        if !html.contains("Matches by meaning are still being computed") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the page still waits for its vectors: {html}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

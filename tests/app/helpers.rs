@@ -389,6 +389,35 @@ impl TestApp {
             .expect("request")
     }
 
+    /// Writes a trigger into the post-mortem draft of `id` as the responder (`PUT
+    /// /api/v1/incidents/{id}/postmortem`, asserting 200): a reviewer confirms only a draft that
+    /// says what set the incident off.
+    pub async fn write_trigger(&self, id: &str) {
+        self.write_trigger_as(&self.responder, id).await;
+    }
+
+    /// [`TestApp::write_trigger`] as `token` (who becomes the draft's last editor).
+    pub async fn write_trigger_as(&self, token: &str, id: &str) {
+        let path = format!("/api/v1/incidents/{id}/postmortem");
+        let stored: Value = self.get(token, &path).await.json().await.unwrap();
+        let mut pm = stored["postmortem"].clone();
+        pm["trigger"] = json!("A configuration push to every node at once");
+        let res = self
+            .client
+            .put(self.url(&path))
+            .bearer_auth(token)
+            .json(&pm)
+            .send()
+            .await
+            .expect("request");
+        assert_eq!(
+            res.status(),
+            reqwest::StatusCode::OK,
+            "{}",
+            res.text().await.unwrap_or_default()
+        );
+    }
+
     pub async fn get(&self, token: &str, path: &str) -> Response {
         self.client
             .get(self.url(path))

@@ -144,6 +144,7 @@ async fn insights_count_failure_modes_dead_ends_response_times_and_thin_memory_b
         )
         .await;
     assert_eq!(drafted.status(), StatusCode::CREATED);
+    app.write_trigger(&i2).await;
     for step in ["postmortem/confirm", "learn"] {
         let res = app
             .post_json(

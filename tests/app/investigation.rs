@@ -420,6 +420,9 @@ async fn what_resolved_a_similar_incident_ranks_first_and_what_was_rejected_rank
             .post_json(who, &format!("/api/v1/incidents/{a}/{step}"), json!({}))
             .await;
         assert!(res.status().is_success(), "{step}: {}", res.status());
+        if step == "postmortem" {
+            app.write_trigger(&a).await;
+        }
     }
 
     // B: the same failure on the same service.

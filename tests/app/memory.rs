@@ -1077,3 +1077,79 @@ async fn a_contradicted_lesson_is_marked_and_ranked_below_the_one_that_replaced_
         "{marks}"
     );
 }
+
+/// Where a note about the service on call ranks in recall (1-based), with the `service_notes`
+/// mechanism on and off: the note matches the question by its own words while every learned
+/// incident of the sample history competes with it.
+#[tokio::test]
+async fn a_fact_about_the_service_on_call_is_not_buried_under_other_services_incidents() {
+    let app = spawn_app().await;
+    incidentmind::services::sample::load_history(&app.memory)
+        .await
+        .expect("history");
+    let fact = app
+        .post_json(
+            &app.reviewer,
+            "/api/v1/memories",
+            json!({"kind": "service_fact", "service": "payments-api",
+                   "text": "payments-api reads card balances from the replica pgr-7, not the primary, since the storage move"}),
+        )
+        .await;
+    assert_eq!(fact.status(), StatusCode::CREATED);
+    let fact: Value = fact.json().await.unwrap();
+    let fact_id = fact["id"].as_i64().unwrap();
+    let question = "payments-api balance lookups time out; replica pgr-7 lags the primary by minutes after a database failover";
+    let v: Value = app
+        .get(
+            &app.responder,
+            &format!(
+                "/api/v1/recall?q={}&service=payments-api&k=10",
+                url::form_urlencoded::byte_serialize(question.as_bytes()).collect::<String>()
+            ),
+        )
+        .await
+        .json()
+        .await
+        .unwrap();
+    let results = v["results"].as_array().unwrap();
+    let on = results
+        .iter()
+        .position(|r| r["id"] == fact_id)
+        .map(|p| p + 1)
+        .unwrap_or_else(|| panic!("the fact is not recalled: {v}"));
+    assert!(on <= 3, "the fact ranks {on}: {}", results[on - 1]);
+    assert!(
+        results[on - 1]["why"]["lists"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("service_note")),
+        "{v}"
+    );
+    // The ablation: the same question without the mechanism.
+    let without = incidentmind::memory::Memory::with_tuning(
+        app.pool.clone(),
+        None,
+        incidentmind::memory::RecallTuning::parse_off("service_notes").unwrap(),
+    );
+    let res = recall(
+        &without,
+        &RecallQuery {
+            text: question.into(),
+            service: Some("payments-api".into()),
+            k: 50,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let off = res
+        .results
+        .iter()
+        .position(|r| r.memory.id == fact_id)
+        .map_or(51, |p| p + 1);
+    println!("service fact rank: {on} with service_notes, {off} without (51: not in the first 50)");
+    assert!(
+        off > on,
+        "without the mechanism it ranks {off}, with it {on}"
+    );
+}

@@ -84,7 +84,9 @@ async fn worked_incident(app: &TestApp) -> String {
     id
 }
 
-async fn draft(app: &TestApp, id: &str) -> Value {
+/// The responder drafts the post-mortem of `id` (asserting 201) and returns the stored draft
+/// as the analyst wrote it.
+async fn bare_draft(app: &TestApp, id: &str) -> Value {
     let res = app
         .post_json(
             &app.responder,
@@ -94,6 +96,21 @@ async fn draft(app: &TestApp, id: &str) -> Value {
         .await;
     assert_eq!(res.status(), StatusCode::CREATED);
     res.json().await.unwrap()
+}
+
+/// [`bare_draft`], then the responder writes its trigger (a reviewer confirms only a draft that
+/// names one); returns the stored draft after that edit.
+async fn draft(app: &TestApp, id: &str) -> Value {
+    bare_draft(app, id).await;
+    app.write_trigger(id).await;
+    app.get(
+        &app.responder,
+        &format!("/api/v1/incidents/{id}/postmortem"),
+    )
+    .await
+    .json()
+    .await
+    .unwrap()
 }
 
 /// A reviewer confirms the drafted post-mortem of `id` (asserting 200); returns the learnings
@@ -448,6 +465,7 @@ async fn the_last_editor_cannot_confirm_their_own_draft_unless_the_team_allows_i
             )
             .await;
         assert_eq!(res.status(), StatusCode::CREATED);
+        app.write_trigger_as(&app.reviewer, &id).await;
         let res = app
             .post_json(
                 &app.reviewer,
@@ -1441,4 +1459,141 @@ async fn confirming_and_learning_from_the_pages_confirm_each_step_after_the_redi
     // Without the code the page shows no confirmation.
     let html = app.page(&b, &format!("/incidents/{id}/learnings")).await;
     assert!(!html.contains("id=\"flash\""));
+}
+
+#[tokio::test]
+async fn a_draft_that_does_not_say_what_set_the_incident_off_is_not_confirmed() {
+    let app = spawn_app().await;
+    let id = worked_incident(&app).await;
+    let pm = bare_draft(&app, &id).await;
+    // Nothing in the evidence names a trigger: the field is empty, not a prompt that would be
+    // saved as the trigger if nobody edits it.
+    assert_eq!(pm["postmortem"]["trigger"], "", "{pm}");
+    let html = app
+        .get(&app.reviewer, &format!("/incidents/{id}/postmortem"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        html.contains(r#"name="trigger" id="trigger" value="""#),
+        "{html}"
+    );
+    assert!(html.contains(r#"placeholder="e.g. "#), "{html}");
+    assert!(
+        !html.contains(r#"id="confirm""#),
+        "confirm is not offered: {html}"
+    );
+    assert!(html.contains("Write the trigger"), "{html}");
+    let incident_page = app
+        .get(&app.reviewer, &format!("/incidents/{id}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        incident_page.contains("write its trigger first"),
+        "the stepper says why: {incident_page}"
+    );
+
+    let confirm = format!("/api/v1/incidents/{id}/postmortem/confirm");
+    let (status, code, message) =
+        error_of(app.post_json(&app.reviewer, &confirm, json!({})).await).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, "validation")
+    );
+    assert!(message.contains("trigger"), "{message}");
+    let state: Value = app
+        .get(&app.reviewer, &format!("/api/v1/incidents/{id}"))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(state["state"], "postmortem_draft", "{state}");
+
+    // A blank one is no trigger either.
+    let mut blank = pm["postmortem"].clone();
+    blank["trigger"] = json!("   ");
+    let res = app
+        .client
+        .put(app.url(&format!("/api/v1/incidents/{id}/postmortem")))
+        .bearer_auth(&app.responder)
+        .json(&blank)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let res = app.post_json(&app.reviewer, &confirm, json!({})).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+
+    app.write_trigger(&id).await;
+    let res = app.post_json(&app.reviewer, &confirm, json!({})).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let md = app
+        .get(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/postmortem.md"),
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        md.contains("## Trigger\n\nA configuration push to every node at once"),
+        "{md}"
+    );
+}
+
+/// After a later incident contradicted an earlier root cause, a new incident told in the earlier
+/// one's words gets its first precedent from the later incident; the earlier cause comes after
+/// it, with its confidence lowered and the reason given.
+#[tokio::test]
+async fn the_incident_that_contradicted_an_earlier_cause_is_the_first_precedent() {
+    let app = spawn_app().await;
+    let first = app
+        .open_incident("Orders time out at checkout", "orders-api")
+        .await;
+    learn_with_root_cause(
+        &app,
+        &first,
+        "The connection pools were too small for the evening traffic.",
+    )
+    .await;
+    let second = app
+        .open_incident("Orders fail again at checkout", "orders-api")
+        .await;
+    learn_with_root_cause(
+        &app,
+        &second,
+        "Connection pool size was NOT the cause; a stale DNS TTL kept writes on the old primary.",
+    )
+    .await;
+    let (_, inv) = app
+        .investigated(
+            "Checkout orders time out, connection pools look too small for the evening",
+            "orders-api",
+            POOL_LOG,
+        )
+        .await;
+    let hyps = inv["hypotheses"].as_array().unwrap();
+    let from = |inc: &str| {
+        hyps.iter().position(|h| {
+            h["statement"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("Same cause as {inc}"))
+        })
+    };
+    let later = from(&second).unwrap_or_else(|| panic!("no hypothesis from {second}: {inv}"));
+    if let Some(earlier) = from(&first) {
+        assert!(later < earlier, "{inv}");
+        assert!(
+            hyps[earlier]["statement"]
+                .as_str()
+                .unwrap()
+                .contains("is contradicted by the later"),
+            "{inv}"
+        );
+    }
 }

@@ -467,6 +467,7 @@ async fn learn_records_the_reviewers_grade_and_insights_show_the_hit_rate() {
         )
         .await;
     assert_eq!(res.status(), StatusCode::CREATED);
+    app.write_trigger(&id).await;
     let res = app
         .post_json(
             &app.reviewer,

@@ -39,6 +39,13 @@ async fn api(app: &TestApp, token: &str, id: &str, path: &str, body: Value) -> V
     res.json().await.unwrap()
 }
 
+/// The responder drafts the post-mortem of `id` and writes its trigger (what a reviewer needs
+/// before confirming).
+async fn draft(app: &TestApp, id: &str) {
+    api(app, &app.responder, id, "postmortem", json!({})).await;
+    app.write_trigger(id).await;
+}
+
 async fn form(
     app: &TestApp,
     b: &Client,
@@ -82,7 +89,7 @@ async fn a_reopen_from_a_page_loaded_before_the_draft_is_refused_and_keeps_the_d
         "the reopen form carries the version the page showed"
     );
     // Someone drafts the post-mortem meanwhile.
-    api(&app, &app.responder, &id, "postmortem", json!({})).await;
+    draft(&app, &id).await;
     let (status, html) = form(
         &app,
         &b,
@@ -246,11 +253,11 @@ async fn the_post_mortem_steps_from_a_stale_page_are_refused() {
     assert_eq!(state_of(&app, &id).await, "resolved");
 
     // Confirm from a page loaded before the draft was reopened and drafted again.
-    api(&app, &app.responder, &id, "postmortem", json!({})).await;
+    draft(&app, &id).await;
     let stale = version_of(&app, &id).await.to_string();
     api(&app, &app.responder, &id, "reopen", json!({})).await;
     assert!(app.resolve(&id).await.status().is_success());
-    api(&app, &app.responder, &id, "postmortem", json!({})).await;
+    draft(&app, &id).await;
     let (status, html) = form(
         &app,
         &victor,
@@ -299,7 +306,7 @@ async fn api_calls_with_a_stale_version_are_409_and_change_nothing() {
     let id = app.open_incident("Checkout 503s", "payments-api").await;
     assert!(app.resolve(&id).await.status().is_success());
     let seen = version_of(&app, &id).await;
-    api(&app, &app.responder, &id, "postmortem", json!({})).await;
+    draft(&app, &id).await;
     // Body, If-Match and query string all carry it.
     let res = app
         .post_json(
@@ -429,7 +436,7 @@ async fn the_incident_page_puts_the_next_step_first_at_every_stage() {
     );
 
     // Draft: the responder edits; the reviewer is asked to confirm.
-    api(&app, &app.responder, &id, "postmortem", json!({})).await;
+    draft(&app, &id).await;
     let html = page(&app, &rita, &format!("/incidents/{id}")).await;
     assert!(next_card(&html).contains("next-edit"));
     let victor = app.browser("victor").await;
@@ -476,7 +483,7 @@ async fn error_pages_keep_the_navigation_and_long_input_comes_back_with_a_422() 
     // 403: a responder cannot confirm.
     let id = app.open_incident("Checkout 503s", "payments-api").await;
     assert!(app.resolve(&id).await.status().is_success());
-    api(&app, &app.responder, &id, "postmortem", json!({})).await;
+    draft(&app, &id).await;
     let (status, html) = form(
         &app,
         &rita,
@@ -668,7 +675,7 @@ async fn reviewers_find_drafts_waiting_for_confirmation_from_the_nav() {
     let app = spawn_app().await;
     let id = app.open_incident("Checkout 503s", "payments-api").await;
     assert!(app.resolve(&id).await.status().is_success());
-    api(&app, &app.responder, &id, "postmortem", json!({})).await;
+    draft(&app, &id).await;
     let victor = app.browser("victor").await;
     let html = page(&app, &victor, "/incidents").await;
     assert!(
@@ -697,7 +704,7 @@ async fn the_incident_list_opens_on_active_incidents_and_pages_searches_and_sort
     // One learned incident.
     let done = app.open_incident("An old database outage", "billing").await;
     assert!(app.resolve(&done).await.status().is_success());
-    api(&app, &app.responder, &done, "postmortem", json!({})).await;
+    draft(&app, &done).await;
     api(&app, &app.reviewer, &done, "postmortem/confirm", json!({})).await;
     api(&app, &app.responder, &done, "learn", json!({})).await;
     // 29 active ones, the last a SEV1.
@@ -1053,7 +1060,7 @@ async fn every_field_the_server_limits_says_its_limit_in_the_form() {
     assert_maxlength(&html, "root_cause", 20000, 1); // TEXT_MAX
     // The post-mortem draft: summary, root cause and trigger are limited, the rest is not.
     assert!(app.resolve(&id).await.status().is_success());
-    api(&app, &app.responder, &id, "postmortem", json!({})).await;
+    draft(&app, &id).await;
     let html = page(&app, &rita, &format!("/incidents/{id}/postmortem")).await;
     assert_maxlength(&html, "summary", 20000, 1);
     assert_maxlength(&html, "root_cause", 20000, 1);

@@ -45,6 +45,10 @@ pub(crate) async fn incident_in(app: &crate::helpers::TestApp, state: &str) -> S
             "step {step} towards {state}: {}",
             res.status()
         );
+        if *step == "postmortem" {
+            // The responder writes what set it off: a reviewer confirms only a draft that says.
+            app.write_trigger(&id).await;
+        }
     }
     let got: Value = app
         .get(&app.responder, &format!("/api/v1/incidents/{id}"))
@@ -79,10 +83,17 @@ async fn an_incident_walks_every_state_and_its_timeline_records_each_step() {
         .collect();
     assert_eq!(
         kinds,
-        ["opened", "resolve", "draft_postmortem", "confirm", "learn"]
+        [
+            "opened",
+            "resolve",
+            "draft_postmortem",
+            "postmortem_edited",
+            "confirm",
+            "learn"
+        ]
     );
     assert_eq!(v["timeline"][0]["actor"], "rita");
-    assert_eq!(v["timeline"][3]["actor"], "victor");
+    assert_eq!(v["timeline"][4]["actor"], "victor");
     assert!(v["timeline"][0]["at"].as_str().unwrap().ends_with('Z'));
     assert_eq!(v["version"], 5);
 }

@@ -482,7 +482,11 @@ pub fn postmortem_from_json(
     if let Some(s) = summary {
         pm.summary = s;
     }
-    if let Some(t) = text("trigger", limits::TRIGGER) {
+    // A model that does not know says so; that is no trigger, and the built-in one (or the
+    // empty field a person fills in) stays.
+    if let Some(t) = text("trigger", limits::TRIGGER)
+        && !t.trim_end_matches('.').eq_ignore_ascii_case("unknown")
+    {
         pm.trigger = t;
     }
     if let Some(c) = text_list(v, "contributing_factors") {

@@ -213,7 +213,7 @@ const FRAME_CHARS: usize = 900;
 pub const POSTMORTEM_PROMPT: &str = "You draft blameless incident post-mortems from the facts given. \
 Use only those facts: never invent actions, outcomes, times or incident ids.\n\
 Write:\n- summary: one paragraph on what happened and how it was resolved.\n\
-- trigger: what set it off, or \"Unknown\".\n- contributing_factors: what made it possible or worse.\n\
+- trigger: what set it off, or \"\" when the facts do not say.\n- contributing_factors: what made it possible or worse.\n\
 - misleading_hypotheses: first explanations that turned out wrong.\n\
 - lessons: rules, each with always (an imperative starting with a verb), because (why, naming \
 the incident {id}), scope (the service and/or failure modes it applies to) and severity \

@@ -108,7 +108,12 @@ impl Postmortem {
         o.push_str(&format!(
             "\n## Root cause\n\n{}\n\n## Trigger\n\n{}\n\n## Contributing factors\n\n",
             md_text(&self.root_cause),
-            md_text(&self.trigger)
+            if self.has_trigger() {
+                md_text(&self.trigger)
+            } else {
+                "_Not written yet: a reviewer confirms the draft once it says what set the incident off._"
+                    .to_string()
+            }
         ));
         list(&mut o, &self.contributing_factors);
         o.push_str("\n## What worked\n\n");

@@ -11,7 +11,7 @@ pub async fn query_vector(memory: &Memory, text: &str) -> Option<Arc<Vec<f32>>> 
     if text.trim().is_empty() {
         return None;
     }
-    let input = crate::evidence::truncate_chars(&redact_once(text), MAX_CHARS).to_string();
+    let input = embedding_input(text);
     if let Some(v) = lock(&memory.inner.query_vectors).get(&input) {
         return Some(Arc::clone(v));
     }
@@ -33,15 +33,37 @@ pub async fn query_vector(memory: &Memory, text: &str) -> Option<Arc<Vec<f32>>> 
     }
 }
 
+/// What is embedded for `text`: redacted, capped at [`MAX_CHARS`] (the caches' key).
+fn embedding_input(text: &str) -> String {
+    crate::evidence::truncate_chars(&redact_once(text), MAX_CHARS).to_string()
+}
+
+/// [`query_vector`] from the memory's cache only: `None` when it was not computed yet (or there
+/// is no usable embedder), without waiting on the embedder.
+pub fn cached_query_vector(memory: &Memory, text: &str) -> Option<Arc<Vec<f32>>> {
+    memory.embedder_ready()?;
+    lock(&memory.inner.query_vectors)
+        .get(&embedding_input(text))
+        .cloned()
+}
+
+/// [`text_vectors`] from the memory's cache only: `None` unless every one of `texts` was
+/// computed already, without waiting on the embedder.
+pub fn cached_text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<Vec<f32>>>> {
+    memory.embedder_ready()?;
+    let mut cache = lock(&memory.inner.query_passage_vectors);
+    texts
+        .iter()
+        .map(|t| cache.get(&embedding_input(t)).cloned())
+        .collect()
+}
+
 /// Unit vectors of `texts` (redacted, capped), each from the memory's passage cache by text (apart
 /// from [`query_vector`]'s) or embedded in one batch within [`QUERY_TIMEOUT`]. `None` as for
 /// [`query_vector`].
 pub async fn text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<Vec<f32>>>> {
     let embedder = memory.embedder_ready()?;
-    let inputs: Vec<String> = texts
-        .iter()
-        .map(|t| crate::evidence::truncate_chars(&redact_once(t), MAX_CHARS).to_string())
-        .collect();
+    let inputs: Vec<String> = texts.iter().map(|t| embedding_input(t)).collect();
     let mut out: Vec<Option<Arc<Vec<f32>>>> = {
         let mut cache = lock(&memory.inner.query_passage_vectors);
         inputs.iter().map(|t| cache.get(t).cloned()).collect()

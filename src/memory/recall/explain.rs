@@ -201,6 +201,61 @@ fn replaced_by(r: &Recalled) -> Option<i64> {
     })
 }
 
+/// Ids of the records that replaced results ([`replaced_by`]) but are not among them, first
+/// seen first.
+pub(in crate::memory) fn missing_replacements(results: &[Recalled]) -> Vec<i64> {
+    let mut out: Vec<i64> = Vec::new();
+    for by in results.iter().filter_map(replaced_by) {
+        if !out.contains(&by) && !results.iter().any(|x| x.memory.id == by) {
+            out.push(by);
+        }
+    }
+    out
+}
+
+/// Puts each of `replacements` (records read for [`missing_replacements`]) into `results` right
+/// above the first result it replaced, with that result's score and the list `replaces`: what
+/// replaced a recalled record is shown, and reaches the analyst, with it, whether or not it
+/// matched the query itself (a later incident that contradicted an earlier root cause is the
+/// precedent to weigh first). Retracted records and records of `exclude_incident` are left out.
+pub(in crate::memory) fn add_replacements(
+    results: &mut Vec<Recalled>,
+    replacements: Vec<MemoryRecord>,
+    exclude_incident: Option<&str>,
+) {
+    for r in replacements {
+        if r.validation == Validation::Retracted
+            || (r.incident_id.is_some() && r.incident_id.as_deref() == exclude_incident)
+            || results.iter().any(|x| x.memory.id == r.id)
+        {
+            continue;
+        }
+        let Some(at) = results.iter().position(|x| replaced_by(x) == Some(r.id)) else {
+            continue;
+        };
+        let score = results[at].score;
+        let mut marks = Vec::new();
+        if r.validation == Validation::Superseded {
+            marks.push("superseded");
+        }
+        if r.data.get("contradicted_by").is_some() {
+            marks.push("contradicted");
+        }
+        results.insert(
+            at,
+            Recalled {
+                memory: r,
+                score,
+                why: Why {
+                    lists: vec!["replaces"],
+                    ..Why::default()
+                },
+                marks,
+            },
+        );
+    }
+}
+
 /// Moves each result that was superseded or contradicted right below the record that replaced
 /// it, when that record is among the results and ranked lower: a replaced record is shown
 /// (marked), never above what replaced it. Everything else keeps its order. Chains move along;

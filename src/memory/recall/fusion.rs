@@ -186,13 +186,78 @@ pub(super) fn fuse_records(
     fused
 }
 
+/// How high a note must rank in one of its own lists (a word list, or the meaning list at or
+/// above the chance cosine) to count as matching the query on its own ([`service_notes`]).
+pub(super) const NOTE_OWN_RANK: usize = 5;
+
+/// Where the notes that [`service_notes`] returns are shown: after this many results (the best
+/// record of the best-ranked past incident first).
+pub(super) const NOTES_AT: usize = 1;
+
+/// Notes shown there at most.
+pub(super) const NOTES_SHOWN: usize = 2;
+
+/// The notes about the query's own service (`notes`: records learned from no incident, see
+/// [`RecallIndex::notes_about`]) that match the query on their own: within [`NOTE_OWN_RANK`] of
+/// the word lists (`text`, `rules`) or of the meaning list with a cosine at or above `chance`.
+/// Best own rank first. A note that only shares the service key (or the service's name) is not
+/// among them.
+pub(super) fn service_notes(
+    notes: &std::collections::HashSet<i64>,
+    words: [&[Candidate]; 2],
+    meaning: &[(Candidate, f32)],
+    chance: Option<f32>,
+) -> Vec<i64> {
+    let mut best: HashMap<i64, usize> = HashMap::new();
+    let mut seen = |id: i64, rank: usize| {
+        if notes.contains(&id) && rank < NOTE_OWN_RANK {
+            let b = best.entry(id).or_insert(rank);
+            *b = (*b).min(rank);
+        }
+    };
+    for list in words {
+        for (rank, c) in list.iter().enumerate() {
+            seen(c.id, rank);
+        }
+    }
+    for (rank, (c, cosine)) in meaning.iter().enumerate() {
+        if chance.is_none_or(|floor| *cosine >= floor) {
+            seen(c.id, rank);
+        }
+    }
+    let mut out: Vec<(usize, i64)> = best.into_iter().map(|(id, r)| (r, id)).collect();
+    out.sort_unstable();
+    out.into_iter().map(|(_, id)| id).collect()
+}
+
+/// Shows the first [`NOTES_SHOWN`] of `notes` ([`service_notes`]) in `ranked` (best first) right
+/// after its first [`NOTES_AT`] results, unless already there or higher, with the score of the
+/// result they now precede and the list `service_note`. A note has no past incident to inherit
+/// relevance from: without this, every record of every ranked past incident, however weakly it
+/// matches, outranks a fact about the very service on call that matches the question best (the
+/// incident prior dwarfs the record's own match). Incident recall places notes the same way
+/// ([`crate::memory::incident::incidents_first`]).
+pub(super) fn show_service_notes(ranked: &mut Vec<(f64, Fused)>, notes: &[i64]) {
+    for (i, id) in notes.iter().take(NOTES_SHOWN).enumerate() {
+        let at = NOTES_AT + i;
+        let Some(p) = ranked.iter().position(|(_, f)| f.candidate.id == *id) else {
+            continue;
+        };
+        let (mut score, mut f) = ranked.remove(p);
+        f.lists.push("service_note");
+        if p > at && at < ranked.len() {
+            score = score.max(ranked[at].0);
+        }
+        ranked.insert(p.min(at), (score, f));
+    }
+}
+
 /// Scores the fused candidates on their own fields (kind, age, importance, validation,
-/// evidence) and keeps the best `k`, ties by id.
+/// evidence), best first, ties by id.
 pub(super) fn rank(
     fused: HashMap<i64, Fused>,
     kinds: &[MemoryKind],
     now: jiff::Timestamp,
-    k: usize,
 ) -> Vec<(f64, Fused)> {
     let mut ranked: Vec<(f64, Fused)> = fused
         .into_values()
@@ -218,6 +283,5 @@ pub(super) fn rank(
         })
         .collect();
     ranked.sort_by(|(a, fa), (b, fb)| b.total_cmp(a).then(fb.candidate.id.cmp(&fa.candidate.id)));
-    ranked.truncate(k);
     ranked
 }

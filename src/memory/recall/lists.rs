@@ -300,40 +300,71 @@ pub(super) fn incidents_by_best_part(
     out
 }
 
+/// The vector lists of a query (see [`vector_lists`]).
+#[derive(Default)]
+pub(super) struct VectorLists {
+    /// The nearest records.
+    pub(super) nearest: embeddings::Nearest,
+    /// The nearest incident documents, with their cosine.
+    pub(super) doc_vector: Vec<(String, f32)>,
+    /// Past incidents by how well their passages cover the query's.
+    pub(super) by_passages: Vec<(String, f32)>,
+    /// The query's vectors were not computed yet and recall did not wait for them: they are
+    /// being computed in the background, and a later recall of the same text has them.
+    pub(super) pending: bool,
+}
+
 /// The vector lists of a query: the nearest records, the nearest incident documents and, passage
-/// by passage, the nearest incidents.
+/// by passage, the nearest incidents. With `wait` false (a page view), only vectors already
+/// computed are used; missing ones are computed in the background ([`Memory::embed_later`]) and
+/// the lists come back empty with `pending` set.
 pub(super) async fn vector_lists(
     memory: &Memory,
     index: &RecallIndex,
     text: &str,
     exclude: Option<&str>,
-) -> (embeddings::Nearest, Vec<(String, f32)>, Vec<(String, f32)>) {
+    wait: bool,
+) -> VectorLists {
     let tuning = memory.tuning();
     // Passage by passage, when the query has more than one (an incident's report and evidence).
     let query_passages = crate::memory::documents::passages_of(text);
     let by_passage = tuning.on("passages") && query_passages.len() > 1;
-    let (query_vector, passage_vectors) =
-        if by_passage && query_passages.len() >= LONG_QUERY && tuning.on("passage_mean") {
-            // A report: its vector is the mean of its passages' (one embedding pass over short
-            // texts, not a second over the whole, which the model would truncate anyway).
-            let passages = embeddings::text_vectors(memory, &query_passages).await;
-            let whole = passages.as_deref().and_then(embeddings::mean_direction);
-            (whole, passages)
-        } else if by_passage {
-            // A few sentences: the whole and its passages in one batch of short texts.
-            let mut texts = Vec::with_capacity(query_passages.len() + 1);
-            texts.push(text.to_string());
-            texts.extend(query_passages.iter().cloned());
-            match embeddings::text_vectors(memory, &texts).await {
-                Some(mut vs) if vs.len() == texts.len() => {
-                    let whole = vs.remove(0);
-                    (Some(whole), Some(vs))
-                }
-                _ => (None, None),
-            }
+    let report = by_passage && query_passages.len() >= LONG_QUERY && tuning.on("passage_mean");
+    // What is embedded: a report's passages (its vector is their mean: one pass over short
+    // texts, not a second over the whole, which the model would truncate anyway); a few
+    // sentences' whole and passages in one batch; else the whole.
+    let texts: Vec<String> = if report {
+        query_passages.clone()
+    } else if by_passage {
+        std::iter::once(text.to_string())
+            .chain(query_passages.iter().cloned())
+            .collect()
+    } else {
+        vec![text.to_string()]
+    };
+    let vectors = if !by_passage {
+        if wait {
+            embeddings::query_vector(memory, text)
+                .await
+                .map(|v| vec![v])
         } else {
-            (embeddings::query_vector(memory, text).await, None)
-        };
+            embeddings::cached_query_vector(memory, text).map(|v| vec![v])
+        }
+    } else if wait {
+        embeddings::text_vectors(memory, &texts).await
+    } else {
+        embeddings::cached_text_vectors(memory, &texts)
+    };
+    let pending = vectors.is_none() && !wait && memory.embed_later(texts, by_passage);
+    let (query_vector, passage_vectors) = match vectors {
+        Some(vs) if report => (embeddings::mean_direction(&vs), Some(vs)),
+        Some(mut vs) if by_passage && vs.len() == query_passages.len() + 1 => {
+            let whole = vs.remove(0);
+            (Some(whole), Some(vs))
+        }
+        Some(mut vs) if !by_passage && vs.len() == 1 => (vs.pop(), None),
+        _ => (None, None),
+    };
     // The vector scans run here, while the word searches' SQL is still running on the
     // database's own threads.
     let (nearest, doc_vector) = match &query_vector {
@@ -349,7 +380,12 @@ pub(super) async fn vector_lists(
         }
         None => Vec::new(),
     };
-    (nearest, doc_vector, by_passages)
+    VectorLists {
+        nearest,
+        doc_vector,
+        by_passages,
+        pending,
+    }
 }
 
 /// What the incident-level lists are built from.

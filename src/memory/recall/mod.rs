@@ -42,8 +42,8 @@ use crate::domain::{ActionKind, MemoryKind, Validation};
 use crate::error::AppResult;
 use crate::store::memory::Candidate;
 use crate::store::{self, memory as mstore};
-pub(in crate::memory) use explain::below_replacements;
 use explain::{Explain, empty_notice, mark_contradictions, thin_notice};
+pub(in crate::memory) use explain::{add_replacements, below_replacements, missing_replacements};
 use fusion::{SCORE_SHARE, fuse_incidents, fuse_records, rank};
 pub use lists::{FtsSearch, TermStats, fts_search};
 use lists::{IncidentInputs, bounded_search, incident_lists, scope_list, text_lists, vector_lists};
@@ -68,6 +68,10 @@ pub struct RecallQuery {
     pub kinds: Vec<MemoryKind>,
     /// How many results (default 10, at most 100).
     pub k: usize,
+    /// Use only query vectors already computed, and compute missing ones in the background
+    /// ([`Memory::embed_later`]): for a page view, which must not wait on the embedder. The
+    /// result then says so ([`RecallResult::vectors_pending`]).
+    pub cached_vectors_only: bool,
 }
 
 /// Why a record was recalled.
@@ -82,7 +86,9 @@ pub struct Why {
     /// Action kind shared with the query.
     pub action_kinds: Vec<String>,
     /// Which candidate lists found it: `text`, `rules` (BM25), `scope` (structured keys),
-    /// `semantic` (nearest by vector).
+    /// `semantic` (nearest by vector), `incident` (its past incident's rank), `service_note` (a
+    /// note about the query's service that matched on its own), `replaces` (not matched itself:
+    /// it superseded or contradicted a recalled record, and is shown with it).
     #[schema(value_type = Vec<String>)]
     pub lists: Vec<&'static str>,
     /// Cosine similarity of its vector with the query's, when the vector list found it.
@@ -120,6 +126,10 @@ pub struct RecallResult {
     pub derived_tags: Vec<String>,
     /// Set when nothing matched: "No relevant organizational memory found".
     pub notice: Option<String>,
+    /// The matches by meaning are missing because the query's vectors were still being
+    /// computed ([`RecallQuery::cached_vectors_only`]); a later recall has them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vectors_pending: bool,
 }
 
 #[cfg(test)]
@@ -194,13 +204,19 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     let search = bounded_search(memory, index.epoch(), &terms).await?;
     let exclude = q.exclude_incident.as_deref();
     let doc_expr = mstore::fts_or_terms(&doc_terms);
-    let (lists, (nearest, doc_vector, by_passages), doc_bm25) = tokio::join!(
+    let (lists, vectors, doc_bm25) = tokio::join!(
         text_lists(pool, &index, &search, kinds, exclude),
-        vector_lists(memory, &index, &text, exclude),
+        vector_lists(memory, &index, &text, exclude, !q.cached_vectors_only),
         crate::store::incident_documents::search(pool, &doc_expr, exclude, INCIDENT_LIST as i64),
     );
     let (text_list, rules_list) = lists?;
     let doc_bm25 = doc_bm25?;
+    let lists::VectorLists {
+        nearest,
+        doc_vector,
+        by_passages,
+        pending: vectors_pending,
+    } = vectors;
     let (semantic, chance) = (nearest.hits, nearest.floor);
     let semantic_list: Vec<(Candidate, f32)> = semantic
         .iter()
@@ -245,6 +261,16 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         }
     }
 
+    // Notes about the service on call that match the query on their own (shown among the
+    // first results below).
+    let notes = match &q.service {
+        Some(service) if tuning.on("service_notes") => {
+            let about = index.notes_about(service).collect();
+            fusion::service_notes(&about, [&text_list, &rules_list], &semantic_list, chance)
+        }
+        _ => Vec::new(),
+    };
+
     // The record level ("parts").
     let mut fused = fuse_records(
         tuning,
@@ -271,11 +297,14 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
             incidents,
             derived_tags: tags.into_iter().collect(),
             notice: Some(empty_notice(&index, q.service.as_deref())),
+            vectors_pending,
         });
     }
     // Rank on the candidates' own fields; load only the k records that are returned.
     let now = store::now();
-    let ranked = rank(fused, kinds, now, k);
+    let mut ranked = rank(fused, kinds, now);
+    fusion::show_service_notes(&mut ranked, &notes);
+    ranked.truncate(k);
     let ids: Vec<i64> = ranked.iter().map(|(_, f)| f.candidate.id).collect();
     let mut records: HashMap<i64, MemoryRecord> = mstore::get_many(pool, &ids)
         .await?
@@ -308,5 +337,6 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         incidents,
         derived_tags: tags.into_iter().collect(),
         notice,
+        vectors_pending,
     })
 }

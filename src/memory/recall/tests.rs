@@ -117,6 +117,46 @@ fn score_fusion_keeps_the_margin_that_ranks_throw_away() {
 }
 
 #[test]
+fn a_note_about_the_service_on_call_that_matches_on_its_own_is_shown_after_the_first_result() {
+    use super::fusion::{Fused, service_notes, show_service_notes};
+    let candidate = |id: i64| crate::store::memory::Candidate {
+        id,
+        kind: MemoryKind::ServiceFact,
+        validation: Validation::Confirmed,
+        created_at: jiff::Timestamp::UNIX_EPOCH,
+        importance: 2,
+        evidence_count: 1,
+        consolidated_into: None,
+    };
+    // Notes 1–4 are about the service on call; 10+ are records of past incidents.
+    let notes = [1, 2, 3, 4].into_iter().collect();
+    let words: Vec<_> = [10, 1, 11, 12, 13, 14, 4].map(candidate).to_vec();
+    let meaning = vec![(candidate(3), 0.20), (candidate(2), 0.80)];
+    // 1 by its words (rank 2), 2 by meaning above chance (rank 2); 3 under chance; 4 too low
+    // in the word list (rank 7: it shares little more than the service's name).
+    assert_eq!(
+        service_notes(&notes, [&words, &[]], &meaning, Some(0.31)),
+        [1, 2]
+    );
+    let fused = |id: i64| Fused {
+        candidate: candidate(id),
+        rrf: 0.0,
+        lists: vec!["text"],
+        cosine: None,
+    };
+    let mut ranked: Vec<(f64, Fused)> = [(0.9, 10), (0.8, 11), (0.7, 12), (0.6, 2), (0.5, 1)]
+        .into_iter()
+        .map(|(s, id)| (s, fused(id)))
+        .collect();
+    show_service_notes(&mut ranked, &[1, 2]);
+    let order: Vec<i64> = ranked.iter().map(|(_, f)| f.candidate.id).collect();
+    assert_eq!(order, [10, 1, 2, 11, 12]);
+    // Scores stay best first; the notes say why they are there.
+    assert!(ranked.windows(2).all(|w| w[0].0 >= w[1].0));
+    assert!(ranked[1].1.lists.contains(&"service_note"));
+}
+
+#[test]
 fn the_chance_level_is_two_deviations_over_the_mean() {
     assert_eq!(crate::memory::embeddings::chance_level([0.1; 5]), None);
     let mut cosines = vec![0.1f32; 10];

@@ -223,8 +223,8 @@ impl Planner<'_> {
             format!("{id} root cause on {}: {}", incident.service, pm.root_cause),
         );
         let root = self.push(r, obs_ids.to_vec(), symptoms.clone());
-        if !pm.trigger.trim().is_empty() && !pm.trigger.starts_with("Unknown") {
-            let r = self.base(MemoryKind::Trigger, format!("{id} trigger: {}", pm.trigger));
+        if let Some(trigger) = pm.known_trigger() {
+            let r = self.base(MemoryKind::Trigger, format!("{id} trigger: {trigger}"));
             self.push(r, vec![], symptoms.clone());
         }
         for c in &pm.contributing_factors {
