@@ -52,6 +52,9 @@ struct ShowPage {
     dead_ends: Vec<RecalledItem>,
     rules: Vec<RecalledItem>,
     memory_notice: Option<String>,
+    /// Whether the recall is whole (its matches by meaning were not still being computed): only
+    /// such a page is kept by [`cached_page`].
+    recall_whole: bool,
     /// The evidence form's body limit, bytes (`data-max-bytes`: app.js refuses a bigger paste or
     /// file before sending it, keeping the input).
     evidence_limit: usize,
@@ -455,6 +458,7 @@ async fn build_page(
         dead_ends,
         rules,
         memory_notice,
+        recall_whole: !recalled.recall.vectors_pending,
         evidence_limit: state.settings.max_evidence_bytes,
         evidence_limit_text: super::view::mebibytes(state.settings.max_evidence_bytes),
         changed_since,
@@ -531,18 +535,18 @@ async fn cached_page(
             }
         }
     };
-    let (status, html) = cell
+    let (status, html, whole) = cell
         .get_or_try_init(|| async {
             let (status, page) =
                 build_page(state, user, headers, id, KeptInput::default(), None, None).await?;
             let html = axum::body::Bytes::from(page.render().map_err(|e| {
                 PageError(AppError::Internal(anyhow::anyhow!("incident page: {e}")))
             })?);
-            Ok::<_, PageError>((status, html))
+            Ok::<_, PageError>((status, html, page.recall_whole))
         })
         .await?
         .clone();
-    if status != StatusCode::OK || html.len() > RENDERED_PAGE_MAX {
+    if status != StatusCode::OK || html.len() > RENDERED_PAGE_MAX || !whole {
         state.pages.pages().pop(&key);
     }
     Ok((status, axum::response::Html(html)).into_response())

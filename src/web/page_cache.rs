@@ -11,8 +11,9 @@ use axum::http::StatusCode;
 /// stalled the page for half a second each minute). Held in [`AppState`].
 pub struct RenderedPages(std::sync::Mutex<lru::LruCache<String, std::sync::Arc<RenderedPage>>>);
 
-/// One incident page as rendered, with the status it is served with; filled once.
-pub(super) type RenderedPage = tokio::sync::OnceCell<(StatusCode, axum::body::Bytes)>;
+/// One incident page as rendered, with the status it is served with and whether it may be kept
+/// (its recall was whole); filled once.
+pub(super) type RenderedPage = tokio::sync::OnceCell<(StatusCode, axum::body::Bytes, bool)>;
 
 /// Incident pages kept by [`RenderedPages`] (each a few tens of kB). A page is keyed by the
 /// minute it was rendered in, so only the pages viewed this minute are worth holding: 64 of
