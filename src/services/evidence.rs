@@ -144,6 +144,17 @@ pub async fn submit(
     // Redact first, then extract from the redacted text: observations, their examples and line
     // references all come from what is stored, so a secret that is recognised only in its
     // context (a Kubernetes Secret, a `.env` file) never reaches a single-line example.
+    // That work is done before the write transaction, on the incident's map as it stands, so
+    // the write lock is held for the inserts only; inside, the map is read again and the work
+    // redone only when another write changed it meanwhile. An incident without a map yet (its
+    // first evidence) does it all inside, once.
+    let seen = store::redaction::stored(pool, id.as_str()).await?;
+    let early = match &seen {
+        Some(r) => {
+            Some(redact_and_extract(r.clone(), kind, content.clone(), submitted_bytes).await?)
+        }
+        None => None,
+    };
     let mut tx = store::begin_write(pool).await?;
     // Checked inside the write transaction, so a Learn that commits meanwhile cannot be followed
     // by evidence on the learned incident.
@@ -154,17 +165,14 @@ pub async fn submit(
             "{id} is learned and closed; open a new incident for new evidence"
         )));
     }
-    let redactor = store::redaction::load(&mut tx, id.as_str()).await?;
-    let (redactor, extraction, redacted) = tokio::task::spawn_blocking(move || {
-        let mut redactor = redactor;
-        let redacted = redactor.redact_large(content);
-        let mut extraction = extract(kind, &redacted);
-        extraction.bytes = submitted_bytes as u64;
-        (redactor, extraction, redacted)
-    })
-    .await
-    .map_err(|e| AppError::Internal(e.into()))?;
-    store::redaction::save(&mut tx, id.as_str(), &redactor).await?;
+    let current = store::redaction::load(&mut tx, id.as_str()).await?;
+    let (redactor, extraction, redacted) = match early {
+        Some(done) if seen.as_ref() == Some(&current) => done,
+        _ => redact_and_extract(current, kind, content, submitted_bytes).await?,
+    };
+    if seen.as_ref() != Some(&redactor) {
+        store::redaction::save(&mut tx, id.as_str(), &redactor).await?;
+    }
     let bytes = submitted_bytes as i64;
     let new = estore::NewEvidence {
         incident_id: id.as_str(),
@@ -222,6 +230,28 @@ pub async fn submit(
     .await?;
     tx.commit().await?;
     added(pool, id, evidence_id, &ids).await
+}
+
+/// `content` redacted with `redactor` and what extraction finds in the redacted text (with the
+/// submitted size), off the async runtime; returns the redactor with any new placeholders.
+///
+/// # Errors
+/// [`AppError::Internal`] if the worker panicked.
+async fn redact_and_extract(
+    redactor: crate::evidence::redact::Redactor,
+    kind: EvidenceKind,
+    content: String,
+    submitted_bytes: usize,
+) -> AppResult<(crate::evidence::redact::Redactor, Extraction, String)> {
+    tokio::task::spawn_blocking(move || {
+        let mut redactor = redactor;
+        let redacted = redactor.redact_large(content);
+        let mut extraction = extract(kind, &redacted);
+        extraction.bytes = submitted_bytes as u64;
+        (redactor, extraction, redacted)
+    })
+    .await
+    .map_err(|e| AppError::Internal(e.into()))
 }
 
 /// What a committed submission stored: evidence `evidence_id` of incident `id` (without
