@@ -8,20 +8,29 @@
 //! `tests/vendor/axe-core/`) finds no serious or critical WCAG A/AA violation. Saves screenshots
 //! of each page at both widths under `target/artifacts/`.
 //!
+//! `alert_page.rs` (beside this file) opens an incident from an Alertmanager webhook and a real
+//! Prometheus and checks its page. The browser and the checks are in `support/browser.rs`.
+//!
 //! Skipped with a loud message when no chromedriver is installed, unless
 //! `INCIDENTMIND_REQUIRE_BROWSER=1` (CI sets it, after `.ci/run` installs the browser).
 
+#[path = "browser/alert_page.rs"]
+mod alert_page;
+#[path = "support/peer.rs"]
+mod peer;
+#[path = "support/prometheus.rs"]
+mod prometheus_real;
 #[path = "support/skip.rs"]
 mod skip;
+#[path = "support/browser.rs"]
+mod ui;
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::Locator;
 use incidentmind::{AppState, Settings, router, services::users::add_user, store};
-
-const PASSWORD: &str = "correct horse battery";
+use ui::{
+    Checks, DESKTOP, PASSWORD, PHONE, Tools, click, current_incident, scroll_to, settle, sign_in,
+    sign_out, submit_form, text_of, wait_for_text,
+};
 
 const LOG_A: &str = "2026-11-29T14:05:12Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.
 2026-11-29T14:06:40Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.
@@ -31,300 +40,13 @@ const LOG_A: &str = "2026-11-29T14:05:12Z ERROR HikariPool-1 - Connection is not
 const LOG_B: &str = "2026-11-29T16:20:03Z ERROR checkout: timeout waiting for an idle connection from the database pool (30000 ms)
 2026-11-29T16:21:10Z ERROR checkout: timeout waiting for an idle connection from the database pool (30000 ms)";
 
-fn find_binary(candidates: &[&str]) -> Option<PathBuf> {
-    candidates.iter().map(PathBuf::from).find(|p| p.exists())
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-struct Driver(std::process::Child);
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// One screen size the walkthrough runs at.
-#[derive(Clone, Copy)]
-struct Viewport {
-    name: &'static str,
-    width: u32,
-    height: u32,
-    /// Phone: emulated with Chromium's device metrics (a real 390 px viewport).
-    mobile: bool,
-}
-
-const DESKTOP: Viewport = Viewport {
-    name: "desktop",
-    width: 1366,
-    height: 900,
-    mobile: false,
-};
-const PHONE: Viewport = Viewport {
-    name: "phone",
-    width: 390,
-    height: 844,
-    mobile: true,
-};
-
-/// What the walkthrough checks on a page.
-struct Checks {
-    dir: PathBuf,
-    vp: Viewport,
-    axe: String,
-}
-
-impl Checks {
-    /// Saves a screenshot as `target/artifacts/{viewport}-{name}.png`.
-    async fn shot(&self, c: &Client, name: &str) {
-        if let Ok(png) = c.screenshot().await {
-            let _ = std::fs::write(self.dir.join(format!("{}-{name}.png", self.vp.name)), png);
-        }
-    }
-
-    /// Saves a screenshot as `target/artifacts/{file}.png`.
-    async fn shot_as(&self, c: &Client, file: &str) {
-        if let Ok(png) = c.screenshot().await {
-            let _ = std::fs::write(self.dir.join(format!("{file}.png")), png);
-        }
-    }
-
-    /// The page does not scroll sideways: nothing is wider than the viewport.
-    async fn no_horizontal_scroll(&self, c: &Client, page: &str) {
-        let v = c
-            .execute(
-                "return [document.scrollingElement.scrollWidth, window.innerWidth,
-                         Array.from(document.querySelectorAll('body *'))
-                           .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1)
-                           .slice(0, 5).map(e => e.tagName + '.' + e.className).join(' ')]",
-                vec![],
-            )
-            .await
-            .expect("scroll width");
-        let (scroll, inner) = (v[0].as_f64().unwrap_or(0.0), v[1].as_f64().unwrap_or(0.0));
-        assert!(
-            inner > 0.0 && scroll <= inner,
-            "{} {page}: horizontal scroll ({scroll} > {inner}); too wide: {}",
-            self.vp.name,
-            v[2]
-        );
-    }
-
-    /// axe-core on the current page: no serious or critical violation of WCAG 2.x A/AA
-    /// (2.2 included).
-    async fn accessible(&self, c: &Client, page: &str) {
-        c.execute(&format!("{};return true;", self.axe), vec![])
-            .await
-            .expect("inject axe-core");
-        let out = c
-            .execute_async(
-                "const done = arguments[arguments.length - 1];
-                 axe.run(document, {resultTypes: ['violations'], runOnly: {type: 'tag',
-                   values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'wcag22aa']}})
-                   .then(r => done({passes: r.passes.length, violations: r.violations
-                     .filter(v => v.impact === 'serious' || v.impact === 'critical')
-                     .map(v => v.id + ' (' + v.impact + '): ' + v.help + ' at ' +
-                          v.nodes.slice(0, 3).map(n => n.target.join(' ')).join(', '))}))
-                   .catch(e => done({passes: 0, violations: ['axe failed: ' + e]}));",
-                vec![],
-            )
-            .await
-            .expect("axe.run");
-        let found: Vec<String> = serde_json::from_value(out["violations"].clone())
-            .unwrap_or_else(|e| panic!("axe answer on {page}: {e}: {out}"));
-        assert!(
-            out["passes"].as_u64().unwrap_or(0) > 0,
-            "{page}: axe ran no rule: {out}"
-        );
-        assert!(
-            found.is_empty(),
-            "{} {page}: accessibility violations:\n{}",
-            self.vp.name,
-            found.join("\n")
-        );
-    }
-
-    /// At desktop width a table cell holding one short word ("observation", a host name, a
-    /// record id) is not broken between two letters or digits: columns are not squeezed until
-    /// words break mid-word (a wrap after a hyphen is a normal line break).
-    async fn words_whole(&self, c: &Client, page: &str) {
-        if self.vp.mobile {
-            return;
-        }
-        let broken = c
-            .execute(
-                "return Array.from(document.querySelectorAll('table td, table th')).filter(td => {
-                   const t = td.textContent.trim();
-                   if (!t || /\\s/.test(t) || t.length > 24) return false;
-                   const w = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
-                   const word = /[A-Za-z0-9]/;
-                   for (let n = w.nextNode(); n; n = w.nextNode()) {
-                     const at = i => { const r = document.createRange();
-                       r.setStart(n, i); r.setEnd(n, i + 1); return r.getBoundingClientRect(); };
-                     for (let i = 0; i + 1 < n.length; i++) {
-                       if (word.test(n.data[i]) && word.test(n.data[i + 1])
-                           && Math.abs(at(i).bottom - at(i + 1).bottom) > 3) return true;
-                     }
-                   }
-                   return false;
-                 }).slice(0, 5).map(td => td.textContent.trim())",
-                vec![],
-            )
-            .await
-            .expect("table cells");
-        assert_eq!(
-            broken,
-            serde_json::json!([]),
-            "{} {page}: words broken mid-word in table cells",
-            self.vp.name
-        );
-    }
-
-    /// Every check and a screenshot: no sideways scroll, whole words in tables, and axe-core.
-    async fn page(&self, c: &Client, name: &str) {
-        self.no_horizontal_scroll(c, name).await;
-        self.words_whole(c, name).await;
-        self.accessible(c, name).await;
-        self.shot(c, name).await;
-    }
-}
-
-/// Waits for the page that a click or submit started to finish loading.
-async fn settle(c: &Client) {
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    for _ in 0..100 {
-        if let Ok(v) = c.execute("return document.readyState", vec![]).await
-            && v == "complete"
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
-/// The text of the first element matching `css`, once it is non-empty (10 s at most).
-async fn text_of(c: &Client, css: &str) -> String {
-    wait_for_text(c, css, "").await
-}
-
-/// Polls until the element's text contains `needle` (10 s at most); panics with what it saw.
-async fn wait_for_text(c: &Client, css: &str, needle: &str) -> String {
-    let mut last = String::new();
-    for _ in 0..50 {
-        if let Ok(e) = c.find(Locator::Css(css)).await
-            && let Ok(t) = e.text().await
-        {
-            if !t.is_empty() && t.contains(needle) {
-                return t;
-            }
-            last = t;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    panic!("{css} never contained {needle:?}; last text: {last:?}");
-}
-
-async fn submit_form(c: &Client, form_css: &str, fields: &[(&str, &str)]) {
-    let form = c
-        .form(Locator::Css(form_css))
-        .await
-        .unwrap_or_else(|e| panic!("form {form_css}: {e}"));
-    for (k, v) in fields {
-        form.set_by_name(k, v)
-            .await
-            .unwrap_or_else(|e| panic!("field {k} in {form_css}: {e}"));
-    }
-    form.submit()
-        .await
-        .unwrap_or_else(|e| panic!("submit {form_css}: {e}"));
-    settle(c).await;
-}
-
-async fn click(c: &Client, css: &str) {
-    let e = c
-        .wait()
-        .at_most(Duration::from_secs(10))
-        .for_element(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"));
-    e.click()
-        .await
-        .unwrap_or_else(|e| panic!("click {css}: {e}"));
-    settle(c).await;
-}
-
-/// Scrolls the first element matching `css` to the top of the viewport (for screenshots).
-async fn scroll_to(c: &Client, css: &str) {
-    let _ = c
-        .execute(
-            "const e = document.querySelector(arguments[0]); if (e) { e.scrollIntoView(); } return true;",
-            vec![serde_json::json!(css)],
-        )
-        .await;
-}
-
-async fn sign_in(c: &Client, base: &str, name: &str) {
-    c.goto(&format!("{base}/signin"))
-        .await
-        .expect("signin page");
-    submit_form(
-        c,
-        "form[action='/signin']",
-        &[("name", name), ("password", PASSWORD)],
-    )
-    .await;
-    let who = text_of(c, ".who").await;
-    assert!(who.contains(name), "signed in as {name}: {who}");
-}
-
-async fn sign_out(c: &Client) {
-    click(c, "form[action='/signout'] button").await;
-}
-
-async fn current_incident(c: &Client) -> String {
-    let url = c.current_url().await.expect("url");
-    url.path()
-        .trim_start_matches("/incidents/")
-        .split('/')
-        .next()
-        .unwrap_or_default()
-        .to_string()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
-    let (Some(driver), Some(chromium)) = (
-        find_binary(&["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]),
-        find_binary(&["/usr/bin/chromium", "/usr/bin/chromium-browser"]),
-    ) else {
-        skip::skip(
-            "the real-browser test",
-            "no chromium / chromedriver (install Debian's chromium and chromium-driver, as \
-             .ci/run does)",
-            skip::Required::InCi(Some("INCIDENTMIND_REQUIRE_BROWSER")),
-        );
+    let Some(tools) = ui::tools("the real-browser test") else {
         return;
     };
-    let artifacts = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/artifacts");
-    std::fs::create_dir_all(&artifacts).expect("artifacts dir");
-    let axe = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/vendor/axe-core/axe.min.js"),
-    )
-    .expect("tests/vendor/axe-core/axe.min.js");
     for vp in [DESKTOP, PHONE] {
-        let checks = Checks {
-            dir: artifacts.clone(),
-            vp,
-            axe: axe.clone(),
-        };
-        walkthrough(&driver, &chromium, &checks).await;
+        walkthrough(&tools, &tools.checks(vp)).await;
     }
 }
 
@@ -333,7 +55,7 @@ async fn an_engineer_works_an_incident_and_the_next_one_benefits() {
     clippy::too_many_lines,
     reason = "the whole workflow through the forms in one browser session, each page reached from the one before"
 )]
-async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
+async fn walkthrough(tools: &Tools, checks: &Checks) {
     let vp = checks.vp;
     // The app, with the sample history loaded through the normal workflow.
     let dir = tempfile::tempdir().expect("tempdir");
@@ -370,48 +92,8 @@ async fn walkthrough(driver: &Path, chromium: &Path, checks: &Checks) {
     });
 
     // The browser.
-    let port = free_port();
-    let _driver = Driver(
-        std::process::Command::new(driver)
-            .arg(format!("--port={port}"))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("chromedriver"),
-    );
-    let profile = tempfile::tempdir().expect("profile");
-    let mut options = serde_json::json!({
-        "binary": chromium,
-        "args": ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--hide-scrollbars",
-                 format!("--window-size={},{}", vp.width, vp.height),
-                 format!("--user-data-dir={}", profile.path().display())]
-    });
-    if vp.mobile {
-        options["mobileEmulation"] = serde_json::json!({
-            "deviceMetrics": {"width": vp.width, "height": vp.height, "pixelRatio": 1.0, "touch": true},
-            "userAgent": "Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120 Mobile Safari/537.36"
-        });
-    }
-    let mut caps = serde_json::Map::new();
-    caps.insert("goog:chromeOptions".into(), options);
-    let mut client = None;
-    for _ in 0..50 {
-        match ClientBuilder::rustls()
-            .expect("tls")
-            .capabilities(caps.clone())
-            .connect(&format!("http://127.0.0.1:{port}"))
-            .await
-        {
-            Ok(c) => {
-                client = Some(c);
-                break;
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
-        }
-    }
-    let c = client.expect("chromedriver session");
+    let session = tools.session(vp).await;
+    let c = session.client.clone();
 
     // 0. The sign-in page.
     c.goto(&format!("{base}/signin")).await.expect("signin");

@@ -115,6 +115,14 @@ pub struct PrometheusArgs {
     /// `sum(rate(http_requests_total{service="$service",code=~"5.."}[5m]))`. Unset: not pulled.
     #[arg(long, env = "INCIDENTMIND_PROMETHEUS_ERROR_RATE")]
     pub prometheus_error_rate: Option<String>,
+    /// Times a failed query of an alert's pull is tried again (Prometheus unreachable, slower
+    /// than the timeout, HTTP 5xx or 429), after 250 ms and then twice as long each time; a
+    /// query Prometheus rejects is never tried again.
+    #[arg(long, env = "INCIDENTMIND_PROMETHEUS_RETRIES", default_value_t = crate::prometheus::DEFAULT_RETRIES)]
+    pub prometheus_retries: u32,
+    /// Alerts' queries sent to Prometheus at once; the others wait their turn.
+    #[arg(long, env = "INCIDENTMIND_PROMETHEUS_PULL_CONCURRENCY", default_value_t = crate::prometheus::DEFAULT_PULL_CONCURRENCY)]
+    pub prometheus_pull_concurrency: usize,
 }
 
 impl std::fmt::Debug for PrometheusArgs {
@@ -145,6 +153,11 @@ impl std::fmt::Debug for PrometheusArgs {
             )
             .field("prometheus_request_rate", &self.prometheus_request_rate)
             .field("prometheus_error_rate", &self.prometheus_error_rate)
+            .field("prometheus_retries", &self.prometheus_retries)
+            .field(
+                "prometheus_pull_concurrency",
+                &self.prometheus_pull_concurrency,
+            )
             .finish()
     }
 }
@@ -175,6 +188,9 @@ impl PrometheusArgs {
             responder_queries: self.prometheus_responder_queries,
             request_rate: template(self.prometheus_request_rate.as_deref()),
             error_rate: template(self.prometheus_error_rate.as_deref()),
+            retries: self.prometheus_retries,
+            pull_concurrency: self.prometheus_pull_concurrency.max(1),
+            ..PrometheusConfig::new(url)
         })
     }
 }

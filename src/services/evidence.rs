@@ -33,8 +33,36 @@ pub async fn extract_blocking(kind: EvidenceKind, text: String) -> AppResult<(Ex
         .map_err(|e| AppError::Internal(e.into()))
 }
 
+/// Where the result of a query the app ran itself can be seen at its source: the query and a
+/// link to it (Prometheus's graph page of the query over its window). Only a source the app
+/// queries sets it, never a paste; each observation of the evidence keeps it
+/// (`data.query_link`, redacted like the rest: a link the redaction would change is left out,
+/// the query kept), and the incident page shows it beside them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryLink {
+    /// The query as run.
+    pub query: String,
+    /// An `http(s)` link to its result at the source.
+    pub url: String,
+}
+
+/// `link` as an observation keeps it: the query and the URL redacted with the incident's map;
+/// the URL left out when redaction would change it (a link with a placeholder in it leads
+/// nowhere, and one with a secret must not be shown).
+async fn query_link_data(
+    tx: &mut store::Tx,
+    incident: &IncidentId,
+    link: &QueryLink,
+) -> AppResult<serde_json::Value> {
+    let (mut query, mut url) = (link.query.clone(), link.url.clone());
+    crate::services::memory::redact_for(tx, Some(incident.as_str()), &mut [&mut query, &mut url])
+        .await?;
+    let url = (url == link.url).then_some(url);
+    Ok(serde_json::json!({"query": query, "url": url}))
+}
+
 /// Writes one observation record per extracted observation of evidence `evidence_id` (examples
-/// redacted); returns their ids in order.
+/// redacted, each with the evidence's query link when it has one); returns their ids in order.
 async fn write_observations(
     tx: &mut store::Tx,
     actor: &str,
@@ -42,8 +70,13 @@ async fn write_observations(
     kind: EvidenceKind,
     evidence_id: i64,
     observations: &[crate::evidence::Observation],
+    link: Option<&QueryLink>,
 ) -> AppResult<Vec<i64>> {
     let mut ids = Vec::with_capacity(observations.len());
+    let link = match link {
+        Some(l) if !observations.is_empty() => Some(query_link_data(tx, &incident.id, l).await?),
+        _ => None,
+    };
     for o in observations {
         let mut example = o.example.clone().unwrap_or_default();
         crate::services::memory::redact_for(tx, Some(incident.id.as_str()), &mut [&mut example])
@@ -63,6 +96,9 @@ async fn write_observations(
             "example": if example.is_empty() { None } else { Some(example) },
             "salience": o.salience,
         });
+        if let Some(l) = &link {
+            r.data["query_link"] = l.clone();
+        }
         let (rid, _) = crate::services::memory::write_in(tx, r).await?;
         ids.push(rid);
     }
@@ -90,6 +126,7 @@ pub async fn add(
         source,
         dedup_key,
         expected_version: None,
+        link: None,
     };
     submit(pool, actor, id, submission).await
 }
@@ -107,6 +144,9 @@ pub struct Submission<'a> {
     pub dedup_key: Option<&'a str>,
     /// The incident version the submitter saw; a stale one is refused (409), `None` skips it.
     pub expected_version: Option<i64>,
+    /// The query the app ran to get `content`, and where its result can be seen; `None` for
+    /// everything people and senders submit.
+    pub link: Option<QueryLink>,
 }
 
 /// [`add`] with the incident version the submitter saw, checked inside the write transaction.
@@ -128,6 +168,7 @@ pub async fn submit(
         source,
         dedup_key,
         expected_version,
+        link,
     } = submission;
     if content.trim().is_empty() {
         return Err(ValidationError::new(
@@ -144,6 +185,17 @@ pub async fn submit(
     // Redact first, then extract from the redacted text: observations, their examples and line
     // references all come from what is stored, so a secret that is recognised only in its
     // context (a Kubernetes Secret, a `.env` file) never reaches a single-line example.
+    // That work is done before the write transaction, on the incident's map as it stands, so
+    // the write lock is held for the inserts only; inside, the map is read again and the work
+    // redone only when another write changed it meanwhile. An incident without a map yet (its
+    // first evidence) does it all inside, once.
+    let seen = store::redaction::stored(pool, id.as_str()).await?;
+    let early = match &seen {
+        Some(r) => {
+            Some(redact_and_extract(r.clone(), kind, content.clone(), submitted_bytes).await?)
+        }
+        None => None,
+    };
     let mut tx = store::begin_write(pool).await?;
     // Checked inside the write transaction, so a Learn that commits meanwhile cannot be followed
     // by evidence on the learned incident.
@@ -154,17 +206,14 @@ pub async fn submit(
             "{id} is learned and closed; open a new incident for new evidence"
         )));
     }
-    let redactor = store::redaction::load(&mut tx, id.as_str()).await?;
-    let (redactor, extraction, redacted) = tokio::task::spawn_blocking(move || {
-        let mut redactor = redactor;
-        let redacted = redactor.redact_large(content);
-        let mut extraction = extract(kind, &redacted);
-        extraction.bytes = submitted_bytes as u64;
-        (redactor, extraction, redacted)
-    })
-    .await
-    .map_err(|e| AppError::Internal(e.into()))?;
-    store::redaction::save(&mut tx, id.as_str(), &redactor).await?;
+    let current = store::redaction::load(&mut tx, id.as_str()).await?;
+    let (redactor, extraction, redacted) = match early {
+        Some(done) if seen.as_ref() == Some(&current) => done,
+        _ => redact_and_extract(current, kind, content, submitted_bytes).await?,
+    };
+    if seen.as_ref() != Some(&redactor) {
+        store::redaction::save(&mut tx, id.as_str(), &redactor).await?;
+    }
     let bytes = submitted_bytes as i64;
     let new = estore::NewEvidence {
         incident_id: id.as_str(),
@@ -197,6 +246,7 @@ pub async fn submit(
         kind,
         evidence_id,
         &extraction.observations,
+        link.as_ref(),
     )
     .await?;
     let from = if source.is_empty() {
@@ -222,6 +272,28 @@ pub async fn submit(
     .await?;
     tx.commit().await?;
     added(pool, id, evidence_id, &ids).await
+}
+
+/// `content` redacted with `redactor` and what extraction finds in the redacted text (with the
+/// submitted size), off the async runtime; returns the redactor with any new placeholders.
+///
+/// # Errors
+/// [`AppError::Internal`] if the worker panicked.
+async fn redact_and_extract(
+    redactor: crate::evidence::redact::Redactor,
+    kind: EvidenceKind,
+    content: String,
+    submitted_bytes: usize,
+) -> AppResult<(crate::evidence::redact::Redactor, Extraction, String)> {
+    tokio::task::spawn_blocking(move || {
+        let mut redactor = redactor;
+        let redacted = redactor.redact_large(content);
+        let mut extraction = extract(kind, &redacted);
+        extraction.bytes = submitted_bytes as u64;
+        (redactor, extraction, redacted)
+    })
+    .await
+    .map_err(|e| AppError::Internal(e.into()))
 }
 
 /// What a committed submission stored: evidence `evidence_id` of incident `id` (without

@@ -5,8 +5,11 @@
 //! and the same trend analysis (flat, climbing, …) reads it; the stored document keeps the
 //! query, the window and the link back to Prometheus's graph page.
 //!
-//! A pull that fails leaves a `prometheus` note on the incident's timeline and nothing else:
-//! the incident, its alerts and the webhook's answer never depend on Prometheus.
+//! An alert's pull runs in the source's line ([`crate::prometheus::Prometheus::pull`]): its
+//! queries share the concurrency limit, identical queries are answered once, a transient
+//! failure is tried again after a short backoff, and the documents are stored one at a time.
+//! A pull that fails for good leaves a `prometheus` note on the incident's timeline and nothing
+//! else: the incident, its alerts and the webhook's answer never depend on Prometheus.
 
 use std::sync::Arc;
 
@@ -16,7 +19,7 @@ use crate::domain::{IncidentId, ValidationError};
 use crate::error::{AppError, AppResult};
 use crate::evidence::{EvidenceKind, truncate_chars};
 use crate::prometheus::{ALERT_LOOKBACK, PromError, Prometheus, RangeResult, Window, fill_service};
-use crate::services::evidence::{self as esvc, EvidenceAdded};
+use crate::services::evidence::{self as esvc, EvidenceAdded, QueryLink};
 use crate::store::{self, evidence as estore, incidents};
 
 /// Who pulled an alert's series (the timeline and the evidence author).
@@ -84,7 +87,9 @@ fn alert_key(id: &IncidentId, fingerprint: &str) -> String {
 
 /// Pulls the series of `alerts` for incident `id` in a task of its own (after the caller's
 /// transaction committed): each alert once, skipped when its series is already evidence or
-/// being pulled. Returns at once.
+/// being pulled. Returns at once. The alerts wait in the source's line
+/// ([`Prometheus::wait_in_line`]); when it is full they are not pulled and the incident gets a
+/// note saying so.
 pub fn spawn_alert_pulls(
     pool: AnyPool,
     prom: Arc<Prometheus>,
@@ -94,9 +99,23 @@ pub fn spawn_alert_pulls(
     if alerts.is_empty() {
         return;
     }
+    let Some(line) = prom.wait_in_line(alerts.len()) else {
+        tokio::spawn(async move {
+            let detail = format!(
+                "The series of {} alert(s) were not pulled: {} alerts are already waiting for \
+                 Prometheus",
+                alerts.len(),
+                prom.waiting()
+            );
+            if let Err(e) = note(&pool, &id, detail).await {
+                tracing::warn!(incident.id = %id, error = %e, "the note was not written");
+            }
+        });
+        return;
+    };
     tokio::spawn(async move {
         for a in alerts {
-            if let Err(e) = pull_alert(&pool, &prom, &id, &a).await {
+            if let Err(e) = pull_alert(&pool, line.source(), &id, &a).await {
                 tracing::warn!(incident.id = %id, error = %e, "the alert's series was not stored");
             }
         }
@@ -124,11 +143,13 @@ fn queries_of(prom: &Prometheus, a: &AlertSeries) -> Vec<(Measures, String)> {
 }
 
 /// Pulls one alert's series, with its service's request and error rates when configured (all
-/// over the same window, at once), and stores what came back as one evidence document; each
-/// query that failed leaves a note on the timeline saying why.
+/// over the same window, at once, each tried again after a transient failure), and stores what
+/// came back as one evidence document; each query that failed for good leaves a note on the
+/// timeline saying why. The document is built off the async runtime and stored in the source's
+/// store turn ([`Prometheus::store_turn`]).
 async fn pull_alert(
     pool: &AnyPool,
-    prom: &Prometheus,
+    prom: &Arc<Prometheus>,
     id: &IncidentId,
     a: &AlertSeries,
 ) -> AppResult<()> {
@@ -147,42 +168,38 @@ async fn pull_alert(
     let started = std::time::Instant::now();
     let queries = queries_of(prom, a);
     let results =
-        futures::future::join_all(queries.iter().map(|(_, q)| prom.query_range(q, &window))).await;
+        futures::future::join_all(queries.iter().map(|(_, q)| prom.pull(q, &window))).await;
     let mut pulled = Vec::new();
-    for ((m, query), result) in queries.into_iter().zip(results) {
+    let mut notes = Vec::new();
+    for ((m, query), (result, attempts)) in queries.into_iter().zip(results) {
         match result {
             Ok(r) => pulled.push((m, query, r)),
-            Err(e) => {
-                let what = match (m, &a.service) {
-                    (Measures::Alert, _) | (_, None) => {
-                        format!(
-                            "The {} of alert '{}'",
-                            m.words(),
-                            truncate_chars(&a.name, 120)
-                        )
-                    }
-                    (_, Some(s)) => format!(
-                        "The {} of service '{}' (alert '{}')",
-                        m.words(),
-                        truncate_chars(s, 120),
-                        truncate_chars(&a.name, 120)
-                    ),
-                };
-                let detail = format!(
-                    "{what} was not pulled: {e}. Query: {} over {} – {}",
-                    truncate_chars(&query, 300),
-                    crate::prometheus::rfc3339(window.start),
-                    crate::prometheus::rfc3339(window.end),
-                );
-                note(pool, id, detail).await?;
-            }
+            Err(e) => notes.push(failure_note(a, m, &query, &window, &e, attempts)),
         }
     }
-    if pulled.is_empty() {
-        return Ok(());
+    let stored = if pulled.is_empty() {
+        None
+    } else {
+        let (prom2, a2) = (Arc::clone(prom), a.clone());
+        let rendered = tokio::task::spawn_blocking(move || {
+            let link = QueryLink {
+                query: a2.expr.clone(),
+                url: prom2.graph_url(&a2.expr, &window),
+            };
+            render(alert_document(&prom2, &a2, &window, pulled)).map(|r| (r, link))
+        })
+        .await
+        .map_err(|e| AppError::Internal(e.into()))??;
+        Some(rendered)
+    };
+    let _turn = prom.store_turn().await;
+    for detail in notes {
+        note(pool, id, detail).await?;
     }
-    let doc = alert_document(prom, a, &window, pulled);
-    match store_doc(pool, ACTOR, id, &a.expr, doc, &key, None).await {
+    let Some((rendered, link)) = stored else {
+        return Ok(());
+    };
+    match store_doc(pool, ACTOR, id, &a.expr, rendered, &key, None, Some(link)).await {
         Ok(_) => {
             tracing::info!(incident.id = %id, ms = started.elapsed().as_millis() as u64,
                 "the alert's series is evidence");
@@ -192,6 +209,43 @@ async fn pull_alert(
         Err(AppError::Conflict(_)) => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// The note of a query of alert `a` that failed for good after `attempts` requests.
+fn failure_note(
+    a: &AlertSeries,
+    m: Measures,
+    query: &str,
+    window: &Window,
+    e: &PromError,
+    attempts: u32,
+) -> String {
+    let what = match (m, &a.service) {
+        (Measures::Alert, _) | (_, None) => {
+            format!(
+                "The {} of alert '{}'",
+                m.words(),
+                truncate_chars(&a.name, 120)
+            )
+        }
+        (_, Some(s)) => format!(
+            "The {} of service '{}' (alert '{}')",
+            m.words(),
+            truncate_chars(s, 120),
+            truncate_chars(&a.name, 120)
+        ),
+    };
+    let tries = if attempts > 1 {
+        format!(" (after {attempts} attempts)")
+    } else {
+        String::new()
+    };
+    format!(
+        "{what} was not pulled{tries}: {e}. Query: {} over {} – {}",
+        truncate_chars(query, 300),
+        crate::prometheus::rfc3339(window.start),
+        crate::prometheus::rfc3339(window.end),
+    )
 }
 
 /// The document of an alert's pull: [`document`] of its own expression (its `query`, `link` and
@@ -284,20 +338,38 @@ fn notices_of(doc: &serde_json::Value) -> Option<String> {
     (!all.is_empty()).then(|| all.join(" "))
 }
 
-/// Stores `doc` as metrics evidence of `id` under `key` (a repeat adds nothing), its source
-/// named by `query`; a truncated result also leaves a note on the timeline. Returns the
-/// evidence and the caps' notice.
+/// A document as stored: its pretty JSON text and the caps' notices.
+struct Rendered {
+    content: String,
+    notice: Option<String>,
+}
+
+/// `doc` as stored ([`Rendered`]).
+fn render(doc: serde_json::Value) -> AppResult<Rendered> {
+    let notice = notices_of(&doc);
+    let content = serde_json::to_string_pretty(&doc).map_err(|e| AppError::Internal(e.into()))?;
+    Ok(Rendered { content, notice })
+}
+
+/// Stores a rendered document as metrics evidence of `id` under `key` (a repeat adds nothing),
+/// its source named by `query`, its observations linked to the query at the source; a
+/// truncated result also leaves a note on the timeline. Returns the evidence and the caps'
+/// notice.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one store of a pulled document: each argument is a different part of it"
+)]
 async fn store_doc(
     pool: &AnyPool,
     actor: &str,
     id: &IncidentId,
     query: &str,
-    doc: serde_json::Value,
+    rendered: Rendered,
     key: &str,
     expected_version: Option<i64>,
+    link: Option<QueryLink>,
 ) -> AppResult<(EvidenceAdded, Option<String>)> {
-    let notice = notices_of(&doc);
-    let content = serde_json::to_string_pretty(&doc).map_err(|e| AppError::Internal(e.into()))?;
+    let Rendered { content, notice } = rendered;
     let source = format!("prometheus: {}", truncate_chars(query, 180));
     let submission = esvc::Submission {
         kind: EvidenceKind::Metrics,
@@ -305,6 +377,7 @@ async fn store_doc(
         source: &source,
         dedup_key: Some(key),
         expected_version,
+        link,
     };
     let added = esvc::submit(pool, actor, id, submission).await?;
     if let (Some(n), true) = (&notice, added.created) {
@@ -463,9 +536,22 @@ pub async fn run_query(
         .as_bytes(),
     );
     let key = format!("promq:{id}:{digest}");
-    let doc = document(&query, &window, &prom.graph_url(&query, &window), result);
-    let (added, notice) =
-        store_doc(pool, actor, id, &query, doc, &key, req.expected_version).await?;
+    let link = QueryLink {
+        query: query.clone(),
+        url: prom.graph_url(&query, &window),
+    };
+    let doc = render(document(&query, &window, &link.url, result))?;
+    let (added, notice) = store_doc(
+        pool,
+        actor,
+        id,
+        &query,
+        doc,
+        &key,
+        req.expected_version,
+        Some(link),
+    )
+    .await?;
     let notice = if added.created {
         notice
     } else {

@@ -42,6 +42,19 @@ pub async fn peek(pool: &sqlx::AnyPool, incident_id: &str) -> AppResult<Redactor
     )
 }
 
+/// The incident's stored redactor, `None` when none is stored yet (read without a write
+/// transaction).
+///
+/// # Errors
+/// Database errors; a stored map that does not parse.
+pub async fn stored(pool: &sqlx::AnyPool, incident_id: &str) -> AppResult<Option<Redactor>> {
+    let map: Option<String> = sqlx::query_scalar(SELECT)
+        .bind(incident_id)
+        .fetch_optional(pool)
+        .await?;
+    map.map(|m| parse(Some(m))).transpose()
+}
+
 /// Stores the incident's redactor.
 ///
 /// # Errors

@@ -117,6 +117,7 @@ async fn add_once(
         source: &r.source,
         dedup_key: Some(&key),
         expected_version,
+        link: None,
     };
     esvc::submit(&s.pool, actor, id, submission).await
 }

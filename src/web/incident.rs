@@ -81,6 +81,10 @@ pub struct RecalledItem {
     pub text: String,
     /// Why recalled.
     pub why: String,
+    /// The incident's own observations it was matched through: for each failure mode it
+    /// shares with the incident, the most salient observation carrying it (`OBS-12
+    /// (connection_leak)`), joined; empty when it shares none.
+    pub via: String,
     /// stale / superseded / contradicted.
     pub marks: String,
 }
@@ -103,6 +107,22 @@ pub struct ObservationView {
     pub text: String,
     /// `(label, url)` per line range.
     pub links: Vec<(String, String)>,
+    /// The query the app ran to get it and the link to its result at the source (Prometheus's
+    /// graph page), when it came from such a query; the URL is `http(s)` or absent.
+    pub query_link: Option<(String, Option<String>)>,
+}
+
+/// An observation's query link (`data.query_link`, written only for a query the app ran): the
+/// query, and its URL when that is an `http(s)` link.
+fn query_link_of(o: &crate::domain::memory::MemoryRecord) -> Option<(String, Option<String>)> {
+    let l = o.data.get("query_link")?;
+    let query = l.get("query")?.as_str()?.to_string();
+    let url = l
+        .get("url")
+        .and_then(|u| u.as_str())
+        .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+        .map(str::to_string);
+    Some((query, url))
 }
 
 /// Groups an incident's observations by failure mode (an observation with several tags appears
@@ -139,10 +159,12 @@ pub fn group_observations(
                     .collect()
             })
             .unwrap_or_default();
+        let query_link = query_link_of(o);
         let view = || ObservationView {
             reference: o.reference(),
             text: clock.localize(&o.text),
             links: links.clone(),
+            query_link: query_link.clone(),
         };
         let tags: Vec<String> = if o.failure_modes.is_empty() {
             vec!["other".into()]
@@ -312,12 +334,28 @@ fn bucket_recalled(
     let groups = group_recalled(&recalled.recall.results, |r| {
         (r.memory.kind, r.memory.incident_id.as_deref())
     });
+    // The incident's observations come most salient first: the first with a tag speaks for it.
+    let via = |r: &crate::memory::recall::Recalled| -> String {
+        r.why
+            .tags
+            .iter()
+            .filter_map(|t| {
+                let o = recalled
+                    .observations
+                    .iter()
+                    .find(|o| o.failure_modes.contains(t))?;
+                Some(format!("{} ({t})", o.reference()))
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     let item = |r: &crate::memory::recall::Recalled| RecalledItem {
         id: r.memory.id,
         incident_id: r.memory.incident_id.clone().unwrap_or_default(),
         kind: r.memory.kind.to_string(),
         text: clock.localize(&r.memory.text),
         why: super::memory_pages::why_text(&r.why),
+        via: via(r),
         marks: r.marks.join(", "),
     };
     let dead_end = |m: &crate::domain::memory::MemoryRecord| RecalledItem {
@@ -326,6 +364,7 @@ fn bucket_recalled(
         kind: m.kind.to_string(),
         text: clock.localize(&m.text),
         why: String::new(),
+        via: String::new(),
         marks: [
             (m.validation == crate::domain::Validation::Superseded).then_some("superseded"),
             m.data.get("contradicted_by").map(|_| "contradicted"),

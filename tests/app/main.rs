@@ -14,9 +14,12 @@ mod llm;
 mod memory;
 mod migrate_db;
 mod openapi;
+#[path = "../support/peer.rs"]
 mod peer;
 mod postmortem;
 mod prometheus;
+#[path = "../support/prometheus.rs"]
+mod prometheus_real;
 mod prometheus_stub;
 mod proposals;
 mod redaction;

@@ -7,13 +7,10 @@
 //! templates are configured. `prometheus_stub.rs` stands in for what a real server cannot be
 //! made to show on demand.
 //!
-//! The binary is `$INCIDENTMIND_PROMETHEUS_BIN`, else `prometheus` on `PATH`. Without it the
-//! real-server test prints SKIPPED and passes, except under `CI=true` or
-//! `INCIDENTMIND_REQUIRE_PROMETHEUS=1` (`.ci/run` installs the package and sets it), where it
-//! fails. Spawning a process is fine here: `tests/no_exec.rs` scans `src/` only.
+//! The server and its exporter are started by `tests/support/prometheus.rs` (shared with the
+//! browser test), which also says when the real-server tests skip. Spawning a process is fine
+//! here: `tests/no_exec.rs` scans `src/` only.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use incidentmind::prometheus::PrometheusConfig;
@@ -21,92 +18,8 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, error_of, spawn_app_with};
-use crate::peer::{Peer, find_binary};
+use crate::prometheus_real::real_prometheus;
 use crate::webhooks::integration;
-
-/// The Prometheus binary, or `None` when none is installed.
-fn prometheus_binary() -> Option<PathBuf> {
-    find_binary("INCIDENTMIND_PROMETHEUS_BIN", &["prometheus"])
-}
-
-/// The exporter's state: the request counter's value, the error counter's (advancing at a
-/// twentieth of the requests' rate), the rate (per second) and when they were last advanced;
-/// the gauge climbs with the time since the start.
-struct Exporter {
-    started: Instant,
-    counter: f64,
-    errors: f64,
-    rate: f64,
-    last: Instant,
-}
-
-/// Serves `GET /metrics` on loopback (Prometheus text format): `imtest_requests_total` and
-/// `imtest_errors_total`, counters advancing at the rates in `state`, and
-/// `imtest_pool_wait_seconds`, a gauge climbing 0.05 per second. Returns its `host:port`.
-async fn start_exporter(state: Arc<Mutex<Exporter>>) -> String {
-    use axum::extract::State;
-    async fn metrics(State(s): State<Arc<Mutex<Exporter>>>) -> String {
-        let mut e = s.lock().unwrap();
-        let now = Instant::now();
-        let dt = now.duration_since(e.last).as_secs_f64();
-        e.counter += e.rate * dt;
-        e.errors += e.rate / 20.0 * dt;
-        e.last = now;
-        let climb = 0.2 + 0.05 * now.duration_since(e.started).as_secs_f64();
-        format!(
-            "# TYPE imtest_requests_total counter\n\
-             imtest_requests_total{{service=\"checkout\"}} {}\n\
-             # TYPE imtest_errors_total counter\n\
-             imtest_errors_total{{service=\"checkout\"}} {}\n\
-             # TYPE imtest_pool_wait_seconds gauge\n\
-             imtest_pool_wait_seconds{{service=\"checkout\"}} {climb}\n",
-            e.counter, e.errors
-        )
-    }
-    let app = axum::Router::new()
-        .route("/metrics", axum::routing::get(metrics))
-        .with_state(state);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        axum::serve(listener, app).await.expect("exporter");
-    });
-    addr.to_string()
-}
-
-/// Starts `binary` on a loopback port scraping `target` every second, data in `dir`, and waits
-/// (up to 30 s) until `GET /-/ready` answers 200.
-async fn start(binary: &Path, dir: &Path, target: &str, client: &reqwest::Client) -> Peer {
-    let config = dir.join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n\
-             scrape_configs:\n  - job_name: imtest\n    static_configs:\n      - targets: ['{target}']\n"
-        ),
-    )
-    .expect("write prometheus.yml");
-    let data = dir.join("data");
-    let args = |port: u16| {
-        vec![
-            format!("--config.file={}", config.display()),
-            format!("--storage.tsdb.path={}", data.display()),
-            format!("--web.listen-address=127.0.0.1:{port}"),
-            "--log.level=warn".to_string(),
-        ]
-    };
-    Peer::start("prometheus", binary, dir, args, client).await
-}
-
-/// An instant query's single value, when it has one.
-async fn instant_value(client: &reqwest::Client, base: &str, query: &str) -> Option<f64> {
-    let mut url = url::Url::parse(&format!("{base}/api/v1/query")).ok()?;
-    url.query_pairs_mut().append_pair("query", query);
-    let v: Value = client.get(url).send().await.ok()?.json().await.ok()?;
-    v["data"]["result"][0]["value"][1].as_str()?.parse().ok()
-}
 
 /// A generator URL as Prometheus writes it, with `expr` URL-encoded in `g0.expr`.
 pub(crate) fn generator_url(expr: &str) -> String {
@@ -216,50 +129,6 @@ pub(crate) async fn notes_of(app: &TestApp, id: &str) -> Vec<String> {
         .filter(|e| e["kind"] == "prometheus")
         .map(|e| e["detail"].as_str().unwrap_or_default().to_string())
         .collect()
-}
-
-/// A real Prometheus scraping the test's exporter (requests at 20/s, errors at 1/s, the gauge
-/// climbing), ready with ten samples of the gauge; `None` after the skip notice when no binary
-/// is installed. Dropping it stops Prometheus before its data folder goes.
-struct RealPrometheus {
-    peer: Peer,
-    _dir: tempfile::TempDir,
-}
-
-async fn real_prometheus() -> Option<RealPrometheus> {
-    let Some(binary) = prometheus_binary() else {
-        crate::skip::skip(
-            "the real-Prometheus test",
-            "no Prometheus binary (install Debian's prometheus, as .ci/run does, or set \
-             INCIDENTMIND_PROMETHEUS_BIN)",
-            crate::skip::Required::InCi(Some("INCIDENTMIND_REQUIRE_PROMETHEUS")),
-        );
-        return None;
-    };
-    let now = Instant::now();
-    let exporter = Arc::new(Mutex::new(Exporter {
-        started: now,
-        counter: 1000.0,
-        errors: 10.0,
-        rate: 20.0,
-        last: now,
-    }));
-    let target = start_exporter(exporter).await;
-    let dir = tempfile::tempdir().unwrap();
-    let client = reqwest::Client::new();
-    let peer = start(&binary, dir.path(), &target, &client).await;
-    // Readiness: enough scraped samples for a rate and a trend (no fixed sleep).
-    peer.eventually("ten samples of the gauge", || async {
-        let n = instant_value(
-            &client,
-            &peer.base,
-            "count_over_time(imtest_pool_wait_seconds[1m])",
-        )
-        .await?;
-        (n >= 10.0).then_some(())
-    })
-    .await;
-    Some(RealPrometheus { peer, _dir: dir })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,6 +3,9 @@
 //! result over the caps. Also the responder's query endpoint's statuses, the evidence panel's
 //! form, and the Grafana alerts whose payload does or does not carry a query.
 
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use incidentmind::prometheus::PrometheusConfig;
@@ -14,15 +17,61 @@ use crate::peer::free_port;
 use crate::prometheus::{content_of, deliver, delivery, evidence_of, notes_of, pulled};
 use crate::webhooks::integration;
 
+/// What the stand-in saw: requests per query, and the most it was answering at once.
+#[derive(Default)]
+pub(crate) struct Seen {
+    requests: Mutex<HashMap<String, usize>>,
+    now: AtomicUsize,
+    most: AtomicUsize,
+}
+
+impl Seen {
+    /// Requests for `query` so far.
+    pub(crate) fn requests(&self, query: &str) -> usize {
+        self.requests
+            .lock()
+            .unwrap()
+            .get(query)
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The most requests it was answering at once.
+    pub(crate) fn most_at_once(&self) -> usize {
+        self.most.load(Ordering::SeqCst)
+    }
+}
+
 /// A stand-in for Prometheus's query API that answers by the query: `slow` after 3 s, `bad`
 /// with a `bad_data` error, `empty` with no series, `many` with 30 series of 1,200 points,
-/// anything else with one short series.
+/// `flaky` with HTTP 503 the first time and a series after, `down` always with HTTP 503,
+/// `held…` with one series after 150 ms, anything else with one short series.
 pub(crate) async fn start_stub() -> String {
-    use axum::extract::Query;
+    start_stub_seeing().await.0
+}
+
+/// [`start_stub`], with what it saw.
+pub(crate) async fn start_stub_seeing() -> (String, Arc<Seen>) {
+    use axum::extract::{Query, State};
     use axum::http::StatusCode as S;
-    use std::collections::HashMap;
-    async fn query_range(Query(q): Query<HashMap<String, String>>) -> (S, axum::Json<Value>) {
+    async fn query_range(
+        State(seen): State<Arc<Seen>>,
+        Query(q): Query<HashMap<String, String>>,
+    ) -> (S, axum::Json<Value>) {
         let query = q.get("query").cloned().unwrap_or_default();
+        let n = {
+            let mut requests = seen.requests.lock().unwrap();
+            let n = requests.entry(query.clone()).or_default();
+            *n += 1;
+            *n
+        };
+        let at_once = seen.now.fetch_add(1, Ordering::SeqCst) + 1;
+        seen.most.fetch_max(at_once, Ordering::SeqCst);
+        let answer = answer(&query, n).await;
+        seen.now.fetch_sub(1, Ordering::SeqCst);
+        answer
+    }
+    async fn answer(query: &str, n: usize) -> (S, axum::Json<Value>) {
         let series = |n: usize, points: usize| -> Value {
             (0..n)
                 .map(|i| {
@@ -39,7 +88,14 @@ pub(crate) async fn start_stub() -> String {
                 ),
             )
         };
-        match query.as_str() {
+        let unavailable = || {
+            (
+                S::SERVICE_UNAVAILABLE,
+                axum::Json(json!({"status": "error", "errorType": "unavailable",
+                                  "error": "the query engine is overloaded"})),
+            )
+        };
+        match query {
             "slow" => {
                 tokio::time::sleep(Duration::from_secs(3)).await;
                 ok(series(1, 3))
@@ -51,10 +107,19 @@ pub(crate) async fn start_stub() -> String {
             ),
             "empty" => ok(json!([])),
             "many" => ok(series(30, 1200)),
+            "flaky" if n == 1 => unavailable(),
+            "down" => unavailable(),
+            q if q.starts_with("held") => {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+                ok(series(1, 5))
+            }
             _ => ok(series(1, 5)),
         }
     }
-    let app = axum::Router::new().route("/api/v1/query_range", axum::routing::get(query_range));
+    let seen = Arc::new(Seen::default());
+    let app = axum::Router::new()
+        .route("/api/v1/query_range", axum::routing::get(query_range))
+        .with_state(Arc::clone(&seen));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -62,13 +127,15 @@ pub(crate) async fn start_stub() -> String {
     tokio::spawn(async move {
         axum::serve(listener, app).await.expect("stub");
     });
-    format!("http://{addr}")
+    (format!("http://{addr}"), seen)
 }
 
-/// Settings over a Prometheus at `url` with a 1 s timeout and caps of 5 series and 100 points.
+/// Settings over a Prometheus at `url` with a 1 s timeout, caps of 5 series and 100 points,
+/// and retries after 50 ms.
 pub(crate) fn stub_settings(url: &str) -> incidentmind::Settings {
     let mut config = PrometheusConfig::new(url);
     config.timeout = Duration::from_secs(1);
+    config.retry_backoff = Duration::from_millis(50);
     config.max_series = 5;
     config.max_points = 100;
     incidentmind::Settings {
@@ -405,5 +472,130 @@ async fn a_failed_rate_query_leaves_a_note_and_a_template_needing_a_service_wait
             "The request rate of alert 'NoSvc' was not pulled: Prometheus rejected the query"
         ),
         "{notes:?}"
+    );
+}
+
+/// Polls the incident's pulled evidence for up to 10 s until there are `n`.
+async fn wait_for_pulled(app: &TestApp, id: &str, n: usize) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let v = evidence_of(app, id).await;
+        if pulled(&v).len() >= n {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "{n} pulled within 10 s: {v}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_transient_failure_is_tried_again_and_a_lasting_one_leaves_one_note_after_three_tries() {
+    let (stub, seen) = start_stub_seeing().await;
+    let app = spawn_app_with(stub_settings(&stub)).await;
+    let (_, secret) = integration(&app, "am", "alertmanager", json!({})).await;
+
+    // 503, then 200: the retry stores the series and the incident has no note.
+    let body = delivery(
+        "g-flaky",
+        "2026-12-04T10:00:00Z",
+        &[("fp-flaky", "Flaky", "flaky")],
+    );
+    let (id, answered) = deliver(&app, &secret, &body).await;
+    assert!(answered < Duration::from_secs(1), "{answered:?}");
+    let v = wait_for_pulled(&app, &id, 1).await;
+    let doc = content_of(&app, pulled(&v)[0]["id"].as_i64().unwrap()).await;
+    assert_eq!(doc["query"], "flaky");
+    assert_eq!(seen.requests("flaky"), 2, "one failure, one retry");
+    assert!(notes_of(&app, &id).await.is_empty(), "nothing to note");
+
+    // Always 503: three requests (two retries), then one note; the incident and its alert stand.
+    let body = delivery(
+        "g-down",
+        "2026-12-04T10:00:00Z",
+        &[("fp-down", "Down", "down")],
+    );
+    let (id, answered) = deliver(&app, &secret, &body).await;
+    assert!(answered < Duration::from_secs(1), "{answered:?}");
+    let notes = wait_for_notes(&app, &id, 1).await;
+    assert!(
+        notes[0].starts_with("The series of alert 'Down' was not pulled (after 3 attempts)")
+            && notes[0].contains("HTTP 503"),
+        "{notes:?}"
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(seen.requests("down"), 3, "the attempts are bounded");
+    assert_eq!(notes_of(&app, &id).await.len(), 1, "one note");
+    let v = evidence_of(&app, &id).await;
+    assert!(pulled(&v).is_empty());
+    assert!(
+        v["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "alert")
+    );
+
+    // A rejected query (4xx) is not tried again.
+    let body = delivery("g-bad", "2026-12-04T10:00:00Z", &[("fp-bad", "Bad", "bad")]);
+    let (id, _) = deliver(&app, &secret, &body).await;
+    let notes = wait_for_notes(&app, &id, 1).await;
+    assert!(
+        notes[0].starts_with("The series of alert 'Bad' was not pulled: Prometheus rejected"),
+        "{notes:?}"
+    );
+    assert_eq!(seen.requests("bad"), 1);
+}
+
+#[tokio::test]
+async fn a_burst_of_alerts_pulls_within_the_concurrency_limit_and_asks_once_per_query() {
+    let (stub, seen) = start_stub_seeing().await;
+    let mut settings = stub_settings(&stub);
+    if let Some(p) = settings.prometheus.as_mut() {
+        p.pull_concurrency = 2;
+    }
+    let app = spawn_app_with(settings).await;
+    let (_, secret) = integration(&app, "am", "alertmanager", json!({})).await;
+    // Eight groups at once: six alerts on slow queries of their own, and two groups of three
+    // alerts of one rule each that ended (the same expression over the same window).
+    let mut deliveries = Vec::new();
+    for i in 0..6 {
+        let (fp, name, expr) = (format!("fp-h{i}"), format!("Held{i}"), format!("held{i}"));
+        deliveries.push(delivery(
+            &format!("g-held-{i}"),
+            "2026-12-04T10:00:00Z",
+            &[(fp.as_str(), name.as_str(), expr.as_str())],
+        ));
+    }
+    for g in ["a", "b"] {
+        let fps: Vec<String> = (0..3).map(|i| format!("fp-{g}{i}")).collect();
+        let alerts: Vec<(&str, &str, &str)> = fps
+            .iter()
+            .map(|f| (f.as_str(), "SameRule", "shared-rule"))
+            .collect();
+        let mut body = delivery(&format!("g-shared-{g}"), "2026-12-04T10:00:00Z", &alerts);
+        // Ended: the same window whenever it is pulled.
+        for a in body["alerts"].as_array_mut().unwrap() {
+            a["endsAt"] = json!("2026-12-04T10:10:00Z");
+        }
+        deliveries.push(body);
+    }
+    let answers =
+        futures::future::join_all(deliveries.iter().map(|b| deliver(&app, &secret, b))).await;
+    for (_, answered) in &answers {
+        assert!(*answered < Duration::from_secs(2), "{answered:?}");
+    }
+    for ((id, _), want) in answers.iter().zip([1, 1, 1, 1, 1, 1, 3, 3]) {
+        wait_for_pulled(&app, id, want).await;
+        assert!(notes_of(&app, id).await.is_empty());
+    }
+    assert!(
+        seen.most_at_once() <= 2,
+        "at most two queries at once, saw {}",
+        seen.most_at_once()
+    );
+    assert_eq!(
+        seen.requests("shared-rule"),
+        1,
+        "six alerts of one rule, one request"
     );
 }

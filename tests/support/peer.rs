@@ -2,6 +2,10 @@
 //! by an override variable or on `PATH`, started on a free port with its output in a log file,
 //! waited for on its `/-/ready` endpoint, killed (and waited for) when dropped so a failed
 //! assertion leaves no process behind.
+//!
+//! Included by each test binary that starts one with `#[path = "…/support/peer.rs"] mod peer;`
+//! at its root.
+#![allow(dead_code, reason = "each test binary uses the parts it needs")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
