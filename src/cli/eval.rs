@@ -156,6 +156,18 @@ fn labeller(inc_to_past: &HashMap<String, String>) -> impl Fn(&String) -> String
     }
 }
 
+/// The start of a recalled record's detail line: its incident (labelled), kind, score and the
+/// lists that found it.
+fn recalled_head(r: &recall::Recalled, label: impl Fn(&String) -> String) -> String {
+    format!(
+        "{} {} {:.4} lists={}",
+        r.memory.incident_id.as_ref().map_or("-".to_string(), label),
+        r.memory.kind.as_str(),
+        r.score,
+        r.why.lists.join("+")
+    )
+}
+
 /// The detail lines of one query: its tags, the four best incidents with their lists and
 /// conditions, and every recalled record with why it was recalled.
 async fn detail_lines(
@@ -190,11 +202,8 @@ async fn detail_lines(
     }));
     detail.extend(input.recalled.iter().map(|r| {
         format!(
-            "{} {} {:.4} lists={} tags={} terms={}",
-            r.memory.incident_id.as_ref().map_or("-".to_string(), label),
-            r.memory.kind.as_str(),
-            r.score,
-            r.why.lists.join("+"),
+            "{} tags={} terms={}",
+            recalled_head(r, label),
             r.why.tags.join(","),
             r.why.matched_terms.join(",")
         )
@@ -321,11 +330,8 @@ async fn run_question(
         .collect();
     detail.extend(res.results.iter().take(8).map(|r| {
         format!(
-            "{} {} {:.4} lists={} cos={}",
-            r.memory.incident_id.as_ref().map_or("-".to_string(), label),
-            r.memory.kind.as_str(),
-            r.score,
-            r.why.lists.join("+"),
+            "{} cos={}",
+            recalled_head(r, label),
             r.why.cosine.map_or("-".into(), |c| format!("{c:.3}"))
         )
     }));

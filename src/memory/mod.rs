@@ -23,7 +23,6 @@ pub mod negation;
 pub mod recall;
 pub mod vectors;
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -172,7 +171,7 @@ struct Inner {
     /// Held while the index reloads, so concurrent recalls load it once.
     reload: tokio::sync::Mutex<()>,
     /// Term → record count, per database epoch (see [`recall`]'s term budget).
-    term_stats: Mutex<HashMap<(String, String), recall::TermStats>>,
+    term_stats: recall::TermStatsCache,
     /// Record vectors read so far.
     vectors: Mutex<Arc<embeddings::VectorSet>>,
     /// Held while new record vectors are read.
@@ -221,7 +220,7 @@ impl Memory {
                 tuning,
                 index: Mutex::new(None),
                 reload: tokio::sync::Mutex::new(()),
-                term_stats: Mutex::default(),
+                term_stats: recall::term_stats_cache(),
                 vectors: Mutex::default(),
                 vectors_refresh: tokio::sync::Mutex::new(()),
                 doc_vectors: Mutex::default(),

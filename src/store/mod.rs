@@ -247,26 +247,48 @@ pub async fn open(url: &str, mode: OpenMode) -> Result<AnyPool, OpenError> {
         .connect(&any_url)
         .await
         .map_err(open_error)?;
-    if mode == OpenMode::MustExist && !in_memory {
-        let ours: i64 = sqlx::query_scalar(dialect::MIGRATIONS_TABLE_EXISTS.sqlite)
+    let must_be_ours = (mode == OpenMode::MustExist && !in_memory).then_some(Ours {
+        count: dialect::MIGRATIONS_TABLE_EXISTS.sqlite,
+        otherwise: "a SQLite file without this program's tables",
+    });
+    let migrator = sqlx::migrate!("migrations/sqlite");
+    finish_open(pool, path.clone(), must_be_ours, &migrator, open_error).await
+}
+
+/// How [`finish_open`] tells this program's database from another one.
+struct Ours {
+    /// Counts this program's migrations table (0: not ours).
+    count: &'static str,
+    /// The [`OpenError::Foreign`] reason when it is not.
+    otherwise: &'static str,
+}
+
+/// The end of [`open`] on either backend: a database that must already exist has to hold this
+/// program's tables (`must_be_ours`), then the migrations run.
+async fn finish_open(
+    pool: AnyPool,
+    path: std::path::PathBuf,
+    must_be_ours: Option<Ours>,
+    migrator: &sqlx::migrate::Migrator,
+    open_error: impl Fn(sqlx::Error) -> OpenError,
+) -> Result<AnyPool, OpenError> {
+    if let Some(ours) = must_be_ours {
+        let n: i64 = sqlx::query_scalar(ours.count)
             .fetch_one(&pool)
             .await
             .map_err(open_error)?;
-        if ours == 0 {
+        if n == 0 {
             pool.close().await;
             return Err(OpenError::Foreign {
                 path,
-                reason: "a SQLite file without this program's tables".into(),
+                reason: ours.otherwise.into(),
             });
         }
     }
-    sqlx::migrate!("migrations/sqlite")
-        .run(&pool)
-        .await
-        .map_err(|e| OpenError::Migrate {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
+    migrator.run(&pool).await.map_err(|e| OpenError::Migrate {
+        path,
+        reason: e.to_string(),
+    })?;
     Ok(pool)
 }
 
@@ -291,39 +313,22 @@ fn is_sqlite_or_empty(path: &std::path::Path) -> bool {
 async fn open_postgres(url: &str, mode: OpenMode) -> Result<AnyPool, OpenError> {
     let shown = redacted_url(url);
     let path = std::path::PathBuf::from(&shown);
+    let open_error = |e: sqlx::Error| OpenError::Open {
+        path: path.clone(),
+        reason: e.to_string(),
+    };
     let pool = AnyPoolOptions::new()
         .max_connections(20)
         .before_acquire(|conn, _| Box::pin(outside_transaction(conn)))
         .connect(url)
         .await
-        .map_err(|e| OpenError::Open {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
-    if mode == OpenMode::MustExist {
-        let ours: i64 = sqlx::query_scalar(dialect::MIGRATIONS_TABLE_EXISTS.postgres)
-            .fetch_one(&pool)
-            .await
-            .map_err(|e| OpenError::Open {
-                path: path.clone(),
-                reason: e.to_string(),
-            })?;
-        if ours == 0 {
-            pool.close().await;
-            return Err(OpenError::Foreign {
-                path,
-                reason: "a PostgreSQL database without this program's tables".into(),
-            });
-        }
-    }
-    sqlx::migrate!("migrations/postgres")
-        .run(&pool)
-        .await
-        .map_err(|e| OpenError::Migrate {
-            path: path.clone(),
-            reason: e.to_string(),
-        })?;
-    Ok(pool)
+        .map_err(open_error)?;
+    let must_be_ours = (mode == OpenMode::MustExist).then_some(Ours {
+        count: dialect::MIGRATIONS_TABLE_EXISTS.postgres,
+        otherwise: "a PostgreSQL database without this program's tables",
+    });
+    let migrator = sqlx::migrate!("migrations/postgres");
+    finish_open(pool, path.clone(), must_be_ours, &migrator, open_error).await
 }
 
 /// A database URL with its password replaced by `***`, for messages and logs.

@@ -67,6 +67,33 @@ impl BaseVersion {
     }
 }
 
+/// The incident version of a body-less action (reopen, investigate, approve, draft, confirm):
+/// [`BaseVersion`]'s header or query, else the optional JSON body's `{"version": n}`
+/// ([`BaseVersion::or_body`]). Rejections: [`BaseVersion`]'s 400s, a body that cannot be read,
+/// a malformed body (400).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ActionVersion(pub Option<i64>);
+
+impl<S: Send + Sync> axum::extract::FromRequest<S> for ActionVersion {
+    type Rejection = axum::response::Response;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        use axum::extract::FromRequestParts as _;
+        let (mut parts, body) = req.into_parts();
+        let version = BaseVersion::from_request_parts(&mut parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let req = axum::extract::Request::from_parts(parts, body);
+        let body = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        version
+            .or_body(&body)
+            .map(Self)
+            .map_err(IntoResponse::into_response)
+    }
+}
+
 /// Reads an optional JSON body: empty (or only white space) is `T::default()`.
 ///
 /// # Errors
@@ -351,11 +378,9 @@ pub(super) async fn reopen(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-    version: BaseVersion,
-    body: axum::body::Bytes,
+    ActionVersion(version): ActionVersion,
 ) -> ApiResult<Json<Incident>> {
     let id = incident_id(&id)?;
-    let version = version.or_body(&body)?;
     Ok(Json(
         workflow::transition_from(
             &state.pool,

@@ -8,7 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::api::{BaseVersion, VersionBody};
+use super::api::{ActionVersion, BaseVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm};
 use super::examples;
@@ -38,11 +38,9 @@ pub(super) async fn api_investigate(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-    version: BaseVersion,
-    body: axum::body::Bytes,
+    ActionVersion(expected): ActionVersion,
 ) -> Result<Response, ApiError> {
     let id = incident_id(&id)?;
-    let expected = version.or_body(&body)?;
     let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &id, expected).await?;
     s.metrics.recall("investigation", None, view.recalled.len());
     Ok((StatusCode::CREATED, Json(view)).into_response())
@@ -198,11 +196,9 @@ pub(super) async fn api_approve(
     State(s): State<AppState>,
     user: CurrentUser,
     Path((id, rid)): Path<(String, i64)>,
-    version: BaseVersion,
-    body: axum::body::Bytes,
+    ActionVersion(expected): ActionVersion,
 ) -> Result<Json<inv::RecommendationView>, ApiError> {
     let id = incident_id(&id)?;
-    let expected = version.or_body(&body)?;
     Ok(Json(
         inv::approve(&s.pool, &user.0.name, &id, rid, expected).await?,
     ))

@@ -250,15 +250,24 @@ pub(super) struct CurateForm {
     reason: String,
 }
 
-/// The answer to a curation form (supersede, retract): back to the record, or its page again
-/// with the message.
-async fn curated<T>(
+/// A curation form (supersede, retract) on memory `id`: the id parsed, the reviewer role
+/// checked, then `write`; the answer is the record's page, or that page again with the message.
+async fn curate<T, W>(
     s: &AppState,
     user: &CurrentUser,
     headers: &HeaderMap,
-    id: i64,
-    result: Result<T, AppError>,
-) -> Result<Response, PageError> {
+    id: &str,
+    what: &str,
+    write: impl FnOnce(i64) -> W,
+) -> Result<Response, PageError>
+where
+    W: Future<Output = Result<T, AppError>>,
+{
+    let id = parse_mem_id(id)?;
+    let result = match user.require(Role::Reviewer, what) {
+        Ok(()) => write(id).await,
+        Err(e) => Err(e),
+    };
     form_outcome(
         result,
         |_| format!("/memories/{id}"),
@@ -274,16 +283,14 @@ pub(super) async fn supersede_submit(
     Path(id): Path<String>,
     PageForm(f): PageForm<CurateForm>,
 ) -> Result<Response, PageError> {
-    let id = parse_mem_id(&id)?;
-    let result = async {
-        user.require(Role::Reviewer, "superseding a memory")?;
+    let (pool, name) = (&s.pool, &user.0.name);
+    let supersede = |id| async move {
         let by = parse_mem_id(f.by.trim()).map_err(|_| {
             ValidationError::new("by", "give the id of the newer record, e.g. MEM-42")
         })?;
-        msvc::supersede(&s.pool, &user.0.name, id, by, f.reason.trim()).await
-    }
-    .await;
-    curated(&s, &user, &headers, id, result).await
+        msvc::supersede(pool, name, id, by, f.reason.trim()).await
+    };
+    curate(&s, &user, &headers, &id, "superseding a memory", supersede).await
 }
 
 pub(super) async fn retract_submit(
@@ -293,14 +300,12 @@ pub(super) async fn retract_submit(
     Path(id): Path<String>,
     PageForm(f): PageForm<CurateForm>,
 ) -> Result<Response, PageError> {
-    let id = parse_mem_id(&id)?;
-    let result = async {
-        user.require(Role::Reviewer, "retracting a memory")?;
+    let (pool, name) = (&s.pool, &user.0.name);
+    let retract = |id| async move {
         let reason = required_text("reason", &f.reason, 2000)?;
-        msvc::retract(&s.pool, &user.0.name, id, &reason).await
-    }
-    .await;
-    curated(&s, &user, &headers, id, result).await
+        msvc::retract(pool, name, id, &reason).await
+    };
+    curate(&s, &user, &headers, &id, "retracting a memory", retract).await
 }
 
 #[derive(Template, WebTemplate)]

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::api::{BaseVersion, VersionBody};
+use super::api::{ActionVersion, VersionBody};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm, form_outcome};
 use super::examples;
@@ -47,11 +47,9 @@ pub(super) async fn api_draft(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-    version: BaseVersion,
-    body: axum::body::Bytes,
+    ActionVersion(expected): ActionVersion,
 ) -> Result<Response, ApiError> {
     let id = incident_id(&id)?;
-    let expected = version.or_body(&body)?;
     let stored = pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &id, expected).await?;
     Ok((StatusCode::CREATED, Json(stored)).into_response())
 }
@@ -142,11 +140,9 @@ pub(super) async fn api_confirm(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-    version: BaseVersion,
-    body: axum::body::Bytes,
+    ActionVersion(expected): ActionVersion,
 ) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
     let id = incident_id(&id)?;
-    let expected = version.or_body(&body)?;
     let policy = s.settings.confirm_policy();
     Ok(Json(
         pm::confirm(&s.pool, &user.0, &id, policy, expected).await?,

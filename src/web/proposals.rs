@@ -55,35 +55,15 @@ pub struct ProposalForm {
     /// The proposal version the page showed.
     #[serde(default)]
     pub version: Option<i64>,
-    /// Runbook title.
-    #[serde(default)]
-    pub title: Option<String>,
-    /// Runbook summary.
-    #[serde(default)]
-    pub summary: Option<String>,
-    /// Runbook steps, one per line.
-    #[serde(default)]
-    pub steps: Option<String>,
-    /// Runbook common causes, one per line.
-    #[serde(default)]
-    pub common_causes: Option<String>,
+    /// The runbook fields (title, summary, steps, common causes), as the reviewer edits them.
+    #[serde(flatten)]
+    pub runbook: RunbookEdit,
     /// Why it is rejected.
     #[serde(default)]
     pub reason: Option<String>,
     /// The page of the review queue the form was on (the redirect returns there).
     #[serde(default)]
     pub page: Option<String>,
-}
-
-impl ProposalForm {
-    pub(super) fn edit(&self) -> RunbookEdit {
-        RunbookEdit {
-            title: self.title.clone(),
-            summary: self.summary.clone(),
-            steps: self.steps.clone(),
-            common_causes: self.common_causes.clone(),
-        }
-    }
 }
 
 /// The queue's view of a stored proposal.
@@ -104,10 +84,12 @@ pub fn item(p: StoredProposal) -> Result<ProposalItem, AppError> {
     let form = match &draft.runbook {
         Some(rb) => ProposalForm {
             version: Some(p.version),
-            title: Some(rb.title.clone()),
-            summary: Some(rb.summary.clone()),
-            steps: Some(rb.steps.join("\n")),
-            common_causes: Some(rb.common_causes.join("\n")),
+            runbook: RunbookEdit {
+                title: Some(rb.title.clone()),
+                summary: Some(rb.summary.clone()),
+                steps: Some(rb.steps.join("\n")),
+                common_causes: Some(rb.common_causes.join("\n")),
+            },
             ..Default::default()
         },
         None => ProposalForm {

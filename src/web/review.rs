@@ -285,7 +285,7 @@ pub(super) async fn page_accept(
     PageForm(f): PageForm<ProposalForm>,
 ) -> Result<Response, PageError> {
     let id = proposal_id(&id)?;
-    let result = svc::accept(&s.pool, &user.0, id, f.version, f.edit()).await;
+    let result = svc::accept(&s.pool, &user.0, id, f.version, f.runbook.clone()).await;
     decided(&s, &user.0, id, f, result, "accepted").await
 }
 

@@ -1,7 +1,11 @@
 //! The JSON schemas sent with the structured-output rungs and their bounds ([`limits`]): every
-//! string has a `maxLength` (or an `enum`) and every array a `maxItems`.
+//! string has a `maxLength` (or an `enum`) and every array a `maxItems`. Derived (schemars) from
+//! the reply types below, which say what a reply holds; `parse.rs` reads replies leniently.
 
-use serde_json::{Value, json};
+use schemars::generate::SchemaSettings;
+use schemars::transform::RecursiveTransform;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde_json::Value;
 
 /// `schema` without its `maxLength` keywords (for servers that reject them).
 pub(super) fn without_max_length_keyword(schema: &Value) -> Value {
@@ -68,9 +72,140 @@ pub mod limits {
     pub const LESSONS: usize = 2;
 }
 
-/// A JSON-schema string of at most `max` characters.
-fn bounded_string(max: usize) -> Value {
-    json!({"type": "string", "maxLength": max})
+/// The schema of `T` as the model servers take it: inlined (no `$ref`), without `$schema`,
+/// titles, descriptions or integer formats (strict mode accepts only the keywords it knows).
+fn schema_of<T: JsonSchema>() -> Value {
+    let settings = SchemaSettings::draft2020_12().with(|s| {
+        s.inline_subschemas = true;
+        s.meta_schema = None;
+        s.transforms
+            .push(Box::new(RecursiveTransform(|schema: &mut Schema| {
+                for keyword in ["title", "description", "format"] {
+                    schema.remove(keyword);
+                }
+            })));
+    });
+    SchemaGenerator::new(settings)
+        .into_root_schema_for::<T>()
+        .to_value()
+}
+
+// The reply types exist for their schemas: replies are read leniently (`parse.rs`), never into
+// these. Strict mode: every property required, no `Option`, no other properties.
+
+/// The investigation answer.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[expect(dead_code, reason = "a schema's shape: replies are read by parse.rs")]
+struct InvestigationReply {
+    #[schemars(length(max = limits::HYPOTHESES))]
+    hypotheses: Vec<Hypothesis>,
+    #[schemars(length(max = limits::ACTIONS))]
+    actions: Vec<Action>,
+}
+
+/// One hypothesis of [`InvestigationReply`].
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[expect(dead_code, reason = "a schema's shape: replies are read by parse.rs")]
+struct Hypothesis {
+    #[schemars(length(max = limits::STATEMENT))]
+    statement: String,
+    confidence: Confidence,
+    #[schemars(length(max = limits::CITES), inner(length(max = limits::CITE)))]
+    cites: Vec<String>,
+    #[schemars(length(max = limits::PRIOR_INCIDENTS))]
+    prior_incidents: Vec<PriorIncident>,
+}
+
+/// How sure a [`Hypothesis`] is.
+#[derive(JsonSchema)]
+#[schemars(rename_all = "lowercase")]
+#[expect(dead_code, reason = "a schema's shape: replies are read by parse.rs")]
+enum Confidence {
+    Low,
+    Medium,
+    High,
+}
+
+/// A prior incident a [`Hypothesis`] leans on.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[expect(dead_code, reason = "a schema's shape: replies are read by parse.rs")]
+struct PriorIncident {
+    #[schemars(length(max = limits::INCIDENT_ID))]
+    id: String,
+    #[schemars(length(max = limits::WHY))]
+    why: String,
+}
+
+/// A recommended action of [`InvestigationReply`].
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[expect(dead_code, reason = "a schema's shape: replies are read by parse.rs")]
+struct Action {
+    #[schemars(schema_with = "action_kind")]
+    kind: String,
+    #[schemars(length(max = limits::TARGET))]
+    target: String,
+    #[schemars(length(max = limits::RATIONALE))]
+    rationale: String,
+    hypothesis: i64,
+}
+
+/// An action kind: one of [`crate::domain::ActionKind::ALL`].
+fn action_kind(_: &mut SchemaGenerator) -> Schema {
+    let kinds: Vec<&str> = crate::domain::ActionKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    json_schema!({"type": "string", "enum": kinds})
+}
+
+/// The post-mortem answer: only the prose the model may write.
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[expect(dead_code, reason = "a schema's shape: replies are read by parse.rs")]
+struct PostmortemReply {
+    #[schemars(length(max = limits::SUMMARY))]
+    summary: String,
+    #[schemars(length(max = limits::TRIGGER))]
+    trigger: String,
+    #[schemars(length(max = limits::LIST_ITEMS), inner(length(max = limits::LIST_ITEM)))]
+    contributing_factors: Vec<String>,
+    #[schemars(length(max = limits::LIST_ITEMS), inner(length(max = limits::LIST_ITEM)))]
+    misleading_hypotheses: Vec<String>,
+    #[schemars(length(max = limits::LESSONS))]
+    lessons: Vec<Lesson>,
+    #[schemars(length(max = limits::LIST_ITEMS), inner(length(max = limits::LIST_ITEM)))]
+    action_items: Vec<String>,
+    #[schemars(length(max = limits::LIST_ITEMS), inner(length(max = limits::LIST_ITEM)))]
+    detection_gaps: Vec<String>,
+}
+
+/// A lesson of [`PostmortemReply`].
+#[derive(JsonSchema)]
+#[schemars(deny_unknown_fields)]
+#[expect(dead_code, reason = "a schema's shape: replies are read by parse.rs")]
+struct Lesson {
+    #[schemars(length(max = limits::LESSON_PART))]
+    always: String,
+    #[schemars(length(max = limits::LESSON_PART))]
+    because: String,
+    #[schemars(length(max = limits::SCOPE))]
+    scope: String,
+    severity: LessonSeverity,
+}
+
+/// How bad ignoring a [`Lesson`] is.
+#[derive(JsonSchema)]
+#[schemars(rename_all = "lowercase")]
+#[expect(dead_code, reason = "a schema's shape: replies are read by parse.rs")]
+enum LessonSeverity {
+    Critical,
+    High,
+    Medium,
+    Low,
 }
 
 /// JSON schema of the investigation answer (strict mode: every property required, no options).
@@ -80,34 +215,7 @@ fn bounded_string(max: usize) -> Value {
 /// otherwise repeats array items, or stays inside one string, until the reply is cut off at the
 /// token limit.
 pub fn investigation_schema() -> Value {
-    use limits as l;
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["hypotheses", "actions"],
-        "properties": {
-            "hypotheses": {"type": "array", "maxItems": l::HYPOTHESES, "items": {
-                "type": "object", "additionalProperties": false,
-                "required": ["statement", "confidence", "cites", "prior_incidents"],
-                "properties": {
-                    "statement": bounded_string(l::STATEMENT),
-                    "confidence": {"type": "string", "enum": ["low", "medium", "high"]},
-                    "cites": {"type": "array", "maxItems": l::CITES, "items": bounded_string(l::CITE)},
-                    "prior_incidents": {"type": "array", "maxItems": l::PRIOR_INCIDENTS, "items": {
-                        "type": "object", "additionalProperties": false, "required": ["id", "why"],
-                        "properties": {"id": bounded_string(l::INCIDENT_ID), "why": bounded_string(l::WHY)}}}
-                }}},
-            "actions": {"type": "array", "maxItems": l::ACTIONS, "items": {
-                "type": "object", "additionalProperties": false,
-                "required": ["kind", "target", "rationale", "hypothesis"],
-                "properties": {
-                    "kind": {"type": "string", "enum": crate::domain::ActionKind::ALL.iter().map(|k| k.as_str()).collect::<Vec<_>>()},
-                    "target": bounded_string(l::TARGET),
-                    "rationale": bounded_string(l::RATIONALE),
-                    "hypothesis": {"type": "integer"}
-                }}}
-        }
-    })
+    schema_of::<InvestigationReply>()
 }
 
 /// JSON schema of the post-mortem answer (strict mode: every property required, no options;
@@ -115,30 +223,5 @@ pub fn investigation_schema() -> Value {
 /// [`investigation_schema`] — see [`limits`]). Only the prose the model may write; facts
 /// (impact, actions and their outcomes, root cause) are not asked for.
 pub fn postmortem_schema() -> Value {
-    use limits as l;
-    let strings =
-        json!({"type": "array", "maxItems": l::LIST_ITEMS, "items": bounded_string(l::LIST_ITEM)});
-    json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["summary", "trigger", "contributing_factors", "misleading_hypotheses",
-                     "lessons", "action_items", "detection_gaps"],
-        "properties": {
-            "summary": bounded_string(l::SUMMARY),
-            "trigger": bounded_string(l::TRIGGER),
-            "contributing_factors": strings,
-            "misleading_hypotheses": strings,
-            "lessons": {"type": "array", "maxItems": l::LESSONS, "items": {
-                "type": "object", "additionalProperties": false,
-                "required": ["always", "because", "scope", "severity"],
-                "properties": {
-                    "always": bounded_string(l::LESSON_PART),
-                    "because": bounded_string(l::LESSON_PART),
-                    "scope": bounded_string(l::SCOPE),
-                    "severity": {"type": "string", "enum": ["critical", "high", "medium", "low"]}
-                }}},
-            "action_items": strings,
-            "detection_gaps": strings
-        }
-    })
+    schema_of::<PostmortemReply>()
 }

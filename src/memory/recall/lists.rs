@@ -12,7 +12,7 @@ use super::query::expand;
 use super::{INCIDENT_LIST, Memory, RecallQuery, RecallTuning};
 use crate::domain::{ActionKind, MemoryKind};
 use crate::error::AppResult;
-use crate::memory::{embeddings, lock};
+use crate::memory::embeddings;
 use crate::store::memory::{self as mstore, Candidate};
 use crate::store::recall_index::RecallIndex;
 
@@ -41,9 +41,22 @@ pub(super) const DOC_COUNT_TTL: Duration = Duration::from_secs(600);
 /// Records each structured key contributes to the scope list: its newest ones.
 pub(super) const KEY_WINDOW: usize = 250;
 
-/// Term statistics kept per memory before the cache starts over (~100 bytes each with the
-/// key: at most ~2 MB; a term's count is re-read at most every [`DOC_COUNT_TTL`] anyway).
-pub(super) const TERM_STATS_MAX: usize = 20_000;
+/// Term statistics kept per memory at most (~100 bytes each with the key: at most ~2 MB); the
+/// cache evicts the least used beyond it, and each entry after [`DOC_COUNT_TTL`], when its count
+/// would be re-read anyway.
+const TERM_STATS_MAX: u64 = 20_000;
+
+/// The term statistics cache of one [`Memory`]: (database epoch, term) → [`TermStats`], at most
+/// [`TERM_STATS_MAX`] entries.
+pub(in crate::memory) type TermStatsCache = moka::sync::Cache<(String, String), TermStats>;
+
+/// An empty [`TermStatsCache`].
+pub(in crate::memory) fn term_stats_cache() -> TermStatsCache {
+    moka::sync::Cache::builder()
+        .max_capacity(TERM_STATS_MAX)
+        .time_to_live(DOC_COUNT_TTL)
+        .build()
+}
 
 /// A term's record count (capped at `TERM_BUDGET + 1`), when it was counted, and once asked for,
 /// the id of its `TERM_BUDGET`-th newest match (`None` inside: fewer matches). Kept by
@@ -62,28 +75,26 @@ pub(super) fn cached_stats(
     terms: &[String],
 ) -> Vec<Option<TermStats>> {
     let now = Instant::now();
-    let cache = lock(&memory.inner.term_stats);
+    let cache = &memory.inner.term_stats;
     terms
         .iter()
         .map(|t| {
             cache
                 .get(&(epoch.to_string(), t.clone()))
                 .filter(|s| now.duration_since(s.at) < DOC_COUNT_TTL)
-                .copied()
         })
         .collect()
 }
 
+/// Keeps `stats` of terms of the database at `epoch` in the memory's cache.
 pub(super) fn store_stats(
     memory: &Memory,
     epoch: &str,
     stats: impl IntoIterator<Item = (String, TermStats)>,
 ) {
-    let mut cache = lock(&memory.inner.term_stats);
-    if cache.len() > TERM_STATS_MAX {
-        cache.clear();
+    for (t, s) in stats {
+        memory.inner.term_stats.insert((epoch.to_string(), t), s);
     }
-    cache.extend(stats.into_iter().map(|(t, s)| ((epoch.to_string(), t), s)));
 }
 
 /// Record counts of `terms` (capped at `TERM_BUDGET + 1`), from the cache when fresh.

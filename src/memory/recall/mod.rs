@@ -47,6 +47,7 @@ pub(in crate::memory) use explain::{add_replacements, below_replacements, missin
 use fusion::{SCORE_SHARE, fuse_incidents, fuse_records, rank};
 pub use lists::{FtsSearch, TermStats, fts_search};
 use lists::{IncidentInputs, bounded_search, incident_lists, scope_list, text_lists, vector_lists};
+pub(in crate::memory) use lists::{TermStatsCache, term_stats_cache};
 pub(in crate::memory) use query::tags_of;
 use query::{Expanded, expand, query_stems};
 pub use query::{content_words, derive_tags, is_displayable_word, load_shape};

@@ -3,7 +3,7 @@
 
 use sqlx::AnyPool;
 
-use super::write::insert_as;
+use super::write::{insert_as, insert_cite};
 use super::{Row, SELECT, corrupt};
 use crate::domain::Validation;
 use crate::domain::memory::{MemoryRecord, NewRecord};
@@ -111,15 +111,8 @@ pub async fn restore_links(tx: &mut Tx, r: &MemoryRecord) -> AppResult<()> {
             .execute(&mut **tx)
             .await?;
     }
-    for to in sources {
-        sqlx::query(
-            "INSERT INTO record_links (from_id, to_id, relation) VALUES ($1, $2, 'cites') \
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(from)
-        .bind(to)
-        .execute(&mut **tx)
-        .await?;
+    for &to in sources {
+        insert_cite(tx, from, to).await?;
     }
     Ok(())
 }

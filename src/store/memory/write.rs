@@ -121,15 +121,8 @@ pub(super) async fn insert_as(
         .execute(&mut **tx)
         .await?;
     }
-    for to in &r.cites {
-        sqlx::query(
-            "INSERT INTO record_links (from_id, to_id, relation) VALUES ($1, $2, 'cites') \
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(id)
-        .bind(to)
-        .execute(&mut **tx)
-        .await?;
+    for &to in &r.cites {
+        insert_cite(tx, id, to).await?;
     }
     if r.kind.is_durable() {
         sqlx::query("INSERT INTO records_fts (rowid, text, scope) VALUES ($1, $2, $3)")
@@ -145,6 +138,19 @@ pub(super) async fn insert_as(
 
 /// Records per statement in [`insert_bulk`].
 const BULK_CHUNK: usize = 1000;
+
+/// Records that `from` cites `to` (once: a second time changes nothing).
+pub(super) async fn insert_cite(tx: &mut Tx, from: i64, to: i64) -> AppResult<()> {
+    sqlx::query(
+        "INSERT INTO record_links (from_id, to_id, relation) VALUES ($1, $2, 'cites') \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(from)
+    .bind(to)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
 
 /// Inserts many records inside the caller's transaction, writing exactly what [`insert`] writes
 /// for each (the row, its keys, its `cites` links, the FTS entry for durable kinds, a `created`
