@@ -19,7 +19,6 @@ mod expr;
 mod pulls;
 
 pub use expr::{expr_from_generator_url, fill_service, promql_escape};
-pub use pulls::{COALESCE_FOR, Delivering, MAX_WAITING, QUIET_WAIT_MAX, Waiting};
 
 /// Default request timeout of one query.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -575,47 +574,5 @@ mod tests {
             link.starts_with("http://prom:9090/graph?g0.expr=up&"),
             "{link}"
         );
-    }
-
-    /// A local pull step waits while a webhook delivery is in progress and starts when it ends;
-    /// with a delivery that never ends it starts after [`QUIET_WAIT_MAX`]; one step runs at a
-    /// time.
-    #[tokio::test]
-    async fn a_pull_step_waits_for_the_delivery_in_progress() {
-        use std::sync::Arc;
-        let source = Arc::new(Prometheus::new(PrometheusConfig::new("http://prom:9090")).unwrap());
-        let delivery = source.delivering();
-        let started = tokio::time::Instant::now();
-        let waiting = {
-            let s = Arc::clone(&source);
-            tokio::spawn(async move {
-                let _step = s.between_deliveries().await;
-                started.elapsed()
-            })
-        };
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert!(!waiting.is_finished(), "the step waits for the delivery");
-        drop(delivery);
-        let waited = waiting.await.unwrap();
-        assert!(
-            waited >= Duration::from_millis(300) && waited < QUIET_WAIT_MAX,
-            "{waited:?}"
-        );
-
-        let _endless = source.delivering();
-        let started = tokio::time::Instant::now();
-        let step = source.between_deliveries().await;
-        assert!(
-            started.elapsed() >= QUIET_WAIT_MAX,
-            "a storm does not stop the pulls"
-        );
-        let second = {
-            let s = Arc::clone(&source);
-            tokio::spawn(async move { drop(s.between_deliveries().await) })
-        };
-        tokio::time::sleep(QUIET_WAIT_MAX + Duration::from_millis(200)).await;
-        assert!(!second.is_finished(), "one step at a time");
-        drop(step);
-        second.await.unwrap();
     }
 }

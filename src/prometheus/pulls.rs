@@ -23,10 +23,6 @@ use super::{PromError, Prometheus, RangeResult, Window};
 pub const COALESCE_FOR: Duration = Duration::from_secs(2);
 /// Alerts waiting for their pull at most; past it an alert is not pulled.
 pub const MAX_WAITING: usize = 10_000;
-/// How long a pull step waits for a moment without a webhook delivery in progress before it
-/// goes ahead anyway ([`Prometheus::between_deliveries`]): under a storm that never pauses,
-/// pulls still advance, one step per this wait.
-pub const QUIET_WAIT_MAX: Duration = Duration::from_secs(1);
 
 type Answer = Result<RangeResult, PromError>;
 type Pending = Shared<BoxFuture<'static, Answer>>;
@@ -57,12 +53,6 @@ pub(super) struct Pulls {
     store: Semaphore,
     waiting: AtomicUsize,
     recent: Mutex<HashMap<Key, (Instant, Pending)>>,
-    /// Webhook deliveries in progress ([`Prometheus::delivering`]).
-    deliveries: AtomicUsize,
-    /// Woken when the last delivery in progress ends.
-    quiet: tokio::sync::Notify,
-    /// Held by the one local pull step running ([`Prometheus::between_deliveries`]).
-    step: tokio::sync::Mutex<()>,
 }
 
 impl Pulls {
@@ -73,9 +63,6 @@ impl Pulls {
             store: Semaphore::new(1),
             waiting: AtomicUsize::new(0),
             recent: Mutex::default(),
-            deliveries: AtomicUsize::new(0),
-            quiet: tokio::sync::Notify::new(),
-            step: tokio::sync::Mutex::new(()),
         }
     }
 }
@@ -103,55 +90,7 @@ impl Drop for Waiting {
     }
 }
 
-/// A webhook delivery in progress ([`Prometheus::delivering`]); ends when dropped.
-#[derive(Debug)]
-pub struct Delivering(Arc<Prometheus>);
-
-impl Drop for Delivering {
-    fn drop(&mut self) {
-        let pulls = &self.0.pulls;
-        if pulls.deliveries.fetch_sub(1, Ordering::AcqRel) == 1 {
-            pulls.quiet.notify_waiters();
-        }
-    }
-}
-
 impl Prometheus {
-    /// Marks a webhook delivery in progress until the guard is dropped: the pulls' work (the
-    /// queries, building and storing their documents) waits for a moment without one
-    /// ([`Prometheus::between_deliveries`]), so pulling an alert's series does not slow the
-    /// webhook that carries the next alerts.
-    pub fn delivering(self: &Arc<Self>) -> Delivering {
-        self.pulls.deliveries.fetch_add(1, Ordering::AcqRel);
-        Delivering(Arc::clone(self))
-    }
-
-    /// Waits until no webhook delivery is in progress, or [`QUIET_WAIT_MAX`] passed.
-    pub async fn quiet_moment(&self) {
-        let deadline = tokio::time::Instant::now() + QUIET_WAIT_MAX;
-        loop {
-            let quiet = self.pulls.quiet.notified();
-            tokio::pin!(quiet);
-            quiet.as_mut().enable();
-            if self.pulls.deliveries.load(Ordering::Acquire) == 0
-                || tokio::time::timeout_at(deadline, quiet).await.is_err()
-            {
-                return;
-            }
-        }
-    }
-
-    /// The turn of one local pull step (building a pulled document, storing it): one runs at a
-    /// time, and it starts at a [`Prometheus::quiet_moment`]. The step holds the turn until the
-    /// guard is dropped. On two cores, steps that ran side by side in the gaps between
-    /// deliveries spilled into the next delivery's time. Queries wait for a quiet moment too,
-    /// but not for this turn: a slow Prometheus holds only its own query slots.
-    pub async fn between_deliveries(&self) -> tokio::sync::MutexGuard<'_, ()> {
-        let turn = self.pulls.step.lock().await;
-        self.quiet_moment().await;
-        turn
-    }
-
     /// Puts `alerts` alerts in line for their pull; `None` when that would make more than
     /// [`MAX_WAITING`] wait.
     pub fn wait_in_line(self: &Arc<Self>, alerts: usize) -> Option<Waiting> {
@@ -201,7 +140,6 @@ impl Prometheus {
         loop {
             let answer = {
                 let _turn = self.pulls.queries.acquire().await.ok();
-                self.quiet_moment().await;
                 self.shared(&key, window).await
             };
             match answer {

@@ -180,7 +180,6 @@ async fn pull_alert(
     let stored = if pulled.is_empty() {
         None
     } else {
-        let _step = prom.between_deliveries().await;
         let (prom2, a2) = (Arc::clone(prom), a.clone());
         let rendered = tokio::task::spawn_blocking(move || {
             let link = QueryLink {
@@ -194,7 +193,6 @@ async fn pull_alert(
         Some(rendered)
     };
     let _turn = prom.store_turn().await;
-    let _step = prom.between_deliveries().await;
     for detail in notes {
         note(pool, id, detail).await?;
     }

@@ -176,8 +176,6 @@ async fn apply(
     query: Option<&str>,
     body: &[u8],
 ) -> Result<ingest::IngestOutcome, ApiError> {
-    // The Prometheus pulls wait while a delivery is in progress.
-    let _delivering = state.prometheus.as_ref().map(|p| p.delivering());
     let integ =
         ingest::authenticate(&state.pool, source, &credentials(headers, query), body).await?;
     state.limits.webhook(integ.id)?;
