@@ -86,8 +86,8 @@ fn alert_key(id: &IncidentId, fingerprint: &str) -> String {
 }
 
 /// Pulls the series of `alerts` for incident `id` in a task of its own (after the caller's
-/// transaction committed): each alert once, skipped when its series is already evidence or
-/// being pulled. Returns at once. The alerts wait in the source's line
+/// transaction committed): each alert once, all at once, skipped when its series is already
+/// evidence or being pulled. Returns at once. The alerts wait in the source's line
 /// ([`Prometheus::wait_in_line`]); when it is full they are not pulled and the incident gets a
 /// note saying so.
 pub fn spawn_alert_pulls(
@@ -114,8 +114,13 @@ pub fn spawn_alert_pulls(
         return;
     };
     tokio::spawn(async move {
-        for a in alerts {
-            if let Err(e) = pull_alert(&pool, line.source(), &id, &a).await {
+        // All at once: the source's line bounds the queries in flight, and the alerts of one
+        // rule ask at the same moment, so one request answers them all.
+        let pulls = alerts
+            .iter()
+            .map(|a| pull_alert(&pool, line.source(), &id, a));
+        for outcome in futures::future::join_all(pulls).await {
+            if let Err(e) = outcome {
                 tracing::warn!(incident.id = %id, error = %e, "the alert's series was not stored");
             }
         }
