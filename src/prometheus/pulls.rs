@@ -3,11 +3,13 @@
 //! flight at once (the rest wait their turn, first come first served), identical queries (the
 //! same PromQL over the same window and step) answered by one request while it waits for its
 //! turn, is in flight, or was answered less than [`COALESCE_FOR`] ago ([`SETTLED_SHARE_FOR`]
-//! when the window ended [`SETTLED_AFTER`] ago or more), a failed query tried again after a short backoff when the failure
-//! may pass ([`PromError::is_transient`]), and the pulled documents stored one at a time
-//! ([`Prometheus::store_turn`]), so a burst of alerts never puts more than one pull's write in
-//! front of the webhook's own. A bounded number of alerts wait ([`MAX_WAITING`]); past it an
-//! alert is not pulled, and its incident says so.
+//! when the window ended [`SETTLED_AFTER`] ago or more), a failed query tried again after a
+//! short backoff when the failure may pass ([`PromError::is_transient`]), and the database
+//! written in turns ([`Prometheus::write_line`]): one pulled document at a time, in one line
+//! with the alert deliveries of an app with this source, so a burst of alerts never puts more
+//! than one pull's write in front of a webhook's own and never sends a webhook into SQLite's
+//! busy wait. A bounded number of alerts wait ([`MAX_WAITING`]); past it an alert is not
+//! pulled, and its incident says so.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt as _;
 use futures::future::{BoxFuture, Shared};
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::Semaphore;
 
 use super::{PromError, Prometheus, RangeResult, Window};
 
@@ -103,7 +105,7 @@ impl Key {
 /// The pulls' shared state, in [`Prometheus`].
 pub(super) struct Pulls {
     queries: Semaphore,
-    store: Semaphore,
+    writes: Semaphore,
     waiting: AtomicUsize,
     recent: Mutex<HashMap<Key, Recent>>,
 }
@@ -113,7 +115,7 @@ impl Pulls {
     pub(super) fn new(concurrency: usize) -> Self {
         Self {
             queries: Semaphore::new(concurrency.max(1)),
-            store: Semaphore::new(1),
+            writes: Semaphore::new(1),
             waiting: AtomicUsize::new(0),
             recent: Mutex::default(),
         }
@@ -175,10 +177,20 @@ impl Prometheus {
         self.pulls.waiting.load(Ordering::Acquire)
     }
 
-    /// Waits for the turn to store a pulled document (one at a time); the turn ends when the
-    /// permit is dropped. `None` only if the source is shutting down.
-    pub async fn store_turn(&self) -> Option<SemaphorePermit<'_>> {
-        self.pulls.store.acquire().await.ok()
+    /// The line to write to the database in: a fair semaphore of one permit, taken right
+    /// before a write transaction and held until it ends.
+    ///
+    /// Each pulled document's write and note takes it, and so does each alert group a delivery
+    /// writes ([`crate::services::ingest::ingest`]): one holder at a time in arrival order.
+    /// Without it a delivery whose `BEGIN IMMEDIATE` meets a pulled document's write sleeps in
+    /// SQLite's busy handler (1, 2, 5, 10, 15 … ms between tries: the
+    /// `sqliteDefaultBusyCallback` schedule behind `sqlite3_busy_timeout`) and may lose the lock
+    /// again to the next writer while it sleeps; in line it waits for one transaction at most.
+    /// Only transactions wait in it: reading, redacting and extracting happen outside.
+    /// `prometheus-bench` measures it: the webhook's p99 with the source on ÷ off
+    /// (docs/benchmarks.md).
+    pub fn write_line(&self) -> &Semaphore {
+        &self.pulls.writes
     }
 
     /// An alert's query: [`Prometheus::query_range`] within the concurrency limit, shared with

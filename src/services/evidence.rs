@@ -127,6 +127,7 @@ pub async fn add(
         dedup_key,
         expected_version: None,
         link: None,
+        write_line: None,
     };
     submit(pool, actor, id, submission).await
 }
@@ -147,6 +148,10 @@ pub struct Submission<'a> {
     /// The query the app ran to get `content`, and where its result can be seen; `None` for
     /// everything people and senders submit.
     pub link: Option<QueryLink>,
+    /// A line to wait in, first come first served, right before the write transaction and
+    /// until it ends (the Prometheus source's: [`crate::prometheus::Prometheus::write_line`]);
+    /// `None`: the transaction queues on the database alone.
+    pub write_line: Option<&'a tokio::sync::Semaphore>,
 }
 
 /// [`add`] with the incident version the submitter saw, checked inside the write transaction.
@@ -169,6 +174,7 @@ pub async fn submit(
         dedup_key,
         expected_version,
         link,
+        write_line,
     } = submission;
     if content.trim().is_empty() {
         return Err(ValidationError::new(
@@ -194,6 +200,10 @@ pub async fn submit(
         Some(r) => {
             Some(redact_and_extract(r.clone(), kind, content.clone(), submitted_bytes).await?)
         }
+        None => None,
+    };
+    let turn = match write_line {
+        Some(line) => line.acquire().await.ok(),
         None => None,
     };
     let mut tx = store::begin_write(pool).await?;
@@ -271,6 +281,7 @@ pub async fn submit(
     )
     .await?;
     tx.commit().await?;
+    drop(turn);
     added(pool, id, evidence_id, &ids).await
 }
 

@@ -7,11 +7,14 @@
 //!
 //! An alert's pull runs in the source's line ([`crate::prometheus::Prometheus::pull`]): its
 //! queries share the concurrency limit, identical queries are answered once, a transient
-//! failure is tried again after a short backoff, and the documents are stored one at a time.
+//! failure is tried again after a short backoff, and the documents are stored one at a time, in
+//! line with the deliveries' writes ([`Prometheus::write_line`]).
 //! A pull that fails for good leaves a `prometheus` note on the incident's timeline and nothing
 //! else: the incident, its alerts and the webhook's answer never depend on Prometheus.
 
 use std::sync::Arc;
+
+use tokio::sync::Semaphore;
 
 use sqlx::AnyPool;
 
@@ -107,7 +110,7 @@ pub fn spawn_alert_pulls(
                 alerts.len(),
                 prom.waiting()
             );
-            if let Err(e) = note(&pool, &id, detail).await {
+            if let Err(e) = note(&pool, prom.write_line(), &id, detail).await {
                 tracing::warn!(incident.id = %id, error = %e, "the note was not written");
             }
         });
@@ -151,7 +154,7 @@ fn queries_of(prom: &Prometheus, a: &AlertSeries) -> Vec<(Measures, String)> {
 /// over the same window, at once, each tried again after a transient failure), and stores what
 /// came back as one evidence document; each query that failed for good leaves a note on the
 /// timeline saying why. The document is built off the async runtime and stored in the source's
-/// store turn ([`Prometheus::store_turn`]).
+/// write line ([`Prometheus::write_line`]).
 async fn pull_alert(
     pool: &AnyPool,
     prom: &Arc<Prometheus>,
@@ -197,14 +200,26 @@ async fn pull_alert(
         .map_err(|e| AppError::Internal(e.into()))??;
         Some(rendered)
     };
-    let _turn = prom.store_turn().await;
     for detail in notes {
-        note(pool, id, detail).await?;
+        note(pool, prom.write_line(), id, detail).await?;
     }
     let Some((rendered, link)) = stored else {
         return Ok(());
     };
-    match store_doc(pool, ACTOR, id, &a.expr, rendered, &key, None, Some(link)).await {
+    let line = prom.write_line();
+    match store_doc(
+        pool,
+        line,
+        ACTOR,
+        id,
+        &a.expr,
+        rendered,
+        &key,
+        None,
+        Some(link),
+    )
+    .await
+    {
         Ok(_) => {
             tracing::info!(incident.id = %id, ms = started.elapsed().as_millis() as u64,
                 "the alert's series is evidence");
@@ -366,6 +381,7 @@ fn render(doc: serde_json::Value) -> AppResult<Rendered> {
 )]
 async fn store_doc(
     pool: &AnyPool,
+    line: &Semaphore,
     actor: &str,
     id: &IncidentId,
     query: &str,
@@ -383,11 +399,13 @@ async fn store_doc(
         dedup_key: Some(key),
         expected_version,
         link,
+        write_line: Some(line),
     };
     let added = esvc::submit(pool, actor, id, submission).await?;
     if let (Some(n), true) = (&notice, added.created) {
         note(
             pool,
+            line,
             id,
             format!(
                 "Evidence #{} from Prometheus ({}): {n}",
@@ -400,9 +418,11 @@ async fn store_doc(
     Ok((added, notice))
 }
 
-/// Writes a `prometheus` note on the incident's timeline (redacted like any incident text).
-async fn note(pool: &AnyPool, id: &IncidentId, detail: String) -> AppResult<()> {
+/// Writes a `prometheus` note on the incident's timeline (redacted like any incident text), in
+/// the source's write line `line`.
+async fn note(pool: &AnyPool, line: &Semaphore, id: &IncidentId, detail: String) -> AppResult<()> {
     let mut detail = detail;
+    let _turn = line.acquire().await.ok();
     let mut tx = store::begin_write(pool).await?;
     crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut detail]).await?;
     incidents::add_event(&mut tx, id, store::now(), ACTOR, "prometheus", &detail).await?;
@@ -548,6 +568,7 @@ pub async fn run_query(
     let doc = render(document(&query, &window, &link.url, result))?;
     let (added, notice) = store_doc(
         pool,
+        prom.write_line(),
         actor,
         id,
         &query,

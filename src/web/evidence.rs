@@ -118,6 +118,7 @@ async fn add_once(
         dedup_key: Some(&key),
         expected_version,
         link: None,
+        write_line: None,
     };
     esvc::submit(&s.pool, actor, id, submission).await
 }

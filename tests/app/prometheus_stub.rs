@@ -546,6 +546,51 @@ async fn a_transient_failure_is_tried_again_and_a_lasting_one_leaves_one_note_af
     assert_eq!(seen.requests("bad"), 1);
 }
 
+/// A delivery's group is written in the source's write line: while a pulled document holds
+/// the turn the delivery waits, and it writes as soon as the turn is free (so a webhook meets at
+/// most one pull's write and never SQLite's busy wait behind several).
+#[tokio::test]
+async fn a_deliverys_writes_wait_their_turn_behind_a_pulled_document_being_written() {
+    use incidentmind::prometheus::Prometheus;
+    use incidentmind::services::ingest::{
+        Source, ingest, integration as stored_integration, parse_delivery,
+    };
+    let stub = start_stub().await;
+    let app = spawn_app_with(stub_settings(&stub)).await;
+    let (integration_id, _) = integration(&app, "am", "alertmanager", json!({})).await;
+    let integ = stored_integration(&app.pool, integration_id).await.unwrap();
+    let prom = Arc::new(Prometheus::new(PrometheusConfig::new(stub.clone())).unwrap());
+    let body = delivery(
+        "g-turn",
+        "2026-12-04T10:00:00Z",
+        &[("fp-turn", "Turn", "up")],
+    );
+    let parsed = parse_delivery(Source::Alertmanager, body.to_string().as_bytes()).unwrap();
+
+    let turn = prom.write_line().acquire().await.expect("the write turn");
+    let (pool, p) = (app.pool.clone(), Arc::clone(&prom));
+    let written = tokio::spawn(async move { ingest(&pool, &integ, &parsed, Some(&p)).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !written.is_finished(),
+        "the delivery wrote while a pull held the turn"
+    );
+    let incidents: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM incidents")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(incidents, 0, "nothing is written before the turn");
+
+    drop(turn);
+    let outcome = tokio::time::timeout(Duration::from_secs(10), written)
+        .await
+        .expect("the delivery wrote once the turn was free")
+        .unwrap()
+        .unwrap();
+    assert_eq!(outcome.opened.len(), 1);
+    assert_eq!(outcome.firing, 1);
+}
+
 #[tokio::test]
 async fn a_burst_of_alerts_pulls_within_the_concurrency_limit_and_asks_once_per_query() {
     let (stub, seen) = start_stub_seeing().await;

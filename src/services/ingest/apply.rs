@@ -61,7 +61,10 @@ pub struct IngestOutcome {
 /// With a Prometheus source, each alert that is new on its incident and carries an expression
 /// (`generatorURL`'s `g0.expr`) has its series pulled in a task of its own once the group's
 /// transaction committed ([`crate::services::prometheus::spawn_alert_pulls`]): the delivery's
-/// answer never waits for Prometheus.
+/// answer never waits for Prometheus. With a source, each group's writes also take their turn
+/// in the source's write line ([`crate::prometheus::Prometheus::write_line`]), so a delivery
+/// waits for at most one pulled document's write instead of sleeping in SQLite's busy handler
+/// behind several.
 ///
 /// A group that is unknown and has nothing firing opens no incident. Resolving alerts never
 /// resolves the incident: a person does that with a summary and a root cause.
@@ -288,6 +291,12 @@ async fn ingest_group(
 ) -> AppResult<Option<GroupOutcome>> {
     let actor = format!("integration:{}", integ.name);
     let received = store::now();
+    // In line with the pulled documents' writes: see `Prometheus::write_line`.
+    let line = prometheus.map(|p| p.write_line());
+    let turn = match line {
+        Some(l) => l.acquire().await.ok(),
+        None => None,
+    };
     let Claimed {
         mut tx,
         group_id,
@@ -319,10 +328,12 @@ async fn ingest_group(
     )
     .await?;
     tx.commit().await?;
+    drop(turn);
     if opened {
         tracing::info!(incident.id = %incident_id, integration = %integ.name, "incident opened by an alert");
     }
-    let evidence_created = add_alert_evidence(pool, integ, group, &changes, &incident_id).await?;
+    let evidence_created =
+        add_alert_evidence(pool, line, integ, group, &changes, &incident_id).await?;
     if let Some(prom) = prometheus {
         let pulls: Vec<_> = group
             .alerts
@@ -473,9 +484,10 @@ async fn record_alerts(
 }
 
 /// Adds one evidence record per alert that is not stale, with a dedup key (repeats add
-/// nothing). Returns how many were created.
+/// nothing), each write in `line` when there is one. Returns how many were created.
 async fn add_alert_evidence(
     pool: &AnyPool,
+    line: Option<&tokio::sync::Semaphore>,
     integ: &Integration,
     group: &IncomingGroup,
     changes: &[astore::AlertChange],
@@ -499,17 +511,16 @@ async fn add_alert_evidence(
                 .map(store::db_time)
                 .unwrap_or_else(|| "-".into())
         );
-        match crate::services::evidence::add(
-            pool,
-            &actor,
-            incident_id,
-            EvidenceKind::Alert,
-            a.content.clone(),
-            &source_label,
-            Some(&key),
-        )
-        .await
-        {
+        let submission = crate::services::evidence::Submission {
+            kind: EvidenceKind::Alert,
+            content: a.content.clone(),
+            source: &source_label,
+            dedup_key: Some(&key),
+            expected_version: None,
+            link: None,
+            write_line: line,
+        };
+        match crate::services::evidence::submit(pool, &actor, incident_id, submission).await {
             Ok(added) if added.created => evidence_created += 1,
             Ok(_) => {}
             Err(AppError::Conflict(m)) => {
