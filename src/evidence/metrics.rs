@@ -522,7 +522,9 @@ fn derived_observations(analyses: &[(SeriesAnalysis, Role, &Series)]) -> Vec<Obs
             } else {
                 continue;
             };
-            ranges.sort_by_key(|r| r.start);
+            // Two series of one block (a pulled document, a one-line answer) share its lines.
+            ranges.sort_by_key(|r| (r.start, r.end));
+            ranges.dedup();
             ranges.truncate(super::MAX_RANGES);
             let span = series_span(s);
             obs.push(Observation {

@@ -134,6 +134,23 @@ fn flat_wait_gives_no_pair() {
     assert!(e.observations.iter().all(|o| o.failure_modes.is_empty()));
 }
 
+/// A pressure series and the request rate that decides it, both on the answer's one line:
+/// the derived observation cites that line once.
+#[test]
+fn a_pair_read_from_one_line_cites_it_once() {
+    let json = r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"queue_wait_seconds","pool":"jobs"},"values":[[1714557600,"1"],[1714557660,"2"],[1714557720,"3"],[1714557780,"4"],[1714557840,"5"]]},{"metric":{"__name__":"request_rate","service":"jobs"},"values":[[1714557600,"30"],[1714557660,"30"],[1714557720,"30"],[1714557780,"30"],[1714557840,"30"]]}]}}"#;
+    let e = extract(EvidenceKind::Metrics, json);
+    let derived = e
+        .observations
+        .iter()
+        .find(|o| o.failure_modes == vec!["connection_leak".to_string()])
+        .expect("a leak-like observation");
+    assert_eq!(
+        derived.line_ranges,
+        vec![crate::evidence::LineRange { start: 1, end: 1 }]
+    );
+}
+
 #[test]
 fn prometheus_json_and_csv() {
     let json = r#"{"status":"success","data":{"resultType":"matrix","result":[
