@@ -351,21 +351,6 @@ pub async fn counts_in(tx: &mut Tx, incident_id: &IncidentId) -> AppResult<(i64,
     Ok(row)
 }
 
-/// `(firing, resolved)` counts of the alerts of one incident.
-///
-/// # Errors
-/// Database errors.
-pub async fn counts(pool: &AnyPool, incident_id: &str) -> AppResult<(i64, i64)> {
-    let row: (i64, i64) = sqlx::query_as(
-        "SELECT COUNT(CASE WHEN status = 'firing' THEN 1 END), COUNT(CASE WHEN status = 'resolved' THEN 1 END)
-         FROM alerts WHERE incident_id = $1",
-    )
-    .bind(incident_id)
-    .fetch_one(pool)
-    .await?;
-    Ok(row)
-}
-
 /// The alerts of one incident, in the order they were first received.
 ///
 /// # Errors

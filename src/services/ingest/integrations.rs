@@ -329,7 +329,8 @@ pub struct IncidentAlerts {
     pub group: Option<(crate::store::alerts::AlertGroup, String, String)>,
 }
 
-/// Reads the [`IncidentAlerts`] of incident `id`.
+/// Reads the [`IncidentAlerts`] of incident `id`. The counts are those of the alerts read, so
+/// a delivery that commits meanwhile can never make them disagree with the list.
 ///
 /// # Errors
 /// [`AppError::NotFound`] for an unknown incident; database errors.
@@ -339,7 +340,13 @@ pub async fn incident_alerts(
 ) -> AppResult<IncidentAlerts> {
     crate::store::incidents::get(pool, id).await?;
     let alerts = crate::store::alerts::list_for_incident(pool, id.as_str()).await?;
-    let (firing, resolved) = crate::store::alerts::counts(pool, id.as_str()).await?;
+    let count = |status: AlertStatus| {
+        alerts
+            .iter()
+            .filter(|a| a.status == status.as_str())
+            .count() as i64
+    };
+    let (firing, resolved) = (count(AlertStatus::Firing), count(AlertStatus::Resolved));
     let group = crate::store::alerts::group_of_incident(pool, id.as_str()).await?;
     Ok(IncidentAlerts {
         alerts,
