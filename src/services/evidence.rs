@@ -154,6 +154,17 @@ pub struct Submission<'a> {
     pub write_line: Option<&'a tokio::sync::Semaphore>,
 }
 
+/// Waits for the turn in `line` (first come first served); the turn ends when the permit is
+/// dropped. `None` without a line, or if the line is closed (never: nothing closes it).
+pub(crate) async fn wait_in_line(
+    line: Option<&tokio::sync::Semaphore>,
+) -> Option<tokio::sync::SemaphorePermit<'_>> {
+    match line {
+        Some(l) => l.acquire().await.ok(),
+        None => None,
+    }
+}
+
 /// [`add`] with the incident version the submitter saw, checked inside the write transaction.
 ///
 /// # Errors
@@ -202,10 +213,7 @@ pub async fn submit(
         }
         None => None,
     };
-    let turn = match write_line {
-        Some(line) => line.acquire().await.ok(),
-        None => None,
-    };
+    let turn = wait_in_line(write_line).await;
     let mut tx = store::begin_write(pool).await?;
     // Checked inside the write transaction, so a Learn that commits meanwhile cannot be followed
     // by evidence on the learned incident.
@@ -239,6 +247,7 @@ pub async fn submit(
     let at = store::now();
     let Some(evidence_id) = estore::insert(&mut tx, &new, at).await? else {
         tx.rollback().await?;
+        drop(turn);
         let existing = match dedup_key {
             Some(k) => estore::find_by_key(pool, k).await?,
             None => None,

@@ -200,13 +200,13 @@ async fn pull_alert(
         .map_err(|e| AppError::Internal(e.into()))??;
         Some(rendered)
     };
+    let line = prom.write_line();
     for detail in notes {
-        note(pool, prom.write_line(), id, detail).await?;
+        note(pool, line, id, detail).await?;
     }
     let Some((rendered, link)) = stored else {
         return Ok(());
     };
-    let line = prom.write_line();
     match store_doc(
         pool,
         line,
@@ -422,7 +422,7 @@ async fn store_doc(
 /// the source's write line `line`.
 async fn note(pool: &AnyPool, line: &Semaphore, id: &IncidentId, detail: String) -> AppResult<()> {
     let mut detail = detail;
-    let _turn = line.acquire().await.ok();
+    let _turn = esvc::wait_in_line(Some(line)).await;
     let mut tx = store::begin_write(pool).await?;
     crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut detail]).await?;
     incidents::add_event(&mut tx, id, store::now(), ACTOR, "prometheus", &detail).await?;

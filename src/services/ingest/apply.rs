@@ -293,10 +293,7 @@ async fn ingest_group(
     let received = store::now();
     // In line with the pulled documents' writes: see `Prometheus::write_line`.
     let line = prometheus.map(|p| p.write_line());
-    let turn = match line {
-        Some(l) => l.acquire().await.ok(),
-        None => None,
-    };
+    let turn = crate::services::evidence::wait_in_line(line).await;
     let Claimed {
         mut tx,
         group_id,
