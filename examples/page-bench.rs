@@ -252,8 +252,14 @@ async fn run() -> anyhow::Result<()> {
         None,
     )
     .await?;
-    incidentmind::services::investigation::investigate(&memory, None, "rita", &inc.id, None)
-        .await?;
+    incidentmind::services::investigation::investigate(
+        &memory,
+        &incidentmind::analyst::builtin::BuiltinAnalyst,
+        "rita",
+        &inc.id,
+        None,
+    )
+    .await?;
 
     // The API token's rate limit (600 a minute by default) is off: this measures rendering,
     // and 200 connections on one token would mostly be answered 429.

@@ -1048,8 +1048,14 @@ async fn model_bench(pool: &AnyPool, qs: &[RecallQuery], seed: u64) -> anyhow::R
         )
         .await?;
         let t = Instant::now();
-        incidentmind::services::investigation::investigate(&memory, None, "bench", &inc.id, None)
-            .await?;
+        incidentmind::services::investigation::investigate(
+            &memory,
+            &incidentmind::analyst::builtin::BuiltinAnalyst,
+            "bench",
+            &inc.id,
+            None,
+        )
+        .await?;
         if i >= 5 {
             inv_times.push(t.elapsed());
         }

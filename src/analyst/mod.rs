@@ -1,12 +1,14 @@
 //! The analyst (DESIGN.md §6): one trait, two implementations. [`builtin::BuiltinAnalyst`] is the
 //! default — offline, deterministic, rules over evidence tags and recalled memory. The LLM
-//! analyst (`llm`) asks an OpenAI-compatible server and falls back to the built-in result.
+//! analyst (`llm`) asks an OpenAI-compatible server; [`fallback::WithFallback`] answers with the
+//! built-in result when it fails.
 //!
 //! Whatever an analyst proposes is validated by the investigation service against the same
 //! types: action kinds are coerced or dropped, citations of unknown records are dropped,
 //! confidence is re-capped by the ceilings of DESIGN.md §2.
 
 pub mod builtin;
+pub mod fallback;
 pub mod llm;
 
 use async_trait::async_trait;
@@ -92,6 +94,10 @@ pub struct AnalystOutput {
     /// followed).
     #[serde(default)]
     pub notices: Vec<String>,
+    /// Why the model's answer was not used, when [`fallback::WithFallback`] answered with the
+    /// built-in analysis instead (never part of a model's reply).
+    #[serde(skip)]
+    pub fallback: Option<String>,
 }
 
 /// Why an analyst could not answer; the service then shows the built-in result with
@@ -114,6 +120,12 @@ pub enum AnalystError {
 pub trait Analyst: Send + Sync + std::fmt::Debug {
     /// Short name shown on the page (`built-in`, `llm:model-name`).
     fn name(&self) -> String;
+
+    /// Whether [`Analyst::investigate`] waits on another server (a model): the investigation
+    /// service then gives back its CPU slot first. The default is `false`.
+    fn calls_a_server(&self) -> bool {
+        false
+    }
 
     /// Proposes hypotheses and actions for an incident.
     ///

@@ -241,7 +241,14 @@ async fn run_query(
         )
         .await?;
     }
-    let view = investigation::investigate(memory, None, &responder.name, &inc.id, None).await?;
+    let view = investigation::investigate(
+        memory,
+        &crate::analyst::builtin::BuiltinAnalyst,
+        &responder.name,
+        &inc.id,
+        None,
+    )
+    .await?;
     let recalled = distinct(view.recalled.iter().map(|r| r.incident_id.as_deref()));
     // Recall is deterministic: the analyst's input again, with scores and why (the view
     // keeps neither), for the detail lines and the hidden-warning check below.

@@ -131,7 +131,7 @@ pub async fn write(pool: &AnyPool, r: NewRecord) -> AppResult<MemoryRecord> {
     let mut tx = store::begin_write(pool).await?;
     let (id, _) = write_in(&mut tx, r).await?;
     tx.commit().await?;
-    memory::get(pool, id).await
+    memory::record(pool, id).await
 }
 
 /// Marks `old` superseded by `new` (both must exist; a record cannot supersede itself).
@@ -149,7 +149,7 @@ pub async fn supersede(
     let mut tx = store::begin_write(pool).await?;
     supersede_in(&mut tx, actor, old, new, reason).await?;
     tx.commit().await?;
-    memory::get(pool, old).await
+    memory::record(pool, old).await
 }
 
 /// [`supersede`] inside the caller's transaction (with the write of `new`, e.g. a runbook's
@@ -223,7 +223,7 @@ pub async fn retract(
     )
     .await?;
     tx.commit().await?;
-    memory::get(pool, id).await
+    memory::record(pool, id).await
 }
 
 /// One line of an export file: a [`MemoryRecord`] (its JSON shape, flattened) plus the record's
@@ -444,7 +444,7 @@ pub async fn write_note(pool: &AnyPool, r: NewRecord) -> AppResult<MemoryRecord>
     }
     let (id, _) = write_in(&mut tx, r).await?;
     tx.commit().await?;
-    memory::get(pool, id).await
+    memory::record(pool, id).await
 }
 
 /// Writes a note or runbook `r` by a person; with `replaces`, as the next version of that record
@@ -462,7 +462,7 @@ pub async fn write_version(
 ) -> AppResult<MemoryRecord> {
     let version = match replaces {
         Some(old) => {
-            let prev = memory::get(pool, old).await?;
+            let prev = memory::record(pool, old).await?;
             if prev.kind != r.kind {
                 return Err(crate::domain::ValidationError::new(
                     "replaces",
@@ -504,7 +504,7 @@ pub async fn detail(
     Vec<MemoryRecord>,
     Vec<(String, String, String, String)>,
 )> {
-    let record = memory::get(pool, id).await?;
+    let record = memory::record(pool, id).await?;
     let sources = memory::get_many(pool, &record.sources).await?;
     let history = memory::history(pool, id).await?;
     Ok((record, sources, history))
@@ -515,7 +515,7 @@ pub async fn detail(
 /// # Errors
 /// [`AppError::NotFound`]; database errors.
 pub async fn get(pool: &AnyPool, id: i64) -> AppResult<MemoryRecord> {
-    memory::get(pool, id).await
+    memory::record(pool, id).await
 }
 
 /// The records matching `filter` (see [`memory::MemoryFilter`]), newest first.

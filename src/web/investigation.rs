@@ -41,7 +41,7 @@ pub(super) async fn api_investigate(
     ActionVersion(expected): ActionVersion,
 ) -> Result<Response, ApiError> {
     let id = incident_id(&id)?;
-    let view = inv::investigate(&s.memory, s.llm.as_deref(), &user.0.name, &id, expected).await?;
+    let view = inv::investigate(&s.memory, s.analyst.as_ref(), &user.0.name, &id, expected).await?;
     s.metrics.recall("investigation", None, view.recalled.len());
     Ok((StatusCode::CREATED, Json(view)).into_response())
 }
@@ -282,8 +282,8 @@ pub(super) async fn page_investigate(
 ) -> Result<Response, PageError> {
     let post = IncidentPost::new(&s, &user.0, &headers, &id)?;
     let write = async {
-        let llm = s.llm.as_deref();
-        let view = inv::investigate(&s.memory, llm, &user.0.name, &post.id, f.version).await?;
+        let analyst = s.analyst.as_ref();
+        let view = inv::investigate(&s.memory, analyst, &user.0.name, &post.id, f.version).await?;
         s.metrics.recall("investigation", None, view.recalled.len());
         Ok(view)
     };

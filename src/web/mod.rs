@@ -121,6 +121,9 @@ pub struct AppState {
     pub settings: std::sync::Arc<Settings>,
     /// The LLM analyst when a model server is configured; the built-in analyst is always there.
     pub llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>>,
+    /// The analyst investigations ask: the model with the built-in analyst behind it
+    /// ([`crate::analyst::fallback::WithFallback`]), or the built-in analyst alone.
+    pub analyst: std::sync::Arc<dyn crate::analyst::Analyst>,
     /// Incident pages as last rendered.
     pub pages: std::sync::Arc<page_cache::RenderedPages>,
     /// This app's Prometheus recorder (`GET /metrics`).
@@ -142,6 +145,7 @@ impl AppState {
             pool,
             settings: std::sync::Arc::new(settings),
             llm: None,
+            analyst: std::sync::Arc::new(crate::analyst::fallback::WithFallback::default()),
             pages: std::sync::Arc::default(),
             metrics: crate::metrics::Metrics::new(),
             users: std::sync::Arc::default(),
@@ -161,8 +165,11 @@ impl AppState {
         self
     }
 
-    /// Adds an LLM analyst.
+    /// Adds an LLM analyst (investigations fall back to the built-in analyst when it fails).
     pub fn with_llm(mut self, llm: std::sync::Arc<dyn crate::analyst::Analyst>) -> Self {
+        self.analyst = std::sync::Arc::new(crate::analyst::fallback::WithFallback {
+            model: Some(llm.clone()),
+        });
         self.llm = Some(llm);
         self
     }

@@ -243,7 +243,7 @@ async fn a_superseded_record_ranks_below_its_successor_and_is_marked() {
     );
     assert!(pn < po, "successor first: {ids:?}");
     assert!(res.results[po].marks.contains(&"superseded"));
-    let o = incidentmind::store::memory::get(&app.pool, old.id)
+    let o = incidentmind::store::memory::record(&app.pool, old.id)
         .await
         .unwrap();
     assert_eq!(
@@ -554,7 +554,7 @@ async fn export_then_import_into_an_empty_database_round_trips_exactly() {
     assert_eq!(done.imported, 15);
     let second = msvc::export(&other.pool).await.unwrap();
     assert_eq!(first, second);
-    let back = incidentmind::store::memory::get(&other.pool, inf.id)
+    let back = incidentmind::store::memory::record(&other.pool, inf.id)
         .await
         .unwrap();
     assert_eq!(back.sources, vec![obs.id]);
@@ -612,7 +612,7 @@ async fn a_memory_holding_a_supersession_exports_and_imports_whole() {
         .await
         .expect("an export with a supersession imports");
     assert_eq!(done.imported, first.lines().count());
-    let back = incidentmind::store::memory::get(&other.pool, old.id)
+    let back = incidentmind::store::memory::record(&other.pool, old.id)
         .await
         .unwrap();
     assert_eq!(back.superseded_by, Some(new.id));

@@ -10,7 +10,6 @@ use sqlx::AnyPool;
 use super::input::input_of;
 use super::view::{InvestigationView, view_of};
 use super::warnings::{Warning, dead_end_warnings, precedent};
-use crate::analyst::builtin::BuiltinAnalyst;
 use crate::analyst::{Analyst, AnalystOutput, InvestigationInput, PriorIncident};
 use crate::domain::memory::{
     MemoryRecord, NewRecord, SourceInfo, check_citations, confidence_ceiling,
@@ -23,15 +22,15 @@ use crate::memory::recall::{self, Recalled};
 use crate::store::investigations::{self, NewAction, NewInvestigation};
 use crate::store::{self, incidents, recommendations as rstore};
 
-/// Runs an investigation on incident `id` for `actor` with the built-in analyst, or `llm` when
-/// configured (falling back to the built-in result with a notice), validates, stores and returns
-/// it.
+/// Runs an investigation on incident `id` for `actor` with `analyst` (the app's is the model
+/// with the built-in analyst behind it, [`crate::analyst::fallback::WithFallback`]), validates,
+/// stores and returns it.
 ///
 /// # Errors
 /// [`AppError::NotFound`]; [`AppError::Conflict`] for a learned incident.
 pub async fn investigate(
     memory: &Memory,
-    llm: Option<&dyn Analyst>,
+    analyst: &dyn Analyst,
     actor: &str,
     id: &IncidentId,
     expected_version: Option<i64>,
@@ -55,45 +54,19 @@ pub async fn investigate(
     if memory_empty {
         notices.push(recall::NOTHING_FOUND.to_string());
     }
-    let mut fallback: Option<String> = None;
-    let (output, analyst_name): (AnalystOutput, String) = match llm {
-        Some(a) => {
-            drop(slot);
-            match a.investigate(&input).await {
-                Ok(o) if crate::analyst::llm::has_usable_items(&o) => (o, a.name()),
-                Ok(o) => {
-                    let mut reason = "the reply had no usable hypothesis or action".to_string();
-                    let unknown: Vec<&str> = o.actions.iter().map(|a| a.kind.as_str()).collect();
-                    if !unknown.is_empty() {
-                        reason.push_str(&format!(
-                            " (unknown kinds: {})",
-                            crate::evidence::truncate_chars(&unknown.join(", "), 200)
-                        ));
-                    }
-                    if !o.dropped.is_empty() {
-                        reason.push_str(&format!(
-                            " (dropped: {})",
-                            crate::evidence::truncate_chars(&o.dropped.join("; "), 300)
-                        ));
-                    }
-                    tracing::warn!(reason = %reason, "model output unusable; using the built-in analyst");
-                    notices.push(format!(
-                        "model unavailable: {reason}; showing the built-in analysis"
-                    ));
-                    fallback = Some(reason);
-                    (BuiltinAnalyst::analyse(&input), "built-in".into())
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "model unavailable; using the built-in analyst");
-                    notices.push(format!(
-                        "model unavailable: {e}; showing the built-in analysis"
-                    ));
-                    fallback = Some(e.to_string());
-                    (BuiltinAnalyst::analyse(&input), "built-in".into())
-                }
-            }
-        }
-        None => (BuiltinAnalyst::analyse(&input), "built-in".into()),
+    if analyst.calls_a_server() {
+        // A model call waits on another server: holding the slot would queue every
+        // investigation behind it.
+        drop(slot);
+    }
+    // Never fails: the built-in analyst answers when the model does not.
+    let output = analyst
+        .investigate(&input)
+        .await
+        .map_err(|e| AppError::Upstream(e.to_string()))?;
+    let analyst_name = match output.fallback {
+        Some(_) => "built-in".to_string(),
+        None => analyst.name(),
     };
     notices.extend(output.notices.iter().cloned());
     let checked = Checked {
@@ -101,7 +74,7 @@ pub async fn investigate(
         rejected: &rejected,
         output: &output,
         analyst: &analyst_name,
-        fallback: fallback.as_deref(),
+        fallback: output.fallback.as_deref(),
         memory_empty,
     };
     store_investigation(pool, actor, checked, notices).await

@@ -137,7 +137,7 @@ impl Row {
 ///
 /// # Errors
 /// [`AppError::NotFound`] for an unknown id.
-pub async fn get(pool: &AnyPool, id: i64) -> AppResult<MemoryRecord> {
+pub async fn record(pool: &AnyPool, id: i64) -> AppResult<MemoryRecord> {
     let sql = format!("{SELECT} WHERE r.id = $1");
     let row: Option<Row> = sqlx::query_as(sqlx::AssertSqlSafe(sql))
         .bind(id)
@@ -147,7 +147,7 @@ pub async fn get(pool: &AnyPool, id: i64) -> AppResult<MemoryRecord> {
         .into_record()
 }
 
-/// Same as [`get`] inside a transaction.
+/// Same as [`record`] inside a transaction.
 ///
 /// # Errors
 /// [`AppError::NotFound`] for an unknown id.
