@@ -117,6 +117,13 @@ impl From<sqlx::Error> for AppError {
     }
 }
 
+impl From<crate::domain::incident::StaleVersion> for AppError {
+    /// [`AppError::Conflict`] (409) with the stale version's message.
+    fn from(e: crate::domain::incident::StaleVersion) -> Self {
+        Self::Conflict(e.to_string())
+    }
+}
+
 impl From<sqlx::migrate::MigrateError> for AppError {
     fn from(e: sqlx::migrate::MigrateError) -> Self {
         Self::Internal(e.into())

@@ -404,6 +404,47 @@ pub struct Incident {
     pub version: i64,
 }
 
+impl Incident {
+    /// Refuses a write based on a stale page: `expected_version` (the incident version a page
+    /// or client based its request on) must be this incident's version; `None` skips the check
+    /// (API clients that send no version). Call it on the incident read inside the write
+    /// transaction.
+    ///
+    /// # Errors
+    /// [`StaleVersion`] (a 409) naming the current state and both versions.
+    pub fn check_version(&self, expected_version: Option<i64>) -> Result<(), StaleVersion> {
+        match expected_version {
+            Some(based_on) if based_on != self.version => Err(StaleVersion {
+                id: self.id.clone(),
+                state: self.state,
+                now: self.version,
+                based_on,
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A request based on an incident version that is no longer current: what the incident is now,
+/// and that nothing was changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{id} changed since this page was loaded: it is now {state_label} (version {now}, the page \
+     showed version {based_on}). Nothing was changed; check the current state and submit again \
+     if it still applies.",
+    state_label = state.label()
+)]
+pub struct StaleVersion {
+    /// The incident.
+    pub id: IncidentId,
+    /// Its state now.
+    pub state: IncidentState,
+    /// Its version now.
+    pub now: i64,
+    /// The version the request was based on.
+    pub based_on: i64,
+}
+
 /// One entry on an incident's timeline.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
 pub struct TimelineEvent {

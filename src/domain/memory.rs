@@ -409,6 +409,13 @@ impl MemoryRecord {
 }
 
 impl MemoryRecord {
+    /// The record that replaced this one: the one that superseded it, else the later one that
+    /// contradicted it (`data.contradicted_by`).
+    pub fn replaced_by(&self) -> Option<i64> {
+        self.superseded_by
+            .or_else(|| self.data.get("contradicted_by").and_then(|v| v.as_i64()))
+    }
+
     /// Short reference for people and models: `OBS-12`, `INF-3`, `DEC-7`, `ACT-9` for working
     /// records, `MEM-40` for organizational memory.
     pub fn reference(&self) -> String {

@@ -13,9 +13,10 @@ use super::Memory;
 use super::recall::{self, IncidentMatch, RecallQuery, RecallResult, Recalled};
 use crate::domain::memory::{MemoryRecord, is_summary};
 use crate::domain::recalled::DEAD_ENDS_MAX;
-use crate::domain::{Incident, MemoryKind};
+use crate::domain::{Incident, IncidentId, MemoryKind};
 use crate::error::AppResult;
-use crate::store::memory as mstore;
+use crate::evidence::redact::Redactor;
+use crate::store::{memory as mstore, redaction};
 
 /// Failure-mode tags too generic to tie two incidents together on their own (almost every
 /// incident times out somewhere); they never make a dead-end match by themselves.
@@ -53,6 +54,8 @@ const PER_INCIDENT: usize = 4;
 /// proposed action read about the past.
 #[derive(Debug, Clone)]
 pub struct IncidentRecall {
+    /// The incident.
+    pub incident: Incident,
     /// The incident's observations, most salient first.
     pub observations: Vec<MemoryRecord>,
     /// Its failure-mode tags (see [`incident_tags`]).
@@ -76,21 +79,30 @@ pub struct IncidentRecall {
     pub dead_ends: Vec<MemoryRecord>,
     /// The incident's redaction map (a copy): the recall query was redacted with it, and a
     /// prompt redacts with it, so an address is the placeholder its stored records carry.
-    pub redactor: crate::evidence::redact::Redactor,
+    pub redactor: Redactor,
 }
 
-/// Everything memory holds for `incident` ([`IncidentRecall`]), with the `k` best recalled
-/// records: see [`Memory::recall_for_incident`].
+/// Everything memory holds for `incident` ([`IncidentRecall`]) with its `observations` (as
+/// read: [`observations_of`]) and its redaction map, with the `k` best recalled records: see
+/// [`Memory::recall_for_incident`].
 ///
 /// # Errors
 /// Database errors.
-pub async fn recall_past(
+pub(super) async fn recall_past(
     memory: &Memory,
-    incident: &Incident,
+    incident: Incident,
+    observations: Vec<MemoryRecord>,
+    redactor: Redactor,
     k: usize,
 ) -> AppResult<IncidentRecall> {
-    let (observations, tags) = incident_tags(memory.pool(), incident).await?;
-    recall_past_with(memory, incident, observations, tags, k).await
+    let (observations, tags) = tagged(&incident, observations);
+    let read = Read {
+        incident,
+        observations,
+        tags,
+        redactor,
+    };
+    recall_read(memory, read, k, false).await
 }
 
 /// [`recall_past`] with the incident's observations (most salient first) and tags
@@ -98,33 +110,51 @@ pub async fn recall_past(
 ///
 /// # Errors
 /// Database errors.
-pub async fn recall_past_with(
+pub(super) async fn recall_past_with(
     memory: &Memory,
     incident: &Incident,
     observations: Vec<MemoryRecord>,
     tags: Vec<String>,
     k: usize,
 ) -> AppResult<IncidentRecall> {
-    recall_past_as(memory, incident, observations, tags, k, false).await
+    let redactor = redaction::peek(memory.pool(), incident.id.as_str()).await?;
+    let read = Read {
+        incident: incident.clone(),
+        observations,
+        tags,
+        redactor,
+    };
+    recall_read(memory, read, k, false).await
 }
 
-/// [`recall_past_with`], waiting for the query's vectors or (`cached_vectors_only`, a page
-/// view) using only those already computed ([`RecallQuery::cached_vectors_only`]).
-async fn recall_past_as(
-    memory: &Memory,
-    incident: &Incident,
+/// What a recall for an incident starts from: the incident, its observations (most salient
+/// first), its tags and its redaction map.
+struct Read {
+    incident: Incident,
     observations: Vec<MemoryRecord>,
     tags: Vec<String>,
+    redactor: Redactor,
+}
+
+/// The recall of what was `read`, waiting for the query's vectors or (`cached_vectors_only`, a
+/// page view) using only those already computed ([`RecallQuery::cached_vectors_only`]).
+async fn recall_read(
+    memory: &Memory,
+    read: Read,
     k: usize,
     cached_vectors_only: bool,
 ) -> AppResult<IncidentRecall> {
-    let redactor = crate::store::redaction::peek(memory.pool(), incident.id.as_str()).await?;
+    let Read {
+        incident,
+        observations,
+        tags,
+        redactor,
+    } = read;
     let recall = ranked_recall(
         memory,
-        incident,
+        &incident,
         &observations,
         &tags,
-        &redactor,
         k,
         cached_vectors_only,
     )
@@ -145,6 +175,7 @@ async fn recall_past_as(
     rejected.sort_by_key(by_similarity);
     let dead_ends = dead_ends_of(&tried, &rejected, &recall.results, &similar);
     Ok(IncidentRecall {
+        incident,
         observations,
         tags,
         recall,
@@ -162,7 +193,7 @@ async fn recall_past_as(
 ///
 /// # Errors
 /// Database errors.
-pub async fn recall_past_for_page(
+pub(super) async fn recall_past_for_page(
     memory: &Memory,
     incident: &Incident,
     observations: &[MemoryRecord],
@@ -182,15 +213,14 @@ pub async fn recall_past_for_page(
     }
     // A page never waits on the embedder: without the query's vectors yet, it shows the word
     // and key matches with a notice, and is not kept, so the next view recalls with them.
-    let mut result = recall_past_as(
-        memory,
-        incident,
-        observations.to_vec(),
-        tags.to_vec(),
-        k,
-        true,
-    )
-    .await?;
+    let redactor = redaction::peek(memory.pool(), incident.id.as_str()).await?;
+    let read = Read {
+        incident: incident.clone(),
+        observations: observations.to_vec(),
+        tags: tags.to_vec(),
+        redactor,
+    };
+    let mut result = recall_read(memory, read, k, true).await?;
     if result.recall.vectors_pending {
         result.recall.notice = Some(match result.recall.notice.take() {
             Some(n) => format!("{n}. {VECTORS_PENDING}"),
@@ -212,18 +242,30 @@ pub async fn incident_tags(
     pool: &AnyPool,
     incident: &Incident,
 ) -> AppResult<(Vec<MemoryRecord>, Vec<String>)> {
-    let filter = mstore::MemoryFilter {
-        incident: Some(incident.id.to_string()),
+    let observations = mstore::list(pool, &observations_of(&incident.id)).await?;
+    Ok(tagged(incident, observations))
+}
+
+/// The filter of incident `id`'s observations (at most 1,000).
+pub(super) fn observations_of(id: &IncidentId) -> mstore::MemoryFilter {
+    mstore::MemoryFilter {
+        incident: Some(id.to_string()),
         kind: Some(MemoryKind::Observation),
         limit: Some(1000),
         ..Default::default()
-    };
-    let mut observations = mstore::list(pool, &filter).await?;
+    }
+}
+
+/// `observations` most salient first, and the failure-mode tags of `incident` with them.
+fn tagged(
+    incident: &Incident,
+    mut observations: Vec<MemoryRecord>,
+) -> (Vec<MemoryRecord>, Vec<String>) {
     observations.sort_by_key(|o| {
         std::cmp::Reverse(o.data.get("salience").and_then(|s| s.as_i64()).unwrap_or(0))
     });
     let tags = tags_of_incident(incident, &observations);
-    Ok((observations, tags))
+    (observations, tags)
 }
 
 /// Failure-mode tags of `incident` with its `observations`.
@@ -246,8 +288,9 @@ fn tags_of_incident(incident: &Incident, observations: &[MemoryRecord]) -> Vec<S
     tags.into_iter().collect()
 }
 
-/// The recall of an incident: descriptive text of the incident and its evidence lines, its
-/// service and failure modes, excluding its own records; ordered by past incident
+/// The recall of an incident: descriptive text of the incident and its evidence lines (as
+/// stored: redacted with the incident's map, so an address is the placeholder its records
+/// carry), its service and failure modes, excluding its own records; ordered by past incident
 /// ([`incidents_first`]; a superseded or contradicted record right below the record that
 /// replaced it), at most `PER_INCIDENT` records of one past incident, cut to `k`. With
 /// `cached_vectors_only`, see [`RecallQuery::cached_vectors_only`].
@@ -259,7 +302,6 @@ pub async fn ranked_recall(
     incident: &Incident,
     observations: &[MemoryRecord],
     tags: &[String],
-    redactor: &crate::evidence::redact::Redactor,
     k: usize,
     cached_vectors_only: bool,
 ) -> AppResult<RecallResult> {
@@ -274,8 +316,6 @@ pub async fn ranked_recall(
         text.push('\n');
         text.push_str(crate::evidence::truncate_chars(line, 300));
     }
-    // Redacted with the incident's map: an address is the placeholder its records carry.
-    let text = redactor.clone().redact(&text);
     let q = RecallQuery {
         text,
         service: Some(incident.service.clone()),
@@ -289,17 +329,17 @@ pub async fn ranked_recall(
     let mut result = recall::recall(memory, &q).await?;
     incidents_first(&mut result.results, &result.incidents);
     // A record another incident superseded or contradicted stays below what replaced it, and
-    // what replaced it is shown (read when recall did not find it).
+    // what replaced it is shown (read with the results when recall did not find it).
     recall::below_replacements(&mut result.results);
-    let missing = recall::missing_replacements(&result.results);
-    if !missing.is_empty() {
-        let replacements = mstore::get_many(memory.pool(), &missing).await?;
-        recall::add_replacements(
-            &mut result.results,
-            replacements,
-            Some(incident.id.as_str()),
-        );
-    }
+    let replacements: Vec<MemoryRecord> = recall::missing_replacements(&result.results)
+        .iter()
+        .filter_map(|id| result.replacements.iter().find(|r| r.id == *id).cloned())
+        .collect();
+    recall::add_replacements(
+        &mut result.results,
+        replacements,
+        Some(incident.id.as_str()),
+    );
     // At most PER_INCIDENT records of one past incident are shown, so rules and dead ends of
     // the next incidents still fit.
     let mut shown: HashMap<String, usize> = HashMap::new();

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use sqlx::AnyPool;
 
 use crate::error::AppResult;
+use crate::store;
 use crate::store::recall_index::{self, RecallIndex};
 
 pub use embeddings::Embedder;
@@ -309,18 +310,23 @@ impl Memory {
         lock(&self.inner.page_recalls).put(incident_id.to_string(), (key, result));
     }
 
-    /// The one door into memory for an incident: its observations and failure-mode tags, its
-    /// recall (the `k` best records, ordered by past incident), the most similar past incidents
+    /// The one door into memory for an incident: the incident, its observations and
+    /// failure-mode tags, its recall (the `k` best records, ordered by past incident), the most similar past incidents
     /// and what was tried and decided during them ([`incident::IncidentRecall`]).
     ///
     /// # Errors
-    /// Database errors.
+    /// [`crate::error::AppError::NotFound`] for an unknown incident; database errors.
     pub async fn recall_for_incident(
         &self,
-        incident: &crate::domain::Incident,
+        id: &crate::domain::IncidentId,
         k: usize,
     ) -> AppResult<incident::IncidentRecall> {
-        recall_past(self, incident, k).await
+        // The incident's rows first, one read after the other, before any work.
+        let incident = store::incidents::get(&self.pool, id).await?;
+        let filter = incident::observations_of(id);
+        let observations = store::memory::list(&self.pool, &filter).await?;
+        let redactor = store::redaction::peek(&self.pool, id.as_str()).await?;
+        recall_past(self, incident, observations, redactor, k).await
     }
 
     /// [`Memory::recall_for_incident`] with the incident's observations (most salient first)

@@ -218,7 +218,7 @@ pub async fn submit(
     // Checked inside the write transaction, so a Learn that commits meanwhile cannot be followed
     // by evidence on the learned incident.
     let incident = incidents::get_in(&mut tx, id).await?;
-    crate::services::workflow::check_version(&incident, expected_version)?;
+    incident.check_version(expected_version)?;
     if incident.state == IncidentState::Learned {
         return Err(AppError::Conflict(format!(
             "{id} is learned and closed; open a new incident for new evidence"

@@ -10,7 +10,7 @@ use crate::domain::{Incident, IncidentId, IncidentState, MemoryKind, TimelineEve
 use crate::error::AppResult;
 use crate::memory::Memory;
 use crate::memory::incident::IncidentRecall;
-use crate::services::investigation::{InvestigationView, incident_tags, page_recall};
+use crate::services::investigation::{InvestigationView, incident_tags};
 use crate::store::evidence::EvidenceMeta;
 use crate::store::incidents::{self, IncidentCursor, IncidentFilter};
 use crate::store::{self, evidence as estore, memory as mstore, recommendations as rstore};
@@ -153,7 +153,9 @@ pub async fn page(pool: &AnyPool, memory: &Memory, id: &IncidentId) -> AppResult
     let (sorted, tags) = incident_tags(pool, &incident).await?;
     let mut observations = sorted.clone();
     observations.sort_by_key(|o| std::cmp::Reverse(o.id));
-    let recalled = page_recall(memory, &incident, &sorted, &tags, PAGE_RECALL_K).await?;
+    let recalled = memory
+        .recall_for_page(&incident, &sorted, &tags, PAGE_RECALL_K)
+        .await?;
     let draft = if incident.state == IncidentState::PostmortemDraft {
         store::postmortems::get(pool, id.as_str()).await.ok()
     } else {

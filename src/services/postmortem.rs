@@ -139,7 +139,7 @@ pub async fn draft_postmortem(
 ) -> AppResult<pstore::StoredPostmortem> {
     let incident = incidents::get(pool, id).await?;
     // Checked before the model is asked, and again in the write transaction.
-    crate::services::workflow::check_version(&incident, expected_version)?;
+    incident.check_version(expected_version)?;
     incident.state.apply(Transition::DraftPostmortem)?;
     let facts = facts(pool, &incident).await?;
     let builtin = draft(&facts);

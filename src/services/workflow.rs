@@ -81,34 +81,8 @@ pub async fn transition(
     transition_from(pool, user, id, transition, input, None).await
 }
 
-/// The message of a request based on an incident version that is no longer current: what the
-/// incident is now, and that nothing was changed.
-pub fn stale_message(current: &Incident, based_on: i64) -> String {
-    format!(
-        "{id} changed since this page was loaded: it is now {state} (version {now}, the page showed \
-         version {based_on}). Nothing was changed; check the current state and submit again if it \
-         still applies.",
-        id = current.id,
-        state = current.state.label(),
-        now = current.version,
-    )
-}
-
-/// Refuses a write based on a stale page: `expected_version` (the incident version a page or
-/// client based its request on) must equal `current.version`; `None` skips the check (API
-/// clients that send no version). Call it on the incident read inside the write transaction.
-///
-/// # Errors
-/// [`AppError::Conflict`] (409) naming the current state and both versions.
-pub fn check_version(current: &Incident, expected_version: Option<i64>) -> AppResult<()> {
-    match expected_version {
-        Some(v) if v != current.version => Err(AppError::Conflict(stale_message(current, v))),
-        _ => Ok(()),
-    }
-}
-
 /// Incident `id` read inside the write transaction `tx`, refused when `expected_version` (what
-/// the page or client saw) is not current ([`check_version`]).
+/// the page or client saw) is not current ([`Incident::check_version`]).
 ///
 /// # Errors
 /// [`AppError::NotFound`]; [`AppError::Conflict`] on a stale version; database errors.
@@ -118,7 +92,7 @@ pub async fn current_in(
     expected_version: Option<i64>,
 ) -> AppResult<Incident> {
     let current = incidents::get_in(tx, id).await?;
-    check_version(&current, expected_version)?;
+    current.check_version(expected_version)?;
     Ok(current)
 }
 

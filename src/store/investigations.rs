@@ -72,6 +72,15 @@ pub async fn save(
     let mut redactor = redaction::load(&mut tx, incident_id).await?;
     let new = build(&mut redactor);
     redaction::save(&mut tx, incident_id, &redactor).await?;
+    incidents::add_event(
+        &mut tx,
+        &new.incident_id,
+        new.at,
+        &new.actor,
+        "investigated",
+        &new.event,
+    )
+    .await?;
     let inv_id = rstore::insert_investigation(
         &mut tx,
         new.incident_id.as_str(),
@@ -81,16 +90,6 @@ pub async fn save(
         &new.dropped,
         &new.recalled,
         new.at,
-    )
-    .await?;
-    write_records(&mut tx, inv_id, &new).await?;
-    incidents::add_event(
-        &mut tx,
-        &new.incident_id,
-        new.at,
-        &new.actor,
-        "investigated",
-        &new.event,
     )
     .await?;
     audit::append(
@@ -104,6 +103,7 @@ pub async fn save(
         .to_string(),
     )
     .await?;
+    write_records(&mut tx, inv_id, &new).await?;
     tx.commit().await?;
     stored(pool, inv_id).await
 }

@@ -193,25 +193,46 @@ impl RecallIndex {
         self.neighbours.get(service).map_or(&[], Vec::as_slice)
     }
 
-    /// Structured candidates: records matching any of `keys` (`(key, value, weight)` with key
-    /// `service`, `failure_mode` or `action_kind`), best summed weight first, newest first among
-    /// equals, at most `limit`, without `exclude_incident`'s own records.
+    /// Structured candidates: records matching any of `keys` ([`ScopeKeys`]: failure modes, the
+    /// service in scope and its neighbours, action kinds, each with its weight), best summed
+    /// weight first, newest first among equals, at most `limit`, without `exclude_incident`'s
+    /// own records; and the service's neighbours.
     ///
     /// Each key contributes its newest `window` records, so the cost follows the window, not the
     /// memory: a failure mode shared by a tenth of 100,000 records costs as much as a rare one.
     /// Where no key has more than `window` eligible records this is the exact ranking.
     pub fn key_candidates(
         &self,
-        keys: &[(&str, String, f64)],
+        keys: &ScopeKeys,
         exclude_incident: Option<&str>,
         window: usize,
         limit: usize,
-    ) -> Vec<Candidate> {
+    ) -> (Vec<Candidate>, Vec<String>) {
+        let mut all: Vec<(&str, &str, f64)> = keys
+            .failure_modes
+            .iter()
+            .map(|(t, w)| ("failure_mode", t.as_str(), *w))
+            .collect();
+        let mut neighbours = Vec::new();
+        if let Some((service, weight, neighbour_weight)) = &keys.service {
+            all.push(("service", service, *weight));
+            neighbours = self.neighbours(service).to_vec();
+            all.extend(
+                neighbours
+                    .iter()
+                    .map(|n| ("service", n.as_str(), *neighbour_weight)),
+            );
+        }
+        all.extend(
+            keys.action_kinds
+                .iter()
+                .map(|(a, w)| ("action_kind", a.as_str(), *w)),
+        );
         // An excluded incident unknown here excludes nothing.
         let excluded = exclude_incident.and_then(|i| self.incidents.get(i).copied());
         let mut weights: HashMap<i64, f64> = HashMap::new();
-        for (key, value, weight) in keys {
-            let Some(ids) = self.keys.get(&((*key).to_string(), value.clone())) else {
+        for (key, value, weight) in all {
+            let Some(ids) = self.keys.get(&(key.to_string(), value.to_string())) else {
                 continue;
             };
             let eligible = ids
@@ -223,10 +244,24 @@ impl RecallIndex {
         }
         let mut ranked: Vec<(f64, i64)> = weights.into_iter().map(|(id, w)| (w, id)).collect();
         ranked.sort_by(|(wa, a), (wb, b)| wb.total_cmp(wa).then(b.cmp(a)));
-        ranked
+        let candidates = ranked
             .into_iter()
             .take(limit)
             .filter_map(|(_, id)| self.entries.get(&id).map(|e| e.candidate.clone()))
-            .collect()
+            .collect();
+        (candidates, neighbours)
     }
+}
+
+/// A query's structured keys, each with its weight: what [`RecallIndex::key_candidates`] looks
+/// up.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ScopeKeys {
+    /// `failure_mode` keys: `(tag, weight)`.
+    pub failure_modes: Vec<(String, f64)>,
+    /// The service in scope (a `service` key): `(service, weight, weight of each of its
+    /// neighbours)`.
+    pub service: Option<(String, f64, f64)>,
+    /// `action_kind` keys: `(kind, weight)`.
+    pub action_kinds: Vec<(String, f64)>,
 }

@@ -19,8 +19,6 @@
 
 use regex::Captures;
 
-use super::spans::window_before;
-
 /// Weak words after which a dotted quad is an address, not a version, outside a release clause
 /// (from, to, of, at …); with [`STRONG_ADDRESS_WORDS`] the words that introduce an address.
 const WEAK_ADDRESS_WORDS: &[&str] = &[
@@ -220,7 +218,8 @@ pub fn judge(text: &str, start: usize, end: usize, c: &Captures) -> Quad {
     {
         return Quad::Version;
     }
-    let before = window_before(text, start, 64);
+    // At most 64 bytes before the match, cut at a character boundary.
+    let before = &text[text.ceil_char_boundary(start.saturating_sub(64))..start];
     let trimmed = before.trim_end_matches([' ', '=', ':', '"', '\'']);
     let lower = trimmed.to_ascii_lowercase();
     for w in VERSION_WORDS {

@@ -190,22 +190,11 @@ pub(super) fn mark_contradictions(results: &mut [Recalled]) {
     }
 }
 
-/// The record that replaced `r`: the newer record it is superseded by, or the later record that
-/// contradicts it (`data.contradicted_by`).
-fn replaced_by(r: &Recalled) -> Option<i64> {
-    r.memory.superseded_by.or_else(|| {
-        r.memory
-            .data
-            .get("contradicted_by")
-            .and_then(|v| v.as_i64())
-    })
-}
-
-/// Ids of the records that replaced results ([`replaced_by`]) but are not among them, first
+/// Ids of the records that replaced results ([`MemoryRecord::replaced_by`]) but are not among them, first
 /// seen first.
 pub(in crate::memory) fn missing_replacements(results: &[Recalled]) -> Vec<i64> {
     let mut out: Vec<i64> = Vec::new();
-    for by in results.iter().filter_map(replaced_by) {
+    for by in results.iter().filter_map(|r| r.memory.replaced_by()) {
         if !out.contains(&by) && !results.iter().any(|x| x.memory.id == by) {
             out.push(by);
         }
@@ -230,7 +219,10 @@ pub(in crate::memory) fn add_replacements(
         {
             continue;
         }
-        let Some(at) = results.iter().position(|x| replaced_by(x) == Some(r.id)) else {
+        let Some(at) = results
+            .iter()
+            .position(|x| x.memory.replaced_by() == Some(r.id))
+        else {
             continue;
         };
         let score = results[at].score;
@@ -264,7 +256,9 @@ pub(in crate::memory) fn below_replacements(results: &mut Vec<Recalled>) {
     let mut moves = 0;
     let mut i = 0;
     while i < results.len() && moves <= results.len() * results.len() {
-        let newer = replaced_by(&results[i])
+        let newer = results[i]
+            .memory
+            .replaced_by()
             .and_then(|by| results.iter().position(|x| x.memory.id == by))
             .filter(|j| *j > i);
         match newer {

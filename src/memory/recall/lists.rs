@@ -2,7 +2,6 @@
 //! word lists (descriptive and prescriptive), the structured-key list, the vector lists (records,
 //! incident documents, passages) and the incident-level lists built from them.
 
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use sqlx::AnyPool;
@@ -10,7 +9,7 @@ use sqlx::AnyPool;
 use super::fusion::IncidentList;
 use super::query::expand;
 use super::{INCIDENT_LIST, Memory, RecallQuery, RecallTuning};
-use crate::domain::{ActionKind, MemoryKind};
+use crate::domain::MemoryKind;
 use crate::error::AppResult;
 use crate::memory::embeddings;
 use crate::store::memory::{self as mstore, Candidate};
@@ -262,33 +261,6 @@ pub(super) async fn text_lists(
         }
     }
     Ok((text, rules))
-}
-
-/// Scope candidates: structured keys (failure modes, the service and its graph neighbours,
-/// action kinds), and the neighbours.
-pub(super) fn scope_list(
-    index: &RecallIndex,
-    q: &RecallQuery,
-    tags: &BTreeSet<String>,
-    actions: &[ActionKind],
-) -> (Vec<Candidate>, Vec<String>) {
-    let mut keys: Vec<(&str, String, f64)> = tags
-        .iter()
-        .map(|t| ("failure_mode", t.clone(), 2.0))
-        .collect();
-    let mut neighbours = Vec::new();
-    if let Some(s) = &q.service {
-        keys.push(("service", s.clone(), 1.0));
-        neighbours = index.neighbours(s).to_vec();
-        keys.extend(neighbours.iter().map(|n| ("service", n.clone(), 0.5)));
-    }
-    keys.extend(
-        actions
-            .iter()
-            .map(|a| ("action_kind", a.as_str().to_string(), 1.5)),
-    );
-    let list = index.key_candidates(&keys, q.exclude_incident.as_deref(), KEY_WINDOW, PER_LIST);
-    (list, neighbours)
 }
 
 /// Incident ids in order of their first (best) record in `records`, with that record's cosine.

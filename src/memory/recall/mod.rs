@@ -46,10 +46,12 @@ use explain::{Explain, empty_notice, mark_contradictions, thin_notice};
 pub(in crate::memory) use explain::{add_replacements, below_replacements, missing_replacements};
 use fusion::{SCORE_SHARE, fuse_incidents, fuse_records, rank};
 pub use lists::{FtsSearch, TermStats, fts_search};
-use lists::{IncidentInputs, bounded_search, incident_lists, scope_list, text_lists, vector_lists};
+use lists::{
+    IncidentInputs, KEY_WINDOW, PER_LIST, bounded_search, incident_lists, text_lists, vector_lists,
+};
 pub(in crate::memory) use lists::{TermStatsCache, term_stats_cache};
 pub(in crate::memory) use query::tags_of;
-use query::{Expanded, expand, query_stems};
+use query::{Expanded, expand, query_stems, scope_keys};
 pub use query::{content_words, derive_tags, is_displayable_word, load_shape};
 
 /// What to recall for.
@@ -131,6 +133,11 @@ pub struct RecallResult {
     /// computed ([`RecallQuery::cached_vectors_only`]); a later recall has them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub vectors_pending: bool,
+    /// The records that replaced results ([`MemoryRecord::replaced_by`]) and are not among
+    /// them, read with the results: an incident's recall shows them beside what they replaced
+    /// (not part of the API's answer).
+    #[serde(skip)]
+    pub replacements: Vec<MemoryRecord>,
 }
 
 #[cfg(test)]
@@ -201,14 +208,19 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         actions,
     } = expand(q, tuning);
     let kinds = &q.kinds;
+    let keys = scope_keys(q, &tags, &actions);
     let index = memory.index().await?;
-    let search = bounded_search(memory, index.epoch(), &terms).await?;
     let exclude = q.exclude_incident.as_deref();
+    let (scope_list, neighbours) = index.key_candidates(&keys, exclude, KEY_WINDOW, PER_LIST);
+    // The documents' search needs no term budget; it runs beside the records' lists below.
     let doc_expr = mstore::fts_or_terms(&doc_terms);
+    let documents =
+        crate::store::incident_documents::search(pool, &doc_expr, exclude, INCIDENT_LIST as i64);
+    let search = bounded_search(memory, index.epoch(), &terms).await?;
     let (lists, vectors, doc_bm25) = tokio::join!(
         text_lists(pool, &index, &search, kinds, exclude),
         vector_lists(memory, &index, &text, exclude, !q.cached_vectors_only),
-        crate::store::incident_documents::search(pool, &doc_expr, exclude, INCIDENT_LIST as i64),
+        documents,
     );
     let (text_list, rules_list) = lists?;
     let doc_bm25 = doc_bm25?;
@@ -223,7 +235,6 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         .iter()
         .filter_map(|(id, c)| index.get(*id).map(|e| (e.candidate.clone(), *c)))
         .collect();
-    let (scope_list, neighbours) = scope_list(&index, q, &tags, &actions);
 
     // The incident level: which past incidents this query is about.
     let incident_lists = incident_lists(
@@ -292,26 +303,26 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
             }
         }
     }
-    if fused.is_empty() {
+    // Rank on the candidates' own fields; load only the k records that are returned.
+    let now = store::now();
+    let nothing = fused.is_empty();
+    let mut ranked = rank(fused, kinds, now);
+    fusion::show_service_notes(&mut ranked, &notes);
+    ranked.truncate(k);
+    let ids: Vec<i64> = ranked.iter().map(|(_, f)| f.candidate.id).collect();
+    // No candidate, no read (and the result says why).
+    let (records, replacements) = mstore::get_many_with_replacements(pool, &ids).await?;
+    if nothing {
         return Ok(RecallResult {
             results: Vec::new(),
             incidents,
             derived_tags: tags.into_iter().collect(),
             notice: Some(empty_notice(&index, q.service.as_deref())),
             vectors_pending,
+            replacements,
         });
     }
-    // Rank on the candidates' own fields; load only the k records that are returned.
-    let now = store::now();
-    let mut ranked = rank(fused, kinds, now);
-    fusion::show_service_notes(&mut ranked, &notes);
-    ranked.truncate(k);
-    let ids: Vec<i64> = ranked.iter().map(|(_, f)| f.candidate.id).collect();
-    let mut records: HashMap<i64, MemoryRecord> = mstore::get_many(pool, &ids)
-        .await?
-        .into_iter()
-        .map(|r| (r.id, r))
-        .collect();
+    let mut records: HashMap<i64, MemoryRecord> = records.into_iter().map(|r| (r.id, r)).collect();
     let stemmer = rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English);
     let explain = Explain {
         query_stems: query_stems(&stemmer, &words),
@@ -339,5 +350,6 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         derived_tags: tags.into_iter().collect(),
         notice,
         vectors_pending,
+        replacements,
     })
 }

@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 use super::{RecallQuery, RecallTuning, strip_negated};
 use crate::domain::ActionKind;
 use crate::store::memory as mstore;
+use crate::store::recall_index::ScopeKeys;
 
 pub(super) const STOPWORDS: &[&str] = &[
     "the", "and", "for", "with", "that", "this", "from", "was", "were", "are", "is", "be", "been",
@@ -199,4 +200,21 @@ pub(super) fn query_stems(
         .filter(|w| is_displayable_word(w))
         .map(|w| (stem(stemmer, w), w.clone()))
         .collect()
+}
+
+/// The structured keys of `q` with its `tags` and `actions`: each failure mode at weight 2, the
+/// service in scope at 1 (its graph neighbours at 0.5), each action kind at 1.5.
+pub(super) fn scope_keys(
+    q: &RecallQuery,
+    tags: &BTreeSet<String>,
+    actions: &[ActionKind],
+) -> ScopeKeys {
+    ScopeKeys {
+        failure_modes: tags.iter().map(|t| (t.clone(), 2.0)).collect(),
+        service: q.service.as_ref().map(|s| (s.clone(), 1.0, 0.5)),
+        action_kinds: actions
+            .iter()
+            .map(|a| (a.as_str().to_string(), 1.5))
+            .collect(),
+    }
 }

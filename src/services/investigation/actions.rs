@@ -330,7 +330,8 @@ pub async fn propose(
             ),
         )
     })?;
-    let incident = incidents::get(pool, id).await?;
+    let past = memory.recall_for_incident(id, 12).await?;
+    let incident = &past.incident;
     if incident.state == IncidentState::Learned {
         return Err(AppError::Conflict(format!("{id} is learned and closed")));
     }
@@ -341,9 +342,8 @@ pub async fn propose(
     };
     let mut rationale = crate::domain::optional_text("rationale", rationale, 2000)?;
     let mut target = target;
-    let past = memory.recall_for_incident(&incident, 12).await?;
-    let tags = past.tags;
-    let warning = dead_end_warning(pool, kind, &incident.service, &tags, &past.similar).await?;
+    let warning =
+        dead_end_warning(pool, kind, &incident.service, &past.tags, &past.similar).await?;
     let now = store::now();
     let mut tx = store::begin_write(pool).await?;
     workflow::current_in(&mut tx, id, expected_version).await?;
@@ -371,7 +371,7 @@ pub async fn propose(
     r.epistemic_type = EpistemicType::Decision;
     r.incident_id = Some(id.to_string());
     r.services = vec![incident.service.clone()];
-    r.failure_modes = tags;
+    r.failure_modes = past.tags.clone();
     r.action_kind = Some(kind);
     r.target = Some(target.clone());
     r.validation = crate::domain::Validation::Pending;

@@ -3,15 +3,14 @@
 //! remediation failures; approvals produce simulated transcripts; verdicts of "did not resolve"
 //! become remediation-failure memory at once.
 //!
-//! By concern: [`input`] what an investigation reads about its incident through the one door
-//! into memory ([`crate::memory::Memory::recall_for_incident`]: failure-mode tags, the
-//! incident's recall, similar incidents and what was tried during them); [`run`] runs the analyst, validates its answer and
+//! By concern: [`run`] reads the incident through the one door into memory
+//! ([`crate::memory::Memory::recall_for_incident`]: failure-mode tags, the incident's recall,
+//! similar incidents and what was tried during them), runs the analyst, validates its answer and
 //! stores it; [`warnings`] similar incidents, dead-end warnings and precedents; [`actions`] what
 //! people do with a recommendation (approve with a simulated transcript, reject, verdict,
 //! propose their own); [`view`] the stored investigation as the API and the page show it.
 
 mod actions;
-mod input;
 mod run;
 mod view;
 mod warnings;
@@ -23,8 +22,7 @@ pub use crate::memory::incident::{
     incident_tags, incidents_first, ranked_recall as recall_for_incident,
 };
 pub use actions::{VERDICTS, approve, propose, reject, simulate, verdict};
-pub use input::{analyst_input, page_recall};
-pub use run::investigate;
+pub use run::{analyst_input, investigate};
 pub use view::{
     HypothesisView, InvestigationView, RecalledView, RecommendationView, view_investigation,
 };

@@ -7,9 +7,8 @@ use std::collections::{HashMap, HashSet};
 
 use sqlx::AnyPool;
 
-use super::input::input_of;
 use super::view::{InvestigationView, view_of};
-use super::warnings::{Warning, dead_end_warnings, precedent};
+use super::warnings::{Precedent, Warning, dead_end_warnings, precedent};
 use crate::analyst::{Analyst, AnalystOutput, InvestigationInput, PriorIncident};
 use crate::domain::memory::{
     MemoryRecord, NewRecord, SourceInfo, check_citations, confidence_ceiling,
@@ -18,9 +17,10 @@ use crate::domain::{ActionKind, Confidence, EpistemicType, IncidentId, IncidentS
 use crate::error::{AppError, AppResult};
 use crate::evidence::redact::Redactor;
 use crate::memory::Memory;
+use crate::memory::incident::IncidentRecall;
 use crate::memory::recall::{self, Recalled};
 use crate::store::investigations::{self, NewAction, NewInvestigation};
-use crate::store::{self, incidents, recommendations as rstore};
+use crate::store::{self, recommendations as rstore};
 
 /// Runs an investigation on incident `id` for `actor` with `analyst` (the app's is the model
 /// with the built-in analyst behind it, [`crate::analyst::fallback::WithFallback`]), validates,
@@ -35,20 +35,18 @@ pub async fn investigate(
     id: &IncidentId,
     expected_version: Option<i64>,
 ) -> AppResult<InvestigationView> {
-    let pool = memory.pool();
-    let incident = incidents::get(pool, id).await?;
-    // Checked before the work: an investigation only adds records, and the one write
-    // transaction at the end refuses a learned incident (`store::investigations::save`).
-    crate::services::workflow::check_version(&incident, expected_version)?;
-    if incident.state == IncidentState::Learned {
-        return Err(AppError::Conflict(format!("{id} is learned and closed")));
-    }
     // One of a few slots while the work is CPU work here; given back before a model call,
     // which waits on another server (holding it would queue every investigation behind it).
     let slot = memory.investigation_slot().await;
-    let past = memory.recall_for_incident(&incident, 12).await?;
+    let past = memory.recall_for_incident(id, 12).await?;
+    // Checked before the analyst: an investigation only adds records, and the one write
+    // transaction at the end refuses a learned incident (`store::investigations::save`).
+    past.incident.check_version(expected_version)?;
+    if past.incident.state == IncidentState::Learned {
+        return Err(AppError::Conflict(format!("{id} is learned and closed")));
+    }
     let rejected = past.rejected.clone();
-    let input = input_of(incident.clone(), past);
+    let input = input_of(past);
     let memory_empty = input.recalled.is_empty();
     let mut notices: Vec<String> = Vec::new();
     if memory_empty {
@@ -77,7 +75,39 @@ pub async fn investigate(
         fallback: output.fallback.as_deref(),
         memory_empty,
     };
-    store_investigation(pool, actor, checked, notices).await
+    store_investigation(memory.pool(), actor, checked, notices).await
+}
+
+/// The analyst's input from what memory holds for an incident: the incident, its observations
+/// and tags, the recalled records, the similar incidents and the remediations tried during them.
+fn input_of(past: IncidentRecall) -> InvestigationInput {
+    InvestigationInput {
+        redactor: past.redactor,
+        incident: past.incident,
+        observations: past.observations,
+        recalled: past.recall.results,
+        failure_modes: past.tags,
+        tried: past.tried,
+        similar: past.similar,
+    }
+}
+
+/// What an analyst is given for `incident` with its `observations` and `failure_modes` read
+/// already: recall with k = 12 and the remediations tried during its
+/// [`crate::memory::incident::SIMILAR_INCIDENTS`] most similar past incidents.
+///
+/// # Errors
+/// Database errors.
+pub async fn analyst_input(
+    memory: &Memory,
+    incident: crate::domain::Incident,
+    observations: Vec<MemoryRecord>,
+    failure_modes: Vec<String>,
+) -> AppResult<InvestigationInput> {
+    let past = memory
+        .recall_with(&incident, observations, failure_modes, 12)
+        .await?;
+    Ok(input_of(past))
 }
 
 /// What an investigation's answer is checked against, and the answer.
@@ -123,7 +153,7 @@ async fn store_investigation(
     let incident = &input.incident;
     let now = store::now();
     let mut dropped = output.dropped.clone();
-    let before = Before::read(pool, input, output).await?;
+    let before = Before::read(pool, &checked).await?;
     let known = known_sources(&input.observations, &input.recalled, now);
     let hyps = checked_hypotheses(
         incident,
@@ -287,48 +317,54 @@ fn chosen_kinds(output: &AnalystOutput) -> Vec<ActionKind> {
         .collect()
 }
 
-/// What the team decided before, read once for the checks: the dead-end warning of each
-/// chosen kind ([`chosen_kinds`], in order), the prior incidents cited that exist, and the
-/// recommendations rejected earlier in this incident (newest first: kind and reason).
+/// What the team decided before, read once for the checks: the prior incidents cited that
+/// exist, and for each chosen kind ([`chosen_kinds`], in order) its dead-end warning and its
+/// [`Precedent`] (rejected earlier in this incident, worked or rejected during a similar past
+/// incident).
 struct Before {
-    warnings: Vec<Option<Warning>>,
     existing: HashSet<String>,
-    rejected_here: Vec<(String, String)>,
+    warnings: Vec<Option<Warning>>,
+    precedents: Vec<Precedent>,
 }
 
 impl Before {
-    /// Reads what the checks of `output` need about `input`'s incident.
-    async fn read(
-        pool: &AnyPool,
-        input: &InvestigationInput,
-        output: &AnalystOutput,
-    ) -> AppResult<Self> {
+    /// Reads what the checks of `checked`'s answer need about its incident: this incident's
+    /// recommendations and the cited incidents first, then the recorded outcomes of the chosen
+    /// kinds.
+    async fn read(pool: &AnyPool, checked: &Checked<'_>) -> AppResult<Self> {
+        let Checked { input, output, .. } = *checked;
         let incident = &input.incident;
-        let warnings = dead_end_warnings(
-            pool,
-            &chosen_kinds(output),
-            &incident.service,
-            &input.failure_modes,
-            &input.similar,
-        )
-        .await?;
+        let kinds = chosen_kinds(output);
         let priors: Vec<String> = output
             .hypotheses
             .iter()
             .flat_map(|h| h.prior_incidents.iter().map(|p| p.id.clone()))
             .collect();
-        let existing = rstore::existing_incidents(pool, &priors).await?;
-        let rejected_here = rstore::of_incident(pool, incident.id.as_str())
+        // Rejected earlier in this incident, newest first: kind and reason.
+        let rejected_here: Vec<(String, String)> = rstore::of_incident(pool, incident.id.as_str())
             .await?
             .into_iter()
             .rev()
             .filter(|r| r.status == "rejected")
             .map(|r| (r.action_kind, r.reject_reason.unwrap_or_default()))
             .collect();
+        let existing = rstore::existing_incidents(pool, &priors).await?;
+        let warnings = dead_end_warnings(
+            pool,
+            &kinds,
+            &incident.service,
+            &input.failure_modes,
+            &input.similar,
+        )
+        .await?;
+        let precedents = kinds
+            .iter()
+            .map(|k| precedent(*k, &rejected_here, &input.tried, checked.rejected))
+            .collect();
         Ok(Self {
-            warnings,
             existing,
-            rejected_here,
+            warnings,
+            precedents,
         })
     }
 }
@@ -343,7 +379,6 @@ fn checked_actions(
     dropped: &mut Vec<String>,
 ) -> Vec<CheckedAction> {
     let Checked { input, output, .. } = *checked;
-    let (past, past_rejections) = (&input.tried, checked.rejected);
     // Actions: coerce into the closed vocabulary, drop the rest, one per kind.
     let mut chosen = Vec::new();
     let mut seen = HashSet::new();
@@ -358,13 +393,13 @@ fn checked_actions(
         }
     }
     let mut actions = Vec::new();
-    for ((k, a), warning) in chosen.into_iter().zip(before.warnings) {
+    let decided = before.warnings.into_iter().zip(before.precedents);
+    for ((k, a), (warning, precedent)) in chosen.into_iter().zip(decided) {
         let target = if a.target.trim().is_empty() {
             input.incident.service.clone()
         } else {
             crate::evidence::truncate_chars(a.target.trim(), 200).to_string()
         };
-        let precedent = precedent(k, &before.rejected_here, past, past_rejections);
         let rank = precedent.rank();
         actions.push((
             k,

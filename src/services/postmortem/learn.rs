@@ -85,7 +85,7 @@ async fn learn_inner(
     if expected_version.is_some() {
         // A repeat from a stale page is refused like any stale form, before the stored answer.
         let incident = incidents::get(pool, id).await?;
-        crate::services::workflow::check_version(&incident, expected_version)?;
+        incident.check_version(expected_version)?;
     }
     if let Some(done) = stored_result(pool, id).await? {
         return Ok(done);

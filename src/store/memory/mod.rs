@@ -183,6 +183,27 @@ pub async fn get_many(pool: &AnyPool, ids: &[i64]) -> AppResult<Vec<MemoryRecord
     Ok(recs)
 }
 
+/// [`get_many`] of `ids`, and the records that replaced them
+/// ([`MemoryRecord::replaced_by`]) and are not among them, first seen first (unknown ids
+/// skipped).
+///
+/// # Errors
+/// Database errors.
+pub async fn get_many_with_replacements(
+    pool: &AnyPool,
+    ids: &[i64],
+) -> AppResult<(Vec<MemoryRecord>, Vec<MemoryRecord>)> {
+    let records = get_many(pool, ids).await?;
+    let mut by: Vec<i64> = Vec::new();
+    for id in records.iter().filter_map(MemoryRecord::replaced_by) {
+        if !by.contains(&id) && !ids.contains(&id) {
+            by.push(id);
+        }
+    }
+    let replacements = get_many(pool, &by).await?;
+    Ok((records, replacements))
+}
+
 /// Filters for [`list`]; `None` / empty means any.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryFilter {
