@@ -184,7 +184,9 @@ pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; 
 /// largest evidence body: the evidence routes and the forms that take long text accept bodies up
 /// to it (so an over-long field comes back as a 422 naming it, with the input kept, rather than a
 /// 413 that loses it); everything else has the app-wide body limit of [`router`].
-// The one route table, read top to bottom: split, a URL would no longer be found in one place.
+///
+/// Long on purpose: the one route table, read top to bottom; split, a URL would no longer be
+/// found in one place.
 #[allow(clippy::too_many_lines)]
 pub fn routes(evidence_limit: usize) -> Router<AppState> {
     let long = || DefaultBodyLimit::max(evidence_limit);
