@@ -124,6 +124,13 @@ impl From<crate::domain::incident::StaleVersion> for AppError {
     }
 }
 
+impl From<crate::domain::incident::Closed> for AppError {
+    /// [`AppError::Conflict`] (409): a learned incident takes no new work.
+    fn from(e: crate::domain::incident::Closed) -> Self {
+        Self::Conflict(e.to_string())
+    }
+}
+
 impl From<sqlx::migrate::MigrateError> for AppError {
     fn from(e: sqlx::migrate::MigrateError) -> Self {
         Self::Internal(e.into())

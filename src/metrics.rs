@@ -273,6 +273,10 @@ impl Analyst for MeteredAnalyst {
         self.inner.name()
     }
 
+    fn calls_a_server(&self) -> bool {
+        self.inner.calls_a_server()
+    }
+
     async fn investigate(&self, input: &InvestigationInput) -> Result<AnalystOutput, AnalystError> {
         let out = self.inner.investigate(input).await;
         let fallback = match &out {

@@ -100,8 +100,8 @@ pub struct AnalystOutput {
     pub fallback: Option<String>,
 }
 
-/// Why an analyst could not answer; the service then shows the built-in result with
-/// "model unavailable: …".
+/// Why an analyst could not answer; [`fallback::WithFallback`] then answers with the built-in
+/// result and "model unavailable: …".
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AnalystError {
     /// No answer within the timeout.

@@ -181,6 +181,7 @@ async fn detail_lines(
         &input.incident,
         &input.observations,
         &input.failure_modes,
+        &input.redactor,
         12,
         false,
     )

@@ -425,6 +425,29 @@ impl Incident {
     }
 }
 
+impl Incident {
+    /// Refuses new work on a learned incident: its memory is written and it is closed.
+    ///
+    /// # Errors
+    /// [`Closed`] (a 409).
+    pub fn check_open(&self) -> Result<(), Closed> {
+        match self.state {
+            IncidentState::Learned => Err(Closed {
+                id: self.id.clone(),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// New work asked of a learned incident.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{id} is learned and closed")]
+pub struct Closed {
+    /// The incident.
+    pub id: IncidentId,
+}
+
 /// A request based on an incident version that is no longer current: what the incident is now,
 /// and that nothing was changed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -96,13 +96,7 @@ pub(super) async fn recall_past(
     k: usize,
 ) -> AppResult<IncidentRecall> {
     let (observations, tags) = tagged(&incident, observations);
-    let read = Read {
-        incident,
-        observations,
-        tags,
-        redactor,
-    };
-    recall_read(memory, read, k, false).await
+    recall_read(memory, incident, observations, tags, redactor, k, false).await
 }
 
 /// [`recall_past`] with the incident's observations (most salient first) and tags
@@ -118,43 +112,36 @@ pub(super) async fn recall_past_with(
     k: usize,
 ) -> AppResult<IncidentRecall> {
     let redactor = redaction::peek(memory.pool(), incident.id.as_str()).await?;
-    let read = Read {
-        incident: incident.clone(),
+    recall_read(
+        memory,
+        incident.clone(),
         observations,
         tags,
         redactor,
-    };
-    recall_read(memory, read, k, false).await
+        k,
+        false,
+    )
+    .await
 }
 
-/// What a recall for an incident starts from: the incident, its observations (most salient
-/// first), its tags and its redaction map.
-struct Read {
+/// The recall of `incident` with its `observations` (most salient first), its `tags` and its
+/// redaction map, waiting for the query's vectors or (`cached_vectors_only`, a page view) using
+/// only those already computed ([`RecallQuery::cached_vectors_only`]).
+async fn recall_read(
+    memory: &Memory,
     incident: Incident,
     observations: Vec<MemoryRecord>,
     tags: Vec<String>,
     redactor: Redactor,
-}
-
-/// The recall of what was `read`, waiting for the query's vectors or (`cached_vectors_only`, a
-/// page view) using only those already computed ([`RecallQuery::cached_vectors_only`]).
-async fn recall_read(
-    memory: &Memory,
-    read: Read,
     k: usize,
     cached_vectors_only: bool,
 ) -> AppResult<IncidentRecall> {
-    let Read {
-        incident,
-        observations,
-        tags,
-        redactor,
-    } = read;
     let recall = ranked_recall(
         memory,
         &incident,
         &observations,
         &tags,
+        &redactor,
         k,
         cached_vectors_only,
     )
@@ -214,13 +201,16 @@ pub(super) async fn recall_past_for_page(
     // A page never waits on the embedder: without the query's vectors yet, it shows the word
     // and key matches with a notice, and is not kept, so the next view recalls with them.
     let redactor = redaction::peek(memory.pool(), incident.id.as_str()).await?;
-    let read = Read {
-        incident: incident.clone(),
-        observations: observations.to_vec(),
-        tags: tags.to_vec(),
+    let mut result = recall_read(
+        memory,
+        incident.clone(),
+        observations.to_vec(),
+        tags.to_vec(),
         redactor,
-    };
-    let mut result = recall_read(memory, read, k, true).await?;
+        k,
+        true,
+    )
+    .await?;
     if result.recall.vectors_pending {
         result.recall.notice = Some(match result.recall.notice.take() {
             Some(n) => format!("{n}. {VECTORS_PENDING}"),
@@ -288,9 +278,9 @@ fn tags_of_incident(incident: &Incident, observations: &[MemoryRecord]) -> Vec<S
     tags.into_iter().collect()
 }
 
-/// The recall of an incident: descriptive text of the incident and its evidence lines (as
-/// stored: redacted with the incident's map, so an address is the placeholder its records
-/// carry), its service and failure modes, excluding its own records; ordered by past incident
+/// The recall of an incident: descriptive text of the incident and its evidence lines (redacted
+/// with the incident's map `redactor`, so an address is the placeholder its records carry), its
+/// service and failure modes, excluding its own records; ordered by past incident
 /// ([`incidents_first`]; a superseded or contradicted record right below the record that
 /// replaced it), at most `PER_INCIDENT` records of one past incident, cut to `k`. With
 /// `cached_vectors_only`, see [`RecallQuery::cached_vectors_only`].
@@ -302,6 +292,7 @@ pub async fn ranked_recall(
     incident: &Incident,
     observations: &[MemoryRecord],
     tags: &[String],
+    redactor: &Redactor,
     k: usize,
     cached_vectors_only: bool,
 ) -> AppResult<RecallResult> {
@@ -316,6 +307,9 @@ pub async fn ranked_recall(
         text.push('\n');
         text.push_str(crate::evidence::truncate_chars(line, 300));
     }
+    // Redacted with the incident's map: an address is the placeholder its records carry (the
+    // texts are stored redacted with it; an imported record may not be).
+    let text = redactor.clone().redact(&text);
     let q = RecallQuery {
         text,
         service: Some(incident.service.clone()),

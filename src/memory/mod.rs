@@ -310,23 +310,22 @@ impl Memory {
         lock(&self.inner.page_recalls).put(incident_id.to_string(), (key, result));
     }
 
-    /// The one door into memory for an incident: the incident, its observations and
+    /// The one door into memory for an incident (as the caller read it): its observations and
     /// failure-mode tags, its recall (the `k` best records, ordered by past incident), the most similar past incidents
     /// and what was tried and decided during them ([`incident::IncidentRecall`]).
     ///
     /// # Errors
-    /// [`crate::error::AppError::NotFound`] for an unknown incident; database errors.
+    /// Database errors.
     pub async fn recall_for_incident(
         &self,
-        id: &crate::domain::IncidentId,
+        incident: &crate::domain::Incident,
         k: usize,
     ) -> AppResult<incident::IncidentRecall> {
         // The incident's rows first, one read after the other, before any work.
-        let incident = store::incidents::get(&self.pool, id).await?;
-        let filter = incident::observations_of(id);
+        let filter = incident::observations_of(&incident.id);
         let observations = store::memory::list(&self.pool, &filter).await?;
-        let redactor = store::redaction::peek(&self.pool, id.as_str()).await?;
-        recall_past(self, incident, observations, redactor, k).await
+        let redactor = store::redaction::peek(&self.pool, incident.id.as_str()).await?;
+        recall_past(self, incident.clone(), observations, redactor, k).await
     }
 
     /// [`Memory::recall_for_incident`] with the incident's observations (most salient first)

@@ -7,7 +7,7 @@ use sqlx::AnyPool;
 use super::recommendations::{self as rstore, Investigation, NewRecommendation, Recommendation};
 use super::{Tx, audit, begin_write, incidents, memory, now, redaction};
 use crate::domain::memory::{MemoryRecord, NewRecord};
-use crate::domain::{ActionKind, IncidentId, MemoryKind};
+use crate::domain::{ActionKind, Incident, IncidentId, MemoryKind};
 use crate::error::AppResult;
 use crate::evidence::redact::Redactor;
 
@@ -57,21 +57,25 @@ pub struct NewAction {
     pub warning: Option<String>,
 }
 
-/// Writes an investigation in one transaction and returns it as stored ([`stored`]). `build`
-/// makes it with the incident's redaction map, loaded and saved again inside the transaction,
-/// so what it redacts gets the placeholders the incident's other texts have.
+/// Writes an investigation of incident `id` in one transaction and returns it as stored
+/// ([`stored`]). `build` is given the incident as read inside the transaction (and may refuse
+/// it: nothing is written) and makes the investigation with the incident's redaction map,
+/// loaded and saved again inside the transaction, so what it redacts gets the placeholders the
+/// incident's other texts have.
 ///
 /// # Errors
-/// Database errors (a cited record that does not exist among them).
+/// [`crate::error::AppError::NotFound`]; what `build` returns; database errors (a cited record
+/// that does not exist among them).
 pub async fn save(
     pool: &AnyPool,
-    incident_id: &str,
-    build: impl FnOnce(&mut Redactor) -> NewInvestigation,
+    id: &IncidentId,
+    build: impl FnOnce(&Incident, &mut Redactor) -> AppResult<NewInvestigation>,
 ) -> AppResult<StoredInvestigation> {
     let mut tx = begin_write(pool).await?;
-    let mut redactor = redaction::load(&mut tx, incident_id).await?;
-    let new = build(&mut redactor);
-    redaction::save(&mut tx, incident_id, &redactor).await?;
+    let current = incidents::get_in(&mut tx, id).await?;
+    let mut redactor = redaction::load(&mut tx, id.as_str()).await?;
+    let new = build(&current, &mut redactor)?;
+    redaction::save(&mut tx, id.as_str(), &redactor).await?;
     incidents::add_event(
         &mut tx,
         &new.incident_id,

@@ -1597,3 +1597,80 @@ async fn the_incident_that_contradicted_an_earlier_cause_is_the_first_precedent(
         );
     }
 }
+
+/// A model analyst that, once armed, says it started and answers (with the built-in analysis)
+/// only after the test has let it go: a stand-in for a model call during which people work on.
+#[derive(Debug, Default)]
+struct HeldAnalyst {
+    armed: std::sync::atomic::AtomicBool,
+    started: tokio::sync::Notify,
+    go: tokio::sync::Notify,
+}
+
+#[async_trait::async_trait]
+impl incidentmind::analyst::Analyst for HeldAnalyst {
+    fn name(&self) -> String {
+        "llm:held".into()
+    }
+
+    async fn investigate(
+        &self,
+        input: &incidentmind::analyst::InvestigationInput,
+    ) -> Result<incidentmind::analyst::AnalystOutput, incidentmind::analyst::AnalystError> {
+        if self.armed.load(std::sync::atomic::Ordering::SeqCst) {
+            self.started.notify_one();
+            self.go.notified().await;
+        }
+        Ok(incidentmind::analyst::builtin::BuiltinAnalyst::analyse(
+            input,
+        ))
+    }
+}
+
+#[tokio::test]
+async fn an_investigation_whose_incident_is_learned_meanwhile_writes_nothing() {
+    let held = std::sync::Arc::new(HeldAnalyst::default());
+    let app = crate::helpers::spawn_app_full(
+        incidentmind::Settings::default(),
+        Some(held.clone() as std::sync::Arc<dyn incidentmind::analyst::Analyst>),
+    )
+    .await;
+    let id = worked_incident(&app).await;
+    draft(&app, &id).await;
+    confirm_and_preview(&app, &id).await;
+    let investigations = app.count("investigations").await;
+    let records = app.count("records").await;
+
+    held.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    let started = held.started.notified();
+    let path = format!("/api/v1/incidents/{id}/investigate");
+    let investigation = app.post_json(&app.responder, &path, json!({}));
+    let learn = async {
+        started.await;
+        let learned = app
+            .post_json(
+                &app.reviewer,
+                &format!("/api/v1/incidents/{id}/learn"),
+                json!({}),
+            )
+            .await;
+        assert_eq!(learned.status(), StatusCode::OK);
+        held.go.notify_one();
+        app.count("records").await
+    };
+    let (res, after_learn) = tokio::join!(investigation, learn);
+    let (status, code, message) = error_of(res).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (StatusCode::CONFLICT, "conflict"),
+        "{message}"
+    );
+    assert!(message.contains("is learned and closed"), "{message}");
+    assert_eq!(app.count("investigations").await, investigations);
+    assert!(after_learn > records, "Learn wrote its records");
+    assert_eq!(
+        app.count("records").await,
+        after_learn,
+        "the investigation wrote none"
+    );
+}

@@ -73,6 +73,10 @@ impl Analyst for LlmAnalyst {
         format!("llm:{}", self.config.model)
     }
 
+    fn calls_a_server(&self) -> bool {
+        true
+    }
+
     async fn investigate(&self, input: &InvestigationInput) -> Result<AnalystOutput, AnalystError> {
         let kinds: Vec<&str> = crate::domain::ActionKind::ALL
             .iter()

@@ -7,9 +7,7 @@ use sqlx::AnyPool;
 use super::view::{RecommendationView, recommendation_view};
 use super::warnings::dead_end_warning;
 use crate::domain::memory::NewRecord;
-use crate::domain::{
-    ActionKind, EpistemicType, IncidentId, IncidentState, MemoryKind, ValidationError,
-};
+use crate::domain::{ActionKind, EpistemicType, IncidentId, MemoryKind, ValidationError};
 use crate::error::{AppError, AppResult};
 use crate::memory::Memory;
 use crate::memory::incident::incident_tags;
@@ -92,9 +90,7 @@ pub async fn approve(
 ) -> AppResult<RecommendationView> {
     let mut tx = store::begin_write(pool).await?;
     let incident = workflow::current_in(&mut tx, id, expected_version).await?;
-    if incident.state == IncidentState::Learned {
-        return Err(AppError::Conflict(format!("{id} is learned and closed")));
-    }
+    incident.check_open()?;
     let rec = rstore::get_in(&mut tx, id.as_str(), rid).await?;
     if rec.status != "proposed" {
         return Err(AppError::Conflict(format!(
@@ -330,11 +326,8 @@ pub async fn propose(
             ),
         )
     })?;
-    let past = memory.recall_for_incident(id, 12).await?;
-    let incident = &past.incident;
-    if incident.state == IncidentState::Learned {
-        return Err(AppError::Conflict(format!("{id} is learned and closed")));
-    }
+    let incident = incidents::get(pool, id).await?;
+    incident.check_open()?;
     let target = if target.trim().is_empty() {
         incident.service.clone()
     } else {
@@ -342,6 +335,7 @@ pub async fn propose(
     };
     let mut rationale = crate::domain::optional_text("rationale", rationale, 2000)?;
     let mut target = target;
+    let past = memory.recall_for_incident(&incident, 12).await?;
     let warning =
         dead_end_warning(pool, kind, &incident.service, &past.tags, &past.similar).await?;
     let now = store::now();

@@ -13,21 +13,24 @@ use crate::analyst::{Analyst, AnalystOutput, InvestigationInput, PriorIncident};
 use crate::domain::memory::{
     MemoryRecord, NewRecord, SourceInfo, check_citations, confidence_ceiling,
 };
-use crate::domain::{ActionKind, Confidence, EpistemicType, IncidentId, IncidentState, MemoryKind};
+use crate::domain::{ActionKind, Confidence, EpistemicType, IncidentId, MemoryKind};
 use crate::error::{AppError, AppResult};
 use crate::evidence::redact::Redactor;
 use crate::memory::Memory;
 use crate::memory::incident::IncidentRecall;
 use crate::memory::recall::{self, Recalled};
 use crate::store::investigations::{self, NewAction, NewInvestigation};
-use crate::store::{self, recommendations as rstore};
+use crate::store::{self, incidents, recommendations as rstore};
 
 /// Runs an investigation on incident `id` for `actor` with `analyst` (the app's is the model
 /// with the built-in analyst behind it, [`crate::analyst::fallback::WithFallback`]), validates,
 /// stores and returns it.
 ///
 /// # Errors
-/// [`AppError::NotFound`]; [`AppError::Conflict`] for a learned incident.
+/// [`AppError::NotFound`]; [`AppError::Conflict`] for a stale `expected_version` (checked
+/// before the work) and for a learned incident (checked before the work and in the write
+/// transaction); [`AppError::Upstream`] never in practice (the app's analyst falls back to the
+/// built-in one); database errors.
 pub async fn investigate(
     memory: &Memory,
     analyst: &dyn Analyst,
@@ -35,16 +38,16 @@ pub async fn investigate(
     id: &IncidentId,
     expected_version: Option<i64>,
 ) -> AppResult<InvestigationView> {
+    let pool = memory.pool();
+    let incident = incidents::get(pool, id).await?;
+    // Checked before the work, and again in the write transaction at the end
+    // (`store::investigations::save`), which refuses an incident learned meanwhile.
+    incident.check_version(expected_version)?;
+    incident.check_open()?;
     // One of a few slots while the work is CPU work here; given back before a model call,
     // which waits on another server (holding it would queue every investigation behind it).
     let slot = memory.investigation_slot().await;
-    let past = memory.recall_for_incident(id, 12).await?;
-    // Checked before the analyst: an investigation only adds records, and the one write
-    // transaction at the end refuses a learned incident (`store::investigations::save`).
-    past.incident.check_version(expected_version)?;
-    if past.incident.state == IncidentState::Learned {
-        return Err(AppError::Conflict(format!("{id} is learned and closed")));
-    }
+    let past = memory.recall_for_incident(&incident, 12).await?;
     let rejected = past.rejected.clone();
     let input = input_of(past);
     let memory_empty = input.recalled.is_empty();
@@ -75,7 +78,7 @@ pub async fn investigate(
         fallback: output.fallback.as_deref(),
         memory_empty,
     };
-    store_investigation(memory.pool(), actor, checked, notices).await
+    store_investigation(pool, actor, checked, notices).await
 }
 
 /// The analyst's input from what memory holds for an incident: the incident, its observations
@@ -185,8 +188,10 @@ async fn store_investigation(
         fallback: checked.fallback,
         now,
     };
-    let stored = investigations::save(pool, incident.id.as_str(), |redactor| {
-        written.investigation(redactor, notice, dropped, recalled, &hyps, actions)
+    let stored = investigations::save(pool, &incident.id, |current, redactor| {
+        // A Learn that committed while the analyst worked closed the incident.
+        current.check_open()?;
+        Ok(written.investigation(redactor, notice, dropped, recalled, &hyps, actions))
     })
     .await?;
     Ok(view_of(stored))
