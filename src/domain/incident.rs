@@ -423,9 +423,7 @@ impl Incident {
             _ => Ok(()),
         }
     }
-}
 
-impl Incident {
     /// Refuses new work on a learned incident: its memory is written and it is closed.
     ///
     /// # Errors
@@ -608,6 +606,28 @@ mod tests {
                 .unwrap_err()
                 .field,
             "title"
+        );
+    }
+
+    #[test]
+    fn a_stale_version_names_both_versions_and_a_learned_incident_is_closed() {
+        let at = jiff::Timestamp::UNIX_EPOCH;
+        let id = IncidentId::new(2026, 7);
+        let mut incident = Incident::resolved_example(id, "t", "api", Severity::Sev2, at);
+        assert_eq!(incident.check_version(None), Ok(()));
+        assert_eq!(incident.check_version(Some(2)), Ok(()));
+        let stale = incident.check_version(Some(1)).unwrap_err().to_string();
+        assert_eq!(
+            stale,
+            "INC-2026-0007 changed since this page was loaded: it is now Resolved (version 2, \
+             the page showed version 1). Nothing was changed; check the current state and submit \
+             again if it still applies."
+        );
+        assert_eq!(incident.check_open(), Ok(()));
+        incident.state = Learned;
+        assert_eq!(
+            incident.check_open().unwrap_err().to_string(),
+            "INC-2026-0007 is learned and closed"
         );
     }
 }

@@ -190,8 +190,8 @@ pub(super) fn mark_contradictions(results: &mut [Recalled]) {
     }
 }
 
-/// Ids of the records that replaced results ([`MemoryRecord::replaced_by`]) but are not among them, first
-/// seen first.
+/// Ids of the records that replaced results ([`MemoryRecord::replaced_by`]) but are not among
+/// them, first seen first.
 pub(in crate::memory) fn missing_replacements(results: &[Recalled]) -> Vec<i64> {
     let mut out: Vec<i64> = Vec::new();
     for by in results.iter().filter_map(|r| r.memory.replaced_by()) {

@@ -75,7 +75,6 @@ pub async fn investigate(
         rejected: &rejected,
         output: &output,
         analyst: &analyst_name,
-        fallback: output.fallback.as_deref(),
         memory_empty,
     };
     store_investigation(pool, actor, checked, notices).await
@@ -124,8 +123,6 @@ struct Checked<'a> {
     output: &'a AnalystOutput,
     /// The analyst's name.
     analyst: &'a str,
-    /// Why the model's answer was not used, when it was not.
-    fallback: Option<&'a str>,
     /// Whether recall found nothing.
     memory_empty: bool,
 }
@@ -185,7 +182,7 @@ async fn store_investigation(
         incident,
         tags: &input.failure_modes,
         analyst: checked.analyst,
-        fallback: checked.fallback,
+        fallback: output.fallback.as_deref(),
         now,
     };
     let stored = investigations::save(pool, &incident.id, |current, redactor| {
