@@ -62,6 +62,8 @@ impl Analyst for WithFallback {
             .map_or_else(|| "built-in".into(), |m| m.name())
     }
 
+    /// Any model counts (not only one that says so), so the investigation gives back its CPU
+    /// slot before every model call.
     fn calls_a_server(&self) -> bool {
         self.model.is_some()
     }

@@ -19,6 +19,8 @@
 
 use regex::Captures;
 
+use super::spans::window_before;
+
 /// Weak words after which a dotted quad is an address, not a version, outside a release clause
 /// (from, to, of, at …); with [`STRONG_ADDRESS_WORDS`] the words that introduce an address.
 const WEAK_ADDRESS_WORDS: &[&str] = &[
@@ -218,8 +220,7 @@ pub fn judge(text: &str, start: usize, end: usize, c: &Captures) -> Quad {
     {
         return Quad::Version;
     }
-    // At most 64 bytes before the match, cut at a character boundary.
-    let before = &text[text.ceil_char_boundary(start.saturating_sub(64))..start];
+    let before = window_before(text, start, 64);
     let trimmed = before.trim_end_matches([' ', '=', ':', '"', '\'']);
     let lower = trimmed.to_ascii_lowercase();
     for w in VERSION_WORDS {

@@ -153,9 +153,14 @@ pub(super) fn looks_random(run: &str) -> bool {
     h >= 3.0
 }
 
+/// At most `n` bytes of `text` before `at`, cut at a character boundary.
+pub(super) fn window_before(text: &str, at: usize, n: usize) -> &str {
+    &text[text.ceil_char_boundary(at.saturating_sub(n))..at]
+}
+
 /// A secret-ish word within 40 bytes before `at`, on the same line.
 pub(super) fn secret_word_before(text: &str, at: usize) -> bool {
-    let w = &text[text.ceil_char_boundary(at.saturating_sub(40))..at];
+    let w = window_before(text, at, 40);
     let w = w.rsplit('\n').next().unwrap_or(w).to_ascii_lowercase();
     [
         "secret",
