@@ -33,6 +33,9 @@ pub(crate) enum Mode {
     Raw(&'static str),
     /// Answers after a delay, in milliseconds.
     Delayed(u64, &'static str),
+    /// Streamed only (`"stream": true`, as llama.cpp is asked): the content in pieces of this
+    /// many characters, one every this many milliseconds, then `finish_reason: stop`.
+    Trickle(&'static str, usize, u64),
     /// Like OpenAI's reasoning models: rejects `max_tokens` and `temperature: 0`.
     Reasoning(&'static str),
     /// Investigation answered with `analysis`; post-mortem drafting with `postmortem` and its
@@ -70,6 +73,9 @@ fn api_error(status: StatusCode, body: Value) -> Response {
 async fn chat(State(s): State<Stub>, Json(body): Json<Value>) -> Response {
     s.calls.fetch_add(1, Ordering::SeqCst);
     s.bodies.lock().unwrap().push(body.clone());
+    if body["stream"] == true {
+        return crate::llm_stream::streamed(s.mode);
+    }
     let format = body["response_format"]["type"].as_str().unwrap_or("");
     let wants_schema = format == "json_schema";
     if wants_schema {
@@ -125,6 +131,7 @@ async fn chat(State(s): State<Stub>, Json(body): Json<Value>) -> Response {
             r.to_string(),
         )
             .into_response(),
+        Mode::Trickle(c, _, _) => reply(c, "stop"),
         Mode::Delayed(ms, c) => {
             tokio::time::sleep(Duration::from_millis(ms)).await;
             reply(c, "stop")
@@ -167,7 +174,7 @@ pub(crate) async fn stub(mode: Mode) -> (String, Stub) {
 }
 
 /// A stub whose `GET /props` (at the server root, as llama.cpp serves it) answers `props`.
-async fn stub_with_props(mode: Mode, props_body: Option<Value>) -> (String, Stub) {
+pub(crate) async fn stub_with_props(mode: Mode, props_body: Option<Value>) -> (String, Stub) {
     let s = Stub {
         mode,
         props: props_body,
@@ -193,7 +200,7 @@ pub(crate) async fn app_with_model(base: &str, timeout: Duration) -> (TestApp, A
 }
 
 /// Like [`app_with_model`], with the configured context size of the server.
-async fn app_with_context(
+pub(crate) async fn app_with_context(
     base: &str,
     timeout: Duration,
     context_tokens: Option<u32>,

@@ -14,8 +14,6 @@ use std::io::Write as _;
 pub enum Required {
     /// Under `CI=true`, or when this variable is `1`.
     InCi(Option<&'static str>),
-    /// Only when this variable is `1`: what CI does not provide (a model server).
-    When(&'static str),
 }
 
 impl Required {
@@ -26,7 +24,6 @@ impl Required {
             Self::InCi(var) => {
                 std::env::var("CI").is_ok_and(|v| v == "true") || var.is_some_and(set)
             }
-            Self::When(var) => set(var),
         }
     }
 }

@@ -16,6 +16,7 @@ use super::parse::tolerant_json;
 use super::prompt::{estimate_tokens, fit_budget, reply_token_bound, reply_token_worst};
 use super::reply::{Rejection, names_format, names_word, reply_content, reply_tail};
 use super::schema::without_max_length_keyword;
+use super::stream::Streamed;
 use crate::analyst::AnalystError;
 use crate::evidence::truncate_chars;
 
@@ -356,7 +357,7 @@ impl LlmAnalyst {
         user: &(dyn Fn(usize) -> String + Sync),
         schema_name: &str,
         schema: &Value,
-    ) -> Result<(String, Rung), AnalystError> {
+    ) -> Result<Asked, AnalystError> {
         let started = Instant::now();
         let context = self.context_tokens().await;
         let reply_bound = reply_token_bound(schema).unwrap_or(DEFAULT_REPLY_TOKENS);
@@ -395,8 +396,39 @@ impl LlmAnalyst {
             );
             let without_max_length = quirks & QUIRK_NO_MAX_LENGTH != 0;
             let request_digest = crate::digest::sha256_hex(req.to_string().as_bytes());
-            match self.client.chat().create_byot::<Value, Value>(req).await {
-                Ok(resp) => {
+            // llama.cpp (a local server, whose speed is the machine's): streamed and read up
+            // to the deadline, keeping the complete items when it comes ([`stream`]).
+            let answer = if self.is_llama_cpp() {
+                super::stream::read_until(&self.client, req, started + self.stream_window()).await
+            } else {
+                self.client
+                    .chat()
+                    .create_byot::<Value, Value>(req)
+                    .await
+                    .map(|resp| Streamed { resp, cut: false })
+            };
+            match answer {
+                Ok(Streamed { mut resp, cut }) => {
+                    let mut cut_note = None;
+                    if cut {
+                        let raw = resp["choices"][0]["message"]["content"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_string();
+                        match super::stream::salvage(&raw) {
+                            Some(kept) => {
+                                resp["choices"][0]["message"]["content"] = json!(kept);
+                                resp["choices"][0]["finish_reason"] = json!("deadline");
+                                cut_note = Some(format!(
+                                    "the model was still writing after {} s; its complete items were kept",
+                                    started.elapsed().as_secs()
+                                ));
+                            }
+                            None => {
+                                return Err(AnalystError::Timeout(self.config.timeout.as_secs()));
+                            }
+                        }
+                    }
                     self.rung.store(rung as u8, Ordering::Relaxed);
                     self.quirks.store(quirks, Ordering::Relaxed);
                     let content = reply_content(&resp);
@@ -441,7 +473,14 @@ impl LlmAnalyst {
                         "model answered"
                     );
                     self.record(report);
-                    return content.map(|c| (c, rung));
+                    if let Some(note) = &cut_note {
+                        tracing::warn!(rung = rung.as_str(), "{note}");
+                    }
+                    return content.map(|c| Asked {
+                        reply: c,
+                        rung,
+                        cut: cut_note,
+                    });
                 }
                 Err(e) => (rung, quirks) = self.retry_after(e, rung, quirks)?,
             }
@@ -576,13 +615,28 @@ impl LlmAnalyst {
         user: &(dyn Fn(usize) -> String + Sync),
         schema_name: &str,
         schema: &Value,
-    ) -> Result<(Value, Rung), AnalystError> {
+    ) -> Result<(Value, Rung, Option<String>), AnalystError> {
         let call = self.ask(system, user, schema_name, schema);
-        let (reply, rung) = tokio::time::timeout(self.config.timeout, call)
+        let asked = tokio::time::timeout(self.config.timeout, call)
             .await
             .map_err(|_| AnalystError::Timeout(self.config.timeout.as_secs()))??;
-        Ok((tolerant_json(&reply)?, rung))
+        Ok((tolerant_json(&asked.reply)?, asked.rung, asked.cut))
     }
+
+    /// How long a streamed reply is read, from the start of the call: the timeout less a tenth
+    /// (at least 1 s, at most 5 s) left for reading what was kept and storing the investigation.
+    fn stream_window(&self) -> Duration {
+        let t = self.config.timeout;
+        t.saturating_sub((t / 10).clamp(Duration::from_secs(1), Duration::from_secs(5)))
+    }
+}
+
+/// One answered call: the reply's text, the rung that answered, and — when the deadline cut a
+/// streamed reply and its complete items were kept — a note saying so.
+pub(super) struct Asked {
+    reply: String,
+    rung: Rung,
+    cut: Option<String>,
 }
 
 /// What `GET /props` told.

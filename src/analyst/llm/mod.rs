@@ -39,6 +39,7 @@ mod parse;
 mod prompt;
 mod reply;
 mod schema;
+mod stream;
 pub mod untrusted;
 mod verify;
 
@@ -89,8 +90,9 @@ impl Analyst for LlmAnalyst {
         );
         let user = |budget_chars: usize| user_prompt(input, budget_chars);
         let schema = investigation_schema();
-        let (v, rung) = self.ask_json(&system, &user, "analysis", &schema).await?;
+        let (v, rung, cut) = self.ask_json(&system, &user, "analysis", &schema).await?;
         let mut out = output_from_json(&v)?;
+        out.notices.extend(cut);
         verify::check_reply(input, &mut out);
         out.dropped
             .iter_mut()
@@ -109,7 +111,8 @@ impl Analyst for LlmAnalyst {
             untrusted::SYSTEM_RULE
         );
         let user = |budget_chars: usize| postmortem_prompt(facts, builtin, budget_chars);
-        let (v, rung) = self
+        // A cut draft keeps its complete sections; the built-in draft fills the rest.
+        let (v, rung, _cut) = self
             .ask_json(&system, &user, "postmortem", &postmortem_schema())
             .await?;
         tracing::info!(rung = rung.as_str(), "model drafted the post-mortem");
