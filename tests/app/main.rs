@@ -27,6 +27,7 @@ mod schema;
 mod service;
 #[path = "../support/skip.rs"]
 mod skip;
+mod stale_confirm;
 mod ui;
 mod walkthrough;
 mod web;
