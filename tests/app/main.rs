@@ -10,6 +10,7 @@ mod injection;
 mod insights;
 mod instances;
 mod investigation;
+mod learn_recall;
 mod llm;
 mod memory;
 mod migrate_db;
