@@ -35,6 +35,8 @@
 //!    inside a JSON string) where the key contains password, passwd, pwd, secret, token,
 //!    api_key/apikey/api-key, access_key, private_key, client_secret, accountkey, signature,
 //!    credential(s), or ends in `auth`; SQL `IDENTIFIED BY '…'` → value replaced by `<secret-N>`;
+//!    then a secret named in prose next to a secret word ("the db password hunter2-blue was
+//!    leaked", "the API key is 9f2kq81x…") → `<secret-N>`, ordinary words kept ([`prose`]);
 //! 7. high-entropy base64/hex runs (≥ 16 characters, letters and digits, Shannon entropy ≥ 3 bits)
 //!    within 40 bytes after secret, token, key, password, session, cookie, credential, auth or
 //!    signature on the same line → `<secret-N>`;
@@ -56,6 +58,7 @@
 //! [`address`] the one rule for dotted quads (version or address); `tests` their tests.
 
 mod patterns;
+mod prose;
 mod spans;
 
 pub mod address;
@@ -333,7 +336,8 @@ impl Redactor {
         s
     }
 
-    /// AWS keys, signature parameters, secrets named by a JSON, `key=value` or flag key, and SQL `IDENTIFIED BY`.
+    /// AWS keys, signature parameters, secrets named by a JSON, `key=value` or flag key, SQL
+    /// `IDENTIFIED BY`, and secrets named in prose.
     fn secrets(&mut self, mut s: String) -> String {
         let p = &*P;
         let r = p
@@ -382,7 +386,7 @@ impl Redactor {
         if let Cow::Owned(o) = r {
             s = o;
         }
-        s
+        self.prose_secrets(s)
     }
 
     /// High-entropy runs, e-mail addresses and external IPv4 addresses (not versions or private ones).
