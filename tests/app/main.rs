@@ -30,6 +30,7 @@ mod service;
 mod skip;
 mod stale_confirm;
 mod ui;
+mod versions;
 mod walkthrough;
 mod web;
 mod webhooks;
