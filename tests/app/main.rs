@@ -15,6 +15,7 @@ mod llm;
 mod memory;
 mod migrate_db;
 mod openapi;
+mod paging;
 #[path = "../support/peer.rs"]
 mod peer;
 mod postmortem;
