@@ -34,5 +34,6 @@ mod ui;
 mod versions;
 mod walkthrough;
 mod web;
+mod webhook_groups;
 mod webhooks;
 mod workflow;
