@@ -20,6 +20,7 @@ mod paging;
 mod peer;
 mod postmortem;
 mod prometheus;
+mod prometheus_large;
 #[path = "../support/prometheus.rs"]
 mod prometheus_real;
 mod prometheus_stub;
