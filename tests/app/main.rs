@@ -3,6 +3,7 @@
 mod alertmanager;
 mod cli;
 mod consolidation;
+mod consolidation_import;
 mod embeddings;
 mod evidence;
 mod helpers;
