@@ -26,6 +26,7 @@ mod prometheus_large;
 mod prometheus_real;
 mod prometheus_stub;
 mod proposals;
+mod recall_notes;
 mod redaction;
 mod schema;
 mod service;

@@ -230,6 +230,36 @@ pub(super) fn service_notes(
     out.into_iter().map(|(_, id)| id).collect()
 }
 
+/// How far a free-standing record's cosine must lead the best record of any past incident for it
+/// to count as much the strongest meaning match ([`strongest_note`]).
+pub(super) const STRONGEST_MARGIN: f32 = 0.05;
+
+/// A record of no incident (a note, a fact, a runbook), about any service or none, that is much
+/// the strongest meaning match of the query: first in the meaning list (`meaning`, best first),
+/// at or above `chance`, and ahead of the best record of any past incident by at least
+/// [`STRONGEST_MARGIN`]. Such a record has no incident to inherit relevance from, so without
+/// this every record of every ranked past incident outranks it (the incident prior), with or
+/// without a service in the query; [`service_notes`] covers only notes on the query's service.
+pub(super) fn strongest_note(
+    index: &RecallIndex,
+    meaning: &[(Candidate, f32)],
+    chance: Option<f32>,
+) -> Option<i64> {
+    let (first, cosine) = meaning.first()?;
+    let free = index.get(first.id).is_some_and(|e| e.incident_id.is_none());
+    if !free || chance.is_some_and(|floor| *cosine < floor) {
+        return None;
+    }
+    let best_of_incidents = meaning
+        .iter()
+        .skip(1)
+        .find(|(c, _)| index.get(c.id).is_some_and(|e| e.incident_id.is_some()))
+        .map(|(_, c)| *c);
+    best_of_incidents
+        .is_none_or(|best| *cosine >= best + STRONGEST_MARGIN)
+        .then_some(first.id)
+}
+
 /// Shows the first [`NOTES_SHOWN`] of `notes` ([`service_notes`]) in `ranked` (best first) right
 /// after its first [`NOTES_AT`] results, unless already there or higher, with the score of the
 /// result they now precede and the list `service_note`. A note has no past incident to inherit

@@ -275,13 +275,20 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
 
     // Notes about the service on call that match the query on their own (shown among the
     // first results below).
-    let notes = match &q.service {
+    let mut notes = match &q.service {
         Some(service) if tuning.on("service_notes") => {
             let about = index.notes_about(service).collect();
             fusion::service_notes(&about, [&text_list, &rules_list], &semantic_list, chance)
         }
         _ => Vec::new(),
     };
+    // And, on any service, a free-standing record that is much the strongest match by meaning.
+    if tuning.on("service_notes")
+        && let Some(id) = fusion::strongest_note(&index, &semantic_list, chance)
+    {
+        notes.retain(|n| *n != id);
+        notes.insert(0, id);
+    }
 
     // The record level ("parts").
     let mut fused = fuse_records(
