@@ -7,6 +7,7 @@
 
 use std::fmt;
 
+use bytes::Buf as _;
 use serde::de::{DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::RangeSeries;
@@ -67,7 +68,7 @@ impl std::io::Read for Chunks {
             let room = PREFIX_BYTES - self.prefix.len();
             self.prefix.extend_from_slice(&buf[..n.min(room)]);
         }
-        let _ = self.current.split_to(n);
+        self.current.advance(n);
         Ok(n)
     }
 }
