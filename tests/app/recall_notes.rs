@@ -57,15 +57,18 @@ async fn a_note_with_much_the_strongest_meaning_match_is_among_the_first_results
     );
     note.services = vec!["ledger-db".into()];
     let note = msvc::write(&app.pool, note).await.unwrap();
-    // Four learned incidents, each with three records that match the question weakly.
+    // Four past incidents, each with three records that match the question weakly.
     for n in 1..=4 {
+        let incident = app
+            .open_incident(&format!("Shop {n} slow"), &format!("shop-{n}"))
+            .await;
         for text in [
             "Database failover took four minutes",
             "Replica lag grew during the nightly database backup",
             "Checkout errors followed the database restart",
         ] {
-            let mut r = NewRecord::new(MemoryKind::RootCause, format!("{text} ({n})"), "victor");
-            r.incident_id = Some(format!("INC-2026-010{n}"));
+            let mut r = NewRecord::new(MemoryKind::Symptom, format!("{text} ({n})"), "victor");
+            r.incident_id = Some(incident.clone());
             r.services = vec![format!("shop-{n}")];
             msvc::write(&app.pool, r).await.unwrap();
         }
