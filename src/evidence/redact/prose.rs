@@ -5,7 +5,12 @@
 //! reads as a secret rather than as English:
 //! - letters and digits mixed (`hunter2`, `s3cr3t-pass`), or letters with a symbol other than
 //!   a hyphen, dot or slash (`pa$$word`, `open#sesame`), at least 6 characters;
-//! - or in quotes or backticks (at least 4 characters) and not all lower-case letters.
+//! - or in quotes or backticks (at least 4 characters) with a capital, a symbol, or letters and
+//!   digits run together (`'Plum-Kettle'`, `'s3cretpass'`; a lower-case name such as
+//!   `'k8s-pull'` names the token rather than being it).
+//!
+//! Never a secret here: a `key=value` pair (the key=value pass judges it), a key already shown
+//! masked (`AK...7Q2`).
 //!
 //! Plain words (`rotation`, `bucket`, `expired`, `store`), numbers, versions, URLs, paths and
 //! placeholders are left alone, so ordinary post-mortem prose ("the token bucket refilled",
@@ -35,7 +40,16 @@ const TRAILING: &[char] = &['.', '!', '?', ':'];
 /// in quotes or backticks.
 fn reads_as_secret(word: &str, quoted: bool) -> bool {
     let chars = word.chars().count();
-    if is_placeholder(word) || word.contains("://") || word.starts_with('/') {
+    // A placeholder, a URL or path, a `key=value` pair (the key=value pass judges those), or a
+    // key shown masked already (`AK...7Q2`).
+    if is_placeholder(word)
+        || word.contains("://")
+        || word.starts_with('/')
+        || word.contains('=')
+        || word.contains("..")
+        || word.contains('…')
+        || word.contains("**")
+    {
         return false;
     }
     let letters = word.chars().filter(|c| c.is_alphabetic()).count();
@@ -48,7 +62,11 @@ fn reads_as_secret(word: &str, quoted: bool) -> bool {
         .chars()
         .any(|c| !c.is_alphanumeric() && !matches!(c, '-' | '.' | '/' | '_'));
     if quoted {
-        return chars >= 4 && !word.chars().all(|c| c.is_lowercase());
+        // In quotes, a name in lower case joined by hyphens (`'k8s-pull'`) names the token;
+        // capitals, a symbol, or letters run together with digits make the secret itself.
+        let capital = word.chars().any(char::is_uppercase);
+        let joined = word.contains(['-', '_']);
+        return chars >= 4 && (capital || symbol || (digits > 0 && !joined));
     }
     chars >= 6 && (digits > 0 || symbol)
 }
@@ -136,6 +154,9 @@ mod tests {
             "secret was <secret-3> already",
             "the password is 'redacted' in the ticket",
             "the API key rotated to version 2.14.0.1",
+            "the robot token 'ci-pull' was rotated",
+            "the token iat=1747040221 was too old",
+            "access key AK...7Q2 expired",
         ] {
             assert_eq!(redact(text), text);
         }
