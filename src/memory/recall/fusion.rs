@@ -260,6 +260,22 @@ pub(super) fn strongest_note(
         .then_some(first.id)
 }
 
+/// Shows the [`strongest_note`] `id` in `ranked` (best first) among the first [`NOTES_AT`] + 1
+/// results, with the score of the result it now precedes and the list `strongest_note`; left
+/// where it is when already there (or not ranked at all).
+pub(super) fn show_strongest_note(ranked: &mut Vec<(f64, Fused)>, id: i64) {
+    let Some(p) = ranked.iter().position(|(_, f)| f.candidate.id == id) else {
+        return;
+    };
+    if p <= NOTES_AT {
+        return;
+    }
+    let (mut score, mut f) = ranked.remove(p);
+    f.lists.push("strongest_note");
+    score = score.max(ranked[NOTES_AT].0);
+    ranked.insert(NOTES_AT, (score, f));
+}
+
 /// Shows the first [`NOTES_SHOWN`] of `notes` ([`service_notes`]) in `ranked` (best first) right
 /// after its first [`NOTES_AT`] results, unless already there or higher, with the score of the
 /// result they now precede and the list `service_note`. A note has no past incident to inherit

@@ -283,12 +283,12 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         _ => Vec::new(),
     };
     // And, on any service, a free-standing record that is much the strongest match by meaning.
-    if tuning.on("service_notes")
-        && let Some(id) = fusion::strongest_note(&index, &semantic_list, chance)
-    {
-        notes.retain(|n| *n != id);
-        notes.insert(0, id);
-    }
+    let strongest = if tuning.on("service_notes") {
+        fusion::strongest_note(&index, &semantic_list, chance)
+    } else {
+        None
+    };
+    notes.retain(|n| Some(*n) != strongest);
 
     // The record level ("parts").
     let mut fused = fuse_records(
@@ -315,6 +315,9 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     let nothing = fused.is_empty();
     let mut ranked = rank(fused, kinds, now);
     fusion::show_service_notes(&mut ranked, &notes);
+    if let Some(id) = strongest {
+        fusion::show_strongest_note(&mut ranked, id);
+    }
     ranked.truncate(k);
     let ids: Vec<i64> = ranked.iter().map(|(_, f)| f.candidate.id).collect();
     // No candidate, no read (and the result says why).
