@@ -418,3 +418,76 @@ fn lessons_read_back_as_written_and_random_text_never_panics() {
         })
         .expect("lesson parsing is total");
 }
+
+/// Every string of a JSON value, depth first.
+fn strings_of(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings_of(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| strings_of(x, out)),
+        _ => {}
+    }
+}
+
+/// Secrets named in prose are redacted without eating ordinary prose (issue #57, 4): on the
+/// texts under `../shared/data` that are prose about incidents (the retold post-mortems, the
+/// recall sets' reports and questions) and on the OpenSSH log ("Failed password for …"), none
+/// of which holds a secret, redaction leaves no `<secret-N>` next to a secret word. Prints
+/// the figures measured.
+#[test]
+fn prose_about_passwords_and_tokens_is_not_redacted() {
+    let words = regex::Regex::new(
+        r"(?i)\b(?:password|passphrase|passwd|secret|token|api[ _\-]?key|access[ _\-]key|secret[ _\-]key|private[ _\-]key)\b",
+    )
+    .expect("words");
+    let in_prose = regex::Regex::new(
+        r#"(?i)\b(?:password|passphrase|passwd|secret|token|api[ _\-]?key|access[ _\-]key|secret[ _\-]key|private[ _\-]key)(?:[ \t]+(?:is|was|were|are|now|still|being|been|set|changed|reset|rotated|updated|to|as)\b){0,3}[ \t]+["'`]?<secret-"#,
+    )
+    .expect("in prose");
+    let mut eaten = Vec::new();
+    let mut mentions_in_all = 0;
+    for file in [
+        "postmortems.json",
+        "recall-dev.json",
+        "recall-dev-hard.json",
+        "recall-dev-siblings.json",
+        "recall-dev-prescriptive.json",
+        "loghub/OpenSSH/OpenSSH_2k.log",
+    ] {
+        let Some(raw) = shared(file) else {
+            return;
+        };
+        let mut texts = Vec::new();
+        match serde_json::from_str::<serde_json::Value>(&raw) {
+            Ok(v) => strings_of(&v, &mut texts),
+            Err(_) => texts.extend(raw.lines().map(str::to_string)),
+        }
+        let with_word: Vec<&String> = texts.iter().filter(|t| words.is_match(t)).collect();
+        let mentions: usize = with_word.iter().map(|t| words.find_iter(t).count()).sum();
+        // A placeholder where prose put it: after a secret word and linking words, with no
+        // `=` or `:` between (those are the key=value pass's, judged before this change).
+        let redacted: Vec<(String, String)> = with_word
+            .iter()
+            .map(|t| ((*t).clone(), evidence::redact::Redactor::new().redact(t)))
+            .filter(|(_, r)| in_prose.is_match(r))
+            .collect();
+        eprintln!(
+            "prose secrets, {file}: {} texts, {} with a secret word ({mentions} mentions), {} redacted as a secret",
+            texts.len(),
+            with_word.len(),
+            redacted.len()
+        );
+        mentions_in_all += mentions;
+        if file == "postmortems.json" {
+            assert!(redacted.is_empty(), "false positives: {redacted:#?}");
+        }
+        eaten.extend(redacted);
+    }
+    eprintln!(
+        "prose secrets: {} false positives in {mentions_in_all} mentions of a secret word",
+        eaten.len()
+    );
+    // Measured: one (an API key's id, `key_…`, named next to "api key"); a change that eats
+    // more ordinary prose fails here.
+    assert!(eaten.len() <= 1, "false positives: {eaten:#?}");
+}

@@ -217,6 +217,10 @@ pub struct ServeArgs {
     /// Largest accepted evidence upload (logs, metrics, alerts), in bytes.
     #[arg(long, env = "INCIDENTMIND_MAX_EVIDENCE_BYTES", default_value_t = 50 * 1024 * 1024)]
     pub max_evidence_bytes: usize,
+    /// Largest accepted alert webhook body, in bytes (Alertmanager does not retry a 413: keep
+    /// it above what its `max_alerts` lets through).
+    #[arg(long, env = "INCIDENTMIND_MAX_WEBHOOK_BYTES", default_value_t = crate::web::DEFAULT_MAX_WEBHOOK_BYTES)]
+    pub max_webhook_bytes: usize,
     /// Base URL of an OpenAI-compatible server (`…/v1`); unset = built-in analyst only.
     #[arg(long, env = LLM_BASE_URL_ENV)]
     pub llm_base_url: Option<String>,
@@ -316,6 +320,7 @@ impl std::fmt::Debug for ServeArgs {
             .field("bind", &self.bind)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_evidence_bytes", &self.max_evidence_bytes)
+            .field("max_webhook_bytes", &self.max_webhook_bytes)
             .field("llm_base_url", &self.llm_base_url)
             .field("llm_model", &self.llm_model)
             .field(
@@ -456,6 +461,7 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
         max_body_bytes: args.max_body_bytes,
         secure_cookies: args.secure_cookies,
         max_evidence_bytes: args.max_evidence_bytes,
+        max_webhook_bytes: args.max_webhook_bytes,
         allow_self_confirm: args.allow_self_confirm,
         metrics_token_sha256: args
             .metrics_token

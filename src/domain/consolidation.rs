@@ -74,6 +74,9 @@ pub struct Item {
     pub vector: Option<Vec<f32>>,
     /// Its content words, for [`WORD_OVERLAP_THRESHOLD`].
     pub words: BTreeSet<String>,
+    /// Whether it is a merged rule written by an accepted consolidation (`consolidated_from`):
+    /// the records it was judged against are behind it, so it groups only with newer ones.
+    pub merged: bool,
 }
 
 /// How alike two items are, and by which measure.
@@ -129,6 +132,14 @@ fn cosine(x: &[f32], y: &[f32]) -> f32 {
 fn fits(items: &[Item], members: &[usize], item: &Item) -> bool {
     let first = &items[members[0]];
     if first.kind != item.kind || first.action_kind != item.action_kind {
+        return false;
+    }
+    // A merged rule was drafted from the records there were when it was proposed: it takes in
+    // only records newer than itself, so a rerun with nothing new proposes nothing new.
+    if members.iter().any(|m| {
+        let m = &items[*m];
+        (m.merged && item.id < m.id) || (item.merged && m.id < item.id)
+    }) {
         return false;
     }
     if members

@@ -22,6 +22,7 @@ fn lesson(id: i64, incident: &str, always: &str, scope: &str, severity: RuleSeve
         severity,
         vector: None,
         words: words(always),
+        merged: false,
     }
 }
 
@@ -152,6 +153,7 @@ fn failures_merge_into_a_rule_to_confirm_the_cause_and_long_statements_are_cut()
         severity: severity_of_importance(importance),
         vector: None,
         words: BTreeSet::new(),
+        merged: false,
     };
     let m = merge(&[&failure(4, "INC-7", 2), &failure(8, "INC-9", 3)]);
     assert_eq!(
@@ -202,4 +204,18 @@ fn services_over_the_cap_are_named_and_their_groups_queued_first() {
     queue_order(&mut queued);
     let order: Vec<&str> = queued.iter().map(|m| m.rule.always.as_str()).collect();
     assert_eq!(order, vec!["over", "under", "under"]);
+}
+
+/// A merged rule takes in only records newer than itself (issue #57, 8): the records it was
+/// judged against when it was proposed do not make a new group with it on a rerun.
+#[test]
+fn a_merged_rule_groups_only_with_newer_records() {
+    let merged = Item {
+        merged: true,
+        ..lesson(10, "INC-3", LEAK, "payments", RuleSeverity::High)
+    };
+    let older = lesson(5, "INC-1", LEAK, "payments", RuleSeverity::High);
+    let newer = lesson(12, "INC-4", LEAK, "payments", RuleSeverity::High);
+    assert!(groups(&[older, merged.clone()]).is_empty());
+    assert_eq!(groups(&[newer, merged]), vec![vec![1, 0]]);
 }

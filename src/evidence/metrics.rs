@@ -129,6 +129,13 @@ pub struct SeriesAnalysis {
     pub points: usize,
     /// Whether x is time (seconds) rather than sample index.
     pub has_time: bool,
+    /// Points whose value is `NaN` (no value: a division by zero, a quantile of an empty
+    /// histogram), left out of the analysis and counted.
+    pub nan: usize,
+    /// Points at `+Inf`, left out and counted (in a quantile: above the largest bucket).
+    pub pos_inf: usize,
+    /// Points at `-Inf`, left out and counted.
+    pub neg_inf: usize,
 }
 
 /// Classify a series of (x, y) points with the rule in the module docs. Returns (trend, slope per
@@ -219,6 +226,9 @@ pub fn classify(points: &[(f64, f64)]) -> (Trend, f64) {
 
 /// Analyse one series (counters become per-second rates first).
 pub fn analyze(s: &Series) -> SeriesAnalysis {
+    let nan = s.points.iter().filter(|p| p.1.is_nan()).count();
+    let pos_inf = s.points.iter().filter(|p| p.1 == f64::INFINITY).count();
+    let neg_inf = s.points.iter().filter(|p| p.1 == f64::NEG_INFINITY).count();
     let mut pts: Vec<(f64, f64)> = s
         .points
         .iter()
@@ -270,7 +280,47 @@ pub fn analyze(s: &Series) -> SeriesAnalysis {
         rate_of_counter,
         points: pts.len(),
         has_time: s.has_time,
+        nan,
+        pos_inf,
+        neg_inf,
     }
+}
+
+/// Whether a series is a quantile (a `histogram_quantile(…)` named by its query, a summary's
+/// `quantile` label): a `+Inf` in it means the quantile lies above the largest bucket.
+fn is_quantile(s: &Series) -> bool {
+    s.name.to_ascii_lowercase().contains("quantile")
+        || s.labels.iter().any(|(k, _)| k == "quantile")
+}
+
+/// What the non-finite points of a series were, in words (`None` when there were none):
+/// "3 of 20 points NaN (no value)", "+Inf at 4 points: above the largest bucket".
+fn non_finite(s: &Series, a: &SeriesAnalysis) -> Option<String> {
+    let total = s.points.len();
+    let mut parts = Vec::new();
+    if a.pos_inf > 0 {
+        parts.push(if is_quantile(s) {
+            format!(
+                "{} of {total} points +Inf: the quantile was above the largest bucket",
+                thousands(a.pos_inf as u64)
+            )
+        } else {
+            format!("{} of {total} points +Inf", thousands(a.pos_inf as u64))
+        });
+    }
+    if a.neg_inf > 0 {
+        parts.push(format!(
+            "{} of {total} points -Inf",
+            thousands(a.neg_inf as u64)
+        ));
+    }
+    if a.nan > 0 {
+        parts.push(format!(
+            "{} of {total} points NaN (no value)",
+            thousands(a.nan as u64)
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 fn is_counter_name(name: &str) -> bool {
@@ -427,16 +477,30 @@ fn series_observation(s: &Series, a: &SeriesAnalysis, r: Role) -> Observation {
         ),
     };
     let span = series_span(s);
-    let statement = format!(
-        "{}: {desc} (min {}, max {}, last {}; {} points{})",
-        a.key,
-        num(a.min),
-        num(a.max),
-        num(a.last),
-        thousands(a.points as u64),
-        span.map(|(f, l)| format!(", {}", time::fmt_window(f, Some(l))))
-            .unwrap_or_default()
-    );
+    let odd = non_finite(s, a);
+    let window = span
+        .map(|(f, l)| format!(", {}", time::fmt_window(f, Some(l))))
+        .unwrap_or_default();
+    let statement = match &odd {
+        // Not one number to describe: say what the points were, not "flat at ~0".
+        Some(odd) if a.points == 0 => format!("{}: no finite value: {odd}{window}", a.key),
+        Some(odd) => format!(
+            "{}: {desc} over its finite points (min {}, max {}, last {}; {} points; {odd}{window})",
+            a.key,
+            num(a.min),
+            num(a.max),
+            num(a.last),
+            thousands(a.points as u64),
+        ),
+        None => format!(
+            "{}: {desc} (min {}, max {}, last {}; {} points{window})",
+            a.key,
+            num(a.min),
+            num(a.max),
+            num(a.last),
+            thousands(a.points as u64),
+        ),
+    };
     let tags: Vec<String> = if a.trend != Trend::Flat {
         match_tags(&s.name.replace(['_', ':'], " "))
             .iter()
@@ -453,6 +517,10 @@ fn series_observation(s: &Series, a: &SeriesAnalysis, r: Role) -> Observation {
     };
     if r != Role::Other {
         salience += 10;
+    }
+    if a.pos_inf > 0 && is_quantile(s) {
+        // Latency beyond every bucket: worth reading, whatever the finite points did.
+        salience += 25;
     }
     salience += 10 * tags.len().min(2) as u32;
     Observation {

@@ -259,7 +259,7 @@ pub struct PassageVectors {
 
 /// After a failed query embedding, recall runs without vectors this long before asking again,
 /// so a hung endpoint costs one wait, not one per page.
-const FAILURE_COOLDOWN: Duration = Duration::from_secs(30);
+pub(super) const FAILURE_COOLDOWN: Duration = Duration::from_secs(30);
 /// How long recall waits for the query's embedding before it goes on without the lists.
 const QUERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Rows read per query of new vectors.

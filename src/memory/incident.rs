@@ -80,6 +80,9 @@ pub struct IncidentRecall {
     /// The incident's redaction map (a copy): the recall query was redacted with it, and a
     /// prompt redacts with it, so an address is the placeholder its stored records carry.
     pub redactor: Redactor,
+    /// Whether recall went ahead before memory's derived data caught up with the latest writes
+    /// ([`super::Memory::recall_for_incident`]; the caller says [`super::STILL_INDEXING`]).
+    pub still_indexing: bool,
 }
 
 /// Everything memory holds for `incident` ([`IncidentRecall`]) with its `observations` (as
@@ -171,6 +174,7 @@ async fn recall_read(
         rejected,
         dead_ends,
         redactor,
+        still_indexing: false,
     })
 }
 

@@ -51,6 +51,15 @@ const PASSAGE_VECTORS: usize = 1_024;
 /// (`web::page_cache::RenderedPages`).
 const PAGE_RECALLS: usize = 64;
 
+/// How long an investigation's recall waits for memory's derived data (incident documents and
+/// vectors) to catch up with what was just written ([`Memory::catch_up_within`]): Learn's
+/// records of one incident embed in well under a second with the built-in model; a large
+/// import may take longer, and recall then goes ahead and says so ([`STILL_INDEXING`]).
+pub const CATCH_UP_WAIT: Duration = Duration::from_secs(10);
+
+/// What an investigation says when recall went ahead before memory's derived data caught up.
+pub const STILL_INDEXING: &str = "Memory written in the last seconds is still being indexed: this recall may miss it; investigate again in a moment";
+
 /// Which candidate lists and mechanisms recall uses: all on by default; the evaluation turns
 /// them off one at a time to measure what each is worth (`incidentmind eval recall --ablate`).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -196,6 +205,9 @@ struct Inner {
     /// Recall queries whose vectors are being computed in the background
     /// ([`Memory::embed_later`]), by their texts.
     embedding_later: Mutex<std::collections::HashSet<String>>,
+    /// Held while documents are rebuilt and vectors stored ([`Memory::catch_up`]), by the
+    /// memory worker or a recall waiting for it, so the two never embed the same rows at once.
+    catching_up: tokio::sync::Mutex<()>,
 }
 
 /// Background query embeddings at once ([`Memory::embed_later`]); more wait for a later view.
@@ -233,6 +245,7 @@ impl Memory {
                 page_recalls: lru_cache(PAGE_RECALLS),
                 investigations: tokio::sync::Semaphore::new(investigation_slots()),
                 embedding_later: Mutex::default(),
+                catching_up: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -310,9 +323,63 @@ impl Memory {
         lock(&self.inner.page_recalls).put(incident_id.to_string(), (key, result));
     }
 
+    /// Brings memory's derived data up to date ([`embeddings::catch_up`]: the incident
+    /// documents of records written since, then their vectors), one caller at a time (the memory
+    /// worker takes the same turn). Without a usable embedder (none, or one cooling down after a
+    /// failure) only the documents are rebuilt. Returns how many documents were rebuilt and
+    /// vectors stored.
+    ///
+    /// # Errors
+    /// [`embeddings::BackfillError`]: the embedder's failure (it is then left alone for a
+    /// while) or a database error.
+    pub async fn catch_up(&self) -> Result<(usize, usize), embeddings::BackfillError> {
+        let _turn = self.inner.catching_up.lock().await;
+        if self.embedder_ready().is_none() {
+            return Ok((documents::refresh(self).await?, 0));
+        }
+        embeddings::catch_up(self).await.inspect_err(|e| {
+            if matches!(e, embeddings::BackfillError::Embed(_)) {
+                self.cool_down(embeddings::FAILURE_COOLDOWN);
+            }
+        })
+    }
+
+    /// [`Memory::catch_up`], waiting at most `bound`: what Learn (or a verdict, a note, an
+    /// import) committed a moment ago is then found by the recall that follows, though the memory
+    /// worker has not come round to it yet. The work goes on in its own task when the wait ends
+    /// first. Returns whether memory was up to date when the wait ended (false also when the
+    /// catch-up failed; recall then runs on what is there, as it does without the worker).
+    pub async fn catch_up_within(&self, bound: Duration) -> bool {
+        let memory = self.clone();
+        let job = tokio::spawn(async move { memory.catch_up().await });
+        match tokio::time::timeout(bound, job).await {
+            Ok(Ok(Ok(_))) => true,
+            Ok(Ok(Err(e))) => {
+                tracing::warn!(error = %e, "memory did not catch up before recall");
+                false
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "memory catch-up task failed");
+                false
+            }
+            Err(_) => {
+                tracing::info!(
+                    bound_ms = bound.as_millis(),
+                    "recall went ahead before memory caught up"
+                );
+                false
+            }
+        }
+    }
+
     /// The one door into memory for an incident (as the caller read it): its observations and
     /// failure-mode tags, its recall (the `k` best records, ordered by past incident), the most similar past incidents
     /// and what was tried and decided during them ([`incident::IncidentRecall`]).
+    ///
+    /// Memory's derived data is first brought up to date, waiting at most [`CATCH_UP_WAIT`]
+    /// ([`Memory::catch_up_within`]), so a record committed a moment ago (a Learn, a verdict on a
+    /// parallel incident) is recalled; when the wait ends first,
+    /// [`incident::IncidentRecall::still_indexing`] says so.
     ///
     /// # Errors
     /// Database errors.
@@ -321,11 +388,14 @@ impl Memory {
         incident: &crate::domain::Incident,
         k: usize,
     ) -> AppResult<incident::IncidentRecall> {
+        let caught_up = self.catch_up_within(CATCH_UP_WAIT).await;
         // The incident's rows first, one read after the other, before any work.
         let filter = incident::observations_of(&incident.id);
         let observations = store::memory::list(&self.pool, &filter).await?;
         let redactor = store::redaction::peek(&self.pool, incident.id.as_str()).await?;
-        recall_past(self, incident.clone(), observations, redactor, k).await
+        let mut past = recall_past(self, incident.clone(), observations, redactor, k).await?;
+        past.still_indexing = !caught_up;
+        Ok(past)
     }
 
     /// [`Memory::recall_for_incident`] with the incident's observations (most salient first)

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod answer;
 mod expr;
 mod pulls;
 
@@ -28,8 +29,10 @@ pub const DEFAULT_MAX_SERIES: usize = 20;
 pub const DEFAULT_MAX_POINTS: usize = 500;
 /// How far before an alert's `startsAt` its window starts.
 pub const ALERT_LOOKBACK: jiff::SignedDuration = jiff::SignedDuration::from_secs(15 * 60);
-/// Largest response body read from Prometheus, bytes; a bigger one is an error.
-pub const MAX_RESPONSE_BYTES: usize = 16 * 1024 * 1024;
+/// Largest answer read from Prometheus, bytes: answers are parsed as they stream in, keeping
+/// the first series up to the cap, so a large one costs the series kept; a bigger one is an
+/// error.
+pub const MAX_RESPONSE_BYTES: usize = answer::MAX_STREAMED_BYTES;
 /// Default number of times a failed query of an alert's pull is tried again.
 pub const DEFAULT_RETRIES: u32 = 2;
 /// Default wait before the first retry; each further retry waits twice as long.
@@ -195,26 +198,6 @@ pub struct RangeSeries {
     /// Samples, oldest first.
     #[serde(default)]
     pub values: Vec<(f64, String)>,
-}
-
-#[derive(Debug, Deserialize)]
-struct ApiData {
-    #[serde(rename = "resultType")]
-    result_type: String,
-    #[serde(default)]
-    result: Vec<RangeSeries>,
-}
-
-/// A Prometheus API envelope (`{status, data, errorType, error}`).
-#[derive(Debug, Deserialize)]
-struct ApiResponse {
-    status: String,
-    #[serde(default)]
-    data: Option<ApiData>,
-    #[serde(default, rename = "errorType")]
-    error_type: Option<String>,
-    #[serde(default)]
-    error: Option<String>,
 }
 
 /// The window and resolution of a range query.
@@ -396,21 +379,19 @@ impl Prometheus {
         };
         let res = req.send().await.map_err(|e| self.transport(e))?;
         let status = res.status().as_u16();
-        let body = read_capped(res)
+        let api = answer::read(res, self.config.max_series)
             .await
-            .map_err(|e| self.transport(e))?
-            .ok_or_else(|| PromError::Answered {
-                status,
-                message: format!("the answer is larger than {MAX_RESPONSE_BYTES} bytes"),
+            .map_err(|e| match e {
+                answer::ReadError::Transport(e) => self.transport(e),
+                answer::ReadError::TooLarge => PromError::Answered {
+                    status,
+                    message: format!("the answer is larger than {MAX_RESPONSE_BYTES} bytes"),
+                },
+                answer::ReadError::NotJson(start) => PromError::Answered {
+                    status,
+                    message: crate::evidence::truncate_chars(start.trim(), 200).to_string(),
+                },
             })?;
-        let parsed: Option<ApiResponse> = serde_json::from_slice(&body).ok();
-        let Some(api) = parsed else {
-            let text = String::from_utf8_lossy(&body);
-            return Err(PromError::Answered {
-                status,
-                message: crate::evidence::truncate_chars(text.trim(), 200).to_string(),
-            });
-        };
         if api.status != "success" {
             let message = api
                 .error
@@ -427,20 +408,24 @@ impl Prometheus {
                 }
             });
         }
-        let data = api.data.ok_or_else(|| PromError::Answered {
-            status,
-            message: "a success without data".into(),
-        })?;
-        if data.result_type != "matrix" {
+        let Some(result_type) = api.result_type else {
             return Err(PromError::Answered {
                 status,
-                message: format!(
-                    "resultType {} where a matrix was expected",
-                    data.result_type
-                ),
+                message: "a success without data".into(),
+            });
+        };
+        if result_type != "matrix" {
+            return Err(PromError::Answered {
+                status,
+                message: format!("resultType {result_type} where a matrix was expected"),
             });
         }
-        let result = cap(data.result, self.config.max_series, self.config.max_points);
+        let result = cap(
+            api.series,
+            api.total,
+            self.config.max_series,
+            self.config.max_points,
+        );
         if result.series.iter().all(|s| s.values.is_empty()) {
             return Err(PromError::Empty {
                 start: rfc3339(window.start),
@@ -471,23 +456,16 @@ impl Prometheus {
     }
 }
 
-/// Reads a body of at most [`MAX_RESPONSE_BYTES`]; `None` over it.
-async fn read_capped(mut res: reqwest::Response) -> Result<Option<Vec<u8>>, reqwest::Error> {
-    let mut buf = Vec::new();
-    while let Some(chunk) = res.chunk().await? {
-        if buf.len() + chunk.len() > MAX_RESPONSE_BYTES {
-            return Ok(None);
-        }
-        buf.extend_from_slice(&chunk);
-    }
-    Ok(Some(buf))
-}
-
-/// Keeps the first `max_series` series and the latest `max_points` points of each, saying what
-/// was left out.
-fn cap(mut series: Vec<RangeSeries>, max_series: usize, max_points: usize) -> RangeResult {
+/// Keeps the first `max_series` series (of `total` the answer held) and the latest `max_points`
+/// points of each, saying what was left out.
+fn cap(
+    mut series: Vec<RangeSeries>,
+    total: usize,
+    max_series: usize,
+    max_points: usize,
+) -> RangeResult {
     let mut notes = Vec::new();
-    let total = series.len();
+    let total = total.max(series.len());
     if total > max_series {
         series.truncate(max_series);
         notes.push(format!(
@@ -535,7 +513,7 @@ mod tests {
             metric: BTreeMap::new(),
             values: (0..n).map(|i| (i as f64, i.to_string())).collect(),
         };
-        let r = cap(vec![s(5), s(3), s(2)], 2, 4);
+        let r = cap(vec![s(5), s(3), s(2)], 3, 2, 4);
         assert_eq!(r.series.len(), 2);
         assert_eq!(r.series[0].values.len(), 4);
         assert_eq!(r.series[0].values[0].0, 1.0, "the latest points are kept");
@@ -544,7 +522,10 @@ mod tests {
             n.contains("3 series matched") && n.contains("more than 4 points"),
             "{n}"
         );
-        assert_eq!(cap(vec![s(2)], 2, 4).notice, None);
+        assert_eq!(cap(vec![s(2)], 1, 2, 4).notice, None);
+        // Series the streamed read only counted are said too.
+        let r = cap(vec![s(2), s(2)], 50_000, 2, 4);
+        assert!(r.notice.unwrap().contains("50000 series matched"));
     }
 
     #[test]

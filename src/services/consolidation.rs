@@ -40,6 +40,9 @@ pub struct ConsolidationReport {
     pub proposed: Vec<i64>,
     /// Groups already proposed by an earlier run (same sources): nothing drafted.
     pub already_proposed: usize,
+    /// Groups none of whose incidents is in this database (memory imported from another one):
+    /// a proposal hangs off one of its incidents, so nothing is drafted for them.
+    pub without_incident: usize,
     /// Services with more standing rules than the cap, most first.
     pub over_cap: Vec<OverCap>,
 }
@@ -75,7 +78,15 @@ impl std::fmt::Display for ConsolidationReport {
                 format!(" ({})", ids.join(", "))
             },
             self.already_proposed
-        )
+        )?;
+        if self.without_incident > 0 {
+            write!(
+                f,
+                "; {} groups of imported memory not proposed: none of their incidents is in this database",
+                self.without_incident
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -122,6 +133,7 @@ fn item_of(r: &MemoryRecord, vector: Option<Vec<f32>>) -> Option<Item> {
         words: crate::memory::recall::content_words(compared)
             .into_iter()
             .collect(),
+        merged: r.data.get("consolidated_from").is_some(),
     })
 }
 
@@ -174,8 +186,29 @@ pub async fn consolidate(memory: &Memory, cap: usize) -> AppResult<Consolidation
         ..Default::default()
     };
     let by_id: HashMap<i64, &MemoryRecord> = records.iter().map(|r| (r.id, r)).collect();
+    // A proposal hangs off an incident of this database: after an import, the group's
+    // incidents may all live in another one.
+    let named: Vec<String> = merged
+        .iter()
+        .flat_map(|m| m.consolidation.incidents.iter().cloned())
+        .collect();
+    let here = store::incident_documents::incident_states(pool, &named).await?;
     let mut tx = store::begin_write(pool).await?;
-    for m in merged {
+    for mut m in merged {
+        if !here.contains_key(&m.incident_id) {
+            match m
+                .consolidation
+                .incidents
+                .iter()
+                .find(|i| here.contains_key(*i))
+            {
+                Some(i) => m.incident_id = i.clone(),
+                None => {
+                    report.without_incident += 1;
+                    continue;
+                }
+            }
+        }
         match draft_in(&mut tx, &by_id, m).await? {
             Some(pid) => report.proposed.push(pid),
             None => report.already_proposed += 1,

@@ -28,7 +28,9 @@ pub async fn page_of(
     mut filter: IncidentFilter,
     size: i64,
 ) -> AppResult<(Vec<Incident>, Option<String>)> {
-    let size = size.clamp(1, 1000);
+    // One row more than the page, to know whether another follows (the store returns up to
+    // the largest page plus one, `LIST_MAX`).
+    let size = size.clamp(1, incidents::LIST_MAX - 1);
     filter.limit = Some(size + 1);
     let mut rows = incidents::list(pool, &filter).await?;
     let next = if rows.len() as i64 > size {

@@ -9,8 +9,9 @@ use crate::domain::{EpistemicType, Validation};
 use crate::error::{AppError, AppResult};
 use crate::store::{self, Tx, audit, memory};
 
-/// Redacts `text` with the incident's stable placeholder map (or a fresh one without an
-/// incident), persisting the map, inside the caller's transaction.
+/// Redacts `texts` with the incident's stable placeholder map (or a fresh one without an
+/// incident), persisting the map, inside the caller's transaction. The versions among their
+/// dotted quads are decided over all of them first (`Redactor::decide_versions`).
 ///
 /// # Errors
 /// Database errors.
@@ -21,12 +22,15 @@ pub async fn redact_for(
 ) -> AppResult<()> {
     let Some(incident) = incident_id else {
         let mut r = crate::evidence::redact::Redactor::default();
+        r.decide_versions(texts.iter().map(|t| t.as_str()));
         for t in texts.iter_mut() {
             **t = r.redact(t);
         }
         return Ok(());
     };
     let mut redactor = store::redaction::load(tx, incident).await?;
+    // The texts of one write read as one text: a quad one of them calls a version is one in all.
+    redactor.decide_versions(texts.iter().map(|t| t.as_str()));
     for t in texts.iter_mut() {
         **t = redactor.redact(t);
     }

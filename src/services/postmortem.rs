@@ -379,16 +379,22 @@ fn validate(pm: &Postmortem) -> Result<(), crate::domain::ValidationError> {
 
 /// Confirms the draft: postmortem_draft → confirmed.
 ///
+/// `expected_version` is the incident version the reviewer's page showed; `expected_draft` the
+/// post-mortem's own `version` (the draft they read). An edit moves the second and not the first,
+/// so both are checked inside the write transaction: a reviewer confirms only the text they read.
+///
 /// # Errors
 /// [`AppError::Forbidden`] without the reviewer role or when confirming one's own edit;
 /// [`AppError::Validation`] (field `trigger`) when the draft does not name its trigger;
-/// [`AppError::InvalidTransition`] when not a draft.
+/// [`AppError::InvalidTransition`] when not a draft; [`AppError::Conflict`] when either version
+/// is stale (the message says who edited the draft since).
 pub async fn confirm(
     pool: &AnyPool,
     user: &User,
     id: &IncidentId,
     policy: ConfirmPolicy,
     expected_version: Option<i64>,
+    expected_draft: Option<i64>,
 ) -> AppResult<pstore::StoredPostmortem> {
     let refused = |r: ConfirmRefusal| match r {
         ConfirmRefusal::NeedsReviewer => {
@@ -408,6 +414,12 @@ pub async fn confirm(
     let current = crate::services::workflow::current_in(&mut tx, id, expected_version).await?;
     let to = current.state.apply(Transition::Confirm)?;
     let pm = pstore::get_in(&mut tx, id.as_str()).await?;
+    if let Some(read) = expected_draft.filter(|&read| read != pm.version) {
+        return Err(AppError::Conflict(format!(
+            "the post-mortem draft of {id} changed since you read it (you read version {read}; it is now version {}, edited by {}): read the draft again, then confirm",
+            pm.version, pm.edited_by
+        )));
+    }
     policy
         .check_draft(user.role, &user.name, &pm.postmortem, &pm.edited_by)
         .map_err(refused)?;

@@ -231,6 +231,7 @@ pub async fn replay(
         &id,
         postmortem::ConfirmPolicy::default(),
         None,
+        None,
     )
     .await?;
     postmortem::learn(pool, reviewer, &id).await?;

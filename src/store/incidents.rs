@@ -349,6 +349,10 @@ pub struct IncidentFilter {
     pub limit: Option<i64>,
 }
 
+/// The most rows one [`list`] returns: the API's largest page (1,000) and one more, which tells
+/// the caller whether another page follows (`services::incidents::page_of`).
+pub const LIST_MAX: i64 = 1_001;
+
 /// Lists incidents in `f.sort` order (newest first by default), after `f.after`.
 ///
 /// # Errors
@@ -391,7 +395,7 @@ pub async fn list(pool: &AnyPool, f: &IncidentFilter) -> AppResult<Vec<Incident>
         .bind(f.state.map(IncidentState::as_str))
         .bind(f.service.as_deref())
         .bind(f.severity.map(Severity::as_str))
-        .bind(f.limit.unwrap_or(200).clamp(1, 1000))
+        .bind(f.limit.unwrap_or(200).clamp(1, LIST_MAX))
         .bind(i64::from(f.active_only && f.state.is_none()))
         .bind(pattern)
         .bind(f.after.as_ref().map(|c| c.opened_at.as_str()))

@@ -41,6 +41,29 @@ impl axum::extract::FromRequest<AppState> for VersionForm {
     }
 }
 
+/// The confirm form of the post-mortem page: the incident version the page showed and the
+/// post-mortem version of the draft shown on it (an edit since moves only the second).
+#[derive(Deserialize, Default, Debug, Clone, Copy)]
+pub struct ConfirmForm {
+    /// Incident version the page was based on.
+    #[serde(default)]
+    pub version: Option<i64>,
+    /// Post-mortem version of the draft the reviewer read.
+    #[serde(default)]
+    pub postmortem_version: Option<i64>,
+}
+
+impl axum::extract::FromRequest<AppState> for ConfirmForm {
+    type Rejection = PageError;
+
+    async fn from_request(
+        req: axum::extract::Request,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        optional_form(req, state).await
+    }
+}
+
 /// Reads an urlencoded form when the request carries one; a post without one (a script, an
 /// older page) is `T::default()`.
 ///

@@ -56,6 +56,9 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
 // unavailable" instead of a 408.
 const _: () = assert!(crate::analyst::llm::MAX_TIMEOUT.as_secs() < REQUEST_TIMEOUT.as_secs());
 
+/// The default of [`Settings::max_webhook_bytes`]: 16 MiB, some 40,000 Alertmanager alerts.
+pub const DEFAULT_MAX_WEBHOOK_BYTES: usize = 16 * 1024 * 1024;
+
 /// Runtime settings the handlers need.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -65,6 +68,11 @@ pub struct Settings {
     pub secure_cookies: bool,
     /// Largest accepted evidence upload, bytes (413 above it).
     pub max_evidence_bytes: usize,
+    /// Largest accepted alert webhook body, bytes (413 above it): read as it streams in and cut
+    /// off past the limit, never buffered whole first. An Alertmanager group of 3,000 alerts is
+    /// about 1.2 MB; Alertmanager does not retry a 413, so this is well above any group its
+    /// `max_alerts` lets through.
+    pub max_webhook_bytes: usize,
     /// Let the last editor of a post-mortem draft confirm it (small teams).
     pub allow_self_confirm: bool,
     /// SHA-256 (hex) of the bearer token `GET /metrics` requires; `None`: `/metrics` is not
@@ -99,6 +107,7 @@ impl Default for Settings {
             max_body_bytes: 1024 * 1024,
             secure_cookies: false,
             max_evidence_bytes: 50 * 1024 * 1024,
+            max_webhook_bytes: DEFAULT_MAX_WEBHOOK_BYTES,
             allow_self_confirm: false,
             metrics_token_sha256: None,
             rate_limits: limits::RateLimitSettings::default(),
@@ -183,13 +192,15 @@ pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; 
 /// resource's module. Pages and JSON API of a resource sit together. `evidence_limit` is the
 /// largest evidence body: the evidence routes and the forms that take long text accept bodies up
 /// to it (so an over-long field comes back as a 422 naming it, with the input kept, rather than a
-/// 413 that loses it); everything else has the app-wide body limit of [`router`].
+/// 413 that loses it); `webhook_limit` is the alert webhooks' own ([`Settings::max_webhook_bytes`]);
+/// everything else has the app-wide body limit of [`router`].
 ///
 /// Long on purpose: the one route table, read top to bottom; split, a URL would no longer be
 /// found in one place.
 #[allow(clippy::too_many_lines)]
-pub fn routes(evidence_limit: usize) -> Router<AppState> {
+pub fn routes(evidence_limit: usize, webhook_limit: usize) -> Router<AppState> {
     let long = || DefaultBodyLimit::max(evidence_limit);
+    let webhook = || DefaultBodyLimit::max(webhook_limit);
     Router::new()
         // Health checks.
         .route("/healthz", get(healthz))
@@ -370,11 +381,20 @@ pub fn routes(evidence_limit: usize) -> Router<AppState> {
         // incident (web/webhooks.rs).
         .route(
             "/api/v1/webhooks/alertmanager",
-            post(webhooks::alertmanager),
+            post(webhooks::alertmanager).layer(webhook()),
         )
-        .route("/api/v1/webhooks/pagerduty", post(webhooks::pagerduty))
-        .route("/api/v1/webhooks/grafana", post(webhooks::grafana))
-        .route("/api/v1/webhooks/opsgenie", post(webhooks::opsgenie))
+        .route(
+            "/api/v1/webhooks/pagerduty",
+            post(webhooks::pagerduty).layer(webhook()),
+        )
+        .route(
+            "/api/v1/webhooks/grafana",
+            post(webhooks::grafana).layer(webhook()),
+        )
+        .route(
+            "/api/v1/webhooks/opsgenie",
+            post(webhooks::opsgenie).layer(webhook()),
+        )
         .route(
             "/api/v1/incidents/{id}/alerts",
             get(webhooks::incident_alerts),
@@ -472,19 +492,22 @@ pub fn router(state: AppState) -> Router {
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ));
-    routes(state.settings.max_evidence_bytes)
-        .fallback(errors::not_found)
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            wake_memory_after_writes,
-        ))
-        .layer(middleware)
-        // Outermost, so timeouts and refused requests are counted too.
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            ops::count_requests,
-        ))
-        .with_state(state)
+    routes(
+        state.settings.max_evidence_bytes,
+        state.settings.max_webhook_bytes,
+    )
+    .fallback(errors::not_found)
+    .layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        wake_memory_after_writes,
+    ))
+    .layer(middleware)
+    // Outermost, so timeouts and refused requests are counted too.
+    .layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        ops::count_requests,
+    ))
+    .with_state(state)
 }
 
 /// The incident a request is about, for its log span: the path segment the route names

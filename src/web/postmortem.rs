@@ -10,11 +10,11 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 
-use super::api::{ActionVersion, VersionBody};
+use super::api::{ActionVersion, BaseVersion, VersionBody, optional_json};
 use super::auth::CurrentUser;
 use super::errors::{ApiError, ApiJson, PageError, PageForm, form_outcome};
 use super::examples;
-use super::forms::{KeptInput, VersionForm};
+use super::forms::{ConfirmForm, KeptInput, VersionForm};
 use super::incident::IncidentPost;
 use super::layout::Layout;
 use super::schema::IncidentPath;
@@ -121,6 +121,18 @@ pub(super) async fn api_put(
     ))
 }
 
+/// Optional JSON body of `POST …/postmortem/confirm`: `{"version": 7, "postmortem_version": 3}`.
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
+pub struct ConfirmBody {
+    /// The incident version the request is based on.
+    #[serde(default)]
+    pub version: Option<i64>,
+    /// The post-mortem `version` the reviewer read (`GET …/postmortem`): an edit since makes the
+    /// confirm a 409, so a reviewer confirms only the text they read.
+    #[serde(default)]
+    pub postmortem_version: Option<i64>,
+}
+
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/postmortem/confirm",
@@ -128,8 +140,8 @@ pub(super) async fn api_put(
     summary = "Confirm the post-mortem (reviewers)",
     tag = "postmortem",
     params(IncidentPath),
-    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
-                 example = json!(examples::version())),
+    request_body(content = Option<ConfirmBody>, description = "Optional: the incident version the caller saw and the post-mortem version the reviewer read (409 when either is stale)",
+                 example = json!(examples::confirm_body())),
     responses(
         (status = 200, description = "The post-mortem, confirmed (postmortem_draft → confirmed); needs a reviewer who did not edit it last, and a draft that names its trigger (422 `validation` on field `trigger` otherwise)",
          body = pstore::StoredPostmortem, example = json!(examples::confirmed())),
@@ -140,12 +152,15 @@ pub(super) async fn api_confirm(
     State(s): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
-    ActionVersion(expected): ActionVersion,
+    version: BaseVersion,
+    body: axum::body::Bytes,
 ) -> Result<Json<pstore::StoredPostmortem>, ApiError> {
     let id = incident_id(&id)?;
+    let expected = version.or_body(&body)?;
+    let draft = optional_json::<ConfirmBody>(&body)?.postmortem_version;
     let policy = s.settings.confirm_policy();
     Ok(Json(
-        pm::confirm(&s.pool, &user.0, &id, policy, expected).await?,
+        pm::confirm(&s.pool, &user.0, &id, policy, expected, draft).await?,
     ))
 }
 
@@ -400,7 +415,7 @@ pub(super) async fn page_confirm(
     user: CurrentUser,
     headers: HeaderMap,
     Path(id): Path<String>,
-    f: VersionForm,
+    f: ConfirmForm,
 ) -> Result<Response, PageError> {
     let id = incident_id(&id)?;
     let result = async {
@@ -410,6 +425,7 @@ pub(super) async fn page_confirm(
             &id,
             s.settings.confirm_policy(),
             f.version,
+            f.postmortem_version,
         )
         .await
     }

@@ -32,8 +32,9 @@ use crate::store::alerts as astore;
 /// Header PagerDuty v3 webhooks carry their signatures in.
 pub const PAGERDUTY_SIGNATURE: &str = "x-pagerduty-signature";
 
-/// The raw request body (up to the app's body limit), with rejections as [`ApiError`]s: 413 over
-/// the limit, 400 otherwise.
+/// The raw request body, read as it streams in up to the webhooks' own limit
+/// ([`super::Settings::max_webhook_bytes`], set on their routes), with rejections as
+/// [`ApiError`]s: 413 over the limit, 400 otherwise.
 #[derive(Debug, Clone)]
 pub struct RawBody(pub Bytes);
 
@@ -45,7 +46,7 @@ impl FromRequest<AppState> for RawBody {
             Ok(b) => Ok(Self(b)),
             Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
                 Err(ApiError(AppError::PayloadTooLarge {
-                    limit_bytes: state.settings.max_body_bytes,
+                    limit_bytes: state.settings.max_webhook_bytes,
                 }))
             }
             Err(e) => Err(ApiError(AppError::BadRequest(e.body_text()))),

@@ -81,7 +81,7 @@ const ALWAYS_INVOICE: &str = "check whether a single partition is stuck retrying
                               cannot decode before adding more consumers to a lagging queue";
 
 /// Replays the two follow-ups through the normal workflow; returns their incident ids.
-async fn replay_follow_ups(app: &TestApp) -> (String, String) {
+pub(crate) async fn replay_follow_ups(app: &TestApp) -> (String, String) {
     let (responder, reviewer) = history_users(&app.pool).await.expect("users");
     let ledger = follow_up("F1", "ledger-consumer", ALWAYS_LEDGER, "high");
     let invoice = follow_up("F2", "invoice-consumer", ALWAYS_INVOICE, "medium");
@@ -110,7 +110,7 @@ async fn memory(app: &TestApp, id: i64) -> Value {
         .unwrap()
 }
 
-async fn consolidations(app: &TestApp) -> Vec<Value> {
+pub(crate) async fn consolidations(app: &TestApp) -> Vec<Value> {
     app.proposals_to_decide()
         .await
         .into_iter()

@@ -3,6 +3,7 @@
 mod alertmanager;
 mod cli;
 mod consolidation;
+mod consolidation_import;
 mod embeddings;
 mod evidence;
 mod helpers;
@@ -10,26 +11,33 @@ mod injection;
 mod insights;
 mod instances;
 mod investigation;
+mod learn_recall;
 mod llm;
 mod llm_stream;
 mod memory;
 mod migrate_db;
 mod openapi;
+mod paging;
 #[path = "../support/peer.rs"]
 mod peer;
 mod postmortem;
 mod prometheus;
+mod prometheus_large;
 #[path = "../support/prometheus.rs"]
 mod prometheus_real;
 mod prometheus_stub;
 mod proposals;
+mod recall_notes;
 mod redaction;
 mod schema;
 mod service;
 #[path = "../support/skip.rs"]
 mod skip;
+mod stale_confirm;
 mod ui;
+mod versions;
 mod walkthrough;
 mod web;
+mod webhook_groups;
 mod webhooks;
 mod workflow;

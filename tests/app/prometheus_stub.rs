@@ -107,6 +107,8 @@ pub(crate) async fn start_stub_seeing() -> (String, Arc<Seen>) {
             ),
             "empty" => ok(json!([])),
             "many" => ok(series(30, 1200)),
+            // About 18 MB: over the 16 MiB an answer was once read whole.
+            "huge" => ok(series(3_000, 300)),
             "flaky" if n == 1 => unavailable(),
             "down" => unavailable(),
             q if q.starts_with("held") => {

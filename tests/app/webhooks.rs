@@ -569,6 +569,7 @@ async fn skewed_timestamps_are_flagged_and_durations_stay_non_negative() {
 async fn hostile_input_is_a_clean_400_or_stored_safely() {
     let app = spawn_app_with(Settings {
         max_body_bytes: 256 * 1024,
+        max_webhook_bytes: 256 * 1024,
         ..Settings::default()
     })
     .await;

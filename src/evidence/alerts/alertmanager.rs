@@ -34,6 +34,7 @@ pub(super) fn read(sender: Sender, v: &Value, mode: Mode) -> Result<Body, FieldE
         external_url: text(root.get("externalURL"), "externalURL", mode)?,
         key: text(root.get("groupKey"), "groupKey", mode)?,
         alerts: Vec::with_capacity(alerts.len()),
+        truncated: truncated(root.get("truncatedAlerts"), mode)?,
     };
     for (i, a) in alerts.iter().enumerate() {
         group.alerts.push(alert(a, &format!("alerts[{i}]"), mode)?);
@@ -43,6 +44,22 @@ pub(super) fn read(sender: Sender, v: &Value, mode: Mode) -> Result<Body, FieldE
         event: None,
         groups: vec![group],
     })
+}
+
+/// `truncatedAlerts` (Alertmanager webhook v4: how many alerts `max_alerts` left out): a
+/// whole number ≥ 0; absent is 0; strict: anything else is an error.
+fn truncated(v: Option<&Value>, mode: Mode) -> Result<u64, FieldError> {
+    let Some(v) = v.filter(|v| !v.is_null()) else {
+        return Ok(0);
+    };
+    match (v.as_u64(), mode) {
+        (Some(n), _) => Ok(n),
+        (None, Mode::Lenient) => Ok(0),
+        (None, Mode::Strict) => Err(bad(
+            "truncatedAlerts",
+            format!("must be a whole number ≥ 0, got {}", type_name(v)),
+        )),
+    }
 }
 
 fn empty(format: Format) -> Body {

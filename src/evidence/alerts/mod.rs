@@ -170,6 +170,9 @@ pub struct Group {
     pub external_url: Option<String>,
     /// The alerts, in body order.
     pub alerts: Vec<Alert>,
+    /// Alerts of the group the sender left out of the body (Alertmanager `truncatedAlerts`,
+    /// set when the receiver's `max_alerts` cut the group): 0 when none or not said.
+    pub truncated: u64,
 }
 
 /// A parsed body.

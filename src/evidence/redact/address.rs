@@ -12,10 +12,11 @@
 //!   its first three parts are each under 100, in a clause that speaks of a release (deploy,
 //!   release, pin, upgrade, rollback, hotfix … earlier in the same clause: "after deploy of
 //!   2.14.0.1", "Pin svc-d to 2.14.0.1") unless the word right before it introduces an address
-//!   (host, client, peer, server …);
+//!   (host, client, peer, server …), or right after "back to" ("Back to 2.14.0.0");
 //! - otherwise ([`Quad::Unsure`]) an address, unless the same quad is a version elsewhere in the
 //!   same text, or was decided a version earlier in the same incident (the redactor remembers:
-//!   [`super::Redactor`]).
+//!   [`super::Redactor`]) or in another text of the same write (a post-mortem's fields, Learn's
+//!   records: [`super::Redactor::decide_versions`]).
 
 use regex::Captures;
 
@@ -145,6 +146,9 @@ const RELEASE_WORDS: &[&str] = &[
     "downgrade",
     "downgraded",
     "rollback",
+    "roll",
+    "rolled",
+    "rolling",
     "revert",
     "reverted",
     "bump",
@@ -234,7 +238,9 @@ pub fn judge(text: &str, start: usize, end: usize, c: &Captures) -> Quad {
         .rsplit(|ch: char| ch.is_whitespace() || matches!(ch, '(' | '[' | '{' | ',' | ';' | '"'))
         .next()
         .unwrap_or("");
-    if small_parts(a, b2, c3) && !STRONG_ADDRESS_WORDS.contains(&last) && release_clause(&lower) {
+    if small_parts(a, b2, c3)
+        && ((!STRONG_ADDRESS_WORDS.contains(&last) && release_clause(&lower)) || back_to(&lower))
+    {
         return Quad::Version;
     }
     if bare_name_before(before) {
@@ -259,6 +265,14 @@ fn release_clause(lower: &str) -> bool {
     clause
         .split(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '-' || ch == '_'))
         .any(|w| RELEASE_WORDS.contains(&w))
+}
+
+/// Whether `lower` ends in "back to" as a word ("Back to 2.14.0.0", "went back to"): a return
+/// to an earlier release (with small parts only, see [`judge`]).
+fn back_to(lower: &str) -> bool {
+    lower
+        .strip_suffix("back to")
+        .is_some_and(|head| !head.ends_with(|c: char| c.is_ascii_alphanumeric()))
 }
 
 /// A bare name directly before (one space): `svc-d 2.14.0.1` is svc-d's version.

@@ -35,6 +35,8 @@
 //!    inside a JSON string) where the key contains password, passwd, pwd, secret, token,
 //!    api_key/apikey/api-key, access_key, private_key, client_secret, accountkey, signature,
 //!    credential(s), or ends in `auth`; SQL `IDENTIFIED BY '…'` → value replaced by `<secret-N>`;
+//!    then a secret named in prose next to a secret word ("the db password hunter2-blue was
+//!    leaked", "the API key is 9f2kq81x…") → `<secret-N>`, ordinary words kept ([`prose`]);
 //! 7. high-entropy base64/hex runs (≥ 16 characters, letters and digits, Shannon entropy ≥ 3 bits)
 //!    within 40 bytes after secret, token, key, password, session, cookie, credential, auth or
 //!    signature on the same line → `<secret-N>`;
@@ -56,6 +58,7 @@
 //! [`address`] the one rule for dotted quads (version or address); `tests` their tests.
 
 mod patterns;
+mod prose;
 mod spans;
 
 pub mod address;
@@ -173,8 +176,41 @@ impl Redactor {
         p
     }
 
-    /// Redacts every string inside a JSON value (keys are kept), e.g. a whole post-mortem.
+    /// Decides, before any of `texts` is redacted, which dotted quads they show as versions
+    /// (judged a version by [`address::judge`] in any of them), and remembers them in the map:
+    /// the texts of one write (a resolution's summary and root cause, a post-mortem's fields,
+    /// the records Learn writes) then read as one text, so a quad that a later field calls a
+    /// version ("version 2.14.0.0") is not masked in an earlier one ("moved to 2.14.0.0").
+    pub fn decide_versions<'t>(&mut self, texts: impl IntoIterator<Item = &'t str>) {
+        if self.quads_decided {
+            return;
+        }
+        for t in texts {
+            for c in P.ipv4.captures_iter(t) {
+                let m = c.get(0).expect("match");
+                if address::judge(t, m.start(), m.end(), &c) == Quad::Version {
+                    let fp = self.fingerprint("version", m.as_str());
+                    self.versions.insert(fp);
+                }
+            }
+        }
+    }
+
+    /// [`Redactor::decide_versions`] over every string inside a JSON value.
+    pub fn decide_versions_in(&mut self, v: &serde_json::Value) {
+        let mut texts = Vec::new();
+        strings_of(v, &mut texts);
+        self.decide_versions(texts);
+    }
+
+    /// Redacts every string inside a JSON value (keys are kept), e.g. a whole post-mortem,
+    /// its versions decided over all of them first ([`Redactor::decide_versions_in`]).
     pub fn redact_json(&mut self, v: &mut serde_json::Value) {
+        self.decide_versions_in(v);
+        self.redact_json_strings(v);
+    }
+
+    fn redact_json_strings(&mut self, v: &mut serde_json::Value) {
         match v {
             serde_json::Value::String(s) => {
                 let r = self.redact(s);
@@ -182,8 +218,10 @@ impl Redactor {
                     *s = r;
                 }
             }
-            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| self.redact_json(x)),
-            serde_json::Value::Object(o) => o.values_mut().for_each(|x| self.redact_json(x)),
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| self.redact_json_strings(x)),
+            serde_json::Value::Object(o) => {
+                o.values_mut().for_each(|x| self.redact_json_strings(x));
+            }
             _ => {}
         }
     }
@@ -333,7 +371,8 @@ impl Redactor {
         s
     }
 
-    /// AWS keys, signature parameters, secrets named by a JSON, `key=value` or flag key, and SQL `IDENTIFIED BY`.
+    /// AWS keys, signature parameters, secrets named by a JSON, `key=value` or flag key, SQL
+    /// `IDENTIFIED BY`, and secrets named in prose.
     fn secrets(&mut self, mut s: String) -> String {
         let p = &*P;
         let r = p
@@ -382,7 +421,7 @@ impl Redactor {
         if let Cow::Owned(o) = r {
             s = o;
         }
-        s
+        self.prose_secrets(s)
     }
 
     /// High-entropy runs, e-mail addresses and external IPv4 addresses (not versions or private ones).
@@ -529,6 +568,16 @@ impl Redactor {
                 run.to_string()
             }
         })
+    }
+}
+
+/// Every string of a JSON value, depth first.
+fn strings_of<'v>(v: &'v serde_json::Value, out: &mut Vec<&'v str>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| strings_of(x, out)),
+        serde_json::Value::Object(o) => o.values().for_each(|x| strings_of(x, out)),
+        _ => {}
     }
 }
 

@@ -350,3 +350,56 @@ fn a_series_that_starts_at_zero_says_from_zero_not_plus_zero_percent() {
         assert!(!o.statement.contains("+0%"), "{}", o.statement);
     }
 }
+
+/// A Prometheus API matrix of one series named `name` with `values` (as Prometheus writes them).
+fn matrix(name: &str, values: &[&str]) -> String {
+    let pairs: Vec<serde_json::Value> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| serde_json::json!([1_764_000_000 + 60 * i as i64, v]))
+        .collect();
+    serde_json::json!({"status": "success", "data": {"resultType": "matrix", "result": [
+        {"metric": {"__name__": name}, "values": pairs}
+    ]}})
+    .to_string()
+}
+
+/// NaN and ±Inf points are counted and said, not dropped without a word (issue #57, 7): a p99
+/// alternating 1 and +Inf is above the largest bucket half the time, not "flat at ~1"; an
+/// all-NaN series has no value, not "flat at ~0 (0 points)".
+#[test]
+fn nan_and_infinite_points_are_counted_and_said() {
+    let p99 =
+        "histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket[5m])))";
+    let alternating: Vec<&str> = (0..10)
+        .map(|i| if i % 2 == 0 { "1" } else { "+Inf" })
+        .collect();
+    let e = extract(EvidenceKind::Metrics, &matrix(p99, &alternating));
+    let s = &e.observations[0].statement;
+    assert!(
+        s.contains("5 of 10 points +Inf: the quantile was above the largest bucket"),
+        "{s}"
+    );
+    assert!(s.contains("over its finite points"), "{s}");
+
+    let e = extract(EvidenceKind::Metrics, &matrix("queue_ratio", &["NaN"; 6]));
+    let s = &e.observations[0].statement;
+    assert!(
+        s.contains("no finite value: 6 of 6 points NaN (no value)"),
+        "{s}"
+    );
+    assert!(!s.contains("flat at"), "{s}");
+
+    let e = extract(
+        EvidenceKind::Metrics,
+        &matrix("error_ratio", &["0.5", "NaN", "0.5", "-Inf", "0.5"]),
+    );
+    let s = &e.observations[0].statement;
+    assert!(
+        s.contains("1 of 5 points -Inf; 1 of 5 points NaN (no value)"),
+        "{s}"
+    );
+    // A series without odd points reads as before.
+    let e = extract(EvidenceKind::Metrics, &matrix("error_ratio", &["0.5"; 5]));
+    assert!(!e.observations[0].statement.contains("points NaN"));
+}

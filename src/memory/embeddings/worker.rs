@@ -156,6 +156,8 @@ pub async fn run_worker(
             return;
         }
         let result = async {
+            // The same turn a recall waiting for memory takes (`Memory::catch_up`).
+            let _turn = memory.inner.catching_up.lock().await;
             let rebuilt = super::super::documents::refresh(&memory).await?;
             let n = backfill(&memory, 64).await?;
             Ok::<_, BackfillError>((rebuilt, n))

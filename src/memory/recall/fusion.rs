@@ -230,6 +230,52 @@ pub(super) fn service_notes(
     out.into_iter().map(|(_, id)| id).collect()
 }
 
+/// How far a free-standing record's cosine must lead the best record of any past incident for it
+/// to count as much the strongest meaning match ([`strongest_note`]).
+pub(super) const STRONGEST_MARGIN: f32 = 0.05;
+
+/// A record of no incident (a note, a fact, a runbook), about any service or none, that is much
+/// the strongest meaning match of the query: first in the meaning list (`meaning`, best first),
+/// at or above `chance`, and ahead of the best record of any past incident by at least
+/// [`STRONGEST_MARGIN`]. Such a record has no incident to inherit relevance from, so without
+/// this every record of every ranked past incident outranks it (the incident prior), with or
+/// without a service in the query; [`service_notes`] covers only notes on the query's service.
+pub(super) fn strongest_note(
+    index: &RecallIndex,
+    meaning: &[(Candidate, f32)],
+    chance: Option<f32>,
+) -> Option<i64> {
+    let (first, cosine) = meaning.first()?;
+    let free = index.get(first.id).is_some_and(|e| e.incident_id.is_none());
+    if !free || chance.is_some_and(|floor| *cosine < floor) {
+        return None;
+    }
+    let best_of_incidents = meaning
+        .iter()
+        .skip(1)
+        .find(|(c, _)| index.get(c.id).is_some_and(|e| e.incident_id.is_some()))
+        .map(|(_, c)| *c);
+    best_of_incidents
+        .is_none_or(|best| *cosine >= best + STRONGEST_MARGIN)
+        .then_some(first.id)
+}
+
+/// Shows the [`strongest_note`] `id` in `ranked` (best first) among the first [`NOTES_AT`] + 1
+/// results, with the score of the result it now precedes and the list `strongest_note`; left
+/// where it is when already there (or not ranked at all).
+pub(super) fn show_strongest_note(ranked: &mut Vec<(f64, Fused)>, id: i64) {
+    let Some(p) = ranked.iter().position(|(_, f)| f.candidate.id == id) else {
+        return;
+    };
+    if p <= NOTES_AT {
+        return;
+    }
+    let (mut score, mut f) = ranked.remove(p);
+    f.lists.push("strongest_note");
+    score = score.max(ranked[NOTES_AT].0);
+    ranked.insert(NOTES_AT, (score, f));
+}
+
 /// Shows the first [`NOTES_SHOWN`] of `notes` ([`service_notes`]) in `ranked` (best first) right
 /// after its first [`NOTES_AT`] results, unless already there or higher, with the score of the
 /// result they now precede and the list `service_note`. A note has no past incident to inherit

@@ -275,13 +275,20 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
 
     // Notes about the service on call that match the query on their own (shown among the
     // first results below).
-    let notes = match &q.service {
+    let mut notes = match &q.service {
         Some(service) if tuning.on("service_notes") => {
             let about = index.notes_about(service).collect();
             fusion::service_notes(&about, [&text_list, &rules_list], &semantic_list, chance)
         }
         _ => Vec::new(),
     };
+    // And, on any service, a free-standing record that is much the strongest match by meaning.
+    let strongest = if tuning.on("service_notes") {
+        fusion::strongest_note(&index, &semantic_list, chance)
+    } else {
+        None
+    };
+    notes.retain(|n| Some(*n) != strongest);
 
     // The record level ("parts").
     let mut fused = fuse_records(
@@ -308,6 +315,9 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     let nothing = fused.is_empty();
     let mut ranked = rank(fused, kinds, now);
     fusion::show_service_notes(&mut ranked, &notes);
+    if let Some(id) = strongest {
+        fusion::show_strongest_note(&mut ranked, id);
+    }
     ranked.truncate(k);
     let ids: Vec<i64> = ranked.iter().map(|(_, f)| f.candidate.id).collect();
     // No candidate, no read (and the result says why).

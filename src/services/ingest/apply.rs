@@ -28,7 +28,11 @@ pub struct GroupOutcome {
     pub firing: i64,
     /// Alerts of the incident now resolved.
     pub resolved: i64,
-    /// For people: `2 of 3 firing`.
+    /// Alerts of the group the sender left out of this delivery (Alertmanager
+    /// `truncatedAlerts`).
+    pub not_sent: i64,
+    /// For people: `2 of 3 firing`; with alerts left out by the sender, `2 shown, 3 more not
+    /// sent by Alertmanager`.
     pub summary: String,
     /// Evidence records created by this delivery (0 on a repeat).
     pub evidence_created: usize,
@@ -246,7 +250,8 @@ async fn claim_group(
                         follows: g.previous_incident_id.clone(),
                         firing,
                         resolved,
-                        summary: summary(firing, resolved),
+                        not_sent: group.not_sent,
+                        summary: group_summary(firing, resolved, group.not_sent),
                         evidence_created: 0,
                     })));
                 }
@@ -366,7 +371,8 @@ async fn ingest_group(
         follows,
         firing,
         resolved,
-        summary: summary(firing, resolved),
+        not_sent: group.not_sent,
+        summary: group_summary(firing, resolved, group.not_sent),
         evidence_created,
     }))
 }
@@ -457,7 +463,11 @@ async fn record_alerts(
         let mut title = group.title.clone();
         crate::services::memory::redact_for(tx, Some(incident_id.as_str()), &mut [&mut title])
             .await?;
-        let mut detail = format!("{}: {}", clean_line(&title, 120), summary(firing, resolved));
+        let mut detail = format!(
+            "{}: {}",
+            clean_line(&title, 120),
+            group_summary(firing, resolved, group.not_sent)
+        );
         if firing == 0 {
             detail.push_str(
                 " — every alert resolved; the incident stays open until a person resolves it",
@@ -533,4 +543,20 @@ async fn add_alert_evidence(
 /// and `GET /api/v1/incidents/{id}/alerts`.
 pub fn summary(firing: i64, resolved: i64) -> String {
     format!("{firing} of {} firing", firing + resolved)
+}
+
+/// [`summary`] of a delivery whose sender left `not_sent` alerts of the group out (Alertmanager's
+/// `max_alerts`, said in `truncatedAlerts`): "2 shown, 3 more not sent by Alertmanager" (with
+/// "(1 firing)" when some shown are resolved), so nobody reads the shown ones as the whole group.
+pub fn group_summary(firing: i64, resolved: i64, not_sent: i64) -> String {
+    if not_sent <= 0 {
+        return summary(firing, resolved);
+    }
+    let shown = firing + resolved;
+    let firing_part = if resolved > 0 {
+        format!(" ({firing} firing)")
+    } else {
+        String::new()
+    };
+    format!("{shown} shown{firing_part}, {not_sent} more not sent by Alertmanager")
 }

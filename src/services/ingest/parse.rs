@@ -50,6 +50,9 @@ pub struct IncomingGroup {
     pub service: Option<String>,
     /// The alerts, in delivery order.
     pub alerts: Vec<IncomingAlert>,
+    /// Alerts of the group the sender did not send (Alertmanager `truncatedAlerts`, cut by
+    /// the receiver's `max_alerts`): 0 when none.
+    pub not_sent: i64,
 }
 
 /// A parsed delivery: the groups to apply, or why it is acknowledged and ignored.
@@ -223,6 +226,7 @@ fn envelope(read: Body, v: &Value) -> Delivery {
             description: description.join("\n\n"),
             service,
             alerts: out,
+            not_sent: i64::try_from(g.truncated).unwrap_or(i64::MAX),
         }],
         ignored: None,
     }
@@ -249,6 +253,7 @@ fn alert_array(read: Body, raw: &[Value]) -> Delivery {
                 description: alerts::lookup(&a.annotations, "description").unwrap_or_default(),
                 service: alert.service.clone(),
                 alerts: vec![alert],
+                not_sent: 0,
             }),
         }
     }
@@ -302,6 +307,7 @@ fn single(read: Body, v: &Value, what: &str, untitled: impl Fn(&str) -> String) 
             description: description.join("\n\n"),
             service: a.service,
             alerts: vec![alert],
+            not_sent: 0,
         }],
         ignored: None,
     }

@@ -49,9 +49,13 @@ pub async fn investigate(
     let slot = memory.investigation_slot().await;
     let past = memory.recall_for_incident(&incident, 12).await?;
     let rejected = past.rejected.clone();
+    let still_indexing = past.still_indexing;
     let input = input_of(past);
     let memory_empty = input.recalled.is_empty();
     let mut notices: Vec<String> = Vec::new();
+    if still_indexing {
+        notices.push(crate::memory::STILL_INDEXING.to_string());
+    }
     if memory_empty {
         notices.push(recall::NOTHING_FOUND.to_string());
     }

@@ -92,7 +92,13 @@ pub async fn plan(pool: &AnyPool, id: &IncidentId) -> AppResult<LearningsPreview
     .into_iter()
     .filter(|r| r.validation != crate::domain::Validation::Retracted)
     .collect();
-    let redactor = store::redaction::peek(pool, id.as_str()).await?;
+    let mut redactor = store::redaction::peek(pool, id.as_str()).await?;
+    // Every text Learn writes holds to one decision per quad: a quad any of them (or the
+    // post-mortem, the incident's title and description) calls a version is a version in all.
+    if let Ok(doc) = serde_json::to_value(pm) {
+        redactor.decide_versions_in(&doc);
+    }
+    redactor.decide_versions([incident.title.as_str(), incident.description.as_str()]);
     let mut planner = Planner {
         id,
         incident: &incident,

@@ -246,7 +246,7 @@ pub fn webhook_accepted() -> Value {
         "groups": [{
             "group_key": "{}:{alertname=\"CheckoutLatencyHigh\", service=\"checkout\"}",
             "incident": INCIDENT, "opened": true, "follows": null,
-            "firing": 1, "resolved": 0, "summary": "1 of 1 firing", "evidence_created": 1
+            "firing": 1, "resolved": 0, "not_sent": 0, "summary": "1 of 1 firing", "evidence_created": 1
         }]
     })
 }

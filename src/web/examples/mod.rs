@@ -99,6 +99,11 @@ pub fn version() -> Value {
     json!({"version": 6})
 }
 
+/// The body of `POST …/postmortem/confirm`.
+pub fn confirm_body() -> Value {
+    json!({"version": 6, "postmortem_version": 2})
+}
+
 /// `GET /api/v1/me`.
 pub fn me() -> Value {
     json!({"id": 3, "name": "rita", "role": "responder", "time_zone": "Europe/Berlin"})
