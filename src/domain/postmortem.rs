@@ -62,6 +62,10 @@ pub struct ActionOutcome {
     pub outcome: String,
     /// The engineer's note or the rejection reason.
     pub note: String,
+    /// Why it was approved although it repeated a known dead end (what was different this
+    /// time); empty when it carried no dead-end banner.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub dead_end_reason: String,
 }
 
 /// A post-mortem document.

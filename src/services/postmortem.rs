@@ -79,6 +79,11 @@ async fn facts(pool: &AnyPool, incident: &crate::domain::Incident) -> AppResult<
                 target: r.target.clone(),
                 outcome,
                 note,
+                dead_end_reason: if r.warning.is_some() {
+                    r.approve_reason.clone().unwrap_or_default()
+                } else {
+                    String::new()
+                },
             },
             at,
         ));

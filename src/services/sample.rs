@@ -160,7 +160,7 @@ pub async fn replay(
             None,
         )
         .await?;
-        investigation::approve(pool, &responder.name, &id, r.id, None).await?;
+        investigation::approve(pool, &responder.name, &id, r.id, replayed(&r), None).await?;
         investigation::verdict(
             pool,
             &responder.name,
@@ -183,7 +183,7 @@ pub async fn replay(
         None,
     )
     .await?;
-    investigation::approve(pool, &responder.name, &id, r.id, None).await?;
+    investigation::approve(pool, &responder.name, &id, r.id, replayed(&r), None).await?;
     investigation::verdict(pool, &responder.name, &id, r.id, "resolved", &w.note, None).await?;
     let resolution =
         Resolution::parse(&format!("{} Resolved: {}", p.title, w.note), &p.root_cause)?;

@@ -3,6 +3,7 @@
 mod alertmanager;
 mod cli;
 mod consolidation;
+mod dead_end_approval;
 mod embeddings;
 mod evidence;
 mod helpers;

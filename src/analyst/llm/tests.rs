@@ -91,6 +91,7 @@ fn a_post_mortem_reply_keeps_the_facts_and_reads_lessons_in_either_form() {
                 target: "payments-api".into(),
                 outcome: "did_not_resolve".into(),
                 note: String::new(),
+                dead_end_reason: String::new(),
             },
             None,
         )],

@@ -53,7 +53,7 @@ fn outcomes(out: &mut String, items: &[ActionOutcome]) {
     }
     for a in items {
         out.push_str(&format!(
-            "- `{}` on {} — {}{}\n",
+            "- `{}` on {} — {}{}{}\n",
             a.kind,
             md_line(&a.target),
             a.outcome.replace('_', " "),
@@ -61,6 +61,14 @@ fn outcomes(out: &mut String, items: &[ActionOutcome]) {
                 String::new()
             } else {
                 format!(": {}", md_line(&a.note))
+            },
+            if a.dead_end_reason.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (approved despite a known dead end; different this time: {})",
+                    md_line(&a.dead_end_reason)
+                )
             }
         ));
     }

@@ -49,6 +49,8 @@ pub struct RecommendationView {
     pub status: String,
     /// Rejection reason.
     pub reject_reason: Option<String>,
+    /// Why it was approved although it carried the dead-end banner: what is different this time.
+    pub approve_reason: Option<String>,
     /// Verdict, once given.
     pub verdict: Option<String>,
     /// Verdict note.
@@ -154,6 +156,7 @@ pub(super) fn view_of(stored: StoredInvestigation) -> InvestigationView {
             rationale: r.rationale,
             status: r.status,
             reject_reason: r.reject_reason,
+            approve_reason: r.approve_reason,
             verdict: r.verdict,
             verdict_note: r.verdict_note,
             hypothesis_id: r.hypothesis_id,
