@@ -23,6 +23,8 @@ mod prometheus;
 mod prometheus_real;
 mod prometheus_stub;
 mod proposals;
+mod pulled_rates;
+mod reads_right;
 mod redaction;
 mod schema;
 mod service;
