@@ -36,6 +36,11 @@ pub struct Impact {
     pub time_to_resolve_secs: i64,
     /// Who or what was affected, in words.
     pub description: String,
+    /// Evidence whose first line lies outside the incident's window (a paste of old logs, or
+    /// lines dated after it ended), left out of these times: one line each, e.g. `OBS-12: first
+    /// line 2008-05-14 10:00 UTC, 6601 d 2 h before the incident was opened`. Issue #49.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 impl Impact {
@@ -117,8 +122,10 @@ pub struct DraftFacts {
     pub failure_modes: Vec<String>,
     /// Observation statements, most salient first.
     pub observations: Vec<String>,
-    /// Earliest instant seen in the evidence.
-    pub earliest_evidence: Option<jiff::Timestamp>,
+    /// The first-seen instant of each observation with one, by its reference (`OBS-12`): the
+    /// earliest inside the incident's window starts the impact
+    /// ([`super::insights::first_signal`]); the others are left out and named.
+    pub evidence_first_seen: Vec<(String, jiff::Timestamp)>,
     /// Approved actions with verdicts (and when the verdict was given), rejected ones with reasons.
     pub actions: Vec<(ActionOutcome, Option<jiff::Timestamp>)>,
     /// Hypotheses behind actions that failed (misleading) — statements.
@@ -196,8 +203,10 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
     }
 }
 
-/// The draft's impact: started at the earliest evidence (or the opening), mitigated by the
-/// first resolving verdict (or the resolution), with its durations.
+/// The draft's impact: started at the earliest evidence inside the incident's window (or the
+/// opening), mitigated by the first resolving verdict (or the resolution), with its durations;
+/// evidence outside the window is left out and named (issue #49: a paste of logs from 2008 is
+/// not "Time to detect: 6601 d").
 fn impact_of(f: &DraftFacts) -> Impact {
     let i = &f.incident;
     let mitigated = f
@@ -207,17 +216,44 @@ fn impact_of(f: &DraftFacts) -> Impact {
         .filter_map(|(_, at)| *at)
         .min()
         .or(i.resolved_at);
+    let end = i.resolved_at.unwrap_or(i.opened_at);
+    let instants: Vec<jiff::Timestamp> = f.evidence_first_seen.iter().map(|(_, t)| *t).collect();
+    let (first, _) = super::insights::first_signal(i.opened_at, end, &instants);
+    let from = i.opened_at - super::insights::MAX_DETECTION_LEAD;
+    let mut left_out: Vec<(&String, jiff::Timestamp)> = f
+        .evidence_first_seen
+        .iter()
+        .filter(|(_, t)| *t < from || *t > end.max(i.opened_at))
+        .map(|(r, t)| (r, *t))
+        .collect();
+    left_out.sort_by_key(|(_, t)| *t);
+    let left_out = left_out
+        .into_iter()
+        .map(|(r, t)| {
+            let (secs, side) = if t < i.opened_at {
+                (
+                    i.opened_at.as_second() - t.as_second(),
+                    "before the incident was opened",
+                )
+            } else {
+                (t.as_second() - end.as_second(), "after it was resolved")
+            };
+            format!(
+                "{r}: first line {}, {} {side}",
+                t.strftime("%Y-%m-%d %H:%M UTC"),
+                duration(secs)
+            )
+        })
+        .collect();
     Impact {
-        started_at: Some(
-            f.earliest_evidence
-                .map_or(i.opened_at, |e| e.min(i.opened_at)),
-        ),
+        started_at: Some(first.map_or(i.opened_at, |e| e.min(i.opened_at))),
         detected_at: Some(i.opened_at),
         mitigated_at: mitigated,
         resolved_at: i.resolved_at,
         time_to_detect_secs: 0,
         time_to_resolve_secs: 0,
         description: format!("{} on {}: {}", i.severity, i.service, i.title),
+        left_out,
     }
     .with_durations()
 }

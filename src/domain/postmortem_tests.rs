@@ -40,7 +40,7 @@ fn the_draft_turns_a_failed_action_into_a_rule_and_the_markdown_has_every_sectio
         incident: incident.clone(),
         failure_modes: vec!["connection_pool_exhausted".into()],
         observations: vec!["ERROR template seen 12 times".into()],
-        earliest_evidence: Some("2026-11-29T09:40:00Z".parse().unwrap()),
+        evidence_first_seen: vec![("OBS-1".into(), "2026-11-29T09:40:00Z".parse().unwrap())],
         actions: vec![(
             ActionOutcome {
                 kind: ActionKind::RaisePoolLimit,
@@ -159,7 +159,7 @@ fn facts_with_root_cause(root_cause: &str) -> DraftFacts {
         },
         failure_modes: vec!["slow_query".into()],
         observations: Vec::new(),
-        earliest_evidence: None,
+        evidence_first_seen: Vec::new(),
         actions: vec![(
             ActionOutcome {
                 kind: ActionKind::ScaleOut,

@@ -84,7 +84,7 @@ fn a_post_mortem_reply_keeps_the_facts_and_reads_lessons_in_either_form() {
         },
         failure_modes: vec!["connection_leak".into()],
         observations: vec!["pool exhausted".into()],
-        earliest_evidence: None,
+        evidence_first_seen: Vec::new(),
         actions: vec![(
             ActionOutcome {
                 kind: ActionKind::RaisePoolLimit,

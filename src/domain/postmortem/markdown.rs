@@ -111,6 +111,11 @@ impl Postmortem {
             duration(self.impact.time_to_detect_secs),
             duration(self.impact.time_to_resolve_secs)
         ));
+        if !self.impact.left_out.is_empty() {
+            o.push_str("Evidence left out of these times (outside the incident's window):\n\n");
+            list(&mut o, &self.impact.left_out);
+            o.push('\n');
+        }
         o.push_str("## Symptoms\n\n");
         list(&mut o, &self.symptoms);
         o.push_str(&format!(
