@@ -30,6 +30,7 @@ mod schema;
 mod service;
 #[path = "../support/skip.rs"]
 mod skip;
+mod small_things;
 mod ui;
 mod walkthrough;
 mod web;
