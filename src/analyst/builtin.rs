@@ -60,13 +60,26 @@ fn cites_for(input: &InvestigationInput, play_tags: &[&str]) -> Vec<i64> {
 /// Step 1 of [`BuiltinAnalyst::analyse`]: hypotheses from recalled root causes.
 fn prior_hypotheses(input: &InvestigationInput, out: &mut AnalystOutput) {
     // 1. Prior incidents: a confirmed root cause recalled with shared failure modes.
-    let mut seen_prior = BTreeSet::new();
-    for r in input
+    // A past incident of this service comes first; another service's root cause is offered
+    // only below it, at low confidence, and not at all on wording alone when this service has
+    // one (issue #49: never an unrelated incident as "Same cause as" above the service's own).
+    let same_service =
+        |r: &&crate::memory::recall::Recalled| r.memory.services.contains(&input.incident.service);
+    let mut causes: Vec<&crate::memory::recall::Recalled> = input
         .recalled
         .iter()
         .filter(|r| r.memory.kind == MemoryKind::RootCause && !is_weak(r))
-    {
+        .filter(|r| incident_of(r).is_some())
+        .collect();
+    causes.sort_by_key(|r| !same_service(r));
+    let has_own = causes.first().is_some_and(same_service);
+    let mut seen_prior = BTreeSet::new();
+    for r in causes {
         let Some(inc) = incident_of(r) else { continue };
+        let own = same_service(&r);
+        if has_own && !own && r.why.tags.is_empty() {
+            continue;
+        }
         if !seen_prior.insert(inc.to_string()) || seen_prior.len() > 2 {
             continue;
         }
@@ -84,8 +97,11 @@ fn prior_hypotheses(input: &InvestigationInput, out: &mut AnalystOutput) {
             &shared.iter().map(String::as_str).collect::<Vec<_>>(),
         ));
         out.hypotheses.push(ProposedHypothesis {
-            statement: format!("Same cause as {inc}: {}", r.memory.text),
-            confidence: if shared.is_empty() {
+            statement: format!(
+                "Same cause as {inc}: {}",
+                crate::domain::recalled::after_incident_id(&r.memory.text, inc)
+            ),
+            confidence: if shared.is_empty() || (has_own && !own) {
                 Confidence::Low
             } else {
                 Confidence::Medium
