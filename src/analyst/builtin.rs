@@ -42,6 +42,25 @@ fn has_precedent(input: &InvestigationInput) -> bool {
         .any(|r| incident_of(r).is_some() && !is_weak(r))
 }
 
+/// What the engineer noted about a remediation of incident `inc`, as `": note"` cut at a
+/// sentence end within `max` characters, or empty. The record's own text names the action, the
+/// incident and the outcome, which the rationale already says: only the note is added (issue
+/// #49: no "INC-… did not resolve it: … during INC-… did not resolve it"). The note is the
+/// record's `data.note`, else what follows `inc` and a colon in its text.
+fn note_of(r: &crate::domain::memory::MemoryRecord, inc: &str, max: usize) -> String {
+    let from_data = r.data.get("note").and_then(|v| v.as_str());
+    let from_text = || {
+        r.text
+            .split_once(inc)
+            .and_then(|(_, rest)| rest.split_once(": "))
+            .map(|(_, note)| note)
+    };
+    match from_data.or_else(from_text).map(str::trim) {
+        Some(n) if !n.is_empty() => format!(": {}", crate::domain::text::clip_sentences(n, max)),
+        _ => String::new(),
+    }
+}
+
 /// Ids of up to 5 of the incident's observations that carry one of `play_tags`.
 fn cites_for(input: &InvestigationInput, play_tags: &[&str]) -> Vec<i64> {
     input
@@ -142,7 +161,7 @@ fn playbook(input: &InvestigationInput, tags: &BTreeSet<&str>, out: &mut Analyst
                 why: format!(
                     "{} recorded there: {}",
                     r.memory.kind,
-                    crate::evidence::truncate_chars(&r.memory.text, 160)
+                    crate::domain::text::clip_sentences(&r.memory.text, 160)
                 ),
             })
             .collect();
@@ -174,9 +193,9 @@ fn tried_before(input: &InvestigationInput, out: &mut AnalystOutput) {
                 kind: a.as_str().into(),
                 target: input.incident.service.clone(),
                 rationale: format!(
-                    "Resolved {inc} ({}): {}",
+                    "Resolved {inc} ({}){}",
                     r.why.tags.join(", "),
-                    crate::evidence::truncate_chars(&r.memory.text, 200)
+                    note_of(&r.memory, inc, 200)
                 ),
                 hypothesis: None,
             });
@@ -198,8 +217,8 @@ fn tried_before(input: &InvestigationInput, out: &mut AnalystOutput) {
             kind: a.as_str().into(),
             target: input.incident.service.clone(),
             rationale: format!(
-                "Tried during the similar incident {inc} and {outcome}: {}",
-                crate::evidence::truncate_chars(&r.text, 200)
+                "Tried during the similar incident {inc} and {outcome}{}",
+                note_of(r, inc, 200)
             ),
             hypothesis: None,
         });

@@ -258,7 +258,9 @@ fn impact_of(f: &DraftFacts) -> Impact {
     .with_durations()
 }
 
-/// The draft's lessons: one per action that did not work, and one to check for the root cause.
+/// The draft's lessons, the root cause quoted once (issue #49: not once per rule and again in
+/// its BECAUSE): with actions that did not work, one rule to rule the root cause out before
+/// them; without, one rule to check for the root cause first. None without either.
 fn draft_lessons(
     f: &DraftFacts,
     what_did_not_work: &[ActionOutcome],
@@ -267,62 +269,83 @@ fn draft_lessons(
     severity: RuleSeverity,
 ) -> Vec<Rule> {
     let i = &f.incident;
-    let mut lessons = Vec::new();
-    for a in what_did_not_work {
-        lessons.push(Rule {
-            always: if cause.is_empty() {
+    let cause_tail = if cause.is_empty() {
+        String::new()
+    } else {
+        format!(": {cause}")
+    };
+    let tags = if f.failure_modes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", f.failure_modes.join(", "))
+    };
+    if !what_did_not_work.is_empty() {
+        let mut kinds: Vec<String> = Vec::new();
+        for a in what_did_not_work {
+            let label = a.kind.label().to_lowercase();
+            if !kinds.contains(&label) {
+                kinds.push(label);
+            }
+        }
+        let what = what_did_not_work
+            .iter()
+            .map(|a| {
                 format!(
-                    "Before you {} on {}, rule out the root cause found in {}",
+                    "{} {}{}",
                     a.kind.label().to_lowercase(),
-                    i.service,
-                    i.id
+                    if a.outcome == "made_worse" {
+                        "made it worse"
+                    } else {
+                        "did not resolve it"
+                    },
+                    if a.note.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", one_line(&a.note))
+                    }
                 )
-            } else {
-                format!(
-                    "Before you {} on {}, rule out the root cause found in {}: {cause}",
-                    a.kind.label().to_lowercase(),
-                    i.service,
-                    i.id
-                )
-            },
-            because: format!(
-                "During {} {} {} ({}){}",
-                i.id,
-                a.kind.label().to_lowercase(),
-                if a.outcome == "made_worse" {
-                    "made it worse"
-                } else {
-                    "did not resolve it"
-                },
-                f.failure_modes.join(", "),
-                if a.note.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", one_line(&a.note))
-                }
-            ),
-            scope: scope.to_string(),
-            severity,
-        });
-    }
-    if !cause.is_empty() {
-        lessons.push(Rule {
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        return vec![Rule {
             always: format!(
-                "When {} shows {}, first check whether the root cause of {} is back: {cause}",
+                "Before you {} on {}, rule out the root cause found in {}{cause_tail}",
+                or_list(&kinds),
                 i.service,
-                if f.failure_modes.is_empty() {
-                    "these symptoms".to_string()
-                } else {
-                    f.failure_modes.join(" / ").replace('_', " ")
-                },
                 i.id
             ),
-            because: format!("The confirmed root cause of {}: {cause}", i.id),
+            because: format!("During {}{tags} {what}", i.id),
             scope: scope.to_string(),
             severity,
-        });
+        }];
     }
-    lessons
+    if cause.is_empty() {
+        return Vec::new();
+    }
+    vec![Rule {
+        always: format!(
+            "When {} shows {}, first check whether the root cause of {} is back{cause_tail}",
+            i.service,
+            if f.failure_modes.is_empty() {
+                "these symptoms".to_string()
+            } else {
+                f.failure_modes.join(" / ").replace('_', " ")
+            },
+            i.id
+        ),
+        because: format!("It was the confirmed root cause of {}", i.id),
+        scope: scope.to_string(),
+        severity,
+    }]
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
 }
 
 /// The draft's trigger, from the failure modes (a deploy or a config change), else empty: the

@@ -143,7 +143,9 @@ impl Postmortem {
         }
         for l in &self.lessons {
             o.push_str(&format!(
-                "- **ALWAYS:** {}\n  **BECAUSE:** {}\n  **SCOPE:** {}\n  **SEVERITY:** {}\n",
+                // A backslash before the line break is a hard break (CommonMark §6.7): each
+                // part on its own line when rendered, not run together into one paragraph.
+                "- **ALWAYS:** {}\\\n  **BECAUSE:** {}\\\n  **SCOPE:** {}\\\n  **SEVERITY:** {}\n",
                 md_line(&l.always),
                 md_line(&l.because),
                 md_line(&l.scope),
