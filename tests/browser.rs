@@ -165,10 +165,13 @@ async fn walkthrough(tools: &Tools, checks: &Checks) {
     click(&c, "#investigate").await;
     text_of(&c, "ol.hypotheses").await;
     wait_for_text(&c, "#next-step", "Act on the recommendations").await;
+    // The strongest hypothesis first (issue #49): confidence never rises down the list.
+    let first_hypothesis = strongest_first(&c).await;
     checks.page(&c, "06-investigation").await;
-    click(
+    approve(
         &c,
-        "li.recommendation[data-kind='raise_pool_limit'] button.approve",
+        "raise_pool_limit",
+        "The sample's pool was smaller; this one has room at the database",
     )
     .await;
     submit_form(
@@ -180,11 +183,7 @@ async fn walkthrough(tools: &Tools, checks: &Checks) {
         ],
     )
     .await;
-    click(
-        &c,
-        "li.recommendation[data-kind='rollback_deploy'] button.approve",
-    )
-    .await;
+    approve(&c, "rollback_deploy", "The last deploy is the new suspect").await;
     submit_form(
         &c,
         "li.recommendation[data-kind='rollback_deploy'] form.verdict-form",
@@ -196,6 +195,26 @@ async fn walkthrough(tools: &Tools, checks: &Checks) {
     .await;
     wait_for_text(&c, "ol.recommendations", "Verdict: did not resolve").await;
     wait_for_text(&c, "ol.recommendations", "Verdict: resolved").await;
+    // The two verdicts look different at a glance; once one resolved it, nothing is "waiting".
+    let looks = c
+        .execute(
+            "var s = function (q) { var e = document.querySelector(q); var c = getComputedStyle(e);
+                                    return [c.backgroundColor, c.borderLeftColor, e.textContent.trim()[0]]; };
+             return [s('.verdict.resolved'), s('.verdict.did_not_resolve')];",
+            vec![],
+        )
+        .await
+        .expect("verdict styles");
+    assert_ne!(looks[0][0], looks[1][0], "backgrounds differ: {looks}");
+    assert_ne!(looks[0][1], looks[1][1], "borders differ: {looks}");
+    assert_eq!(
+        (looks[0][2].as_str(), looks[1][2].as_str()),
+        (Some("✓"), Some("✗"))
+    );
+    let next = wait_for_text(&c, "#next-step", "Resolve the incident").await;
+    assert!(!next.contains("waiting"), "{next}");
+    scroll_to(&c, ".verdict.resolved").await;
+    checks.page(&c, "06b-verdicts").await;
 
     // 4. Resolve from the next-step card; the post-mortem is then the current step.
     submit_form(
@@ -209,6 +228,15 @@ async fn walkthrough(tools: &Tools, checks: &Checks) {
     .await;
     wait_for_text(&c, "#state", "Resolved").await;
     wait_for_text(&c, ".step.current .step-label", "Post-mortem").await;
+    // The age stops counting: it reads how long the incident took.
+    let age = c
+        .execute(
+            "return document.querySelector('#age').previousElementSibling.textContent",
+            vec![],
+        )
+        .await
+        .expect("age label");
+    assert_eq!(age, "Resolved after");
     checks.page(&c, "07-resolved").await;
     click(&c, "#step-postmortem").await;
     let pm = wait_for_text(&c, "#postmortem", "What did NOT work").await;
@@ -273,7 +301,14 @@ async fn walkthrough(tools: &Tools, checks: &Checks) {
         .expect("rows")
         .len();
     assert_eq!(rows, planned, "the preview lists exactly what it counts");
+    // The hypothesis graded is the one the incident page showed first.
+    let graded = text_of(&c, "#grading-hypothesis").await;
+    assert!(
+        first_hypothesis.contains(&graded),
+        "graded {graded:?}, shown first {first_hypothesis:?}"
+    );
     checks.page(&c, "10-learnings-preview").await;
+    checks.shot_as(&c, &format!("learnings-{}", vp.name)).await;
     click(&c, "#learn").await;
     wait_for_text(
         &c,
@@ -472,6 +507,32 @@ async fn walkthrough(tools: &Tools, checks: &Checks) {
     );
     scroll_to(&c, "li.recommendation.flagged").await;
     checks.page(&c, "12-second-incident-warned").await;
+    checks.shot_as(&c, &format!("incident-{}", vp.name)).await;
+    // Approving the dead end asks, in the same form, what is different this time (required).
+    let warned = "li.recommendation[data-kind='raise_pool_limit']";
+    let asked = text_of(&c, &format!("{warned} form.approve-dead-end label")).await;
+    assert_eq!(asked, "What is different this time?");
+    let refused = c
+        .execute(
+            "return document.querySelector(arguments[0]).checkValidity()",
+            vec![serde_json::json!(format!(
+                "{warned} form.approve-dead-end input[name=reason]"
+            ))],
+        )
+        .await
+        .expect("validity");
+    assert_eq!(refused, false, "an empty reason does not submit");
+    let why = "The database's session limit was raised to 400 first";
+    approve(&c, "raise_pool_limit", why).await;
+    let kept = wait_for_text(
+        &c,
+        &format!("{warned} .warning.dead-end .dead-end-reason"),
+        why,
+    )
+    .await;
+    assert!(kept.starts_with("Approved anyway"), "{kept}");
+    scroll_to(&c, "li.recommendation.flagged").await;
+    checks.page(&c, "12b-dead-end-approved").await;
 
     // The memory browser shows the sample history; the incident list pages and filters.
     c.goto(&format!("{base}/memories?kind=lesson"))
@@ -495,6 +556,7 @@ async fn walkthrough(tools: &Tools, checks: &Checks) {
         "svg.chart#chart-dead-ends",
         "svg.chart#chart-services",
         "#insights-times svg.sparkline",
+        "#insights-times svg.sparkline line.base",
     ] {
         assert!(c.find(Locator::Css(chart)).await.is_ok(), "{chart}");
     }
@@ -556,4 +618,48 @@ async fn walkthrough(tools: &Tools, checks: &Checks) {
     wait_for_text(&c, "main", "incidents").await;
     checks.page(&c, "18-api-docs").await;
     c.close().await.expect("close");
+}
+
+/// Approves the recommendation of `kind`: with `reason` in its form when it carries the dead-end
+/// banner (the form asks what is different this time), with the button alone otherwise.
+async fn approve(c: &fantoccini::Client, kind: &str, reason: &str) {
+    let li = format!("li.recommendation[data-kind='{kind}']");
+    let dead_end = format!("{li} form.approve-dead-end");
+    if c.find(Locator::Css(&dead_end)).await.is_ok() {
+        submit_form(c, &dead_end, &[("reason", reason)]).await;
+    } else {
+        click(c, &format!("{li} button.approve")).await;
+    }
+}
+
+/// Checks that the hypotheses are listed strongest first (confidence never rises down the
+/// list) and returns the text of the first.
+async fn strongest_first(c: &fantoccini::Client) -> String {
+    let v = c
+        .execute(
+            "return Array.from(document.querySelectorAll('ol.hypotheses > li'))
+               .map(function (li) { return [li.querySelector('.confidence').textContent.trim(),
+                                            li.textContent]; });",
+            vec![],
+        )
+        .await
+        .expect("hypotheses");
+    let rank = |c: &str| ["low", "medium", "high"].iter().position(|x| *x == c);
+    let list: Vec<(usize, String)> = v
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|h| {
+            (
+                rank(h[0].as_str().unwrap_or_default()).expect("a confidence"),
+                h[1].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert!(!list.is_empty());
+    assert!(
+        list.windows(2).all(|w| w[0].0 >= w[1].0),
+        "strongest first: {list:?}"
+    );
+    list[0].1.clone()
 }

@@ -508,7 +508,11 @@ async fn postmortem_on(live: &Live, rung: Rung, test: &str) -> Outcome {
     for (r, verdict) in recs.iter().take(2).zip(["did_not_resolve", "resolved"]) {
         let rid = r["id"].as_i64().expect("id");
         let res = app
-            .post_json(&app.responder, &format!("{base}/{rid}/approve"), json!({}))
+            .post_json(
+                &app.responder,
+                &format!("{base}/{rid}/approve"),
+                json!({"reason": "tried again with a new limit"}),
+            )
             .await;
         assert_eq!(res.status().as_u16(), 200);
         let res = app

@@ -383,7 +383,9 @@ CREATE TABLE recommendations (
     verdict          TEXT COLLATE "C" CHECK (verdict IN ('resolved', 'partially_resolved', 'did_not_resolve', 'made_worse')),
     verdict_note     TEXT COLLATE "C",
     verdict_by       TEXT COLLATE "C",
-    verdict_at       TEXT COLLATE "C"
+    verdict_at       TEXT COLLATE "C",
+    -- Why a recommendation carrying the dead-end banner was approved anyway (issue #49).
+    approve_reason   TEXT COLLATE "C"
 );
 CREATE INDEX recommendations_incident ON recommendations (incident_id, investigation_id, position);
 

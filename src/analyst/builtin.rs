@@ -42,6 +42,25 @@ fn has_precedent(input: &InvestigationInput) -> bool {
         .any(|r| incident_of(r).is_some() && !is_weak(r))
 }
 
+/// What the engineer noted about a remediation of incident `inc`, as `": note"` cut at a
+/// sentence end within `max` characters, or empty. The record's own text names the action, the
+/// incident and the outcome, which the rationale already says: only the note is added (issue
+/// #49: no "INC-… did not resolve it: … during INC-… did not resolve it"). The note is the
+/// record's `data.note`, else what follows `inc` and a colon in its text.
+fn note_of(r: &crate::domain::memory::MemoryRecord, inc: &str, max: usize) -> String {
+    let from_data = r.data.get("note").and_then(|v| v.as_str());
+    let from_text = || {
+        r.text
+            .split_once(inc)
+            .and_then(|(_, rest)| rest.split_once(": "))
+            .map(|(_, note)| note)
+    };
+    match from_data.or_else(from_text).map(str::trim) {
+        Some(n) if !n.is_empty() => format!(": {}", crate::domain::text::clip_sentences(n, max)),
+        _ => String::new(),
+    }
+}
+
 /// Ids of up to 5 of the incident's observations that carry one of `play_tags`.
 fn cites_for(input: &InvestigationInput, play_tags: &[&str]) -> Vec<i64> {
     input
@@ -60,13 +79,26 @@ fn cites_for(input: &InvestigationInput, play_tags: &[&str]) -> Vec<i64> {
 /// Step 1 of [`BuiltinAnalyst::analyse`]: hypotheses from recalled root causes.
 fn prior_hypotheses(input: &InvestigationInput, out: &mut AnalystOutput) {
     // 1. Prior incidents: a confirmed root cause recalled with shared failure modes.
-    let mut seen_prior = BTreeSet::new();
-    for r in input
+    // A past incident of this service comes first; another service's root cause is offered
+    // only below it, at low confidence, and not at all on wording alone when this service has
+    // one (issue #49: never an unrelated incident as "Same cause as" above the service's own).
+    let same_service =
+        |r: &&crate::memory::recall::Recalled| r.memory.services.contains(&input.incident.service);
+    let mut causes: Vec<&crate::memory::recall::Recalled> = input
         .recalled
         .iter()
         .filter(|r| r.memory.kind == MemoryKind::RootCause && !is_weak(r))
-    {
+        .filter(|r| incident_of(r).is_some())
+        .collect();
+    causes.sort_by_key(|r| !same_service(r));
+    let has_own = causes.first().is_some_and(same_service);
+    let mut seen_prior = BTreeSet::new();
+    for r in causes {
         let Some(inc) = incident_of(r) else { continue };
+        let own = same_service(&r);
+        if has_own && !own && r.why.tags.is_empty() {
+            continue;
+        }
         if !seen_prior.insert(inc.to_string()) || seen_prior.len() > 2 {
             continue;
         }
@@ -84,8 +116,11 @@ fn prior_hypotheses(input: &InvestigationInput, out: &mut AnalystOutput) {
             &shared.iter().map(String::as_str).collect::<Vec<_>>(),
         ));
         out.hypotheses.push(ProposedHypothesis {
-            statement: format!("Same cause as {inc}: {}", r.memory.text),
-            confidence: if shared.is_empty() {
+            statement: format!(
+                "Same cause as {inc}: {}",
+                crate::domain::recalled::after_incident_id(&r.memory.text, inc)
+            ),
+            confidence: if shared.is_empty() || (has_own && !own) {
                 Confidence::Low
             } else {
                 Confidence::Medium
@@ -126,7 +161,7 @@ fn playbook(input: &InvestigationInput, tags: &BTreeSet<&str>, out: &mut Analyst
                 why: format!(
                     "{} recorded there: {}",
                     r.memory.kind,
-                    crate::evidence::truncate_chars(&r.memory.text, 160)
+                    crate::domain::text::clip_sentences(&r.memory.text, 160)
                 ),
             })
             .collect();
@@ -158,9 +193,9 @@ fn tried_before(input: &InvestigationInput, out: &mut AnalystOutput) {
                 kind: a.as_str().into(),
                 target: input.incident.service.clone(),
                 rationale: format!(
-                    "Resolved {inc} ({}): {}",
+                    "Resolved {inc} ({}){}",
                     r.why.tags.join(", "),
-                    crate::evidence::truncate_chars(&r.memory.text, 200)
+                    note_of(&r.memory, inc, 200)
                 ),
                 hypothesis: None,
             });
@@ -182,8 +217,8 @@ fn tried_before(input: &InvestigationInput, out: &mut AnalystOutput) {
             kind: a.as_str().into(),
             target: input.incident.service.clone(),
             rationale: format!(
-                "Tried during the similar incident {inc} and {outcome}: {}",
-                crate::evidence::truncate_chars(&r.text, 200)
+                "Tried during the similar incident {inc} and {outcome}{}",
+                note_of(r, inc, 200)
             ),
             hypothesis: None,
         });

@@ -122,3 +122,40 @@ fn a_weak_match_is_no_precedent_and_lends_no_cause() {
             .all(|h| !h.statement.starts_with("No precedent"))
     );
 }
+
+/// A recalled root cause of `incident` on `service`, sharing `tags` with the query.
+fn root_cause_on(incident: &str, service: &str, tags: &[&str]) -> crate::memory::recall::Recalled {
+    let mut r = root_cause(incident, Vec::new());
+    r.memory.services = vec![service.to_string()];
+    r.memory.text = format!("Cause recorded during {incident}");
+    r.why.tags = tags.iter().map(|t| t.to_string()).collect();
+    r
+}
+
+#[test]
+fn a_same_service_precedent_comes_before_another_services_cause() {
+    // Recall ranked two other services' root causes first: one on wording alone, one sharing a
+    // failure mode; this service's own precedent third.
+    let mut i = input(&["disk_full"]);
+    i.recalled = vec![
+        root_cause_on("INC-2026-0003", "search-indexer", &[]),
+        root_cause_on("INC-2026-0004", "mail-relay", &["disk_full"]),
+        root_cause_on("INC-2026-0005", "payments-api", &["disk_full"]),
+    ];
+    let out = BuiltinAnalyst::analyse(&i);
+    let same: Vec<(&str, Confidence)> = out
+        .hypotheses
+        .iter()
+        .filter(|h| h.statement.starts_with("Same cause as"))
+        .map(|h| (&h.statement[..27], h.confidence))
+        .collect();
+    assert_eq!(
+        same,
+        vec![
+            ("Same cause as INC-2026-0005", Confidence::Medium),
+            ("Same cause as INC-2026-0004", Confidence::Low),
+        ],
+        "{:?}",
+        out.hypotheses
+    );
+}

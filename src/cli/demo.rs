@@ -64,6 +64,20 @@ fn step(n: u32, what: &str) {
     println!("\n[{n}] {what}");
 }
 
+/// The approve body for the recommendation of `kind`: one that carries the dead-end banner is
+/// approved with what is different this time (the API refuses it without).
+fn approve_body(inv: &Value, kind: &str, reason: &str) -> Value {
+    let warned = inv["recommendations"]
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["kind"] == kind))
+        .is_some_and(|r| !r["warning"].is_null());
+    if warned {
+        json!({"reason": reason})
+    } else {
+        json!({})
+    }
+}
+
 fn rec_id(inv: &Value, kind: &str) -> anyhow::Result<i64> {
     inv["recommendations"]
         .as_array()
@@ -220,7 +234,11 @@ async fn try_actions(api: &Api, rita: &str, a_id: &str, inv: &Value) -> anyhow::
         .post(
             rita,
             &format!("/api/v1/incidents/{a_id}/recommendations/{raise}/approve"),
-            json!({}),
+            approve_body(
+                inv,
+                "raise_pool_limit",
+                "this pool is smaller than the one that filled before",
+            ),
         )
         .await?;
     println!(
@@ -242,7 +260,7 @@ async fn try_actions(api: &Api, rita: &str, a_id: &str, inv: &Value) -> anyhow::
     api.post(
         rita,
         &format!("/api/v1/incidents/{a_id}/recommendations/{rollback}/approve"),
-        json!({}),
+        approve_body(inv, "rollback_deploy", "the leak started with this release"),
     )
     .await?;
     api.post(

@@ -36,6 +36,11 @@ pub struct Impact {
     pub time_to_resolve_secs: i64,
     /// Who or what was affected, in words.
     pub description: String,
+    /// Evidence whose first line lies outside the incident's window (a paste of old logs, or
+    /// lines dated after it ended), left out of these times: one line each, e.g. `OBS-12: first
+    /// line 2008-05-14 10:00 UTC, 6601 d 2 h before the incident was opened`. Issue #49.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
 }
 
 impl Impact {
@@ -62,6 +67,10 @@ pub struct ActionOutcome {
     pub outcome: String,
     /// The engineer's note or the rejection reason.
     pub note: String,
+    /// Why it was approved although it repeated a known dead end (what was different this
+    /// time); empty when it carried no dead-end banner.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub dead_end_reason: String,
 }
 
 /// A post-mortem document.
@@ -113,8 +122,10 @@ pub struct DraftFacts {
     pub failure_modes: Vec<String>,
     /// Observation statements, most salient first.
     pub observations: Vec<String>,
-    /// Earliest instant seen in the evidence.
-    pub earliest_evidence: Option<jiff::Timestamp>,
+    /// The first-seen instant of each observation with one, by its reference (`OBS-12`): the
+    /// earliest inside the incident's window starts the impact
+    /// ([`super::insights::first_signal`]); the others are left out and named.
+    pub evidence_first_seen: Vec<(String, jiff::Timestamp)>,
     /// Approved actions with verdicts (and when the verdict was given), rejected ones with reasons.
     pub actions: Vec<(ActionOutcome, Option<jiff::Timestamp>)>,
     /// Hypotheses behind actions that failed (misleading) — statements.
@@ -192,8 +203,10 @@ pub fn draft(f: &DraftFacts) -> Postmortem {
     }
 }
 
-/// The draft's impact: started at the earliest evidence (or the opening), mitigated by the
-/// first resolving verdict (or the resolution), with its durations.
+/// The draft's impact: started at the earliest evidence inside the incident's window (or the
+/// opening), mitigated by the first resolving verdict (or the resolution), with its durations;
+/// evidence outside the window is left out and named (issue #49: a paste of logs from 2008 is
+/// not "Time to detect: 6601 d").
 fn impact_of(f: &DraftFacts) -> Impact {
     let i = &f.incident;
     let mitigated = f
@@ -203,22 +216,51 @@ fn impact_of(f: &DraftFacts) -> Impact {
         .filter_map(|(_, at)| *at)
         .min()
         .or(i.resolved_at);
+    let end = i.resolved_at.unwrap_or(i.opened_at);
+    let instants: Vec<jiff::Timestamp> = f.evidence_first_seen.iter().map(|(_, t)| *t).collect();
+    let (first, _) = super::insights::first_signal(i.opened_at, end, &instants);
+    let from = i.opened_at - super::insights::MAX_DETECTION_LEAD;
+    let mut left_out: Vec<(&String, jiff::Timestamp)> = f
+        .evidence_first_seen
+        .iter()
+        .filter(|(_, t)| *t < from || *t > end.max(i.opened_at))
+        .map(|(r, t)| (r, *t))
+        .collect();
+    left_out.sort_by_key(|(_, t)| *t);
+    let left_out = left_out
+        .into_iter()
+        .map(|(r, t)| {
+            let (secs, side) = if t < i.opened_at {
+                (
+                    i.opened_at.as_second() - t.as_second(),
+                    "before the incident was opened",
+                )
+            } else {
+                (t.as_second() - end.as_second(), "after it was resolved")
+            };
+            format!(
+                "{r}: first line {}, {} {side}",
+                t.strftime("%Y-%m-%d %H:%M UTC"),
+                duration(secs)
+            )
+        })
+        .collect();
     Impact {
-        started_at: Some(
-            f.earliest_evidence
-                .map_or(i.opened_at, |e| e.min(i.opened_at)),
-        ),
+        started_at: Some(first.map_or(i.opened_at, |e| e.min(i.opened_at))),
         detected_at: Some(i.opened_at),
         mitigated_at: mitigated,
         resolved_at: i.resolved_at,
         time_to_detect_secs: 0,
         time_to_resolve_secs: 0,
         description: format!("{} on {}: {}", i.severity, i.service, i.title),
+        left_out,
     }
     .with_durations()
 }
 
-/// The draft's lessons: one per action that did not work, and one to check for the root cause.
+/// The draft's lessons, the root cause quoted once (issue #49: not once per rule and again in
+/// its BECAUSE): with actions that did not work, one rule to rule the root cause out before
+/// them; without, one rule to check for the root cause first. None without either.
 fn draft_lessons(
     f: &DraftFacts,
     what_did_not_work: &[ActionOutcome],
@@ -227,62 +269,83 @@ fn draft_lessons(
     severity: RuleSeverity,
 ) -> Vec<Rule> {
     let i = &f.incident;
-    let mut lessons = Vec::new();
-    for a in what_did_not_work {
-        lessons.push(Rule {
-            always: if cause.is_empty() {
+    let cause_tail = if cause.is_empty() {
+        String::new()
+    } else {
+        format!(": {cause}")
+    };
+    let tags = if f.failure_modes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", f.failure_modes.join(", "))
+    };
+    if !what_did_not_work.is_empty() {
+        let mut kinds: Vec<String> = Vec::new();
+        for a in what_did_not_work {
+            let label = a.kind.label().to_lowercase();
+            if !kinds.contains(&label) {
+                kinds.push(label);
+            }
+        }
+        let what = what_did_not_work
+            .iter()
+            .map(|a| {
                 format!(
-                    "Before you {} on {}, rule out the root cause found in {}",
+                    "{} {}{}",
                     a.kind.label().to_lowercase(),
-                    i.service,
-                    i.id
+                    if a.outcome == "made_worse" {
+                        "made it worse"
+                    } else {
+                        "did not resolve it"
+                    },
+                    if a.note.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", one_line(&a.note))
+                    }
                 )
-            } else {
-                format!(
-                    "Before you {} on {}, rule out the root cause found in {}: {cause}",
-                    a.kind.label().to_lowercase(),
-                    i.service,
-                    i.id
-                )
-            },
-            because: format!(
-                "During {} {} {} ({}){}",
-                i.id,
-                a.kind.label().to_lowercase(),
-                if a.outcome == "made_worse" {
-                    "made it worse"
-                } else {
-                    "did not resolve it"
-                },
-                f.failure_modes.join(", "),
-                if a.note.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {}", one_line(&a.note))
-                }
-            ),
-            scope: scope.to_string(),
-            severity,
-        });
-    }
-    if !cause.is_empty() {
-        lessons.push(Rule {
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        return vec![Rule {
             always: format!(
-                "When {} shows {}, first check whether the root cause of {} is back: {cause}",
+                "Before you {} on {}, rule out the root cause found in {}{cause_tail}",
+                or_list(&kinds),
                 i.service,
-                if f.failure_modes.is_empty() {
-                    "these symptoms".to_string()
-                } else {
-                    f.failure_modes.join(" / ").replace('_', " ")
-                },
                 i.id
             ),
-            because: format!("The confirmed root cause of {}: {cause}", i.id),
+            because: format!("During {}{tags} {what}", i.id),
             scope: scope.to_string(),
             severity,
-        });
+        }];
     }
-    lessons
+    if cause.is_empty() {
+        return Vec::new();
+    }
+    vec![Rule {
+        always: format!(
+            "When {} shows {}, first check whether the root cause of {} is back{cause_tail}",
+            i.service,
+            if f.failure_modes.is_empty() {
+                "these symptoms".to_string()
+            } else {
+                f.failure_modes.join(" / ").replace('_', " ")
+            },
+            i.id
+        ),
+        because: format!("It was the confirmed root cause of {}", i.id),
+        scope: scope.to_string(),
+        severity,
+    }]
+}
+
+/// `a`, `a or b`, `a, b or c`.
+fn or_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
 }
 
 /// The draft's trigger, from the failure modes (a deploy or a config change), else empty: the

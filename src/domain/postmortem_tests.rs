@@ -40,13 +40,14 @@ fn the_draft_turns_a_failed_action_into_a_rule_and_the_markdown_has_every_sectio
         incident: incident.clone(),
         failure_modes: vec!["connection_pool_exhausted".into()],
         observations: vec!["ERROR template seen 12 times".into()],
-        earliest_evidence: Some("2026-11-29T09:40:00Z".parse().unwrap()),
+        evidence_first_seen: vec![("OBS-1".into(), "2026-11-29T09:40:00Z".parse().unwrap())],
         actions: vec![(
             ActionOutcome {
                 kind: ActionKind::RaisePoolLimit,
                 target: "payments-api".into(),
                 outcome: "did_not_resolve".into(),
                 note: "maxed again".into(),
+                dead_end_reason: String::new(),
             },
             None,
         )],
@@ -158,13 +159,14 @@ fn facts_with_root_cause(root_cause: &str) -> DraftFacts {
         },
         failure_modes: vec!["slow_query".into()],
         observations: Vec::new(),
-        earliest_evidence: None,
+        evidence_first_seen: Vec::new(),
         actions: vec![(
             ActionOutcome {
                 kind: ActionKind::ScaleOut,
                 target: "search-api".into(),
                 outcome: "did_not_resolve".into(),
                 note: "latency\r\nunchanged".into(),
+                dead_end_reason: String::new(),
             },
             None,
         )],
@@ -197,15 +199,12 @@ fn lessons_and_action_items_keep_negations_clauses_and_version_strings_whole() {
         "{}",
         pm.lessons[0].always
     );
+    // One rule quotes it, once (issue #49): not a second rule and its BECAUSE again.
+    assert_eq!(pm.lessons.len(), 1, "{:?}", pm.lessons);
     assert!(
-        pm.lessons[1].always.ends_with(whole),
+        !pm.lessons[0].because.contains(whole),
         "{}",
-        pm.lessons[1].always
-    );
-    assert!(
-        pm.lessons[1].because.ends_with(whole),
-        "{}",
-        pm.lessons[1].because
+        pm.lessons[0].because
     );
     assert!(
         pm.action_items[0].ends_with(whole),
@@ -263,4 +262,71 @@ fn every_text_field_of_a_post_mortem_gets_unix_line_endings() {
     assert!(!json.contains("\\r"), "{json}");
     assert_eq!(pm.summary, "one\ntwo\nthree");
     assert_eq!(pm.root_cause, "Index dropped.\nSecond line.");
+}
+
+#[test]
+fn lessons_quote_the_root_cause_once_and_render_on_separate_lines() {
+    let cause = "Index build 5.0.3 dropped the composite index on tenant_id";
+    let mut facts = facts_with_root_cause(cause);
+    facts.actions.push((
+        ActionOutcome {
+            kind: ActionKind::RestartService,
+            target: "search-api".into(),
+            outcome: "made_worse".into(),
+            note: String::new(),
+            dead_end_reason: String::new(),
+        },
+        None,
+    ));
+    let pm = draft(&facts);
+    let all: String = pm
+        .lessons
+        .iter()
+        .map(|l| format!("{} {}", l.always, l.because))
+        .collect();
+    assert_eq!(all.matches(cause).count(), 1, "{:?}", pm.lessons);
+    assert_eq!(pm.lessons.len(), 1, "{:?}", pm.lessons);
+    assert!(
+        pm.lessons[0].always.starts_with(
+            "Before you scale out (add instances) or restart the service on search-api"
+        ),
+        "{}",
+        pm.lessons[0].always
+    );
+    assert!(
+        pm.lessons[0]
+            .because
+            .contains("restart the service made it worse"),
+        "{}",
+        pm.lessons[0].because
+    );
+    // Without a failed action: one rule to check for the cause, its BECAUSE not repeating it.
+    let mut worked = facts_with_root_cause(cause);
+    worked.actions.clear();
+    let pm = draft(&worked);
+    assert_eq!(pm.lessons.len(), 1);
+    assert!(pm.lessons[0].always.ends_with(cause));
+    assert_eq!(
+        pm.lessons[0].because,
+        "It was the confirmed root cause of INC-2026-0031"
+    );
+
+    // The export: each part of a lesson ends in a hard line break, so a renderer does not run
+    // them together into one line.
+    let md = pm.to_markdown(&worked.incident);
+    let lesson = md.split("## Lessons\n\n").nth(1).unwrap();
+    let lines: Vec<&str> = lesson.lines().take(4).collect();
+    assert!(
+        lines[0].starts_with("- **ALWAYS:** ") && lines[0].ends_with('\\'),
+        "{lesson}"
+    );
+    assert!(
+        lines[1].starts_with("  **BECAUSE:** ") && lines[1].ends_with('\\'),
+        "{lesson}"
+    );
+    assert!(
+        lines[2].starts_with("  **SCOPE:** ") && lines[2].ends_with('\\'),
+        "{lesson}"
+    );
+    assert!(lines[3].starts_with("  **SEVERITY:** "), "{lesson}");
 }

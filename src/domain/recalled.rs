@@ -67,9 +67,116 @@ pub fn group_recalled<T>(
     groups
 }
 
+/// What a recalled record shares with the incident, as the page's weak-match rule reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Shared {
+    /// Failure-mode tags in common.
+    pub failure_modes: usize,
+    /// Services in common (directly or through a dependency).
+    pub services: usize,
+    /// Action kinds in common.
+    pub action_kinds: usize,
+    /// Query words found in the record.
+    pub words: usize,
+    /// Found by meaning (its vector list) above the query's chance level.
+    pub meaning: bool,
+    /// Recall marked it a weak match (by meaning alone, under chance).
+    pub marked_weak: bool,
+}
+
+/// Most shared words a match may rest on alone and still be weak: one or two common words
+/// ("end", "seconds", "stalls") pull unrelated records.
+pub const WEAK_MATCH_WORDS: usize = 2;
+
+/// Whether a recalled record is a weak match for the incident page (issue #49): recall marked
+/// it so, or it shares no failure mode, service or action kind, was not found by meaning, and
+/// rests on at most [`WEAK_MATCH_WORDS`] words. The page marks such records and lists them
+/// after the strong ones (DESIGN.md §4: never silently dropped).
+pub fn is_weak_match(s: &Shared) -> bool {
+    s.marked_weak
+        || (s.failure_modes == 0
+            && s.services == 0
+            && s.action_kinds == 0
+            && !s.meaning
+            && s.words <= WEAK_MATCH_WORDS)
+}
+
+/// `text` without the incident id it starts with (and a root cause's `root cause on SERVICE:`
+/// after it), for where the id is already shown beside it as a link or in the sentence: no
+/// "INC-2026-0004 INC-2026-0004 (SEV2, …)" (issue #49). Text that does not start with
+/// `incident` is returned whole.
+pub fn after_incident_id<'a>(text: &'a str, incident: &str) -> &'a str {
+    if incident.is_empty() {
+        return text;
+    }
+    let Some(rest) = text.strip_prefix(incident) else {
+        return text;
+    };
+    let rest = rest.trim_start();
+    let rest = rest
+        .strip_prefix("root cause on ")
+        .and_then(|r| r.split_once(": "))
+        .map_or(rest, |(_, cause)| cause);
+    if rest.is_empty() { text } else { rest }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_match_on_a_couple_of_words_alone_is_weak() {
+        let words = |n| Shared {
+            words: n,
+            ..Shared::default()
+        };
+        assert!(is_weak_match(&words(1)));
+        assert!(is_weak_match(&words(2)));
+        assert!(!is_weak_match(&words(3)));
+        for strong in [
+            Shared {
+                failure_modes: 1,
+                ..words(1)
+            },
+            Shared {
+                services: 1,
+                ..words(1)
+            },
+            Shared {
+                action_kinds: 1,
+                ..words(0)
+            },
+            Shared {
+                meaning: true,
+                ..words(1)
+            },
+        ] {
+            assert!(!is_weak_match(&strong), "{strong:?}");
+        }
+        assert!(is_weak_match(&Shared {
+            marked_weak: true,
+            ..words(5)
+        }));
+    }
+
+    #[test]
+    fn the_id_shown_beside_a_text_is_not_repeated_in_it() {
+        let id = "INC-2026-0004";
+        assert_eq!(
+            after_incident_id("INC-2026-0004 (SEV2, billing-api): Stalls. Rolled back", id),
+            "(SEV2, billing-api): Stalls. Rolled back"
+        );
+        assert_eq!(
+            after_incident_id("INC-2026-0004 root cause on billing-api: a leak", id),
+            "a leak"
+        );
+        assert_eq!(
+            after_incident_id("Raise the limit during INC-2026-0004", id),
+            "Raise the limit during INC-2026-0004"
+        );
+        assert_eq!(after_incident_id("INC-2026-0004", id), "INC-2026-0004");
+        assert_eq!(after_incident_id("anything", ""), "anything");
+    }
 
     /// A recalled item for the tests: a label, its kind and its incident.
     type Item = (&'static str, MemoryKind, Option<&'static str>);

@@ -30,9 +30,62 @@ pub fn sentences(s: &str) -> Vec<&str> {
         .collect()
 }
 
+/// `s` cut to at most `max` characters where a sentence ends (as in [`sentences`]): the whole
+/// sentences that fit. When not even the first fits, its words that fit followed by `…`; a word
+/// is never cut unless it alone is longer than `max`. Issue #49: a rationale is not cut
+/// mid-sentence without a mark.
+pub fn clip_sentences(s: &str, max: usize) -> String {
+    let s = s.trim();
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut last_end = None;
+    let mut last_space = None;
+    let mut chars = s.char_indices().enumerate().peekable();
+    while let Some((n, (i, c))) = chars.next() {
+        if n >= max {
+            break;
+        }
+        let next = chars.peek().map(|(_, (_, c))| *c);
+        if c == '\n' {
+            last_end = Some(i);
+        } else if matches!(c, '.' | '!' | '?') && next.is_none_or(char::is_whitespace) {
+            last_end = Some(i + c.len_utf8());
+        }
+        if c.is_whitespace() {
+            last_space = Some(i);
+        }
+    }
+    if let Some(end) = last_end.filter(|e| *e > 0) {
+        return s[..end].trim_end().to_string();
+    }
+    let room = max.saturating_sub(1);
+    let cut = last_space
+        .filter(|i| s[..*i].chars().count() <= room)
+        .unwrap_or_else(|| s.char_indices().nth(room).map_or(s.len(), |(i, _)| i));
+    format!("{}…", s[..cut].trim_end().trim_end_matches([',', ';', ':']))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::sentences;
+    use super::{clip_sentences, sentences};
+
+    #[test]
+    fn a_clipped_text_ends_at_a_sentence_or_says_it_was_cut() {
+        let s = "The pool filled in minutes. Raising it again did nothing. Third one here.";
+        assert_eq!(clip_sentences(s, 200), s);
+        assert_eq!(
+            clip_sentences(s, 60),
+            "The pool filled in minutes. Raising it again did nothing."
+        );
+        assert_eq!(clip_sentences(s, 30), "The pool filled in minutes.");
+        assert_eq!(clip_sentences(s, 20), "The pool filled in…");
+        assert_eq!(
+            clip_sentences("Release 2.14.1 leaked one connection per retry", 20),
+            "Release 2.14.1…"
+        );
+        assert_eq!(clip_sentences("abcdefghij", 5), "abcd…");
+    }
 
     #[test]
     fn sentences_keep_versions_decimals_hosts_and_paths_whole() {

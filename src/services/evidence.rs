@@ -44,6 +44,25 @@ pub struct QueryLink {
     pub query: String,
     /// An `http(s)` link to its result at the source.
     pub url: String,
+    /// Series pulled by other queries into the same document, by the name their observations
+    /// start with (`request_rate`, `error_rate`): such an observation shows its own query and
+    /// link, not the document's (issue #49).
+    pub related: Vec<(String, QueryLink)>,
+}
+
+impl QueryLink {
+    /// The link of an observation stating `statement`: the related query whose series name it
+    /// starts with (`request_rate{service="checkout"}: value flat …`), else this one.
+    pub fn for_statement(&self, statement: &str) -> &QueryLink {
+        self.related
+            .iter()
+            .find(|(name, _)| {
+                statement
+                    .strip_prefix(name.as_str())
+                    .is_some_and(|rest| rest.starts_with(['{', ':']))
+            })
+            .map_or(self, |(_, l)| l)
+    }
 }
 
 /// `link` as an observation keeps it: the query and the URL redacted with the incident's map;
@@ -73,11 +92,21 @@ async fn write_observations(
     link: Option<&QueryLink>,
 ) -> AppResult<Vec<i64>> {
     let mut ids = Vec::with_capacity(observations.len());
-    let link = match link {
-        Some(l) if !observations.is_empty() => Some(query_link_data(tx, &incident.id, l).await?),
-        _ => None,
-    };
+    // Each link an observation may carry, redacted once: the document's and its related ones'.
+    let mut links: Vec<(&QueryLink, serde_json::Value)> = Vec::new();
+    if let Some(l) = link.filter(|_| !observations.is_empty()) {
+        for q in std::iter::once(l).chain(l.related.iter().map(|(_, r)| r)) {
+            links.push((q, query_link_data(tx, &incident.id, q).await?));
+        }
+    }
     for o in observations {
+        let link = link.and_then(|l| {
+            let chosen = l.for_statement(&o.statement);
+            links
+                .iter()
+                .find(|(q, _)| std::ptr::eq(*q, chosen))
+                .map(|(_, data)| data)
+        });
         let mut example = o.example.clone().unwrap_or_default();
         crate::services::memory::redact_for(tx, Some(incident.id.as_str()), &mut [&mut example])
             .await?;
@@ -96,7 +125,7 @@ async fn write_observations(
             "example": if example.is_empty() { None } else { Some(example) },
             "salience": o.salience,
         });
-        if let Some(l) = &link {
+        if let Some(l) = link {
             r.data["query_link"] = l.clone();
         }
         let (rid, _) = crate::services::memory::write_in(tx, r).await?;

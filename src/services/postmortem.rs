@@ -33,15 +33,16 @@ pub use plan::{Contradicted, LearningsPreview, PlannedMemory, plan};
 async fn facts(pool: &AnyPool, incident: &crate::domain::Incident) -> AppResult<DraftFacts> {
     let (observations, tags) =
         crate::services::investigation::incident_tags(pool, incident).await?;
-    let earliest = observations
+    let first_seen: Vec<(String, jiff::Timestamp)> = observations
         .iter()
         .filter_map(|o| {
             o.data
                 .get("first_seen")
                 .and_then(|v| v.as_str())
                 .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+                .map(|t| (o.reference(), t))
         })
-        .min();
+        .collect();
     let recs = rstore::of_incident(pool, incident.id.as_str()).await?;
     let mut actions = Vec::new();
     let mut failed_hypotheses = BTreeSet::new();
@@ -79,6 +80,11 @@ async fn facts(pool: &AnyPool, incident: &crate::domain::Incident) -> AppResult<
                 target: r.target.clone(),
                 outcome,
                 note,
+                dead_end_reason: if r.warning.is_some() {
+                    r.approve_reason.clone().unwrap_or_default()
+                } else {
+                    String::new()
+                },
             },
             at,
         ));
@@ -115,7 +121,7 @@ async fn facts(pool: &AnyPool, incident: &crate::domain::Incident) -> AppResult<
             })
             .map(|o| o.text.clone())
             .collect(),
-        earliest_evidence: earliest,
+        evidence_first_seen: first_seen,
         actions,
         misleading,
     })

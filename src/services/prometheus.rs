@@ -190,9 +190,24 @@ async fn pull_alert(
     } else {
         let (prom2, a2) = (Arc::clone(prom), a.clone());
         let rendered = tokio::task::spawn_blocking(move || {
+            // The request and error rates keep their own queries and links: their
+            // observations show them, not the alert's expression.
+            let related = pulled
+                .iter()
+                .filter_map(|(m, query, _)| {
+                    let name = m.series_name()?;
+                    let link = QueryLink {
+                        query: query.clone(),
+                        url: prom2.graph_url(query, &window),
+                        related: Vec::new(),
+                    };
+                    Some((name.to_string(), link))
+                })
+                .collect();
             let link = QueryLink {
                 query: a2.expr.clone(),
                 url: prom2.graph_url(&a2.expr, &window),
+                related,
             };
             render(alert_document(&prom2, &a2, &window, pulled)).map(|r| (r, link))
         })
@@ -564,6 +579,7 @@ pub async fn run_query(
     let link = QueryLink {
         query: query.clone(),
         url: prom.graph_url(&query, &window),
+        related: Vec::new(),
     };
     let doc = render(document(&query, &window, &link.url, result))?;
     let (added, notice) = store_doc(

@@ -160,7 +160,7 @@ pub async fn replay(
             None,
         )
         .await?;
-        investigation::approve(pool, &responder.name, &id, r.id, None).await?;
+        investigation::approve(pool, &responder.name, &id, r.id, replayed(&r), None).await?;
         investigation::verdict(
             pool,
             &responder.name,
@@ -183,7 +183,7 @@ pub async fn replay(
         None,
     )
     .await?;
-    investigation::approve(pool, &responder.name, &id, r.id, None).await?;
+    investigation::approve(pool, &responder.name, &id, r.id, replayed(&r), None).await?;
     investigation::verdict(pool, &responder.name, &id, r.id, "resolved", &w.note, None).await?;
     let resolution =
         Resolution::parse(&format!("{} Resolved: {}", p.title, w.note), &p.root_cause)?;
@@ -272,5 +272,70 @@ pub async fn load_history(memory: &Memory) -> AppResult<Vec<(String, IncidentId)
         let id = replay(memory, p, &responder, &reviewer).await?;
         out.push((p.id.clone(), id));
     }
+    close_sample_proposals(pool, &reviewer, &out).await?;
     Ok(out)
+}
+
+/// Why the sample history's own proposals are closed as it loads.
+pub const SAMPLE_PROPOSALS_CLOSED: &str =
+    "sample history: replayed as it happened, nothing for a reviewer to decide";
+
+/// Closes (rejects, with [`SAMPLE_PROPOSALS_CLOSED`]) the proposals the replay of `loaded`
+/// drafted (reflections on its failed actions, runbook suggestions): the sample is not the
+/// team's, and its 29 proposals would bury the review queue (issue #49). Written to the audit log
+/// once, with the count.
+///
+/// # Errors
+/// Database errors.
+async fn close_sample_proposals(
+    pool: &AnyPool,
+    reviewer: &User,
+    loaded: &[(String, IncidentId)],
+) -> AppResult<usize> {
+    use crate::store::proposals as pstore;
+    let ids: Vec<&str> = loaded.iter().map(|(_, id)| id.as_str()).collect();
+    let pending = pstore::list(pool, crate::domain::proposals::ProposalStatus::Pending).await?;
+    let mut tx = crate::store::begin_write(pool).await?;
+    let at = crate::store::now();
+    let mut closed = 0;
+    for p in pending
+        .iter()
+        .filter(|p| ids.contains(&p.incident_id.as_str()))
+    {
+        if pstore::decide(
+            &mut tx,
+            p.id,
+            p.version,
+            crate::domain::proposals::ProposalStatus::Rejected,
+            &reviewer.name,
+            at,
+            Some(SAMPLE_PROPOSALS_CLOSED),
+            None,
+            &p.draft,
+        )
+        .await?
+        {
+            closed += 1;
+        }
+    }
+    crate::store::audit::append(
+        &mut tx,
+        &reviewer.name,
+        "sample.load",
+        "sample-history",
+        &serde_json::json!({"incidents": loaded.len(), "proposals_closed": closed}).to_string(),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(closed)
+}
+
+/// The reason a sample approval gives when its action repeats a dead end of an earlier sample
+/// incident (a warned approval needs one): the history is replayed as it happened.
+fn replayed(r: &investigation::RecommendationView) -> &'static str {
+    if r.warning.is_some() {
+        "the sample history replays what was tried"
+    } else {
+        ""
+    }
 }

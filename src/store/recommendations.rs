@@ -48,6 +48,8 @@ pub struct Recommendation {
     pub verdict_by: Option<String>,
     /// When.
     pub verdict_at: Option<String>,
+    /// Why it was approved although it carried the dead-end banner: what is different this time.
+    pub approve_reason: Option<String>,
 }
 
 /// Creates an investigation row; returns its id.
@@ -202,7 +204,8 @@ pub async fn get_in(tx: &mut Tx, incident_id: &str, id: i64) -> AppResult<Recomm
         .ok_or_else(|| AppError::NotFound(format!("recommendation {id} of {incident_id}")))
 }
 
-/// proposed → approved (with the transcript record) or rejected (with a reason). Returns whether
+/// proposed → approved (with the transcript record and, for a dead end, `reason`: what is
+/// different this time) or rejected (with `reason`: why not). Returns whether
 /// this call made the change.
 ///
 /// # Errors
@@ -217,14 +220,16 @@ pub async fn decide(
     at: jiff::Timestamp,
 ) -> AppResult<bool> {
     Ok(sqlx::query(
-        "UPDATE recommendations SET status = $1, decided_by = $2, decided_at = $3, reject_reason = $4, transcript_id = $5
-         WHERE id = $6 AND status = 'proposed'",
+        "UPDATE recommendations SET status = $1, decided_by = $2, decided_at = $3, reject_reason = $4,
+                transcript_id = $5, approve_reason = $6
+         WHERE id = $7 AND status = 'proposed'",
     )
     .bind(if approve { "approved" } else { "rejected" })
     .bind(actor)
     .bind(db_time(at))
-    .bind(reason)
+    .bind(if approve { None } else { reason })
     .bind(transcript_id)
+    .bind(if approve { reason } else { None })
     .bind(id)
     .execute(&mut **tx)
     .await?

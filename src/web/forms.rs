@@ -96,6 +96,8 @@ pub struct KeptInput {
     pub evidence: (String, String, String),
     /// Reject reason typed for one recommendation.
     pub reject: Option<(i64, String)>,
+    /// What is different this time, typed to approve one recommendation (a known dead end).
+    pub approve: Option<(i64, String)>,
     /// Verdict and note chosen for one recommendation.
     pub verdict: Option<(i64, String, String)>,
     /// The Prometheus query form: query, start, end and step as typed.
@@ -111,6 +113,14 @@ impl KeptInput {
     /// The reject reason kept for recommendation `rid` (empty if none).
     pub fn reject_reason(&self, rid: impl std::borrow::Borrow<i64>) -> &str {
         match &self.reject {
+            Some((r, reason)) if r == rid.borrow() => reason,
+            _ => "",
+        }
+    }
+
+    /// The approve reason kept for recommendation `rid` (empty if none).
+    pub fn approve_reason(&self, rid: impl std::borrow::Borrow<i64>) -> &str {
+        match &self.approve {
             Some((r, reason)) if r == rid.borrow() => reason,
             _ => "",
         }

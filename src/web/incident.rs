@@ -36,6 +36,8 @@ struct ShowPage {
     incident: Incident,
     opened: String,
     resolved: String,
+    /// "Age" while the incident is worked, "Resolved after" once resolved (it stops counting).
+    age_label: &'static str,
     age: String,
     participants: Vec<String>,
     steps: Vec<Step>,
@@ -67,6 +69,21 @@ struct ShowPage {
     changed_since: Vec<Event>,
     /// The closed action vocabulary `(kind, label)` for the propose form.
     action_kinds: Vec<(&'static str, &'static str)>,
+}
+
+/// The incident's age as its page shows it: since it was opened while it is being worked; once
+/// resolved, how long it took, which no longer grows (issue #49).
+fn incident_age(incident: &Incident) -> (&'static str, String) {
+    match incident.resolved_at {
+        Some(resolved) if incident.state != crate::domain::IncidentState::Investigating => (
+            "Resolved after",
+            super::view::age(&incident.opened_at, &resolved),
+        ),
+        _ => (
+            "Age",
+            super::view::age(&incident.opened_at, &jiff::Timestamp::now()),
+        ),
+    }
 }
 
 /// A recalled memory as shown in the side lists of the incident page.
@@ -331,7 +348,25 @@ fn bucket_recalled(
     recalled: &crate::memory::incident::IncidentRecall,
     clock: &Clock,
 ) -> RecalledGroups<RecalledItem> {
-    let groups = group_recalled(&recalled.recall.results, |r| {
+    // Weak matches (a couple of common words, or meaning under chance) are marked and come
+    // after the strong ones in each list, so they take no place a strong one could have.
+    let weak = |r: &crate::memory::recall::Recalled| {
+        crate::domain::recalled::is_weak_match(&crate::domain::recalled::Shared {
+            failure_modes: r.why.tags.len(),
+            services: r.why.services.len(),
+            action_kinds: r.why.action_kinds.len(),
+            words: r.why.matched_terms.len(),
+            meaning: r
+                .why
+                .cosine
+                .is_some_and(|c| recalled.recall.chance.is_none_or(|f| c >= f)),
+            marked_weak: r.marks.contains(&"weak match"),
+        })
+    };
+    let mut ordered: Vec<&crate::memory::recall::Recalled> =
+        recalled.recall.results.iter().collect();
+    ordered.sort_by_key(|r| weak(r));
+    let groups = group_recalled(ordered, |r| {
         (r.memory.kind, r.memory.incident_id.as_deref())
     });
     // The incident's observations come most salient first: the first with a tag speaks for it.
@@ -349,20 +384,31 @@ fn bucket_recalled(
             .collect::<Vec<_>>()
             .join(", ")
     };
+    // The incident id is shown as a link before the text: the text does not repeat it.
+    let text_of = |m: &crate::domain::memory::MemoryRecord| {
+        let id = m.incident_id.as_deref().unwrap_or_default();
+        clock.localize(crate::domain::recalled::after_incident_id(&m.text, id))
+    };
     let item = |r: &crate::memory::recall::Recalled| RecalledItem {
         id: r.memory.id,
         incident_id: r.memory.incident_id.clone().unwrap_or_default(),
         kind: r.memory.kind.to_string(),
-        text: clock.localize(&r.memory.text),
+        text: text_of(&r.memory),
         why: super::memory_pages::why_text(&r.why),
         via: via(r),
-        marks: r.marks.join(", "),
+        marks: {
+            let mut marks = r.marks.clone();
+            if weak(r) && !marks.contains(&"weak match") {
+                marks.push("weak match");
+            }
+            marks.join(", ")
+        },
     };
     let dead_end = |m: &crate::domain::memory::MemoryRecord| RecalledItem {
         id: m.id,
         incident_id: m.incident_id.clone().unwrap_or_default(),
         kind: m.kind.to_string(),
-        text: clock.localize(&m.text),
+        text: text_of(m),
         why: String::new(),
         via: String::new(),
         marks: [
@@ -466,11 +512,17 @@ async fn build_page(
             .filter(|r| r.status == "proposed" || (r.status == "approved" && r.verdict.is_none()))
             .count()
     });
+    let resolved_by_action = investigation.as_ref().is_some_and(|i| {
+        i.recommendations
+            .iter()
+            .any(|r| r.verdict.as_deref() == Some("resolved"))
+    });
     let next = next_step(
         incident.state,
         !evidence.is_empty(),
         investigation.is_some(),
         open_recommendations,
+        resolved_by_action,
         may_confirm,
     );
     let mut incident = incident;
@@ -480,7 +532,8 @@ async fn build_page(
             .with_current("incidents"),
         opened: clock.fmt(&incident.opened_at),
         resolved: clock.fmt_opt(&incident.resolved_at),
-        age: super::view::age(&incident.opened_at, &jiff::Timestamp::now()),
+        age_label: incident_age(&incident).0,
+        age: incident_age(&incident).1,
         participants,
         steps,
         next,

@@ -211,9 +211,41 @@ struct Row {
     created: String,
 }
 
+/// This server's origin as the browser reached it (`http://host:port`; `https` behind a proxy
+/// that says so with `X-Forwarded-Proto`), so the page shows a webhook URL whole, ready to paste
+/// into a sender (issue #49); empty when the request names no usable host.
+fn origin(headers: &HeaderMap) -> String {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .unwrap_or_default()
+    };
+    let host = header("x-forwarded-host");
+    let host = if host.is_empty() {
+        header("host")
+    } else {
+        host
+    };
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    if !host_ok {
+        return String::new();
+    }
+    let scheme = if header("x-forwarded-proto").eq_ignore_ascii_case("https") {
+        "https"
+    } else {
+        "http"
+    };
+    format!("{scheme}://{host}")
+}
+
 impl Row {
-    /// The row of `i`, its instant in the viewer's zone.
-    fn of(i: &Integration, clock: &Clock) -> Self {
+    /// The row of `i`, its instant in the viewer's zone, its webhook URL on `origin`.
+    fn of(i: &Integration, clock: &Clock, origin: &str) -> Self {
         Self {
             id: i.id,
             name: i.name.clone(),
@@ -227,7 +259,7 @@ impl Row {
                 .collect::<Vec<_>>()
                 .join(", "),
             has_signing_secret: i.has_signing_secret,
-            webhook_path: format!("/api/v1/webhooks/{}", i.source),
+            webhook_path: format!("{origin}/api/v1/webhooks/{}", i.source),
             created: format!("{} by {}", clock.fmt_stored(&i.created_at), i.created_by),
         }
     }
@@ -242,7 +274,7 @@ struct ListPage {
     severities: Vec<&'static str>,
     form: CreateForm,
     error: Option<String>,
-    /// Set right after creation: (name, source, webhook path, secret).
+    /// Set right after creation: (name, source, webhook URL, secret).
     created: Option<(String, String, String, String)>,
 }
 
@@ -258,7 +290,7 @@ async fn render_list(
     let rows = ingest::list_integrations(&state.pool)
         .await?
         .iter()
-        .map(|i| Row::of(i, &clock))
+        .map(|i| Row::of(i, &clock, &origin(headers)))
         .collect();
     Ok(ListPage {
         layout: Layout::new(Some(&user.0), "Integrations").with_current("integrations"),
@@ -332,7 +364,7 @@ pub(super) async fn page_create(
             let created = Some((
                 i.name.clone(),
                 i.source.clone(),
-                format!("/api/v1/webhooks/{}", i.source),
+                format!("{}/api/v1/webhooks/{}", origin(&headers), i.source),
                 secret,
             ));
             let fresh = CreateForm {

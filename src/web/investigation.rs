@@ -177,6 +177,30 @@ pub struct VerdictBody {
     pub note: String,
 }
 
+/// Body of approve (optional; JSON from the API, a form from the incident page).
+#[derive(Debug, Deserialize, Default, utoipa::ToSchema)]
+pub struct ApproveBody {
+    /// The incident version the request is based on (409 when stale); optional.
+    #[serde(default)]
+    pub version: Option<i64>,
+    /// What is different this time: one line, at most 500 characters. Required (422 without it)
+    /// when the recommendation carries the dead-end banner (`warning`); optional otherwise.
+    #[serde(default)]
+    pub reason: String,
+}
+
+impl axum::extract::FromRequest<AppState> for ApproveBody {
+    type Rejection = PageError;
+
+    /// The incident page's approve form; a post without a form body carries nothing.
+    async fn from_request(
+        req: axum::extract::Request,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
+        super::forms::optional_form(req, state).await
+    }
+}
+
 #[utoipa::path(
     post,
     path = "/api/v1/incidents/{id}/recommendations/{rid}/approve",
@@ -184,10 +208,11 @@ pub struct VerdictBody {
     summary = "Approve a recommendation (simulated, never executed)",
     tag = "investigation",
     params(RecommendationPath),
-    request_body(content = Option<VersionBody>, description = "Optional: the incident version the caller saw",
-                 example = json!(examples::version())),
+    request_body(content = Option<ApproveBody>,
+                 description = "Optional: the incident version the caller saw, and what is different this time (required for a known dead end)",
+                 example = json!(examples::approve())),
     responses(
-        (status = 200, description = "The recommendation, approved, with its simulated transcript",
+        (status = 200, description = "The recommendation, approved, with its simulated transcript (422 when it carries the dead-end banner and no reason is given)",
          body = inv::RecommendationView, example = json!(examples::recommendation("approved"))),
         super::schema::ApiErrors
     )
@@ -196,11 +221,14 @@ pub(super) async fn api_approve(
     State(s): State<AppState>,
     user: CurrentUser,
     Path((id, rid)): Path<(String, i64)>,
-    ActionVersion(expected): ActionVersion,
+    BaseVersion(version): BaseVersion,
+    body: axum::body::Bytes,
 ) -> Result<Json<inv::RecommendationView>, ApiError> {
     let id = incident_id(&id)?;
+    let b: ApproveBody = super::api::optional_json(&body)?;
+    let expected = version.or(b.version);
     Ok(Json(
-        inv::approve(&s.pool, &user.0.name, &id, rid, expected).await?,
+        inv::approve(&s.pool, &user.0.name, &id, rid, &b.reason, expected).await?,
     ))
 }
 
@@ -296,12 +324,15 @@ pub(super) async fn page_approve(
     user: CurrentUser,
     headers: HeaderMap,
     Path((id, rid)): Path<(String, i64)>,
-    f: VersionForm,
+    f: ApproveBody,
 ) -> Result<Response, PageError> {
     let post = IncidentPost::new(&s, &user.0, &headers, &id)?;
-    let write = inv::approve(&s.pool, &user.0.name, &post.id, rid, f.version);
-    post.write(f.version, KeptInput::default(), COPILOT, write)
-        .await
+    let kept = KeptInput {
+        approve: Some((rid, f.reason.clone())),
+        ..Default::default()
+    };
+    let write = inv::approve(&s.pool, &user.0.name, &post.id, rid, &f.reason, f.version);
+    post.write(f.version, kept, COPILOT, write).await
 }
 
 pub(super) async fn page_reject(

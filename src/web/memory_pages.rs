@@ -44,6 +44,8 @@ fn item(m: MemoryRecord, clock: &Clock) -> Item {
 #[template(path = "memories/browser.html")]
 struct BrowserPage {
     layout: Layout,
+    /// After loading the sample history: what it loaded, in words.
+    loaded: Option<String>,
     q: MemoryQuery,
     recall_q: String,
     items: Vec<Item>,
@@ -86,9 +88,9 @@ pub(super) async fn load_sample(
     user: CurrentUser,
 ) -> Result<Response, PageError> {
     user.require(Role::Admin, "loading the sample history")?;
-    crate::services::sample::load_history(&s.memory).await?;
+    let loaded = crate::services::sample::load_history(&s.memory).await?;
     s.memory.wake();
-    Ok(Redirect::to("/memories").into_response())
+    Ok(Redirect::to(&format!("/memories?loaded={}", loaded.len())).into_response())
 }
 
 #[derive(Deserialize, Default)]
@@ -97,6 +99,10 @@ pub(super) struct BrowserQuery {
     filter: MemoryQuery,
     #[serde(default)]
     recall: String,
+    /// Set by the sample-history load's redirect: how many past incidents it replayed (a
+    /// string: numbers do not survive `serde(flatten)` from a query string).
+    #[serde(default)]
+    loaded: Option<String>,
 }
 
 pub(super) async fn browser_page(
@@ -151,6 +157,15 @@ pub(super) async fn browser_page(
     };
     Ok(BrowserPage {
         layout: Layout::new(Some(&user), "Memory").with_current("memories"),
+        loaded: bq
+            .loaded
+            .as_deref()
+            .and_then(|n| n.parse::<usize>().ok())
+            .map(|n| {
+                format!(
+                    "Loaded the sample history: {n} past incidents, each worked through to Learn,                      with their lessons, dead ends and root causes below. Their proposals were                      closed, so the review queue holds only your team's."
+                )
+            }),
         recall_q: bq.recall,
         q: bq.filter,
         items,

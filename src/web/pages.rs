@@ -31,12 +31,17 @@ struct SigninPage {
     name: String,
     error: Option<String>,
     first_run: bool,
+    /// Arrived here by signing out: the page says so.
+    signed_out: bool,
 }
 
 #[derive(Deserialize, Default)]
 pub(super) struct NextQuery {
     #[serde(default)]
     next: String,
+    /// Set by the sign-out redirect (`?signed_out=1`).
+    #[serde(default)]
+    signed_out: Option<String>,
 }
 
 /// Only same-site relative paths are allowed as a post-sign-in destination.
@@ -59,6 +64,7 @@ pub(super) async fn signin_page(
         name: String::new(),
         error: None,
         first_run,
+        signed_out: q.signed_out.is_some(),
     }
     .into_response())
 }
@@ -89,6 +95,7 @@ pub(super) async fn signin_submit(
                 name: form.name,
                 error: Some(format!("Too many sign-in attempts; try again in {secs} s.")),
                 first_run: false,
+                signed_out: false,
             },
         )
             .into_response();
@@ -106,6 +113,7 @@ pub(super) async fn signin_submit(
                 name: form.name,
                 error: Some("Unknown name or wrong password.".into()),
                 first_run: false,
+                signed_out: false,
             },
         )
             .into_response()),
@@ -115,7 +123,7 @@ pub(super) async fn signin_submit(
 
 pub(super) async fn signout(session: Session) -> PageResult {
     auth::sign_out(&session).await?;
-    Ok(Redirect::to("/signin").into_response())
+    Ok(Redirect::to("/signin?signed_out=1").into_response())
 }
 
 #[derive(Template, WebTemplate)]

@@ -272,12 +272,15 @@ impl NextStep {
 /// Decides the next step of an incident for one viewer.
 ///
 /// `may_confirm` is whether this viewer may confirm the draft now (reviewer role, and not its last
-/// editor unless self-confirmation is allowed).
+/// editor unless self-confirmation is allowed). `resolved_by_action` is whether an approved
+/// action already has the verdict "resolved": then the next step is to resolve, and the other
+/// recommendations are not "waiting" (issue #49).
 pub fn next_step(
     state: IncidentState,
     has_evidence: bool,
     investigated: bool,
     open_recommendations: usize,
+    resolved_by_action: bool,
     may_confirm: bool,
 ) -> NextStep {
     use IncidentState::*;
@@ -294,6 +297,13 @@ pub fn next_step(
             "Investigate",
             "The copilot proposes hypotheses that cite the evidence and past incidents, and actions \
              from a closed list (approving only simulates)."
+                .to_string(),
+        ),
+        Investigating if resolved_by_action => (
+            NextKind::Act,
+            "Resolve the incident",
+            "An approved action resolved it: resolve with a summary and the root cause. The \
+             other recommendations need no decision."
                 .to_string(),
         ),
         Investigating => (
@@ -458,41 +468,44 @@ mod tests {
     fn the_next_step_follows_the_work_of_each_state() {
         use IncidentState::*;
         assert_eq!(
-            next_step(Investigating, false, false, 0, false).kind,
+            next_step(Investigating, false, false, 0, false, false).kind,
             NextKind::AddEvidence
         );
         assert_eq!(
-            next_step(Investigating, true, false, 0, false).kind,
+            next_step(Investigating, true, false, 0, false, false).kind,
             NextKind::Investigate
         );
-        let act = next_step(Investigating, true, true, 2, false);
+        let act = next_step(Investigating, true, true, 2, false, false);
         assert_eq!(act.kind, NextKind::Act);
         assert!(
             act.text.starts_with("2 recommendations are waiting"),
             "{}",
             act.text
         );
+        let done = next_step(Investigating, true, true, 2, true, false);
+        assert_eq!(done.title, "Resolve the incident");
+        assert!(!done.text.contains("waiting"), "{}", done.text);
         assert_eq!(
-            next_step(Resolved, true, true, 0, false).kind,
+            next_step(Resolved, true, true, 0, false, false).kind,
             NextKind::DraftPostmortem
         );
         assert_eq!(
-            next_step(PostmortemDraft, true, true, 0, true).kind,
+            next_step(PostmortemDraft, true, true, 0, false, true).kind,
             NextKind::Confirm
         );
         assert_eq!(
-            next_step(PostmortemDraft, true, true, 0, false).kind,
+            next_step(PostmortemDraft, true, true, 0, false, false).kind,
             NextKind::EditPostmortem
         );
         assert_eq!(
-            next_step(Confirmed, true, true, 0, false).kind,
+            next_step(Confirmed, true, true, 0, false, false).kind,
             NextKind::Learn
         );
         assert_eq!(
-            next_step(Learned, true, true, 0, false).kind,
+            next_step(Learned, true, true, 0, false, false).kind,
             NextKind::Done
         );
-        assert!(next_step(Learned, true, true, 0, false).is("done"));
+        assert!(next_step(Learned, true, true, 0, false, false).is("done"));
     }
 
     #[test]

@@ -55,7 +55,11 @@ async fn try_action(app: &TestApp, id: &str, kind: &str, verdict: &str) -> i64 {
     assert!(res.status().is_success(), "propose: {}", res.status());
     let rid = res.json::<Value>().await.unwrap()["id"].as_i64().unwrap();
     let res = app
-        .post_json(&app.responder, &format!("{base}/{rid}/approve"), json!({}))
+        .post_json(
+            &app.responder,
+            &format!("{base}/{rid}/approve"),
+            json!({"reason": "a new limit this time"}),
+        )
         .await;
     assert_eq!(res.status(), StatusCode::OK);
     let res = app

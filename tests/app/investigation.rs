@@ -114,13 +114,16 @@ async fn a_failed_remediation_warns_a_parallel_incident_at_once() {
         recs.iter().rev().skip(1).all(|r| r["warning"].is_null()),
         "only the dead end is flagged"
     );
-    // Still approvable.
+    // Still approvable, with what is different this time (issue #49; without it, a 422).
     let rid_b = raise_b["id"].as_i64().unwrap();
+    let approve_b = format!("/api/v1/incidents/{b}/recommendations/{rid_b}/approve");
+    let res = app.post_json(&app.responder, &approve_b, json!({})).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let res = app
         .post_json(
             &app.responder,
-            &format!("/api/v1/incidents/{b}/recommendations/{rid_b}/approve"),
-            json!({}),
+            &approve_b,
+            json!({"reason": "the database now has room for more connections"}),
         )
         .await;
     assert_eq!(res.status(), StatusCode::OK);

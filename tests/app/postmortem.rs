@@ -1379,6 +1379,15 @@ async fn a_lesson_naming_no_incident_is_queued_for_review_and_a_learned_one_is_n
 async fn the_post_mortem_page_shows_its_instants_in_the_viewers_zone() {
     let app = spawn_app().await;
     let id = worked_incident(&app).await;
+    // The log lines are of a fixed day: the incident was opened five minutes after the first,
+    // so it lies inside the incident's window (older evidence is left out of the times).
+    incidentmind::store::incidents::set_opened_at(
+        &app.pool,
+        &incidentmind::domain::IncidentId::parse(&id).unwrap(),
+        "2026-11-29T10:05:00Z".parse().unwrap(),
+    )
+    .await
+    .unwrap();
     let pm = draft(&app, &id).await;
     // The impact starts with the first log line, 10:00 UTC: 15:30 in Kolkata.
     assert_eq!(

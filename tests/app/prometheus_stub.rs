@@ -344,6 +344,17 @@ async fn the_evidence_panel_form_queries_prometheus_and_keeps_a_rejected_query()
         "the error is shown"
     );
     assert!(html.contains("value=\"bad\""), "the query is kept");
+    // … and next to the form it came from, not only at the top of the page (issue #49).
+    let form = html
+        .split("action=\"/incidents/")
+        .find(|f| f.contains("/evidence/prometheus\""))
+        .and_then(|f| f.split("</form>").next())
+        .expect("the Prometheus form");
+    assert!(
+        form.contains("id=\"prometheus-error\">")
+            && form.contains("parse error: unexpected end of input"),
+        "{form}"
+    );
     let res = post("up").await.unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     assert_eq!(

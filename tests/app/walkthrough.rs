@@ -164,7 +164,12 @@ async fn the_review_queue_puts_drafts_first_pages_proposals_and_is_read_only_for
         )
         .await;
         let base = format!("/api/v1/incidents/{id}/recommendations/{}", rec["id"]);
-        post_ok(&app, &format!("{base}/approve"), json!({})).await;
+        post_ok(
+            &app,
+            &format!("{base}/approve"),
+            json!({"reason": "a different worker this time"}),
+        )
+        .await;
         post_ok(
             &app,
             &format!("{base}/verdict"),

@@ -156,11 +156,18 @@ async fn a_wrong_password_is_refused_and_sign_out_ends_the_session() {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let html = res.text().await.unwrap();
+    assert!(html.contains("Unknown name or wrong password"));
+    // The name is kept and the focus is on the password, the field to type again.
     assert!(
-        res.text()
-            .await
-            .unwrap()
-            .contains("Unknown name or wrong password")
+        html.contains("name=\"name\" value=\"rita\" autocomplete=\"username\" required>"),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            "autocomplete=\"current-password\" required autofocus aria-invalid=\"true\">"
+        ),
+        "{html}"
     );
     let b = app.browser("rita").await;
     assert_eq!(
@@ -174,6 +181,17 @@ async fn a_wrong_password_is_refused_and_sign_out_ends_the_session() {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let to = res.headers()["location"].to_str().unwrap().to_string();
+    assert_eq!(to, "/signin?signed_out=1");
+    let html = b
+        .get(app.url(&to))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("You are signed out."), "{html}");
     assert_eq!(
         b.get(app.url("/incidents")).send().await.unwrap().status(),
         StatusCode::SEE_OTHER
@@ -613,6 +631,24 @@ async fn an_admin_loads_the_sample_history_from_the_empty_memory_page() {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    // The page it returns to says what was loaded; the sample's proposals are closed, not left
+    // in the review queue (issue #49).
+    let to = res.headers()["location"].to_str().unwrap().to_string();
+    assert_eq!(to, "/memories?loaded=14");
+    let html = app.get(&app.admin, &to).await.text().await.unwrap();
+    assert!(
+        html.contains("Loaded the sample history: 14 past incidents"),
+        "{html}"
+    );
+    assert_eq!(
+        app.proposals_to_decide().await,
+        Vec::<serde_json::Value>::new()
+    );
+    let left: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM proposals WHERE status = 'pending'")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0);
     let learned: serde_json::Value = app
         .get(&app.admin, "/api/v1/incidents?state=learned")
         .await

@@ -84,13 +84,14 @@ fn a_post_mortem_reply_keeps_the_facts_and_reads_lessons_in_either_form() {
         },
         failure_modes: vec!["connection_leak".into()],
         observations: vec!["pool exhausted".into()],
-        earliest_evidence: None,
+        evidence_first_seen: Vec::new(),
         actions: vec![(
             ActionOutcome {
                 kind: ActionKind::RaisePoolLimit,
                 target: "payments-api".into(),
                 outcome: "did_not_resolve".into(),
                 note: String::new(),
+                dead_end_reason: String::new(),
             },
             None,
         )],

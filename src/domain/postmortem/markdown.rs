@@ -53,7 +53,7 @@ fn outcomes(out: &mut String, items: &[ActionOutcome]) {
     }
     for a in items {
         out.push_str(&format!(
-            "- `{}` on {} — {}{}\n",
+            "- `{}` on {} — {}{}{}\n",
             a.kind,
             md_line(&a.target),
             a.outcome.replace('_', " "),
@@ -61,6 +61,14 @@ fn outcomes(out: &mut String, items: &[ActionOutcome]) {
                 String::new()
             } else {
                 format!(": {}", md_line(&a.note))
+            },
+            if a.dead_end_reason.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " (approved despite a known dead end; different this time: {})",
+                    md_line(&a.dead_end_reason)
+                )
             }
         ));
     }
@@ -103,6 +111,11 @@ impl Postmortem {
             duration(self.impact.time_to_detect_secs),
             duration(self.impact.time_to_resolve_secs)
         ));
+        if !self.impact.left_out.is_empty() {
+            o.push_str("Evidence left out of these times (outside the incident's window):\n\n");
+            list(&mut o, &self.impact.left_out);
+            o.push('\n');
+        }
         o.push_str("## Symptoms\n\n");
         list(&mut o, &self.symptoms);
         o.push_str(&format!(
@@ -130,7 +143,9 @@ impl Postmortem {
         }
         for l in &self.lessons {
             o.push_str(&format!(
-                "- **ALWAYS:** {}\n  **BECAUSE:** {}\n  **SCOPE:** {}\n  **SEVERITY:** {}\n",
+                // A backslash before the line break is a hard break (CommonMark §6.7): each
+                // part on its own line when rendered, not run together into one paragraph.
+                "- **ALWAYS:** {}\\\n  **BECAUSE:** {}\\\n  **SCOPE:** {}\\\n  **SEVERITY:** {}\n",
                 md_line(&l.always),
                 md_line(&l.because),
                 md_line(&l.scope),

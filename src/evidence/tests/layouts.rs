@@ -113,6 +113,8 @@ fn an_unknown_header_is_learned_and_its_time_and_level_kept() {
         .find(|o| o.statement.contains("disk quota"))
         .expect("the error template");
     assert_eq!(err.level.as_deref(), Some("error"));
+    // A full disk quota is a full disk, not a rate limit (issue #49).
+    assert_eq!(err.failure_modes, ["disk_full"]);
     assert_eq!(
         err.first_seen,
         Some(jiff::Timestamp::from_second(1_773_000_000 + 7 * 60).unwrap())

@@ -138,6 +138,11 @@ pub struct RecallResult {
     /// (not part of the API's answer).
     #[serde(skip)]
     pub replacements: Vec<MemoryRecord>,
+    /// The query's chance level (the cosine an unrelated text reaches), when vectors ran: a
+    /// result's meaning counts only at or above it. Read by the incident page's weak-match rule
+    /// (not part of the API's answer).
+    #[serde(skip)]
+    pub chance: Option<f32>,
 }
 
 #[cfg(test)]
@@ -330,6 +335,7 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
             notice: Some(empty_notice(&index, q.service.as_deref())),
             vectors_pending,
             replacements,
+            chance,
         });
     }
     let mut records: HashMap<i64, MemoryRecord> = records.into_iter().map(|r| (r.id, r)).collect();
@@ -361,5 +367,6 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         notice,
         vectors_pending,
         replacements,
+        chance,
     })
 }

@@ -76,16 +76,52 @@ pub fn simulate(kind: ActionKind, target: &str, incident: &str) -> String {
     )
 }
 
-/// Approves a proposed recommendation: writes the simulated transcript (an `action_result`
-/// record) and puts it on the timeline. A second approval, or approving a rejected one, is a 409.
+/// Longest reason for approving a known dead end: one line.
+pub const APPROVE_REASON_MAX: usize = 500;
+
+/// What a person is asked before approving a recommendation that carries the dead-end banner.
+pub const APPROVE_REASON_QUESTION: &str = "What is different this time?";
+
+/// Checks the reason given for approving recommendation `rid`: required (one line, at most
+/// [`APPROVE_REASON_MAX`] characters) when it carries the dead-end banner (`warned`), optional
+/// otherwise. DESIGN.md §5 and issue #49: a recorded failure is never hidden, and approving it
+/// again says why this time should differ.
 ///
 /// # Errors
-/// [`AppError::NotFound`], [`AppError::Conflict`].
+/// [`ValidationError`] on `reason` when a warned one has none, or when it is too long or holds
+/// more than one line.
+pub fn approve_reason(warned: bool, rid: i64, reason: &str) -> Result<String, ValidationError> {
+    let reason = reason.trim();
+    if reason.contains(['\n', '\r']) {
+        return Err(ValidationError::new("reason", "must be one line"));
+    }
+    if warned && reason.is_empty() {
+        return Err(ValidationError::new(
+            "reason",
+            format!(
+                "recommendation {rid} repeats a known dead end: say what is different this time \
+                 (one line) to approve it"
+            ),
+        ));
+    }
+    crate::domain::optional_text("reason", reason, APPROVE_REASON_MAX)
+}
+
+/// Approves a proposed recommendation: writes the simulated transcript (an `action_result`
+/// record) and puts it on the timeline. One that carries the dead-end banner needs `reason`
+/// (what is different this time, see [`approve_reason`]); it is kept on the recommendation and
+/// written to the timeline and the audit log. A second approval, or approving a rejected one,
+/// is a 409.
+///
+/// # Errors
+/// [`ValidationError`] (422) for a missing reason on a dead end; [`AppError::NotFound`],
+/// [`AppError::Conflict`].
 pub async fn approve(
     pool: &AnyPool,
     actor: &str,
     id: &IncidentId,
     rid: i64,
+    reason: &str,
     expected_version: Option<i64>,
 ) -> AppResult<RecommendationView> {
     let mut tx = store::begin_write(pool).await?;
@@ -98,6 +134,8 @@ pub async fn approve(
             rec.status
         )));
     }
+    let mut reason = approve_reason(rec.warning.is_some(), rid, reason)?;
+    crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut reason]).await?;
     let kind = ActionKind::parse(&rec.action_kind)?;
     let mut t = NewRecord::new(
         MemoryKind::ActionTranscript,
@@ -112,9 +150,13 @@ pub async fn approve(
     t.cites = vec![rec.record_id];
     t.origin = Some(format!("approve:{rid}"));
     t.data = serde_json::json!({"simulated": true, "recommendation_id": rid});
+    if !reason.is_empty() {
+        t.data["approve_reason"] = serde_json::json!(reason);
+    }
     let (tid, _) = crate::services::memory::write_in(&mut tx, t).await?;
     let at = store::now();
-    if !rstore::decide(&mut tx, rid, true, actor, None, Some(tid), at).await? {
+    let kept = (!reason.is_empty()).then_some(reason.as_str());
+    if !rstore::decide(&mut tx, rid, true, actor, kept, Some(tid), at).await? {
         return Err(AppError::Conflict(format!(
             "recommendation {rid} was decided by someone else"
         )));
@@ -125,15 +167,28 @@ pub async fn approve(
         at,
         actor,
         "action_approved",
-        &format!("{} on {} (simulated)", kind.as_str(), rec.target),
+        &match (&rec.warning, kept) {
+            (Some(_), Some(r)) => format!(
+                "{} on {} (simulated) despite the known dead end; different this time: {r}",
+                kind.as_str(),
+                rec.target
+            ),
+            (None, Some(r)) => format!("{} on {} (simulated): {r}", kind.as_str(), rec.target),
+            (_, None) => format!("{} on {} (simulated)", kind.as_str(), rec.target),
+        },
     )
     .await?;
+    let mut detail = serde_json::json!({"recommendation": rid, "kind": kind});
+    if let Some(r) = kept {
+        detail["reason"] = serde_json::json!(r);
+        detail["dead_end"] = serde_json::json!(rec.warning.is_some());
+    }
     audit::append(
         &mut tx,
         actor,
         "recommendation.approve",
         id.as_str(),
-        &serde_json::json!({"recommendation": rid, "kind": kind}).to_string(),
+        &detail.to_string(),
     )
     .await?;
     tx.commit().await?;

@@ -21,7 +21,10 @@ mod tests;
 pub use crate::memory::incident::{
     incident_tags, incidents_first, ranked_recall as recall_for_incident,
 };
-pub use actions::{VERDICTS, approve, propose, reject, simulate, verdict};
+pub use actions::{
+    APPROVE_REASON_MAX, APPROVE_REASON_QUESTION, VERDICTS, approve, approve_reason, propose,
+    reject, simulate, verdict,
+};
 pub use run::{analyst_input, investigate};
 pub use view::{
     HypothesisView, InvestigationView, RecalledView, RecommendationView, view_investigation,

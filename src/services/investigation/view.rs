@@ -49,6 +49,8 @@ pub struct RecommendationView {
     pub status: String,
     /// Rejection reason.
     pub reject_reason: Option<String>,
+    /// Why it was approved although it carried the dead-end banner: what is different this time.
+    pub approve_reason: Option<String>,
     /// Verdict, once given.
     pub verdict: Option<String>,
     /// Verdict note.
@@ -112,7 +114,7 @@ pub(super) fn view_of(stored: StoredInvestigation) -> InvestigationView {
         recalled,
     } = stored;
     let cite_refs: HashMap<i64, String> = cited.iter().map(|r| (r.id, r.reference())).collect();
-    let hypotheses = hyps
+    let mut hypotheses: Vec<HypothesisView> = hyps
         .iter()
         .map(|h| HypothesisView {
             id: h.id,
@@ -132,6 +134,7 @@ pub(super) fn view_of(stored: StoredInvestigation) -> InvestigationView {
                 .unwrap_or_default(),
         })
         .collect();
+    strongest_first(&mut hypotheses);
     let recommendations = recs
         .into_iter()
         .map(|r| RecommendationView {
@@ -154,6 +157,7 @@ pub(super) fn view_of(stored: StoredInvestigation) -> InvestigationView {
             rationale: r.rationale,
             status: r.status,
             reject_reason: r.reject_reason,
+            approve_reason: r.approve_reason,
             verdict: r.verdict,
             verdict_note: r.verdict_note,
             hypothesis_id: r.hypothesis_id,
@@ -178,6 +182,20 @@ pub(super) fn view_of(stored: StoredInvestigation) -> InvestigationView {
         notice: inv.notice,
         dropped: serde_json::from_str(&inv.dropped).unwrap_or_default(),
     }
+}
+
+/// Orders hypotheses as people read them and as Learn grades the first (issue #49): the highest
+/// confidence first, then the one citing more observations (`OBS-…`), then more sources in all;
+/// ties keep the analyst's order.
+pub(super) fn strongest_first(hypotheses: &mut [HypothesisView]) {
+    let observations =
+        |h: &HypothesisView| h.cites.iter().filter(|c| c.starts_with("OBS-")).count();
+    hypotheses.sort_by(|a, b| {
+        b.confidence
+            .cmp(&a.confidence)
+            .then_with(|| observations(b).cmp(&observations(a)))
+            .then_with(|| b.cites.len().cmp(&a.cites.len()))
+    });
 }
 
 /// One recommendation of investigation `inv` as the API shows it.

@@ -125,16 +125,22 @@ fn warning_of(
         } else {
             "did not resolve"
         };
+        // The engineer's note says what happened; without one the banner says no more (the
+        // record's own text names the incident and the outcome again: "… during INC-… did not
+        // resolve it").
         let note = f
             .data
             .get("note")
             .and_then(|v| v.as_str())
-            .filter(|n| !n.is_empty())
-            .unwrap_or(&f.text);
-        parts.push(format!(
-            "tried during {inc} and {outcome}: {}",
-            crate::evidence::truncate_chars(note, 300).trim_end_matches('.')
-        ));
+            .filter(|n| !n.trim().is_empty())
+            .map(|n| {
+                format!(
+                    ": {}",
+                    crate::domain::text::clip_sentences(n, 300).trim_end_matches('.')
+                )
+            })
+            .unwrap_or_default();
+        parts.push(format!("tried during {inc} and {outcome}{note}"));
         if !incident_ids.contains(&inc) {
             incident_ids.push(inc);
         }

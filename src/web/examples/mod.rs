@@ -207,6 +207,7 @@ pub fn recommendation(status: &str) -> Value {
         "rationale": "Pool exhaustion started two minutes after release 2026.11.29-1.",
         "warning": null, "status": status,
         "reject_reason": if status == "rejected" { json!("The release is already rolled back by the deploy bot.") } else { Value::Null },
+        "approve_reason": Value::Null,
         "verdict": null, "verdict_note": null,
         "transcript": if approved { json!("[simulated] rollback_deploy checkout: 2026.11.29-1 → 2026.11.28-3 … done") } else { Value::Null },
         "hypothesis_id": 102
@@ -233,6 +234,11 @@ pub fn propose() -> Value {
 /// `POST …/reject`.
 pub fn reject() -> Value {
     json!({"reason": "The release is already rolled back by the deploy bot."})
+}
+
+/// `POST …/approve`: the version seen and, for a known dead end, what is different this time.
+pub fn approve() -> Value {
+    json!({"version": 6, "reason": "The replica now has room for the extra connections."})
 }
 
 /// `POST …/verdict`.
