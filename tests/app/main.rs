@@ -11,6 +11,7 @@ mod insights;
 mod instances;
 mod investigation;
 mod llm;
+mod mcp;
 mod memory;
 mod migrate_db;
 mod openapi;
