@@ -478,8 +478,7 @@ fn since_of(s: &str) -> Result<jiff::Timestamp, ToolError> {
     }
     s.parse::<jiff::civil::Date>()
         .ok()
-        .and_then(|d| d.to_zoned(jiff::tz::TimeZone::UTC).ok())
-        .map(|z| z.timestamp())
+        .and_then(|d| format!("{d}T00:00:00Z").parse::<jiff::Timestamp>().ok())
         .ok_or_else(|| {
             ToolError(format!(
                 "since: '{s}' is not a time; use RFC 3339 (2026-12-01T00:00:00Z) or a date (2026-12-01)"

@@ -105,7 +105,6 @@ impl Default for Settings {
             rule_cap: crate::domain::consolidation::DEFAULT_RULE_CAP,
             consolidate_every: None,
             prometheus: None,
-            mcp: crate::mcp::Endpoint::default(),
         }
     }
 }
@@ -153,6 +152,7 @@ impl AppState {
             metrics: crate::metrics::Metrics::new(),
             users: std::sync::Arc::default(),
             prometheus: None,
+            mcp: crate::mcp::Endpoint::default(),
         }
     }
 
