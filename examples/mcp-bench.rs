@@ -16,10 +16,10 @@
 use std::time::{Duration, Instant};
 
 use incidentmind::app::{App, Config};
+use rmcp::ServiceExt as _;
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientInfo, Implementation};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::ServiceExt as _;
 
 /// The floor: p99 of either tool at most this many milliseconds.
 const P99_MAX_MS: f64 = 50.0;
@@ -56,7 +56,10 @@ fn args() -> anyhow::Result<Args> {
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or_else(|| anyhow::anyhow!("{flag} needs a value"));
+        let mut value = || {
+            it.next()
+                .ok_or_else(|| anyhow::anyhow!("{flag} needs a value"))
+        };
         match flag.as_str() {
             "--db" => a.db = Some(value()?),
             "--sessions" => a.sessions = value()?.parse()?,
@@ -81,7 +84,12 @@ fn percentile(ms: &[f64], p: f64) -> f64 {
 
 /// One session: initialise, then `calls` calls of each tool, alternating; the latencies (ms) of
 /// `check_remediation` and of `recall_similar_incidents`.
-async fn session(url: String, token: String, n: usize, calls: usize) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
+async fn session(
+    url: String,
+    token: String,
+    n: usize,
+    calls: usize,
+) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
     );
@@ -110,7 +118,10 @@ async fn session(url: String, token: String, n: usize, calls: usize) -> anyhow::
             .call_tool(CallToolRequestParams::new("recall_similar_incidents").with_arguments(args))
             .await?;
         recall.push(started.elapsed().as_secs_f64() * 1000.0);
-        anyhow::ensure!(r.is_error != Some(true), "recall_similar_incidents failed: {r:?}");
+        anyhow::ensure!(
+            r.is_error != Some(true),
+            "recall_similar_incidents failed: {r:?}"
+        );
     }
     client.cancel().await?;
     Ok((check, recall))
@@ -118,7 +129,9 @@ async fn session(url: String, token: String, n: usize, calls: usize) -> anyhow::
 
 fn main() -> anyhow::Result<()> {
     let a = args()?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let dir = tempfile::tempdir()?;
         let database_url = match &a.db {
@@ -170,7 +183,10 @@ fn main() -> anyhow::Result<()> {
             if a.embeddings { "built-in" } else { "off" },
             wall.as_secs_f64()
         );
-        for (tool, ms) in [("check_remediation", &mut check), ("recall_similar_incidents", &mut recall)] {
+        for (tool, ms) in [
+            ("check_remediation", &mut check),
+            ("recall_similar_incidents", &mut recall),
+        ] {
             ms.sort_by(f64::total_cmp);
             let p99 = percentile(ms, 99.0);
             let pass = p99 <= P99_MAX_MS;

@@ -1,9 +1,9 @@
 //! What each tool answers, written from the service's result: our own words above, the text
 //! that came from incidents inside the untrusted block ([`Answer`]). Pure: no I/O.
 
-use crate::domain::memory::MemoryRecord;
 use crate::domain::IncidentId;
 use crate::domain::action::verdict_label;
+use crate::domain::memory::MemoryRecord;
 use crate::memory::recall::Recalled;
 use crate::services::evidence::EvidenceAdded;
 use crate::services::questions::{
@@ -28,7 +28,9 @@ fn cite(r: &MemoryRecord) -> String {
 
 /// The text a record carries for an agent: a lesson's rule, else its text.
 fn text_of(r: &MemoryRecord) -> String {
-    r.rule.as_ref().map_or_else(|| r.text.clone(), |rule| rule.text())
+    r.rule
+        .as_ref()
+        .map_or_else(|| r.text.clone(), |rule| rule.text())
 }
 
 /// The verdict of a remediation record in words (`did not resolve`, `made it worse`).
@@ -68,7 +70,11 @@ pub fn similar(found: &SimilarIncidents) -> Answer {
             found.dead_ends.len()
         ));
     }
-    if let Some(n) = found.notice.as_deref().filter(|_| !found.incidents.is_empty()) {
+    if let Some(n) = found
+        .notice
+        .as_deref()
+        .filter(|_| !found.incidents.is_empty())
+    {
         a.say(format!("Recall notes: {n}."));
     }
     for (k, p) in found.incidents.iter().enumerate() {
@@ -113,7 +119,10 @@ fn past_incident(a: &mut Answer, rank: usize, p: &PastIncident) {
         a.data("shares with your description: ", &p.shared.join(", "));
     }
     for r in &p.root_cause {
-        a.data(&format!("{} ({}): ", r.kind.as_str().replace('_', " "), cite(r)), &r.text);
+        a.data(
+            &format!("{} ({}): ", r.kind.as_str().replace('_', " "), cite(r)),
+            &r.text,
+        );
     }
     for r in &p.worked {
         a.data(&format!("worked ({}): ", cite(r)), &r.text);
@@ -157,7 +166,10 @@ pub fn remediation(asked: &Remediation, check: &RemediationCheck) -> Answer {
             if check.similar.is_empty() {
                 String::new()
             } else {
-                format!(" nor during the past incidents most like your symptoms ({})", check.similar.join(", "))
+                format!(
+                    " nor during the past incidents most like your symptoms ({})",
+                    check.similar.join(", ")
+                )
             }
         )),
     };
@@ -246,7 +258,10 @@ pub fn runbooks(asked: &Situation, found: &[Recalled]) -> Answer {
             }
         ))
     } else {
-        Answer::new(format!("{} runbook(s) for {service}, best first.", found.len()))
+        Answer::new(format!(
+            "{} runbook(s) for {service}, best first.",
+            found.len()
+        ))
     };
     for r in found {
         a.data(&format!("runbook ({}): ", cite(&r.memory)), &r.memory.text);
@@ -339,7 +354,10 @@ pub fn incident(read: &IncidentRead) -> Answer {
         a.data("root cause: ", &p.root_cause);
         a.data("trigger: ", &p.trigger);
         for o in &p.what_worked {
-            a.data(&format!("worked: {} on ", o.kind), &format!("{}: {}", o.target, o.note));
+            a.data(
+                &format!("worked: {} on ", o.kind),
+                &format!("{}: {}", o.target, o.note),
+            );
         }
         for o in &p.what_did_not_work {
             a.data(
@@ -348,7 +366,10 @@ pub fn incident(read: &IncidentRead) -> Answer {
             );
         }
         for o in &p.rejected {
-            a.data(&format!("rejected: {} on ", o.kind), &format!("{}: {}", o.target, o.note));
+            a.data(
+                &format!("rejected: {} on ", o.kind),
+                &format!("{}: {}", o.target, o.note),
+            );
         }
         for l in &p.lessons {
             a.data("lesson: ", &l.text());
@@ -406,4 +427,3 @@ pub fn evidence_added(id: &IncidentId, user: &str, added: &EvidenceAdded) -> Ans
     }
     a
 }
-

@@ -7,10 +7,10 @@
 //! holds no state of its own: the answers are the server's, word for word.
 
 use rmcp::model::{ErrorCode, ErrorData, RequestId, ServerJsonRpcMessage};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{RoleClient, RoleServer};
 
 /// Messages waiting to be sent upstream, in order.
@@ -45,7 +45,9 @@ pub async fn run(url: &str, token: &str) -> anyhow::Result<()> {
                         format!("the IncidentMind server did not take this request: {e}"),
                         None,
                     );
-                    let _ = failed_tx.send(ServerJsonRpcMessage::error(error, Some(id))).await;
+                    let _ = failed_tx
+                        .send(ServerJsonRpcMessage::error(error, Some(id)))
+                        .await;
                 }
             }
         }

@@ -128,7 +128,8 @@ fn refused(e: &AppError) -> Response {
         );
     }
     if let Some(secs) = e.retry_after_secs() {
-        res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        res.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     res
 }

@@ -67,8 +67,7 @@ impl ServerHandler for McpServer {
             .peer_info()
             .map(|i| format!("{} {}", i.client_info.name, i.client_info.version))
             .unwrap_or_default();
-        let result = match tools::call(&caller, &client, &request.name, request.arguments).await
-        {
+        let result = match tools::call(&caller, &client, &request.name, request.arguments).await {
             Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
             Err(ToolError(message)) => CallToolResult::error(vec![ContentBlock::text(message)]),
         };

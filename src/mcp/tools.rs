@@ -73,9 +73,9 @@ impl From<AppError> for ToolError {
             tracing::error!(error = ?e, "MCP tool call failed");
         }
         let message = match &e {
-            AppError::NotFound(what) => format!(
-                "{what} not found: check the id (list_incidents lists the incidents)"
-            ),
+            AppError::NotFound(what) => {
+                format!("{what} not found: check the id (list_incidents lists the incidents)")
+            }
             _ => e.public_message(),
         };
         Self(message)
@@ -202,7 +202,11 @@ pub struct EvidenceArgs {
 }
 
 /// A tool of `name` with `description`, its input schema derived from `T`, read-only or not.
-fn tool<T: JsonSchema + 'static>(name: &'static str, description: &'static str, read_only: bool) -> Tool {
+fn tool<T: JsonSchema + 'static>(
+    name: &'static str,
+    description: &'static str,
+    read_only: bool,
+) -> Tool {
     let annotations = ToolAnnotations::new()
         .read_only(read_only)
         .destructive(false)
@@ -297,8 +301,9 @@ pub async fn call(
             let remediation = Remediation {
                 action: action_of(&a.action)?,
                 target: a.target.filter(|t| !t.trim().is_empty()),
-                service: service_of(Some(&a.service))?
-                    .ok_or_else(|| ToolError("service: give the service the incident is on".into()))?,
+                service: service_of(Some(&a.service))?.ok_or_else(|| {
+                    ToolError("service: give the service the incident is on".into())
+                })?,
                 symptoms: optional("symptoms", a.symptoms.as_deref(), QUESTION_CHARS)?,
             };
             let check = questions::check_remediation(&state.memory, &remediation).await?;
@@ -341,7 +346,9 @@ pub async fn call(
                 evidence_lines: Vec::new(),
             };
             if situation.service.is_none() {
-                return Err(ToolError("service: give the service to find runbooks for".into()));
+                return Err(ToolError(
+                    "service: give the service to find runbooks for".into(),
+                ));
             }
             let found = questions::runbooks(&state.memory, &situation, RUNBOOKS_MAX).await?;
             Ok(answers::runbooks(&situation, &found).render(limit))
@@ -492,7 +499,10 @@ mod tests {
 
     #[test]
     fn free_words_are_coerced_to_an_action_kind_or_refused_with_the_vocabulary() {
-        assert_eq!(action_of("raise_pool_limit"), Ok(ActionKind::RaisePoolLimit));
+        assert_eq!(
+            action_of("raise_pool_limit"),
+            Ok(ActionKind::RaisePoolLimit)
+        );
         assert_eq!(action_of("Restart Service"), Ok(ActionKind::RestartService));
         let err = action_of("sacrifice a goat").unwrap_err().0;
         assert!(err.contains("restart_service"), "{err}");

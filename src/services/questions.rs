@@ -295,9 +295,11 @@ pub async fn check_remediation(
     let mut worked: Vec<MemoryRecord> = Vec::new();
     for r in mstore::outcomes_of_incidents(pool, &worked_in).await? {
         let same_action_elsewhere = r.action_kind == Some(remediation.action)
-            && warning
-                .as_ref()
-                .is_some_and(|w| r.incident_id.as_ref().is_some_and(|i| w.worked_in.contains(i)));
+            && warning.as_ref().is_some_and(|w| {
+                r.incident_id
+                    .as_ref()
+                    .is_some_and(|i| w.worked_in.contains(i))
+            });
         let resolved_similar = r.incident_id.as_ref().is_some_and(|i| similar.contains(i));
         if r.kind == MemoryKind::RemediationSuccess
             && (same_action_elsewhere || resolved_similar)

@@ -158,7 +158,11 @@ async fn learned_with_dead_end(app: &TestApp) -> String {
     app.write_trigger(&id).await;
     for step in ["postmortem/confirm", "learn"] {
         let res = app
-            .post_json(&app.reviewer, &format!("/api/v1/incidents/{id}/{step}"), json!({}))
+            .post_json(
+                &app.reviewer,
+                &format!("/api/v1/incidents/{id}/{step}"),
+                json!({}),
+            )
             .await;
         assert!(res.status().is_success(), "{step}: {}", res.status());
     }
@@ -243,7 +247,12 @@ async fn an_agent_reads_the_dead_end_adds_evidence_and_writes_no_memory_through_
 
     // initialize and tools/list.
     assert_eq!(http["server_name"], "incidentmind", "{http}");
-    assert!(http["instructions"].as_str().unwrap().contains("check_remediation"));
+    assert!(
+        http["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("check_remediation")
+    );
     let tools = http["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
@@ -271,7 +280,10 @@ async fn an_agent_reads_the_dead_end_adds_evidence_and_writes_no_memory_through_
 
     let (text, err) = call(calls, 0, "recall_similar_incidents");
     assert!(!err, "{text}");
-    assert!(text.contains(&format!("## 1. {learned} on payments-api")), "{text}");
+    assert!(
+        text.contains(&format!("## 1. {learned} on payments-api")),
+        "{text}"
+    );
     assert!(text.contains("did NOT work, did not resolve"), "{text}");
     assert!(text.contains(DEAD_END_NOTE), "{text}");
     assert!(text.contains("<<<UNTRUSTED_DATA>>>") && text.contains("<<<END_UNTRUSTED_DATA>>>"));
@@ -283,7 +295,10 @@ async fn an_agent_reads_the_dead_end_adds_evidence_and_writes_no_memory_through_
         text.starts_with("RECORDED FAILURE: raise_pool_limit"),
         "{text}"
     );
-    assert!(text.contains(&learned) && text.contains(DEAD_END_NOTE), "{text}");
+    assert!(
+        text.contains(&learned) && text.contains(DEAD_END_NOTE),
+        "{text}"
+    );
     let (text, err) = call(calls, 2, "check_remediation");
     assert!(!err, "{text}");
     assert!(text.starts_with("No recorded failure: "), "{text}");
@@ -293,8 +308,14 @@ async fn an_agent_reads_the_dead_end_adds_evidence_and_writes_no_memory_through_
 
     let (text, err) = call(calls, 4, "get_incident");
     assert!(!err, "{text}");
-    assert!(text.starts_with(&format!("Incident {learned}: state learned")), "{text}");
-    assert!(text.contains("## Post-mortem, confirmed by victor"), "{text}");
+    assert!(
+        text.starts_with(&format!("Incident {learned}: state learned")),
+        "{text}"
+    );
+    assert!(
+        text.contains("## Post-mortem, confirmed by victor"),
+        "{text}"
+    );
     assert!(text.contains(DEAD_END_NOTE), "{text}");
     let (text, err) = call(calls, 5, "get_incident");
     assert!(err, "an unknown incident is a tool error: {text}");
@@ -310,9 +331,15 @@ async fn an_agent_reads_the_dead_end_adds_evidence_and_writes_no_memory_through_
     let (text, err) = call(calls, 8, "add_evidence");
     assert!(!err, "{text}");
     assert!(text.starts_with(&format!("Added evidence #")), "{text}");
-    assert!(text.contains(&format!("to {open} as rita through MCP")), "{text}");
+    assert!(
+        text.contains(&format!("to {open} as rita through MCP")),
+        "{text}"
+    );
     let listed: Value = app
-        .get(&app.responder, &format!("/api/v1/incidents/{open}/evidence"))
+        .get(
+            &app.responder,
+            &format!("/api/v1/incidents/{open}/evidence"),
+        )
         .await
         .json()
         .await
@@ -337,7 +364,10 @@ async fn an_agent_reads_the_dead_end_adds_evidence_and_writes_no_memory_through_
 
     // Errors an agent can act on.
     let (text, err) = call(calls, 10, "approve_recommendation");
-    assert!(err && text.contains("unknown tool 'approve_recommendation'"), "{text}");
+    assert!(
+        err && text.contains("unknown tool 'approve_recommendation'"),
+        "{text}"
+    );
     let (text, err) = call(calls, 11, "check_remediation");
     assert!(err && text.contains("missing field `service`"), "{text}");
 
@@ -377,7 +407,12 @@ async fn mcp_refuses_a_missing_or_wrong_token_with_401_and_no_session() {
         );
         let body: Value = res.json().await.unwrap();
         assert_eq!(body["error"]["code"], -32001, "{body}");
-        assert!(body["error"]["message"].as_str().unwrap().contains("API token"));
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("API token")
+        );
     }
     // A valid token opens a session.
     let res = app
