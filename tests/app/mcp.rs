@@ -330,7 +330,7 @@ async fn an_agent_reads_the_dead_end_adds_evidence_and_writes_no_memory_through_
     // The one write: evidence, as the token's user, marked as arriving through MCP, redacted.
     let (text, err) = call(calls, 8, "add_evidence");
     assert!(!err, "{text}");
-    assert!(text.starts_with(&format!("Added evidence #")), "{text}");
+    assert!(text.starts_with("Added evidence #"), "{text}");
     assert!(
         text.contains(&format!("to {open} as rita through MCP")),
         "{text}"
