@@ -15,6 +15,7 @@ pub mod digest;
 pub mod domain;
 pub mod error;
 pub mod evidence;
+pub mod mcp;
 pub mod memory;
 pub mod metrics;
 pub mod prometheus;

@@ -1,6 +1,6 @@
 //! Command line: `serve` (the default; builds the app with [`crate::App::build`]), `user add`,
 //! `user token`, `audit verify`, `export`, `import`, `backup`, `restore`, `history load`, `demo`,
-//! `eval recall`, `consolidate`.
+//! `eval recall`, `consolidate`, `mcp` (the stdio bridge to a server's `/mcp`).
 //!
 //! Every option also reads an `INCIDENTMIND_…` environment variable; `--help` lists them. This
 //! file holds the command tree and its dispatch; `serve.rs` the web app's options and its run,
@@ -137,6 +137,17 @@ pub enum Command {
     /// Measure quality on a labelled set (runs on its own temporary database).
     #[command(subcommand)]
     Eval(EvalCommand),
+    /// Bridge an MCP client that only starts local processes to a running server: relays the
+    /// JSON-RPC messages on stdin and stdout to the server's `/mcp` (Streamable HTTP) with an API
+    /// token. Starts no process; see docs/mcp.md.
+    Mcp {
+        /// The server's MCP endpoint, e.g. `https://incidentmind.example.com/mcp`.
+        #[arg(long, env = "INCIDENTMIND_MCP_URL")]
+        url: String,
+        /// An API token (`incidentmind user token NAME`), sent as `Authorization: Bearer`.
+        #[arg(long, env = "INCIDENTMIND_MCP_TOKEN", hide_env_values = true)]
+        token: String,
+    },
     /// Find near-duplicate lessons and failure records of different incidents and propose one
     /// merged rule per group for the review queue (nothing is written to memory until a
     /// reviewer accepts). `serve` runs the same on a schedule with --consolidate-every-hours.
@@ -320,6 +331,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Demo => crate::cli::demo::run().await,
+        Command::Mcp { url, token } => crate::mcp::bridge::run(&url, &token).await,
         Command::History(HistoryCommand::Load { db, embeddings }) => {
             let pool = open(&db, CreateIfMissing).await?;
             let memory = crate::memory::Memory::new(pool.clone(), embedder(&embeddings, None)?);

@@ -161,6 +161,14 @@ pub async fn add(
     submit(pool, actor, id, submission).await
 }
 
+/// Key under which a paste is stored once per incident: its kind and the SHA-256 of its
+/// content, so the same paste twice (through the page, the API or an agent) says so instead of
+/// doubling the observations.
+pub fn paste_key(id: &IncidentId, kind: EvidenceKind, content: &str) -> String {
+    let digest = crate::digest::sha256_hex(content.as_bytes());
+    format!("paste:{id}:{}:{digest}", kind.as_str())
+}
+
 /// What a responder or an integration submits as evidence.
 #[derive(Debug)]
 pub struct Submission<'a> {
@@ -309,7 +317,11 @@ pub async fn submit(
         ids.len()
     );
     incidents::add_event(&mut tx, id, at, actor, "evidence_added", &detail).await?;
-    let audit_detail = serde_json::json!({"evidence": evidence_id, "kind": kind, "bytes": bytes, "observations": ids.len(), "sha256": sha256});
+    // The source says how it arrived when a door names it (`MCP: <client>` for an agent's).
+    let mut audit_detail = serde_json::json!({"evidence": evidence_id, "kind": kind, "bytes": bytes, "observations": ids.len(), "sha256": sha256});
+    if !source.is_empty() {
+        audit_detail["source"] = serde_json::Value::String(source.clone());
+    }
     audit::append(
         &mut tx,
         actor,

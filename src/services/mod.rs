@@ -13,6 +13,7 @@ pub mod memory;
 pub mod postmortem;
 pub mod prometheus;
 pub mod proposals;
+pub mod questions;
 pub mod review;
 pub mod sample;
 pub mod users;

@@ -94,15 +94,8 @@ impl Submission {
     }
 }
 
-/// Key under which a paste is stored once per incident: its kind and the SHA-256 of its
-/// content, so the same paste twice says so instead of doubling the observations.
-fn paste_key(id: &IncidentId, kind: EvidenceKind, content: &str) -> String {
-    let digest = crate::digest::sha256_hex(content.as_bytes());
-    format!("paste:{id}:{}:{digest}", kind.as_str())
-}
-
-/// Adds a submission as evidence of `id`, once: under its [`paste_key`], so the same paste
-/// again adds nothing.
+/// Adds a submission as evidence of `id`, once: under its [`esvc::paste_key`], so the same
+/// paste again adds nothing.
 async fn add_once(
     s: &AppState,
     actor: &str,
@@ -110,7 +103,7 @@ async fn add_once(
     r: Read,
     expected_version: Option<i64>,
 ) -> Result<esvc::EvidenceAdded, AppError> {
-    let key = paste_key(id, r.kind, &r.content);
+    let key = esvc::paste_key(id, r.kind, &r.content);
     let submission = esvc::Submission {
         kind: r.kind,
         content: r.content,

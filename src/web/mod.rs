@@ -143,6 +143,8 @@ pub struct AppState {
     pub users: std::sync::Arc<auth::KnownUsers>,
     /// The Prometheus source when one is configured ([`Settings::prometheus`]).
     pub prometheus: Option<std::sync::Arc<crate::prometheus::Prometheus>>,
+    /// The MCP endpoint `/mcp` and its sessions ([`crate::mcp::Endpoint`]).
+    pub mcp: crate::mcp::Endpoint,
 }
 
 impl AppState {
@@ -159,6 +161,7 @@ impl AppState {
             metrics: crate::metrics::Metrics::new(),
             users: std::sync::Arc::default(),
             prometheus: None,
+            mcp: crate::mcp::Endpoint::default(),
         }
     }
 
@@ -222,6 +225,8 @@ pub fn routes(evidence_limit: usize, webhook_limit: usize) -> Router<AppState> {
         .route("/api/v1/me", get(api::me))
         .route("/api/v1/openapi.json", get(openapi::openapi_json))
         .route("/api/docs", get(docs::page))
+        // Agents: the MCP server, Streamable HTTP, API tokens only (src/mcp/).
+        .route("/mcp", axum::routing::any(crate::mcp::endpoint))
         // Incidents: list, create, show, resolve, reopen (pages in web/pages.rs and
         // web/incident.rs, JSON in web/api.rs).
         .route(

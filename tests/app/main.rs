@@ -15,6 +15,7 @@ mod investigation;
 mod learn_recall;
 mod llm;
 mod llm_stream;
+mod mcp;
 mod memory;
 mod migrate_db;
 mod openapi;
