@@ -1,6 +1,8 @@
 //! Integration tests: the real router over HTTP on loopback, a fresh database per test (a SQLite
 //! file; a PostgreSQL database with `INCIDENTMIND_TEST_BACKEND=postgres`, see helpers.rs).
 mod alertmanager;
+mod chat;
+mod chat_matrix;
 mod cli;
 mod consolidation;
 mod embeddings;
@@ -27,6 +29,8 @@ mod schema;
 mod service;
 #[path = "../support/skip.rs"]
 mod skip;
+#[path = "../support/synapse.rs"]
+mod synapse;
 mod ui;
 mod walkthrough;
 mod web;

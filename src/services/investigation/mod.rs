@@ -27,6 +27,7 @@ pub use view::{
     HypothesisView, InvestigationView, RecalledView, RecommendationView, view_investigation,
 };
 pub use warnings::{
-    CLOSE_CALL, GENERIC_TAGS, Precedent, SIMILAR_INCIDENTS, Warning, dead_end_warning, precedent,
+    CLOSE_CALL, GENERIC_TAGS, Precedent, SIMILAR_INCIDENTS, Warning, dead_end_warning, dead_end_warnings,
+    precedent,
     similar_incidents,
 };
