@@ -86,7 +86,10 @@ fn cut_html(formatted: &str, link: &str) -> String {
     if formatted.chars().count() <= TEXT_MAX {
         return formatted.to_string();
     }
-    let tail = format!("<p>… <a href=\"{}\">the rest is on the incident page</a></p>", html(link));
+    let tail = format!(
+        "<p>… <a href=\"{}\">the rest is on the incident page</a></p>",
+        html(link)
+    );
     let budget = TEXT_MAX - tail.chars().count();
     let mut out = String::new();
     for part in formatted.split_inclusive("</p>") {
@@ -161,7 +164,10 @@ mod tests {
             link: "https://im.example/incidents/INC-2026-0002".into(),
             sections: vec![Section {
                 label: "Known dead ends".into(),
-                lines: vec!["<a href=\"https://evil.example\">x</a>".into(), "two".into()],
+                lines: vec![
+                    "<a href=\"https://evil.example\">x</a>".into(),
+                    "two".into(),
+                ],
             }],
         }
     }
@@ -175,7 +181,10 @@ mod tests {
         assert!(!f.contains("@room") && !plain.contains("@room"), "{f}");
         assert!(!plain.contains("]("), "{plain}");
         assert_eq!(b["m.mentions"], json!({}));
-        assert!(f.contains("<a href=\"https://im.example/incidents/INC-2026-0002\">"), "{f}");
+        assert!(
+            f.contains("<a href=\"https://im.example/incidents/INC-2026-0002\">"),
+            "{f}"
+        );
     }
 
     #[test]
@@ -191,7 +200,11 @@ mod tests {
         m.sections[0].lines = vec!["y".repeat(1000); 40];
         let b = body(&m, None);
         let f = b["formatted_body"].as_str().unwrap();
-        assert!(f.chars().count() <= TEXT_MAX && f.ends_with("incident page</a></p>"), "{}", f.len());
+        assert!(
+            f.chars().count() <= TEXT_MAX && f.ends_with("incident page</a></p>"),
+            "{}",
+            f.len()
+        );
         let p = b["body"].as_str().unwrap();
         assert!(p.chars().count() <= TEXT_MAX && p.ends_with("INC-2026-0002)"));
     }

@@ -224,7 +224,15 @@ pub(crate) async fn answer(
             said,
         });
     }
-    let message = format!("HTTP {}: {}", status.as_u16(), if said.is_empty() { status.canonical_reason().unwrap_or("").to_string() } else { said });
+    let message = format!(
+        "HTTP {}: {}",
+        status.as_u16(),
+        if said.is_empty() {
+            status.canonical_reason().unwrap_or("").to_string()
+        } else {
+            said
+        }
+    );
     if status.as_u16() == 429 || status.is_server_error() || status.as_u16() == 408 {
         // Matrix says how long to wait in its body ({"retry_after_ms": …}) as well.
         let body_wait = serde_json::from_str::<serde_json::Value>(&text)

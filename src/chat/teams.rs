@@ -25,8 +25,10 @@ pub fn body(message: &Message) -> Value {
     let mut used = 0;
     'sections: for s in &message.sections {
         if !s.label.is_empty() {
-            blocks.push(json!({"type": "TextBlock", "text": teams(&s.label), "weight": "Bolder",
-                               "wrap": true, "spacing": "Medium"}));
+            blocks.push(
+                json!({"type": "TextBlock", "text": teams(&s.label), "weight": "Bolder",
+                               "wrap": true, "spacing": "Medium"}),
+            );
         }
         for l in &s.lines {
             let text = cut(&teams(l), LINE_MAX, "");
@@ -36,7 +38,11 @@ pub fn body(message: &Message) -> Value {
                     "text": "… the rest is on the incident page"}));
                 break 'sections;
             }
-            let text = if s.lines.len() > 1 { format!("• {text}") } else { text };
+            let text = if s.lines.len() > 1 {
+                format!("• {text}")
+            } else {
+                text
+            };
             blocks.push(json!({"type": "TextBlock", "text": text, "wrap": true}));
         }
     }
@@ -77,7 +83,12 @@ mod tests {
         };
         let b = body(&m);
         assert!(b.to_string().len() < 28_000, "{}", b.to_string().len());
-        let first = b["attachments"][0]["content"]["body"][1]["text"].as_str().unwrap();
-        assert!(!first.contains("<at>") && !first.contains("](https://evil"), "{first}");
+        let first = b["attachments"][0]["content"]["body"][1]["text"]
+            .as_str()
+            .unwrap();
+        assert!(
+            !first.contains("<at>") && !first.contains("](https://evil"),
+            "{first}"
+        );
     }
 }

@@ -96,21 +96,30 @@ mod tests {
         let s = slack(HOSTILE);
         assert!(!s.contains('<') && !s.contains('>'), "{s}");
         assert!(s.contains("&lt;!channel&gt;"), "{s}");
-        assert!(!s.contains("@room") && !s.contains("](") && !s.contains("& more"), "{s}");
+        assert!(
+            !s.contains("@room") && !s.contains("](") && !s.contains("& more"),
+            "{s}"
+        );
         assert!(s.contains("&amp; more"), "{s}");
     }
 
     #[test]
     fn html_text_keeps_no_tag_and_no_room_mention() {
         let s = html(HOSTILE);
-        assert!(!s.contains('<') && !s.contains("@room") && !s.contains("]("), "{s}");
+        assert!(
+            !s.contains('<') && !s.contains("@room") && !s.contains("]("),
+            "{s}"
+        );
         assert!(s.contains("&lt;b&gt;bold&lt;/b&gt;"), "{s}");
     }
 
     #[test]
     fn teams_text_keeps_no_markdown_link_or_tag() {
         let s = teams("<at>Everyone</at> [x](https://evil.example) [y]: https://evil.example");
-        assert!(!s.contains("<at") && !s.contains("](") && !s.contains("]:"), "{s}");
+        assert!(
+            !s.contains("<at") && !s.contains("](") && !s.contains("]:"),
+            "{s}"
+        );
     }
 
     #[test]

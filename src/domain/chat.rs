@@ -53,7 +53,9 @@ impl ChannelKind {
             .ok_or_else(|| {
                 ValidationError::new(
                     "kind",
-                    format!("'{s}' is not a channel kind; use slack_webhook, matrix or teams_workflow"),
+                    format!(
+                        "'{s}' is not a channel kind; use slack_webhook, matrix or teams_workflow"
+                    ),
                 )
             })
     }

@@ -57,7 +57,10 @@ impl std::fmt::Debug for Channel {
             .field("kind", &self.kind)
             .field("destination", &self.destination)
             .field("url", &"<redacted>")
-            .field("access_token", &self.access_token.as_ref().map(|_| "<redacted>"))
+            .field(
+                "access_token",
+                &self.access_token.as_ref().map(|_| "<redacted>"),
+            )
             .field("routing", &self.routing)
             .finish_non_exhaustive()
     }
@@ -68,10 +71,12 @@ impl std::fmt::Debug for Channel {
 pub fn destination_of(kind: ChannelKind, url: &str, room_id: Option<&str>) -> String {
     let host = reqwest::Url::parse(url)
         .ok()
-        .and_then(|u| u.host_str().map(|h| match u.port() {
-            Some(p) => format!("{h}:{p}"),
-            None => h.to_string(),
-        }))
+        .and_then(|u| {
+            u.host_str().map(|h| match u.port() {
+                Some(p) => format!("{h}:{p}"),
+                None => h.to_string(),
+            })
+        })
         .unwrap_or_else(|| "?".into());
     match kind {
         ChannelKind::Matrix => format!("{} on {host}", room_id.unwrap_or("?")),
@@ -188,9 +193,12 @@ pub async fn insert(tx: &mut Tx, new: &NewChannel<'_>, at: jiff::Timestamp) -> A
     .await;
     match res {
         Ok(id) => Ok(id),
-        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => Err(AppError::Conflict(
-            format!("a chat channel named '{}' exists; choose another name", new.name),
-        )),
+        Err(sqlx::Error::Database(e)) if e.is_unique_violation() => {
+            Err(AppError::Conflict(format!(
+                "a chat channel named '{}' exists; choose another name",
+                new.name
+            )))
+        }
         Err(e) => Err(e.into()),
     }
 }
@@ -597,7 +605,11 @@ pub async fn counts(pool: &AnyPool) -> AppResult<Vec<(i64, String, i64)>> {
 ///
 /// # Errors
 /// Database errors.
-pub async fn thread_root(pool: &AnyPool, channel: i64, incident: &str) -> AppResult<Option<String>> {
+pub async fn thread_root(
+    pool: &AnyPool,
+    channel: i64,
+    incident: &str,
+) -> AppResult<Option<String>> {
     Ok(sqlx::query_scalar(
         "SELECT remote_id FROM chat_outbox WHERE channel_id = $1 AND incident_id = $2
            AND remote_id IS NOT NULL ORDER BY id LIMIT 1",

@@ -264,8 +264,14 @@ async fn render_list(
     Ok(ListPage {
         layout: Layout::new(Some(&user.0), "Chat channels").with_current("chat"),
         rows,
-        kinds: ChannelKind::ALL.iter().map(|k| (k.as_str(), k.label())).collect(),
-        severities: crate::domain::Severity::ALL.iter().map(|s| s.as_str()).collect(),
+        kinds: ChannelKind::ALL
+            .iter()
+            .map(|k| (k.as_str(), k.label()))
+            .collect(),
+        severities: crate::domain::Severity::ALL
+            .iter()
+            .map(|s| s.as_str())
+            .collect(),
         form,
         error,
     })
@@ -280,7 +286,9 @@ pub(super) async fn page_list(
         min_severity: "SEV4".into(),
         ..CreateForm::default()
     };
-    Ok(render_list(&state, &user, form, None).await?.into_response())
+    Ok(render_list(&state, &user, form, None)
+        .await?
+        .into_response())
 }
 
 pub(super) async fn page_create(
@@ -385,7 +393,10 @@ async fn render_show(
             .iter()
             .map(|e| (e.as_str(), e.label(), c.routing.events.contains(e)))
             .collect(),
-        severities: crate::domain::Severity::ALL.iter().map(|s| s.as_str()).collect(),
+        severities: crate::domain::Severity::ALL
+            .iter()
+            .map(|s| s.as_str())
+            .collect(),
         recent: recent.iter().map(|r| MessageRow::of(r, &clock)).collect(),
         failed: failed.iter().map(|r| MessageRow::of(r, &clock)).collect(),
         name: c.name,
@@ -403,7 +414,16 @@ pub(super) async fn page_show(
     axum::extract::Query(q): axum::extract::Query<ShowQuery>,
 ) -> Result<Response, PageError> {
     user.require(Role::Admin, WHAT)?;
-    let page = render_show(&state, &user, &headers, parse_id(&id)?, None, None, q.created.is_some()).await?;
+    let page = render_show(
+        &state,
+        &user,
+        &headers,
+        parse_id(&id)?,
+        None,
+        None,
+        q.created.is_some(),
+    )
+    .await?;
     Ok(page.into_response())
 }
 
@@ -426,7 +446,11 @@ pub(super) async fn page_update(
             .map(|(_, v)| v.clone())
     };
     let update = RoutingUpdate {
-        services: Some(field("services").flat_map(|s| s.split(',').map(str::to_string).collect::<Vec<_>>()).collect()),
+        services: Some(
+            field("services")
+                .flat_map(|s| s.split(',').map(str::to_string).collect::<Vec<_>>())
+                .collect(),
+        ),
         min_severity: field("min_severity").next(),
         events: Some(field("events").collect()),
     };
@@ -434,7 +458,16 @@ pub(super) async fn page_update(
         Ok(_) => Ok(Redirect::to(&format!("/chat/{id}")).into_response()),
         Err(e @ AppError::Validation(_)) => {
             let status = e.status();
-            let page = render_show(&state, &user, &headers, id, None, Some(e.to_string()), false).await?;
+            let page = render_show(
+                &state,
+                &user,
+                &headers,
+                id,
+                None,
+                Some(e.to_string()),
+                false,
+            )
+            .await?;
             Ok((status, page).into_response())
         }
         Err(e) => Err(e.into()),
@@ -468,7 +501,16 @@ pub(super) async fn page_retry(
     match svc::retry_message(&state.pool, &user.0.name, id, message).await {
         Ok(()) => Ok(Redirect::to(&format!("/chat/{id}")).into_response()),
         Err(e @ AppError::Conflict(_)) => {
-            let page = render_show(&state, &user, &headers, id, None, Some(e.to_string()), false).await?;
+            let page = render_show(
+                &state,
+                &user,
+                &headers,
+                id,
+                None,
+                Some(e.to_string()),
+                false,
+            )
+            .await?;
             Ok((StatusCode::CONFLICT, page).into_response())
         }
         Err(e) => Err(e.into()),

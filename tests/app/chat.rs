@@ -194,11 +194,17 @@ const HOSTILE: &str = "<!channel> @here @room <@U024BE7LH> <b>x</b> [reset your 
 async fn hostile_alert_text_reaches_slack_and_teams_escaped_and_within_limits() {
     let app = spawn_app().await;
     let rx = Receiver::start().await;
-    channel(&app, json!({"name": "slack", "kind": "slack_webhook",
-        "url": format!("{}/slack/T1/B1/secretpath", rx.base)}))
+    channel(
+        &app,
+        json!({"name": "slack", "kind": "slack_webhook",
+        "url": format!("{}/slack/T1/B1/secretpath", rx.base)}),
+    )
     .await;
-    channel(&app, json!({"name": "teams", "kind": "teams_workflow",
-        "url": format!("{}/teams/flow", rx.base)}))
+    channel(
+        &app,
+        json!({"name": "teams", "kind": "teams_workflow",
+        "url": format!("{}/teams/flow", rx.base)}),
+    )
     .await;
     let _w = worker(&app, fast("https://im.example"));
     let secret = alertmanager(&app, "ledger").await;
@@ -210,7 +216,15 @@ async fn hostile_alert_text_reaches_slack_and_teams_escaped_and_within_limits() 
     assert_eq!(teams.len(), 1);
     let s = &slack[0];
     let all = s.to_string();
-    for bad in ["<!channel>", "<@U024", "<https://evil", "<b>", "](https://evil", "@here", "@room"] {
+    for bad in [
+        "<!channel>",
+        "<@U024",
+        "<https://evil",
+        "<b>",
+        "](https://evil",
+        "@here",
+        "@room",
+    ] {
         assert!(!all.contains(bad), "slack body holds {bad}: {all}");
     }
     assert!(all.contains("&lt;!channel&gt;"), "{all}");
@@ -222,8 +236,16 @@ async fn hostile_alert_text_reaches_slack_and_teams_escaped_and_within_limits() 
         }
     }
     let link = format!("https://im.example/incidents/{id}");
-    assert!(s["text"].as_str().unwrap().ends_with(&link), "{}", s["text"]);
-    assert!(s["text"].as_str().unwrap().starts_with("Incident opened"), "{}", s["text"]);
+    assert!(
+        s["text"].as_str().unwrap().ends_with(&link),
+        "{}",
+        s["text"]
+    );
+    assert!(
+        s["text"].as_str().unwrap().starts_with("Incident opened"),
+        "{}",
+        s["text"]
+    );
     let t = teams[0].to_string();
     for bad in ["<at", "](https://evil", "<https://evil", "@here", "@room"] {
         assert!(!t.contains(bad), "teams body holds {bad}: {t}");
@@ -239,11 +261,15 @@ async fn a_429_is_retried_after_its_retry_after_and_the_message_delivered_once()
     let app = spawn_app().await;
     let rx = Receiver::start().await;
     rx.script.lock().unwrap().push_back((429, Some(2)));
-    channel(&app, json!({"name": "slack", "kind": "slack_webhook",
-        "url": format!("{}/hook", rx.base), "events": ["opened"]}))
+    channel(
+        &app,
+        json!({"name": "slack", "kind": "slack_webhook",
+        "url": format!("{}/hook", rx.base), "events": ["opened"]}),
+    )
     .await;
     let _w = worker(&app, fast("https://im.example"));
-    app.open_incident("Checkout queue backs up", "checkout").await;
+    app.open_incident("Checkout queue backs up", "checkout")
+        .await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while rx.bodies("hook").len() < 2 && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -264,9 +290,16 @@ async fn a_429_is_retried_after_its_retry_after_and_the_message_delivered_once()
 #[tokio::test]
 async fn a_rolled_back_write_queues_nothing_and_each_event_is_queued_once_per_channel() {
     let app = spawn_app().await;
-    channel(&app, json!({"name": "a", "kind": "slack_webhook", "url": "http://127.0.0.1:9/a"})).await;
-    channel(&app, json!({"name": "b", "kind": "teams_workflow", "url": "http://127.0.0.1:9/b",
-        "min_severity": "SEV1"}))
+    channel(
+        &app,
+        json!({"name": "a", "kind": "slack_webhook", "url": "http://127.0.0.1:9/a"}),
+    )
+    .await;
+    channel(
+        &app,
+        json!({"name": "b", "kind": "teams_workflow", "url": "http://127.0.0.1:9/b",
+        "min_severity": "SEV1"}),
+    )
     .await;
     // SEV2: only channel a wants it.
     let id = app.open_incident("Search results stale", "search").await;
@@ -274,8 +307,11 @@ async fn a_rolled_back_write_queues_nothing_and_each_event_is_queued_once_per_ch
 
     // A stale resolve is refused (409) and writes nothing, outbox included.
     let res = app
-        .post_json(&app.responder, &format!("/api/v1/incidents/{id}/resolve"),
-            json!({"summary": "s", "root_cause": "the indexer stalled", "version": 999}))
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/resolve"),
+            json!({"summary": "s", "root_cause": "the indexer stalled", "version": 999}),
+        )
         .await;
     assert_eq!(res.status(), StatusCode::CONFLICT);
     assert_eq!(queued(&app, "resolved").await, 0);
@@ -283,9 +319,16 @@ async fn a_rolled_back_write_queues_nothing_and_each_event_is_queued_once_per_ch
     // A write rolled back after its event: nothing queued.
     let mut tx = incidentmind::store::begin_write(&app.pool).await.unwrap();
     let iid = incidentmind::domain::IncidentId::parse(&id).unwrap();
-    incidentmind::store::incidents::add_event(&mut tx, &iid, incidentmind::store::now(), "rita", "resolve", "resolved")
-        .await
-        .unwrap();
+    incidentmind::store::incidents::add_event(
+        &mut tx,
+        &iid,
+        incidentmind::store::now(),
+        "rita",
+        "resolve",
+        "resolved",
+    )
+    .await
+    .unwrap();
     assert_eq!(
         sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM chat_outbox WHERE event = 'resolved'")
             .fetch_one(&mut *tx)
@@ -313,64 +356,132 @@ async fn a_rolled_back_write_queues_nothing_and_each_event_is_queued_once_per_ch
 async fn bad_channel_input_is_a_clear_4xx_and_an_unreachable_host_a_test_outcome() {
     let app = spawn_app().await;
     for (body, field) in [
-        (json!({"name": "x", "kind": "slack_webhook", "url": "ftp://hooks.example/x"}), "url"),
-        (json!({"name": "x", "kind": "slack_webhook", "url": "javascript:alert(1)"}), "url"),
-        (json!({"name": "x", "kind": "matrix", "url": "https://m.example", "access_token": "t"}), "room_id"),
-        (json!({"name": "x", "kind": "matrix", "url": "https://m.example", "room_id": "!r:m.example"}), "access_token"),
-        (json!({"name": "x", "kind": "irc", "url": "https://m.example"}), "kind"),
-        (json!({"name": "x", "kind": "slack_webhook", "url": "https://h.example/x", "events": ["paged"]}), "events"),
+        (
+            json!({"name": "x", "kind": "slack_webhook", "url": "ftp://hooks.example/x"}),
+            "url",
+        ),
+        (
+            json!({"name": "x", "kind": "slack_webhook", "url": "javascript:alert(1)"}),
+            "url",
+        ),
+        (
+            json!({"name": "x", "kind": "matrix", "url": "https://m.example", "access_token": "t"}),
+            "room_id",
+        ),
+        (
+            json!({"name": "x", "kind": "matrix", "url": "https://m.example", "room_id": "!r:m.example"}),
+            "access_token",
+        ),
+        (
+            json!({"name": "x", "kind": "irc", "url": "https://m.example"}),
+            "kind",
+        ),
+        (
+            json!({"name": "x", "kind": "slack_webhook", "url": "https://h.example/x", "events": ["paged"]}),
+            "events",
+        ),
     ] {
-        let res = app.post_json(&app.admin, "/api/v1/chat/channels", body.clone()).await;
+        let res = app
+            .post_json(&app.admin, "/api/v1/chat/channels", body.clone())
+            .await;
         let (status, code, message) = error_of(res).await;
-        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}: {message}");
+        assert_eq!(
+            status,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{body}: {message}"
+        );
         assert_eq!(code, "validation");
         assert!(message.starts_with(field), "{body}: {message}");
     }
     let res = app
-        .post_json(&app.responder, "/api/v1/chat/channels",
-            json!({"name": "x", "kind": "slack_webhook", "url": "https://h.example/x"}))
+        .post_json(
+            &app.responder,
+            "/api/v1/chat/channels",
+            json!({"name": "x", "kind": "slack_webhook", "url": "https://h.example/x"}),
+        )
         .await;
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
 
     // An unreachable host: the test button says so (not a 500).
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let c = channel(&app, json!({"name": "dead", "kind": "slack_webhook",
-        "url": format!("http://{closed}/hook")}))
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let c = channel(
+        &app,
+        json!({"name": "dead", "kind": "slack_webhook",
+        "url": format!("http://{closed}/hook")}),
+    )
     .await;
     let res = app
-        .post_json(&app.admin, &format!("/api/v1/chat/channels/{}/test", c["id"]), json!({}))
+        .post_json(
+            &app.admin,
+            &format!("/api/v1/chat/channels/{}/test", c["id"]),
+            json!({}),
+        )
         .await;
     assert_eq!(res.status(), StatusCode::OK);
     let out: Value = res.json().await.unwrap();
     assert_eq!(out["delivered"], false);
-    assert!(out["said"].as_str().unwrap().contains("could not connect"), "{out}");
-    assert!(!out.to_string().contains("/hook"), "the webhook's path is its secret: {out}");
+    assert!(
+        out["said"].as_str().unwrap().contains("could not connect"),
+        "{out}"
+    );
+    assert!(
+        !out.to_string().contains("/hook"),
+        "the webhook's path is its secret: {out}"
+    );
 
     // A webhook that does not exist: its status and a hint.
     let rx = Receiver::start().await;
     rx.script.lock().unwrap().push_back((404, None));
-    let c = channel(&app, json!({"name": "gone", "kind": "teams_workflow",
-        "url": format!("{}/flow", rx.base)}))
+    let c = channel(
+        &app,
+        json!({"name": "gone", "kind": "teams_workflow",
+        "url": format!("{}/flow", rx.base)}),
+    )
     .await;
     let out: Value = app
-        .post_json(&app.admin, &format!("/api/v1/chat/channels/{}/test", c["id"]), json!({}))
+        .post_json(
+            &app.admin,
+            &format!("/api/v1/chat/channels/{}/test", c["id"]),
+            json!({}),
+        )
         .await
         .json()
         .await
         .unwrap();
-    assert_eq!((out["delivered"].clone(), out["status"].clone()), (json!(false), json!(404)));
-    assert!(out["hint"].as_str().unwrap().contains("does not exist"), "{out}");
+    assert_eq!(
+        (out["delivered"].clone(), out["status"].clone()),
+        (json!(false), json!(404))
+    );
+    assert!(
+        out["hint"].as_str().unwrap().contains("does not exist"),
+        "{out}"
+    );
     // And one that works says what the service said.
     let out: Value = app
-        .post_json(&app.admin, &format!("/api/v1/chat/channels/{}/test", c["id"]), json!({}))
+        .post_json(
+            &app.admin,
+            &format!("/api/v1/chat/channels/{}/test", c["id"]),
+            json!({}),
+        )
         .await
         .json()
         .await
         .unwrap();
-    assert_eq!((out["delivered"].clone(), out["said"].clone()), (json!(true), json!("ok")));
+    assert_eq!(
+        (out["delivered"].clone(), out["said"].clone()),
+        (json!(true), json!("ok"))
+    );
 
     // The channel never shows its secret.
-    let list = app.get(&app.admin, "/api/v1/chat/channels").await.text().await.unwrap();
+    let list = app
+        .get(&app.admin, "/api/v1/chat/channels")
+        .await
+        .text()
+        .await
+        .unwrap();
     assert!(!list.contains("/flow") && !list.contains("/hook"), "{list}");
 }
 
@@ -379,8 +490,11 @@ async fn a_refused_message_is_listed_as_failed_and_a_retry_delivers_it() {
     let app = spawn_app().await;
     let rx = Receiver::start().await;
     rx.script.lock().unwrap().push_back((403, None));
-    let c = channel(&app, json!({"name": "slack", "kind": "slack_webhook",
-        "url": format!("{}/hook", rx.base), "events": ["opened"]}))
+    let c = channel(
+        &app,
+        json!({"name": "slack", "kind": "slack_webhook",
+        "url": format!("{}/hook", rx.base), "events": ["opened"]}),
+    )
     .await;
     let cid = c["id"].as_i64().unwrap();
     let _w = worker(&app, fast("https://im.example"));
@@ -399,10 +513,18 @@ async fn a_refused_message_is_listed_as_failed_and_a_retry_delivers_it() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert_eq!(failed[0]["incident_id"], id);
-    assert!(failed[0]["last_error"].as_str().unwrap().contains("403"), "{failed}");
-    let page = app.page(&app.browser("ada").await, &format!("/chat/{cid}")).await;
+    assert!(
+        failed[0]["last_error"].as_str().unwrap().contains("403"),
+        "{failed}"
+    );
+    let page = app
+        .page(&app.browser("ada").await, &format!("/chat/{cid}"))
+        .await;
     let mid = failed[0]["id"].as_i64().unwrap();
-    assert!(page.contains(&format!("/chat/{cid}/messages/{mid}/retry")), "{page}");
+    assert!(
+        page.contains(&format!("/chat/{cid}/messages/{mid}/retry")),
+        "{page}"
+    );
 
     let b = app.browser("ada").await;
     let res = b
@@ -426,22 +548,32 @@ async fn a_refused_message_is_listed_as_failed_and_a_retry_delivers_it() {
 async fn two_workers_on_one_database_deliver_each_message_once() {
     let app = spawn_app().await;
     let rx = Receiver::start().await;
-    channel(&app, json!({"name": "slack", "kind": "slack_webhook",
-        "url": format!("{}/hook", rx.base), "events": ["opened"]}))
+    channel(
+        &app,
+        json!({"name": "slack", "kind": "slack_webhook",
+        "url": format!("{}/hook", rx.base), "events": ["opened"]}),
+    )
     .await;
     let mut ids = Vec::new();
     for i in 0..20 {
-        ids.push(app.open_incident(&format!("Batch job {i} late"), "batch").await);
+        ids.push(
+            app.open_incident(&format!("Batch job {i} late"), "batch")
+                .await,
+        );
     }
     // Two workers, each on its own pool, as two instances would run them.
-    let other = incidentmind::store::open(&app.database_url, incidentmind::store::OpenMode::MustExist)
-        .await
-        .unwrap();
+    let other =
+        incidentmind::store::open(&app.database_url, incidentmind::store::OpenMode::MustExist)
+            .await
+            .unwrap();
     let (stop, stopped) = tokio::sync::watch::channel(false);
     for pool in [app.pool.clone(), other] {
         let memory = incidentmind::memory::Memory::new(pool.clone(), None);
         tokio::spawn(incidentmind::services::chat::run_worker(
-            pool, memory, fast("https://im.example"), stopped.clone(),
+            pool,
+            memory,
+            fast("https://im.example"),
+            stopped.clone(),
         ));
     }
     let got = rx.wait_for("hook", 20, 30).await;
@@ -451,7 +583,12 @@ async fn two_workers_on_one_database_deliver_each_message_once() {
     for id in &ids {
         let n = got_now
             .iter()
-            .filter(|b| b["text"].as_str().unwrap().ends_with(&format!("/incidents/{id}")))
+            .filter(|b| {
+                b["text"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with(&format!("/incidents/{id}"))
+            })
             .count();
         assert_eq!(n, 1, "{id}");
     }

@@ -60,7 +60,11 @@ async fn learned_incident(app: &TestApp) -> String {
     crate::postmortem::draft(app, &id).await;
     crate::postmortem::confirm_and_preview(app, &id).await;
     let res = app
-        .post_json(&app.reviewer, &format!("/api/v1/incidents/{id}/learn"), json!({}))
+        .post_json(
+            &app.reviewer,
+            &format!("/api/v1/incidents/{id}/learn"),
+            json!({}),
+        )
         .await;
     assert_eq!(res.status(), StatusCode::OK);
     id
@@ -101,28 +105,52 @@ async fn a_matrix_room_gets_the_first_read_with_its_dead_end_and_the_incident_in
     ));
 
     // A room the bot is not in: the test button says the homeserver refused, and why.
-    let shut = channel(&app, json!({"name": "closed", "kind": "matrix", "url": hs.base,
+    let shut = channel(
+        &app,
+        json!({"name": "closed", "kind": "matrix", "url": hs.base,
         "room_id": closed_room, "access_token": bot.token, "events": ["resolved"],
-        "services": ["nowhere"]}))
+        "services": ["nowhere"]}),
+    )
     .await;
     let out: Value = app
-        .post_json(&app.admin, &format!("/api/v1/chat/channels/{}/test", shut["id"]), json!({}))
+        .post_json(
+            &app.admin,
+            &format!("/api/v1/chat/channels/{}/test", shut["id"]),
+            json!({}),
+        )
         .await
         .json()
         .await
         .unwrap();
-    assert_eq!((out["delivered"].clone(), out["status"].clone()), (json!(false), json!(403)), "{out}");
-    assert!(out["said"].as_str().unwrap().contains("M_FORBIDDEN"), "{out}");
+    assert_eq!(
+        (out["delivered"].clone(), out["status"].clone()),
+        (json!(false), json!(403)),
+        "{out}"
+    );
+    assert!(
+        out["said"].as_str().unwrap().contains("M_FORBIDDEN"),
+        "{out}"
+    );
     assert!(out["hint"].as_str().unwrap().contains("invite"), "{out}");
 
     let past = learned_incident(&app).await;
 
-    let c = channel(&app, json!({"name": "oncall", "kind": "matrix", "url": format!("{}/", hs.base),
-        "room_id": room, "access_token": bot.token}))
+    let c = channel(
+        &app,
+        json!({"name": "oncall", "kind": "matrix", "url": format!("{}/", hs.base),
+        "room_id": room, "access_token": bot.token}),
+    )
     .await;
-    assert!(!c.to_string().contains(&bot.token), "the token is never shown: {c}");
+    assert!(
+        !c.to_string().contains(&bot.token),
+        "the token is never shown: {c}"
+    );
     let out: Value = app
-        .post_json(&app.admin, &format!("/api/v1/chat/channels/{}/test", c["id"]), json!({}))
+        .post_json(
+            &app.admin,
+            &format!("/api/v1/chat/channels/{}/test", c["id"]),
+            json!({}),
+        )
         .await
         .json()
         .await
@@ -145,25 +173,46 @@ async fn a_matrix_room_gets_the_first_read_with_its_dead_end_and_the_incident_in
     .await;
     let first = wait_about(&hs, &owner, &room, &id, 1, 30).await;
     let latency = webhook.elapsed();
-    eprintln!("first read in the room {:.2} s after the webhook", latency.as_secs_f64());
+    eprintln!(
+        "first read in the room {:.2} s after the webhook",
+        latency.as_secs_f64()
+    );
     assert_eq!(first.len(), 1, "{}", hs.logs());
     let root = &first[0];
     let body = root["content"]["body"].as_str().unwrap();
-    assert!(body.starts_with(&format!("Incident opened: {id}")), "{body}");
-    assert!(body.contains(&past), "the recalled incident is named: {body}");
-    assert!(body.contains("Root cause: ") && body.contains("connection leak"), "{body}");
+    assert!(
+        body.starts_with(&format!("Incident opened: {id}")),
+        "{body}"
+    );
+    assert!(
+        body.contains(&past),
+        "the recalled incident is named: {body}"
+    );
+    assert!(
+        body.contains("Root cause: ") && body.contains("connection leak"),
+        "{body}"
+    );
     assert!(
         body.contains(&format!("Raise the connection-pool limit tried during {past} and did not resolve: maxed again in minutes")),
         "the dead end: {body}"
     );
     assert_eq!(root["content"]["format"], "org.matrix.custom.html");
-    assert!(root["content"]["formatted_body"].as_str().unwrap().contains(&format!("{}/incidents/{id}", app.base)));
+    assert!(
+        root["content"]["formatted_body"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{}/incidents/{id}", app.base))
+    );
     assert!(root["content"].get("m.relates_to").is_none());
     let root_id = root["event_id"].as_str().unwrap().to_string();
 
     // The page's banner, once an investigation ran, is in the same words as the first read.
     let inv: Value = app
-        .post_json(&app.responder, &format!("/api/v1/incidents/{id}/investigate"), json!({}))
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/investigate"),
+            json!({}),
+        )
         .await
         .json()
         .await
@@ -180,11 +229,25 @@ async fn a_matrix_room_gets_the_first_read_with_its_dead_end_and_the_incident_in
 
     // Approved anyway, then every alert resolves: both in the thread.
     let res = app
-        .post_json(&app.responder,
-            &format!("/api/v1/incidents/{id}/recommendations/{}/approve", raise["id"]), json!({}))
+        .post_json(
+            &app.responder,
+            &format!(
+                "/api/v1/incidents/{id}/recommendations/{}/approve",
+                raise["id"]
+            ),
+            json!({}),
+        )
         .await;
     assert_eq!(res.status(), StatusCode::OK);
-    alert(&app, &secret, "PaymentsDbWait", "payments-api", "payment calls hang", "resolved").await;
+    alert(
+        &app,
+        &secret,
+        "PaymentsDbWait",
+        "payments-api",
+        "payment calls hang",
+        "resolved",
+    )
+    .await;
     let got = wait_about(&hs, &owner, &room, &id, 3, 30).await;
     assert_eq!(got.len(), 3, "{got:?}");
 
@@ -198,7 +261,10 @@ async fn a_matrix_room_gets_the_first_read_with_its_dead_end_and_the_incident_in
     .fetch_one(&app.pool)
     .await
     .unwrap();
-    assert!(failing >= 1, "delivery was tried while the homeserver was down");
+    assert!(
+        failing >= 1,
+        "delivery was tried while the homeserver was down"
+    );
     hs.start_again().await;
     let got = wait_about(&hs, &owner, &room, &id, 4, 60).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -208,28 +274,59 @@ async fn a_matrix_room_gets_the_first_read_with_its_dead_end_and_the_incident_in
 
     eprintln!("---- the room, as read through the client-server API ----");
     for e in &got_now {
-        let thread = e["content"]["m.relates_to"]["event_id"].as_str().unwrap_or("-");
-        eprintln!("[{} in thread {thread}]\n{}\n", e["event_id"], e["content"]["body"].as_str().unwrap());
+        let thread = e["content"]["m.relates_to"]["event_id"]
+            .as_str()
+            .unwrap_or("-");
+        eprintln!(
+            "[{} in thread {thread}]\n{}\n",
+            e["event_id"],
+            e["content"]["body"].as_str().unwrap()
+        );
     }
     let heads: Vec<&str> = got_now
         .iter()
-        .map(|e| e["content"]["body"].as_str().unwrap().split(':').next().unwrap())
+        .map(|e| {
+            e["content"]["body"]
+                .as_str()
+                .unwrap()
+                .split(':')
+                .next()
+                .unwrap()
+        })
         .collect();
     assert_eq!(
         heads,
-        ["Incident opened", "A known dead end was approved anyway",
-         "Every alert resolved; the incident is still open", "Resolved"]
+        [
+            "Incident opened",
+            "A known dead end was approved anyway",
+            "Every alert resolved; the incident is still open",
+            "Resolved"
+        ]
     );
     for later in &got_now[1..] {
-        assert_eq!(later["content"]["m.relates_to"]["rel_type"], "m.thread", "{later}");
-        assert_eq!(later["content"]["m.relates_to"]["event_id"], root_id.as_str());
+        assert_eq!(
+            later["content"]["m.relates_to"]["rel_type"], "m.thread",
+            "{later}"
+        );
+        assert_eq!(
+            later["content"]["m.relates_to"]["event_id"],
+            root_id.as_str()
+        );
     }
-    assert!(got_now[1]["content"]["body"].as_str().unwrap().contains(banner));
+    assert!(
+        got_now[1]["content"]["body"]
+            .as_str()
+            .unwrap()
+            .contains(banner)
+    );
     let statuses: Vec<(String, String)> =
         sqlx::query_as("SELECT event, status FROM chat_outbox WHERE incident_id = $1 ORDER BY id")
             .bind(&id)
             .fetch_all(&app.pool)
             .await
             .unwrap();
-    assert!(statuses.iter().all(|(_, s)| s == "delivered"), "{statuses:?}");
+    assert!(
+        statuses.iter().all(|(_, s)| s == "delivered"),
+        "{statuses:?}"
+    );
 }

@@ -139,7 +139,11 @@ impl Synapse {
             {
                 panic!("synapse exited ({status}): {}", self.logs());
             }
-            assert!(Instant::now() < deadline, "synapse not ready in 60 s: {}", self.logs());
+            assert!(
+                Instant::now() < deadline,
+                "synapse not ready in 60 s: {}",
+                self.logs()
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         eprintln!(
@@ -184,8 +188,10 @@ impl Synapse {
         let res: Value = self
             .client
             .post(&url)
-            .json(&json!({"nonce": nonce, "username": name, "password": password,
-                          "admin": false, "mac": digest}))
+            .json(
+                &json!({"nonce": nonce, "username": name, "password": password,
+                          "admin": false, "mac": digest}),
+            )
             .send()
             .await
             .expect("register")
@@ -289,7 +295,11 @@ fn base64_unpadded(bytes: &[u8]) -> String {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..=chunk.len() {
             out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);

@@ -54,7 +54,11 @@ pub async fn compose(
     let incident = incidents::get(pool, &id).await?;
     let (actor, _kind, detail) = cstore::timeline_entry(pool, row.timeline_event_id).await?;
     let event = ChatEvent::parse(&row.event).map_err(|e| AppError::Internal(e.into()))?;
-    let link = format!("{}/incidents/{}", settings.public_url.trim_end_matches('/'), id);
+    let link = format!(
+        "{}/incidents/{}",
+        settings.public_url.trim_end_matches('/'),
+        id
+    );
     let line = |s: &str| Section {
         label: String::new(),
         lines: vec![clean(s)],
@@ -67,7 +71,8 @@ pub async fn compose(
         ChatEvent::Opened => {
             let created = store::parse_db_time(&row.created_at)?;
             let waited = now.duration_since(created).unsigned_abs();
-            let Some(read) = first_read(pool, memory, &incident, waited < settings.first_read_wait).await?
+            let Some(read) =
+                first_read(pool, memory, &incident, waited < settings.first_read_wait).await?
             else {
                 return Ok(Composed::NotYet);
             };
@@ -79,7 +84,11 @@ pub async fn compose(
             ("Incident opened", sections)
         }
         ChatEvent::DeadEndApproved => {
-            let rid: i64 = row.subject.as_deref().and_then(|s| s.parse().ok()).unwrap_or(-1);
+            let rid: i64 = row
+                .subject
+                .as_deref()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(-1);
             let rec = rstore::of_incident(pool, id.as_str())
                 .await?
                 .into_iter()
@@ -93,7 +102,11 @@ pub async fn compose(
                         .as_deref()
                         .and_then(|w| serde_json::from_str::<Warning>(w).ok())
                         .map_or_else(String::new, |w| w.message);
-                    (r.decided_by.unwrap_or(actor), format!("{what} on {}", r.target), warning)
+                    (
+                        r.decided_by.unwrap_or(actor),
+                        format!("{what} on {}", r.target),
+                        warning,
+                    )
                 }
                 None => (actor, detail.clone(), String::new()),
             };
@@ -111,7 +124,12 @@ pub async fn compose(
                 line(&format!("Resolved by {actor}")),
                 labelled(
                     "Root cause",
-                    vec![incident.root_cause.clone().unwrap_or_else(|| "not given".into())],
+                    vec![
+                        incident
+                            .root_cause
+                            .clone()
+                            .unwrap_or_else(|| "not given".into()),
+                    ],
                 ),
             ],
         ),
@@ -134,7 +152,10 @@ pub async fn compose(
                 "Post-mortem ready for review",
                 vec![
                     line(&format!("Drafted by {actor}; last edited by {last_editor}")),
-                    labelled("May confirm (reviewers who did not edit it last)", vec![who]),
+                    labelled(
+                        "May confirm (reviewers who did not edit it last)",
+                        vec![who],
+                    ),
                 ],
             )
         }
@@ -224,7 +245,14 @@ async fn first_read(
             )],
         }),
     }
-    let dead_ends = dead_end_lines(pool, incident, &tags, &recalled.similar, &recalled.dead_ends).await?;
+    let dead_ends = dead_end_lines(
+        pool,
+        incident,
+        &tags,
+        &recalled.similar,
+        &recalled.dead_ends,
+    )
+    .await?;
     if !dead_ends.is_empty() {
         sections.push(Section {
             label: "Known dead ends".into(),
@@ -245,7 +273,10 @@ pub async fn dead_end_lines(
     dead_ends: &[MemoryRecord],
 ) -> AppResult<Vec<String>> {
     let mut kinds: Vec<ActionKind> = Vec::new();
-    for d in dead_ends.iter().filter(|d| d.kind == MemoryKind::RemediationFailure) {
+    for d in dead_ends
+        .iter()
+        .filter(|d| d.kind == MemoryKind::RemediationFailure)
+    {
         if let Some(k) = d.action_kind
             && !kinds.contains(&k)
         {
@@ -272,7 +303,11 @@ async fn root_cause_record(pool: &AnyPool, id: &str) -> AppResult<Option<String>
         limit: Some(1),
         ..Default::default()
     };
-    Ok(mstore::list(pool, &filter).await?.into_iter().next().map(|r| r.text))
+    Ok(mstore::list(pool, &filter)
+        .await?
+        .into_iter()
+        .next()
+        .map(|r| r.text))
 }
 
 /// `s` on one line, at most [`ROOT_CAUSE_MAX`] characters.

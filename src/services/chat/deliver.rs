@@ -22,8 +22,8 @@ use crate::chat::{self, SendError};
 use crate::domain::chat::ChannelKind;
 use crate::error::AppResult;
 use crate::memory::Memory;
-use crate::store::chat::{self as cstore, Channel, OutboxRow};
 use crate::store;
+use crate::store::chat::{self as cstore, Channel, OutboxRow};
 
 /// How long a claimed batch is held before another worker may take its rows again (longer than
 /// a batch takes: each send times out after [`chat::SEND_TIMEOUT`], and a failing channel stops
@@ -97,7 +97,9 @@ pub async fn deliver_due(
     }
     let rounds = by_channel.into_iter().filter_map(|(id, rows)| {
         let channel = channels.get(&id)?;
-        Some(deliver_channel(pool, memory, settings, client, channel, rows))
+        Some(deliver_channel(
+            pool, memory, settings, client, channel, rows,
+        ))
     });
     futures::future::join_all(rounds).await;
     Ok(n)
@@ -164,7 +166,15 @@ async fn deliver_one(
         ChannelKind::Matrix => cstore::thread_root(pool, channel.id, &row.incident_id).await?,
         _ => None,
     };
-    match chat::send(client, &target_of(channel), &message, &row.txn_id, root.as_deref()).await {
+    match chat::send(
+        client,
+        &target_of(channel),
+        &message,
+        &row.txn_id,
+        root.as_deref(),
+    )
+    .await
+    {
         Ok(sent) => {
             cstore::delivered(pool, row.id, sent.remote_id.as_deref(), store::now()).await?;
             tracing::info!(chat_channel.id = channel.id, outbox.id = row.id,
@@ -187,7 +197,8 @@ async fn deliver_one(
                 None => backoff(row.attempts, settings.backoff_max),
             };
             let next = later(store::now(), wait);
-            let gave_up = cstore::retry_later(pool, row.id, now, next, give_up, Some(&error)).await?;
+            let gave_up =
+                cstore::retry_later(pool, row.id, now, next, give_up, Some(&error)).await?;
             if gave_up {
                 tracing::warn!(chat_channel.id = channel.id, outbox.id = row.id, error = %error,
                     "chat message given up");
@@ -222,7 +233,9 @@ mod tests {
     fn backoff_doubles_up_to_its_cap() {
         let max = Duration::from_secs(30);
         assert!(backoff(0, max) <= Duration::from_secs(1));
-        assert!(backoff(3, max) > Duration::from_secs(6) && backoff(3, max) <= Duration::from_secs(8));
+        assert!(
+            backoff(3, max) > Duration::from_secs(6) && backoff(3, max) <= Duration::from_secs(8)
+        );
         assert!(backoff(50, max) <= max && backoff(50, max) >= Duration::from_secs(24));
     }
 }

@@ -115,12 +115,18 @@ pub struct RoutingUpdate {
 pub fn parse_url(field: &'static str, url: &str) -> Result<String, ValidationError> {
     let url = required_text(field, url, FIELD_MAX)?;
     let parsed = reqwest::Url::parse(&url).map_err(|e| {
-        ValidationError::new(field, format!("is not a URL ({e}); paste the whole https://… address"))
+        ValidationError::new(
+            field,
+            format!("is not a URL ({e}); paste the whole https://… address"),
+        )
     })?;
     if !matches!(parsed.scheme(), "http" | "https") {
         return Err(ValidationError::new(
             field,
-            format!("must start with https:// (or http://), not {}:", parsed.scheme()),
+            format!(
+                "must start with https:// (or http://), not {}:",
+                parsed.scheme()
+            ),
         ));
     }
     if parsed.host_str().is_none_or(str::is_empty) {
@@ -168,10 +174,11 @@ fn parse_min_severity(s: Option<&str>) -> Result<Severity, ValidationError> {
     }
 }
 
-/// The matrix room id, checked: `!opaque:server`.
+/// The matrix room id, checked: `!opaque:server`, or `!opaque` (room version 12 ids name no
+/// server). An alias (`#room:server`) is not an id.
 fn parse_room(room: Option<&str>) -> Result<String, ValidationError> {
     let room = required_text("room_id", room.unwrap_or(""), FIELD_MAX)?;
-    if !room.starts_with('!') || !room.contains(':') || room.chars().any(char::is_whitespace) {
+    if !room.starts_with('!') || room.len() < 2 || room.chars().any(char::is_whitespace) {
         return Err(ValidationError::new(
             "room_id",
             "is not a room id: it looks like !abc123:example.org (Element: Room settings → \
@@ -201,7 +208,11 @@ pub fn target_of(c: &Channel) -> Target {
 /// # Errors
 /// [`AppError::Validation`] naming the bad field (a URL that is not http(s), a room id that is
 /// not one, an empty token); [`AppError::Conflict`] when the name is taken.
-pub async fn create_channel(pool: &AnyPool, actor: &str, input: &ChannelInput) -> AppResult<Channel> {
+pub async fn create_channel(
+    pool: &AnyPool,
+    actor: &str,
+    input: &ChannelInput,
+) -> AppResult<Channel> {
     let name = required_text("name", &input.name, NAME_MAX)?;
     let kind = ChannelKind::parse(&input.kind)?;
     let url = parse_url("url", &input.url)?;
@@ -215,8 +226,14 @@ pub async fn create_channel(pool: &AnyPool, actor: &str, input: &ChannelInput) -
             )?),
         ),
         _ => {
-            if input.room_id.as_deref().is_some_and(|r| !r.trim().is_empty())
-                || input.access_token.as_deref().is_some_and(|t| !t.trim().is_empty())
+            if input
+                .room_id
+                .as_deref()
+                .is_some_and(|r| !r.trim().is_empty())
+                || input
+                    .access_token
+                    .as_deref()
+                    .is_some_and(|t| !t.trim().is_empty())
             {
                 return Err(ValidationError::new(
                     "room_id",
@@ -244,10 +261,20 @@ pub async fn create_channel(pool: &AnyPool, actor: &str, input: &ChannelInput) -
     let mut tx = store::begin_write(pool).await?;
     let id = cstore::insert(&mut tx, &new, store::now()).await?;
     let detail = serde_json::json!({"name": name, "kind": kind, "routing": routing});
-    audit::append(&mut tx, actor, "chat_channel.create", &format!("chat_channel:{id}"), &detail.to_string())
-        .await?;
+    audit::append(
+        &mut tx,
+        actor,
+        "chat_channel.create",
+        &format!("chat_channel:{id}"),
+        &detail.to_string(),
+    )
+    .await?;
     tx.commit().await?;
-    tracing::info!(chat_channel.id = id, kind = kind.as_str(), "chat channel created");
+    tracing::info!(
+        chat_channel.id = id,
+        kind = kind.as_str(),
+        "chat channel created"
+    );
     cstore::get(pool, id).await
 }
 
@@ -297,7 +324,14 @@ pub async fn update_routing(
 pub async fn delete_channel(pool: &AnyPool, actor: &str, id: i64) -> AppResult<()> {
     let mut tx = store::begin_write(pool).await?;
     cstore::delete(&mut tx, id).await?;
-    audit::append(&mut tx, actor, "chat_channel.delete", &format!("chat_channel:{id}"), "{}").await?;
+    audit::append(
+        &mut tx,
+        actor,
+        "chat_channel.delete",
+        &format!("chat_channel:{id}"),
+        "{}",
+    )
+    .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -314,7 +348,10 @@ pub async fn channels(pool: &AnyPool) -> AppResult<Vec<Channel>> {
 ///
 /// # Errors
 /// [`AppError::NotFound`].
-pub async fn channel(pool: &AnyPool, id: i64) -> AppResult<(Channel, Vec<OutboxRow>, Vec<OutboxRow>)> {
+pub async fn channel(
+    pool: &AnyPool,
+    id: i64,
+) -> AppResult<(Channel, Vec<OutboxRow>, Vec<OutboxRow>)> {
     let c = cstore::get(pool, id).await?;
     let recent = cstore::rows_of(pool, id, None, 100).await?;
     let failed = cstore::rows_of(pool, id, Some("failed"), 1000).await?;
@@ -364,40 +401,49 @@ pub struct TestOutcome {
 ///
 /// # Errors
 /// [`AppError::NotFound`]; the HTTP client cannot be built.
-pub async fn test_channel(pool: &AnyPool, settings: &ChatSettings, id: i64) -> AppResult<TestOutcome> {
+pub async fn test_channel(
+    pool: &AnyPool,
+    settings: &ChatSettings,
+    id: i64,
+) -> AppResult<TestOutcome> {
     let c = cstore::get(pool, id).await?;
     let message = chat::Message {
         headline: "Test message".into(),
         incident_id: "IncidentMind".into(),
-        title: format!("channel '{}' is set up: incident messages will arrive here", c.name),
+        title: format!(
+            "channel '{}' is set up: incident messages will arrive here",
+            c.name
+        ),
         link: settings.public_url.clone(),
         sections: Vec::new(),
     };
     let client = chat::client().map_err(|e| AppError::Internal(e.into()))?;
     let txn = format!("im-test-{}", hex::encode(rand::random::<[u8; 16]>()));
-    Ok(match chat::send(&client, &target_of(&c), &message, &txn, None).await {
-        Ok(sent) => TestOutcome {
-            delivered: true,
-            status: Some(sent.status),
-            said: sent.said,
-            hint: None,
-        },
-        Err(e) => {
-            let (status, hint) = match &e {
+    Ok(
+        match chat::send(&client, &target_of(&c), &message, &txn, None).await {
+            Ok(sent) => TestOutcome {
+                delivered: true,
+                status: Some(sent.status),
+                said: sent.said,
+                hint: None,
+            },
+            Err(e) => {
+                let (status, hint) = match &e {
                 chat::SendError::Refused { status, .. } => (Some(*status), Some(refusal_hint(c.kind, *status))),
                 chat::SendError::Transient { status, .. } => (
                     *status,
                     Some("the chat service could not be reached or is failing; check the URL and that this server may reach it, then try again".to_string()),
                 ),
             };
-            TestOutcome {
-                delivered: false,
-                status,
-                said: e.to_string(),
-                hint,
+                TestOutcome {
+                    delivered: false,
+                    status,
+                    said: e.to_string(),
+                    hint,
+                }
             }
-        }
-    })
+        },
+    )
 }
 
 fn refusal_hint(kind: ChannelKind, status: u16) -> String {
@@ -440,8 +486,17 @@ mod tests {
 
     #[test]
     fn only_absolute_http_urls_with_a_host_are_taken() {
-        assert_eq!(parse_url("url", "https://hooks.example.com/x/").unwrap(), "https://hooks.example.com/x");
-        for bad in ["ftp://x.example/", "javascript:alert(1)", "hooks.example.com", "file:///etc/passwd", "https://u:p@x.example/"] {
+        assert_eq!(
+            parse_url("url", "https://hooks.example.com/x/").unwrap(),
+            "https://hooks.example.com/x"
+        );
+        for bad in [
+            "ftp://x.example/",
+            "javascript:alert(1)",
+            "hooks.example.com",
+            "file:///etc/passwd",
+            "https://u:p@x.example/",
+        ] {
             let e = parse_url("url", bad).unwrap_err();
             assert_eq!(e.field, "url", "{bad}");
         }
