@@ -92,7 +92,8 @@ impl App {
 
     /// Starts the work `serve` runs beside the router, each until `stop` turns true: the
     /// memory worker ([`crate::memory::embeddings::run_worker`], woken by writes and at least
-    /// every `idle`), the metrics upkeep (every [`METRICS_UPKEEP`], see
+    /// every `idle`), the chat outbox worker ([`crate::services::chat::run_worker`]), the metrics
+    /// upkeep (every [`METRICS_UPKEEP`], see
     /// [`crate::metrics::Metrics::upkeep`]) and, when [`Settings::consolidate_every`] is set,
     /// the consolidation schedule ([`crate::services::consolidation::run_schedule`]). Returns
     /// the memory worker's handle: it stops between batches, so a caller shutting down may
@@ -118,6 +119,13 @@ impl App {
                 stop.clone(),
             ));
         }
+        // Chat messages from the outbox, beside every request, never inside one.
+        tokio::spawn(crate::services::chat::run_worker(
+            self.state.pool.clone(),
+            self.state.memory.clone(),
+            self.state.settings.chat.clone(),
+            stop.clone(),
+        ));
         tokio::spawn(crate::memory::embeddings::run_worker(
             self.state.memory.clone(),
             idle,

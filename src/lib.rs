@@ -10,6 +10,7 @@
 
 pub mod analyst;
 pub mod app;
+pub mod chat;
 pub mod cli;
 pub mod digest;
 pub mod domain;

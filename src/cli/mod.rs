@@ -65,6 +65,10 @@ pub use serve::{EmbeddingArgs, ModelServer, PrometheusArgs, ServeArgs, embedder,
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "parsed once at start; boxing `serve`'s options would buy nothing"
+)]
 pub enum Command {
     /// Run the web app (default).
     Serve(ServeArgs),

@@ -211,6 +211,10 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "INCIDENTMIND_BIND", default_value = "127.0.0.1:3000")]
     pub bind: String,
+    /// The app's address as people reach it (`https://incidents.example.com`): chat messages
+    /// link to `{public_url}/incidents/{id}`. Default: `http://` + `--bind`.
+    #[arg(long, env = "INCIDENTMIND_PUBLIC_URL")]
+    pub public_url: Option<String>,
     /// Largest accepted request body for ordinary requests, in bytes.
     #[arg(long, env = "INCIDENTMIND_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
@@ -318,6 +322,7 @@ impl std::fmt::Debug for ServeArgs {
         f.debug_struct("ServeArgs")
             .field("db", &self.db)
             .field("bind", &self.bind)
+            .field("public_url", &self.public_url)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("max_evidence_bytes", &self.max_evidence_bytes)
             .field("max_webhook_bytes", &self.max_webhook_bytes)
@@ -481,6 +486,14 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
             std::time::Duration::from_secs(args.consolidate_every_hours.saturating_mul(3600))
         }),
         prometheus: args.prometheus.config(),
+        chat: crate::services::chat::ChatSettings {
+            public_url: args
+                .public_url
+                .clone()
+                .filter(|u| !u.trim().is_empty())
+                .unwrap_or_else(|| format!("http://{}", args.bind)),
+            ..Default::default()
+        },
     };
     let embedder = embedder(&args.embeddings, Some(&ModelServer::of(args)))?;
     let llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>> = if let Some(base) = args

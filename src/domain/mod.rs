@@ -2,6 +2,7 @@
 //! validation of what people type. Nothing in here does I/O (DESIGN.md §7).
 
 pub mod action;
+pub mod chat;
 pub mod confirm;
 pub mod consolidation;
 pub mod incident;

@@ -1,6 +1,7 @@
 //! Application services: the workflow steps a handler calls. Each opens its own write
 //! transaction, applies domain rules, writes the timeline and the audit log, and commits.
 
+pub mod chat;
 pub mod consolidation;
 pub mod evidence;
 pub mod grading;

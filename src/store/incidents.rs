@@ -126,7 +126,10 @@ pub async fn insert(
     })
 }
 
-/// Appends an event to an incident's timeline inside the caller's transaction.
+/// Appends an event to an incident's timeline inside the caller's transaction, with the chat
+/// outbox rows of the channels that post it ([`super::chat::enqueue_in`]): every incident event
+/// goes through here, so what is announced is written once, with the change, and a rolled-back
+/// write announces nothing.
 ///
 /// # Errors
 /// Database errors.
@@ -138,17 +141,18 @@ pub async fn add_event(
     kind: &str,
     detail: &str,
 ) -> AppResult<()> {
-    sqlx::query(
-        "INSERT INTO timeline_events (incident_id, at, actor, kind, detail) VALUES ($1, $2, $3, $4, $5)",
+    let event_id: i64 = sqlx::query_scalar(
+        "INSERT INTO timeline_events (incident_id, at, actor, kind, detail) VALUES ($1, $2, $3, $4, $5)
+         RETURNING id",
     )
     .bind(id.as_str())
     .bind(db_time(at))
     .bind(actor)
     .bind(kind)
     .bind(detail)
-    .execute(&mut **tx)
+    .fetch_one(&mut **tx)
     .await?;
-    Ok(())
+    super::chat::enqueue_in(tx, id, event_id, kind, at).await
 }
 
 /// Loads one incident.

@@ -49,6 +49,8 @@ pub const COPIED: &[&str] = &[
     "record_part_embeddings",
     "proposals",
     "hypothesis_grades",
+    "chat_channels",
+    "chat_outbox",
 ];
 
 /// Tables (and, on SQLite, FTS5 shadow-table prefixes) the target derives instead of copying.

@@ -4,6 +4,7 @@
 pub mod alerts;
 pub mod audit;
 pub mod backup;
+pub mod chat;
 pub mod consolidation;
 pub mod dialect;
 pub mod embeddings;

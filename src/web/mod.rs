@@ -6,6 +6,7 @@
 pub mod api;
 pub mod assets;
 pub mod auth;
+pub mod chat;
 pub mod docs;
 pub mod errors;
 pub mod evidence;
@@ -89,6 +90,9 @@ pub struct Settings {
     /// The Prometheus source (`--prometheus-url`); `None`: no series are pulled and the
     /// Prometheus query of the evidence panel answers 404.
     pub prometheus: Option<crate::prometheus::PrometheusConfig>,
+    /// Chat delivery: the public URL messages link to, the worker's waits
+    /// ([`crate::services::chat::ChatSettings`]).
+    pub chat: crate::services::chat::ChatSettings,
 }
 
 impl Settings {
@@ -114,6 +118,7 @@ impl Default for Settings {
             rule_cap: crate::domain::consolidation::DEFAULT_RULE_CAP,
             consolidate_every: None,
             prometheus: None,
+            chat: crate::services::chat::ChatSettings::default(),
         }
     }
 }
@@ -419,6 +424,24 @@ pub fn routes(evidence_limit: usize, webhook_limit: usize) -> Router<AppState> {
             get(integrations::page_list).post(integrations::page_create),
         )
         .route("/integrations/{id}", post(integrations::page_update))
+        // Chat channels, admin only: where incident messages are posted (web/chat.rs).
+        .route(
+            "/api/v1/chat/channels",
+            post(chat::api_create).get(chat::api_list),
+        )
+        .route(
+            "/api/v1/chat/channels/{id}",
+            get(chat::api_show).patch(chat::api_update),
+        )
+        .route("/api/v1/chat/channels/{id}/test", post(chat::api_test))
+        .route("/chat", get(chat::page_list).post(chat::page_create))
+        .route("/chat/{id}", get(chat::page_show).post(chat::page_update))
+        .route("/chat/{id}/test", post(chat::page_test))
+        .route("/chat/{id}/delete", post(chat::page_delete))
+        .route(
+            "/chat/{id}/messages/{message}/retry",
+            post(chat::page_retry),
+        )
 }
 
 /// The whole application: the route table ([`routes`]) inside the middleware stack (request ids,

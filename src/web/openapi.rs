@@ -63,7 +63,12 @@ use super::schema::{ErrorBody, ErrorCode, ErrorDetail};
         super::integrations::api_create,
         super::integrations::api_list,
         super::integrations::api_show,
-        super::integrations::api_update
+        super::integrations::api_update,
+        super::chat::api_create,
+        super::chat::api_list,
+        super::chat::api_show,
+        super::chat::api_update,
+        super::chat::api_test
     ),
     // The error schemas `ApiErrors` refers to (utoipa does not collect them from an
     // `IntoResponses` type by itself).
@@ -77,7 +82,8 @@ use super::schema::{ErrorBody, ErrorCode, ErrorDetail};
         (name = "insights", description = "Organization-wide views: recurring failure modes, dead ends, MTTR, thin memory"),
         (name = "memory", description = "Organizational memory: records, notes and runbooks, curation, recall"),
         (name = "webhooks", description = "Alert senders (authenticated by an integration secret) and an incident's alerts"),
-        (name = "integrations", description = "The alert senders' integrations (admins)")
+        (name = "integrations", description = "The alert senders' integrations (admins)"),
+        (name = "chat", description = "Chat channels incident messages are posted to (admins)")
     )
 )]
 pub struct ApiDoc;

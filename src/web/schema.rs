@@ -118,6 +118,15 @@ pub struct IntegrationPath {
     pub id: i64,
 }
 
+/// The `{id}` of a chat channel's routes.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct ChannelPath {
+    /// Chat channel id.
+    #[param(example = 1)]
+    pub id: i64,
+}
+
 /// A verdict on an approved action, as `POST …/verdict` takes it.
 #[derive(utoipa::ToSchema)]
 #[schema(rename_all = "snake_case")]

@@ -1,6 +1,8 @@
 //! Integration tests: the real router over HTTP on loopback, a fresh database per test (a SQLite
 //! file; a PostgreSQL database with `INCIDENTMIND_TEST_BACKEND=postgres`, see helpers.rs).
 mod alertmanager;
+mod chat;
+mod chat_matrix;
 mod cli;
 mod consolidation;
 mod consolidation_import;
@@ -39,6 +41,8 @@ mod service;
 mod skip;
 mod stale_confirm;
 mod small_things;
+#[path = "../support/synapse.rs"]
+mod synapse;
 mod ui;
 mod versions;
 mod walkthrough;

@@ -839,6 +839,41 @@ async fn every_documented_example_is_answered_as_its_schema_says() {
             .await;
         secrets.push((source, c["secret"].as_str().unwrap().to_string()));
     }
+    // Chat channels; the test message goes to a closed loopback port (never the internet).
+    let channels = "/api/v1/chat/channels";
+    let (_, ch) = x.send_example(&a, "post", channels, channels).await;
+    let channel_id = ch["id"].as_i64().expect("a channel id");
+    x.send(&a, "get", channels, channels, None).await;
+    let ch_t = "/api/v1/chat/channels/{id}";
+    let ch_concrete = format!("/api/v1/chat/channels/{channel_id}");
+    x.send(&a, "get", ch_t, &ch_concrete, None).await;
+    x.send_example(&a, "patch", ch_t, &ch_concrete).await;
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap();
+    let (_, local) = x
+        .send(
+            &a,
+            "post",
+            channels,
+            channels,
+            Some((
+                "application/json",
+                serde_json::json!({"name": "local", "kind": "slack_webhook",
+                                   "url": format!("http://{closed}/hook"), "services": ["nowhere"]}),
+            )),
+        )
+        .await;
+    let (_, outcome) = x
+        .send(
+            &a,
+            "post",
+            "/api/v1/chat/channels/{id}/test",
+            &format!("/api/v1/chat/channels/{}/test", local["id"]),
+            None,
+        )
+        .await;
+    assert_eq!(outcome["delivered"], false, "{outcome}");
     let mut alerted = Vec::new();
     for (source, secret) in &secrets {
         let path = format!("/api/v1/webhooks/{source}");
@@ -953,7 +988,7 @@ async fn the_api_reference_page_lists_every_operation_of_the_document() {
         missing.is_empty(),
         "operations /api/docs lacks: {missing:?}"
     );
-    assert_eq!(ids.len(), 42);
+    assert_eq!(ids.len(), 47);
     // Every schema has its section, and the examples are on the page.
     for name in doc["components"]["schemas"].as_object().unwrap().keys() {
         assert!(html.contains(&format!("id=\"schema-{name}\"")), "{name}");

@@ -11,7 +11,7 @@ const POOL_LOG: &str = "2026-11-29T10:00:00Z INFO request served path=/checkout 
 2026-11-29T10:02:00Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.\n";
 
 /// An incident taken to `resolved` with a failed and a successful action and a rejection.
-async fn worked_incident(app: &TestApp) -> String {
+pub(crate) async fn worked_incident(app: &TestApp) -> String {
     let (id, inv) = app
         .investigated("Payments API errors", "payments-api", POOL_LOG)
         .await;
@@ -100,7 +100,7 @@ async fn bare_draft(app: &TestApp, id: &str) -> Value {
 
 /// [`bare_draft`], then the responder writes its trigger (a reviewer confirms only a draft that
 /// names one); returns the stored draft after that edit.
-async fn draft(app: &TestApp, id: &str) -> Value {
+pub(crate) async fn draft(app: &TestApp, id: &str) -> Value {
     bare_draft(app, id).await;
     app.write_trigger(id).await;
     app.get(
@@ -115,7 +115,7 @@ async fn draft(app: &TestApp, id: &str) -> Value {
 
 /// A reviewer confirms the drafted post-mortem of `id` (asserting 200); returns the learnings
 /// preview.
-async fn confirm_and_preview(app: &TestApp, id: &str) -> Value {
+pub(crate) async fn confirm_and_preview(app: &TestApp, id: &str) -> Value {
     let res = app
         .post_json(
             &app.reviewer,

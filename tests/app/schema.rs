@@ -147,6 +147,8 @@ const DELIBERATE: &[Deliberate] = &[
                 "incident_passage_embeddings_identity",
             ),
             ("record_part_embeddings", "record_part_embeddings_identity"),
+            ("chat_channels", "chat_channels_identity"),
+            ("chat_outbox", "chat_outbox_identity"),
         ],
         why: "SQLite gives a new row max(id) + 1, so an explicit id (import, migrate-db) is \
               never generated again; PostgreSQL's identity sequence must be moved past it",

@@ -30,6 +30,6 @@ pub use view::{
     HypothesisView, InvestigationView, RecalledView, RecommendationView, view_investigation,
 };
 pub use warnings::{
-    CLOSE_CALL, GENERIC_TAGS, Precedent, SIMILAR_INCIDENTS, Warning, dead_end_warning, precedent,
-    similar_incidents,
+    CLOSE_CALL, GENERIC_TAGS, Precedent, SIMILAR_INCIDENTS, Warning, dead_end_warning,
+    dead_end_warnings, precedent, similar_incidents,
 };

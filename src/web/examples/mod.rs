@@ -9,7 +9,9 @@
 
 use serde_json::{Value, json};
 
+mod chat;
 mod memory_and_alerts;
+pub use chat::*;
 pub use memory_and_alerts::*;
 
 /// The incident every example is about.
