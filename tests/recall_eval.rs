@@ -1,9 +1,12 @@
-//! Recall quality gate: runs the recall evaluation with the built-in embedding model on the three
+//! Recall quality gate: runs the recall evaluation with the built-in embedding model on the four
 //! public development sets and fails when a figure drops below its floor (a little under the
-//! measured figures). Weights are chosen on the union of the sets: `recall-dev-siblings.json`
-//! (pairs that share a symptom and differ in cause: only the evidence decides),
-//! `recall-dev-hard.json` (confusable groups of three, other words) and `recall-dev.json` (the
-//! regression check). A missing set is a loud skip locally and a failure under `CI=true`.
+//! measured figures) or when prescriptive questions are answered worse than plain BM25 over the
+//! same documents answers them. Weights are chosen on the union of the sets:
+//! `recall-dev-siblings.json` (pairs that share a symptom and differ in cause: only the evidence
+//! decides), `recall-dev-hard.json` (confusable groups of three, other words),
+//! `recall-dev-prescriptive.json` (questions as on-call engineers type them, over groups of four
+//! siblings; incidents in three styles) and `recall-dev.json` (the regression check). A missing
+//! set is a loud skip locally and a failure under `CI=true`.
 
 #[path = "support/skip.rs"]
 mod skip;
@@ -75,6 +78,12 @@ fn check(report: &Report, f: &Floors) {
         .map(|(name, got, floor)| format!("{name} {got:.3} < floor {floor:.3}"))
         .collect();
     assert!(failed.is_empty(), "below the floor: {failed:?}\n{report}");
+    assert!(
+        report.prescriptive_metrics.hit1 >= report.bm25_prescriptive_metrics.hit1,
+        "prescriptive hit@1 {:.3} below plain BM25's {:.3}\n{report}",
+        report.prescriptive_metrics.hit1,
+        report.bm25_prescriptive_metrics.hit1
+    );
     assert_eq!(report.hidden, 0.0, "a warned recommendation was hidden");
     assert!(
         report.elapsed_secs < MAX_SECONDS,
