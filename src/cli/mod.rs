@@ -168,7 +168,7 @@ pub enum EvalCommand {
         /// Recall mechanisms to turn off, comma-separated (ablation): doc_bm25, doc_vector,
         /// passages, passage_mean, part_vector, part_bm25, keys, negation, load_shape,
         /// incident_prior, score_fusion, siblings, sibling_records, service_notes, lexical_floor,
-        /// question_conditions, question_actions.
+        /// question_conditions, question_actions, question_rules.
         #[arg(long, default_value = "")]
         ablate: String,
         /// Recall weights set to another value, comma-separated `name=value` (stability checks):

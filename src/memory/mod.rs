@@ -82,6 +82,7 @@ impl RecallTuning {
         "lexical_floor",
         "question_conditions",
         "question_actions",
+        "question_rules",
     ];
 
     /// Weights that [`RecallTuning::weights`] can set.

@@ -334,6 +334,10 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
             }
         }
     }
+    // A question is answered by rules: each lesson stands for its incident's best match.
+    if asked.is_some() && tuning.on("question_rules") {
+        question::lessons_answer(&index, &mut fused);
+    }
     // Rank on the candidates' own fields; load only the k records that are returned.
     let now = store::now();
     let nothing = fused.is_empty();

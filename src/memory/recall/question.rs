@@ -255,6 +255,32 @@ pub fn named_actions(text: &str) -> Vec<ActionKind> {
     out
 }
 
+/// Lifts each lesson in `fused` to the fused score of its incident's best-matching record, when
+/// that is higher: a question is answered by the rule of the past incident that matches it,
+/// whichever of that incident's records (its symptom, its dead end, its cause) the question's
+/// words and meaning found, and the rule's own text may share few words with a question that
+/// names the situation rather than the advice.
+pub(super) fn lessons_answer(
+    index: &crate::store::recall_index::RecallIndex,
+    fused: &mut std::collections::HashMap<i64, super::fusion::Fused>,
+) {
+    let incident_of = |id: i64| index.get(id).and_then(|e| e.incident_id.clone());
+    let mut best: std::collections::HashMap<String, f64> = std::collections::HashMap::new();
+    for f in fused.values() {
+        if let Some(inc) = incident_of(f.candidate.id) {
+            let b = best.entry(inc).or_insert(f.rrf);
+            *b = b.max(f.rrf);
+        }
+    }
+    for f in fused.values_mut() {
+        if f.candidate.kind == crate::domain::MemoryKind::Lesson
+            && let Some(b) = incident_of(f.candidate.id).and_then(|i| best.get(&i))
+        {
+            f.rrf = f.rrf.max(*b);
+        }
+    }
+}
+
 /// What a question says about its answer.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Question {
