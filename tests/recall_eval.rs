@@ -1,9 +1,12 @@
-//! Recall quality gate: runs the recall evaluation with the built-in embedding model on the three
+//! Recall quality gate: runs the recall evaluation with the built-in embedding model on the four
 //! public development sets and fails when a figure drops below its floor (a little under the
-//! measured figures). Weights are chosen on the union of the sets: `recall-dev-siblings.json`
-//! (pairs that share a symptom and differ in cause: only the evidence decides),
-//! `recall-dev-hard.json` (confusable groups of three, other words) and `recall-dev.json` (the
-//! regression check). A missing set is a loud skip locally and a failure under `CI=true`.
+//! measured figures) or when prescriptive questions are answered worse than plain BM25 over the
+//! same documents answers them. Weights are chosen on the union of the sets:
+//! `recall-dev-siblings.json` (pairs that share a symptom and differ in cause: only the evidence
+//! decides), `recall-dev-hard.json` (confusable groups of three, other words),
+//! `recall-dev-prescriptive.json` (questions as on-call engineers type them, over groups of four
+//! siblings; incidents in three styles) and `recall-dev.json` (the regression check). A missing
+//! set is a loud skip locally and a failure under `CI=true`.
 
 #[path = "support/skip.rs"]
 mod skip;
@@ -75,6 +78,12 @@ fn check(report: &Report, f: &Floors) {
         .map(|(name, got, floor)| format!("{name} {got:.3} < floor {floor:.3}"))
         .collect();
     assert!(failed.is_empty(), "below the floor: {failed:?}\n{report}");
+    assert!(
+        report.prescriptive_metrics.hit1 >= report.bm25_prescriptive_metrics.hit1,
+        "prescriptive hit@1 {:.3} below plain BM25's {:.3}\n{report}",
+        report.prescriptive_metrics.hit1,
+        report.bm25_prescriptive_metrics.hit1
+    );
     assert_eq!(report.hidden, 0.0, "a warned recommendation was hidden");
     assert!(
         report.elapsed_secs < MAX_SECONDS,
@@ -135,6 +144,26 @@ async fn recall_tells_siblings_apart_on_the_siblings_set() {
                 prescriptive_hit1: 0.95,
                 prescriptive_hit3: 1.0,
                 must_warn: 1.0,
+            },
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn questions_are_answered_by_the_right_lesson_on_the_prescriptive_set() {
+    if let Some(report) = report_of("../shared/data/recall-dev-prescriptive.json").await {
+        check(
+            &report,
+            // Measured 2026-12-07: 0.875 / 0.906 / 0.857 / 0.800 / 0.950 / 0.938; plain BM25
+            // 0.500 queries, 0.075 questions. Below the recall issue's targets (queries 0.95,
+            // questions 0.85 and hit@3 0.975): these floors hold what is reached, one miss each.
+            &Floors {
+                hit1: 0.8,
+                mrr: 0.85,
+                hard_hit1: 0.78,
+                prescriptive_hit1: 0.775,
+                prescriptive_hit3: 0.925,
+                must_warn: 0.93,
             },
         );
     }

@@ -27,10 +27,12 @@ use crate::services::{evidence, investigation, workflow};
 use crate::store::users::User;
 use crate::store::{self, incidents};
 
+pub mod bm25;
 mod report;
 
 pub use report::{
-    EvalQuery, EvalQuestion, EvalSet, Metrics, QueryResult, QuestionResult, Report, WarnStatus,
+    BaselineRank, CONFIDENT_GAP, EvalQuery, EvalQuestion, EvalSet, Metrics, QueryResult,
+    QuestionResult, Report, Versus, WarnStatus,
 };
 
 /// The first sentence of `text` (up to `.`, `!` or `?` followed by a space or the end), cut to a
@@ -222,12 +224,8 @@ async fn run_query(
 ) -> anyhow::Result<QueryResult> {
     let pool = memory.pool();
     let label = labeller(inc_to_past);
-    let new = NewIncident::parse(
-        &first_sentence(&q.description),
-        "unknown",
-        "SEV2",
-        &q.description,
-    )?;
+    let new = NewIncident::parse(&q.incident_title(), "unknown", "SEV2", &q.description)
+        .map_err(|e| anyhow::anyhow!("query {}: {e}", q.id))?;
     let inc = workflow::open_incident(pool, &responder.name, &new).await?;
     if !q.evidence.is_empty() {
         evidence::add(
@@ -286,6 +284,7 @@ async fn run_query(
         _ => None,
     };
     Ok(QueryResult {
+        bm25: None,
         id: q.id.clone(),
         expected: q.expected.clone(),
         rank,
@@ -328,10 +327,11 @@ async fn run_question(
         .take(5)
         .map(|m| {
             format!(
-                "incident {} {:.4} lists={}",
+                "incident {} {:.4} lists={} conditions={}",
                 label(&m.incident_id),
                 m.score,
-                m.lists.join("+")
+                m.lists.join("+"),
+                m.conditions.join(",")
             )
         })
         .collect();
@@ -343,6 +343,7 @@ async fn run_question(
         )
     }));
     Ok(QuestionResult {
+        bm25: None,
         detail,
         id: p.id.clone(),
         expected: p.expected.clone(),
@@ -367,14 +368,19 @@ async fn run(
         .map(|(p, i)| (i.clone(), p.clone()))
         .collect();
 
+    let baseline = bm25::Bm25::new(&set.past);
     let mut queries = Vec::new();
     for q in &set.queries {
-        queries.push(run_query(memory, q, &responder, &past_to_inc, &inc_to_past).await?);
+        let mut r = run_query(memory, q, &responder, &past_to_inc, &inc_to_past).await?;
+        r.bm25 = Some(BaselineRank::of(&baseline.rank(&q.text()), &q.expected));
+        queries.push(r);
     }
 
     let mut prescriptive = Vec::new();
     for p in &set.prescriptive {
-        prescriptive.push(run_question(memory, p, &past_to_inc, &inc_to_past).await?);
+        let mut r = run_question(memory, p, &past_to_inc, &inc_to_past).await?;
+        r.bm25 = Some(BaselineRank::of(&baseline.rank(&p.question), &p.expected));
+        prescriptive.push(r);
     }
 
     let ranks: Vec<Option<usize>> = queries.iter().map(|q| q.rank).collect();
@@ -390,7 +396,19 @@ async fn run(
             warned.iter().filter(|w| **w == s).count() as f64 / warned.len() as f64
         }
     };
+    let bm25_ranks = |items: &mut dyn Iterator<Item = Option<BaselineRank>>| {
+        items.map(|b| b.and_then(|b| b.rank)).collect::<Vec<_>>()
+    };
+    let versus = |items: &mut dyn Iterator<Item = (Option<usize>, Option<BaselineRank>)>| {
+        Versus::of(&items.filter_map(|(r, b)| Some((r, b?))).collect::<Vec<_>>())
+    };
     Ok(Report {
+        bm25_query_metrics: Metrics::of(&bm25_ranks(&mut queries.iter().map(|q| q.bm25))),
+        bm25_prescriptive_metrics: Metrics::of(&bm25_ranks(
+            &mut prescriptive.iter().map(|p| p.bm25),
+        )),
+        query_versus: versus(&mut queries.iter().map(|q| (q.rank, q.bm25))),
+        prescriptive_versus: versus(&mut prescriptive.iter().map(|p| (p.rank_lessons, p.bm25))),
         query_metrics: Metrics::of(&ranks),
         hard_metrics: Metrics::of(&hard),
         prescriptive_metrics: Metrics::of(

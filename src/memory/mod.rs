@@ -88,11 +88,21 @@ impl RecallTuning {
         "siblings",
         "sibling_records",
         "service_notes",
+        "lexical_floor",
+        "question_conditions",
+        "question_actions",
+        "question_rules",
     ];
 
     /// Weights that [`RecallTuning::weights`] can set.
-    pub const WEIGHTS: &'static [&'static str] =
-        &["sibling_weight", "sibling_band", "incident_prior"];
+    pub const WEIGHTS: &'static [&'static str] = &[
+        "sibling_weight",
+        "sibling_band",
+        "incident_prior",
+        "floor_gap",
+        "floor_margin",
+        "action_weight",
+    ];
 
     /// Parses `name=value` pairs, comma-separated, into [`RecallTuning::weights`].
     ///

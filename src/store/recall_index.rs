@@ -13,13 +13,14 @@
 //! next recall; the counter's `epoch` tells databases apart, even a file re-created at the same
 //! path.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use rustc_hash::FxHashMap;
 use sqlx::AnyPool;
 
 use super::memory::{Candidate, corrupt, durable_kinds_json, parse_candidate};
 use super::{Backend, dialect};
+use crate::domain::MemoryKind;
 use crate::error::AppResult;
 
 /// One durable, non-retracted record as recall ranks it.
@@ -191,6 +192,20 @@ impl RecallIndex {
     /// sorted.
     pub fn neighbours(&self, service: &str) -> &[String] {
         self.neighbours.get(service).map_or(&[], Vec::as_slice)
+    }
+
+    /// Incidents that hold a record of `kind` under the structured key `(key, value)` (e.g. the
+    /// incidents with a dead end of one action kind: `("action_kind", "rollback_deploy")`,
+    /// [`MemoryKind::RemediationFailure`]). Walks that key's records once.
+    pub fn incidents_with(&self, key: &str, value: &str, kind: MemoryKind) -> HashSet<&str> {
+        self.keys
+            .get(&(key.to_string(), value.to_string()))
+            .into_iter()
+            .flatten()
+            .filter_map(|(id, _)| self.entries.get(id))
+            .filter(|e| e.candidate.kind == kind)
+            .filter_map(|e| e.incident_id.as_deref())
+            .collect()
     }
 
     /// Structured candidates: records matching any of `keys` ([`ScopeKeys`]: failure modes, the

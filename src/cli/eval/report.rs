@@ -10,7 +10,12 @@ use crate::services::sample::PastIncident;
 pub struct EvalQuery {
     /// `Q01`…
     pub id: String,
-    /// The new incident, in its reporter's words.
+    /// The reporter's one-line title (an alert-opened incident's is the alert name); absent in
+    /// the oldest set, where the description's first sentence stands in.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// The new incident, in its reporter's words (empty for a terse one).
+    #[serde(default)]
     pub description: String,
     /// Evidence lines available at query time.
     #[serde(default)]
@@ -23,6 +28,103 @@ pub struct EvalQuery {
     /// Answer key: only the evidence tells it apart from a look-alike.
     #[serde(default)]
     pub hard: bool,
+}
+
+impl EvalQuery {
+    /// The title the query's incident is opened with: its own title when it has one, else the
+    /// first sentence of its description (an error names the query when both are empty).
+    pub fn incident_title(&self) -> String {
+        match self.title.as_deref().map(str::trim) {
+            Some(t) if !t.is_empty() => {
+                crate::evidence::truncate_chars(t, crate::domain::incident::TITLE_MAX).to_string()
+            }
+            _ => super::first_sentence(&self.description),
+        }
+    }
+
+    /// What a reader of the new incident sees: title, description and evidence (the plain
+    /// BM25 baseline's query).
+    pub fn text(&self) -> String {
+        let mut parts = vec![self.incident_title(), self.description.clone()];
+        parts.extend(self.evidence.iter().cloned());
+        parts.join("\n")
+    }
+}
+
+/// Where plain BM25 ([`super::bm25`]) puts the expected past incident for one item.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BaselineRank {
+    /// 1-based rank of the expected past incident (`None`: scored 0 or absent).
+    pub rank: Option<usize>,
+    /// Whether BM25's first is clear: its score at least [`CONFIDENT_GAP`] above the second's.
+    pub confident: bool,
+}
+
+/// How far (as a share of the second's score) BM25's first must lead for the evaluation to call
+/// BM25 confident on an item.
+pub const CONFIDENT_GAP: f64 = 0.25;
+
+impl BaselineRank {
+    /// The rank of `expected` in `ranked` (best first, with scores).
+    pub fn of(ranked: &[(String, f64)], expected: &str) -> Self {
+        let rank = ranked
+            .iter()
+            .position(|(id, s)| id == expected && *s > 0.0)
+            .map(|p| p + 1);
+        let first = ranked.first().map_or(0.0, |r| r.1);
+        let second = ranked.get(1).map_or(0.0, |r| r.1);
+        Self {
+            rank,
+            confident: first > 0.0 && first >= (1.0 + CONFIDENT_GAP) * second,
+        }
+    }
+}
+
+/// The product against plain BM25 on one group of items, first place only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Versus {
+    /// BM25 misses, the product has it first (the meaning lists rescued BM25).
+    pub rescued: usize,
+    /// BM25 has it first, the product does not.
+    pub lost: usize,
+    /// Items where BM25 is confident ([`CONFIDENT_GAP`]).
+    pub confident: usize,
+    /// Confident and wrong, and the product has it first (overturned rightly).
+    pub overturned_rightly: usize,
+    /// Confident and right, and the product does not have it first (overturned wrongly).
+    pub overturned_wrongly: usize,
+}
+
+impl Versus {
+    /// Counts over `(product rank, BM25)` pairs.
+    pub fn of(items: &[(Option<usize>, BaselineRank)]) -> Self {
+        let mut v = Self::default();
+        for (ours, bm) in items {
+            let (ours, theirs) = (*ours == Some(1), bm.rank == Some(1));
+            v.rescued += usize::from(ours && !theirs);
+            v.lost += usize::from(theirs && !ours);
+            if bm.confident {
+                v.confident += 1;
+                v.overturned_rightly += usize::from(ours && !theirs);
+                v.overturned_wrongly += usize::from(theirs && !ours);
+            }
+        }
+        v
+    }
+}
+
+impl std::fmt::Display for Versus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rescued {}  lost {}  BM25 confident {} (overturned rightly {}, wrongly {})",
+            self.rescued,
+            self.lost,
+            self.confident,
+            self.overturned_rightly,
+            self.overturned_wrongly
+        )
+    }
 }
 
 /// A prescriptive question of the set.
@@ -131,6 +233,8 @@ pub struct QueryResult {
     pub hard: bool,
     /// Must-warn outcome (None when the set has no must_warn).
     pub warn: Option<(String, WarnStatus)>,
+    /// Where plain BM25 puts the expected incident.
+    pub bm25: Option<BaselineRank>,
     /// The incident's failure-mode tags, then one line per recalled record (incident, kind, why
     /// recalled), to study a miss; printed by the alternate format (`{:#}`, `--verbose`) for
     /// items whose expected incident is not first.
@@ -150,6 +254,8 @@ pub struct QuestionResult {
     pub rank_all: Option<usize>,
     /// Incidents of recalled lessons, as past ids.
     pub top: Vec<String>,
+    /// Where plain BM25 puts the expected incident.
+    pub bm25: Option<BaselineRank>,
     /// The incident-level ranking, then the first recalled records with their lists and
     /// cosine, to study a miss (printed by `{:#}` for questions whose lesson is not first).
     pub detail: Vec<String>,
@@ -170,6 +276,14 @@ pub struct Report {
     pub prescriptive_metrics: Metrics,
     /// Prescriptive questions, ranked by recalled records of every kind.
     pub prescriptive_all_metrics: Metrics,
+    /// Plain BM25 on the queries.
+    pub bm25_query_metrics: Metrics,
+    /// Plain BM25 on the prescriptive questions.
+    pub bm25_prescriptive_metrics: Metrics,
+    /// The product against plain BM25 on the queries.
+    pub query_versus: Versus,
+    /// The product against plain BM25 on the prescriptive questions.
+    pub prescriptive_versus: Versus,
     /// Queries with a must_warn.
     pub must_warn_total: usize,
     /// Share of those with a listed recommendation whose warning cites the expected incident.
@@ -180,15 +294,27 @@ pub struct Report {
     pub elapsed_secs: f64,
 }
 
+/// An item's BM25 rank as printed: `-` for a miss, `*` after it when BM25 is confident.
+fn bm25_rank(b: Option<BaselineRank>) -> String {
+    b.map_or("?".to_string(), |b| {
+        format!(
+            "{}{}",
+            b.rank.map_or("-".to_string(), |r| r.to_string()),
+            if b.confident { "*" } else { "" }
+        )
+    })
+}
+
 impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for q in &self.queries {
             writeln!(
                 f,
-                "{} expected={} rank={:<4} top3=[{}]{}{}",
+                "{} expected={} rank={:<4} bm25={:<4} top3=[{}]{}{}",
                 q.id,
                 q.expected,
                 q.rank.map_or("-".to_string(), |r| r.to_string()),
+                bm25_rank(q.bm25),
                 q.top.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
                 if q.hard { " hard" } else { "" },
                 q.warn
@@ -205,11 +331,12 @@ impl std::fmt::Display for Report {
         for p in &self.prescriptive {
             writeln!(
                 f,
-                "{} expected={} rank={:<4} rank_all={:<4} top3=[{}]",
+                "{} expected={} rank={:<4} rank_all={:<4} bm25={:<4} top3=[{}]",
                 p.id,
                 p.expected,
                 p.rank_lessons.map_or("-".to_string(), |r| r.to_string()),
                 p.rank_all.map_or("-".to_string(), |r| r.to_string()),
+                bm25_rank(p.bm25),
                 p.top.iter().take(3).cloned().collect::<Vec<_>>().join(", "),
             )?;
             if f.alternate() && p.rank_lessons != Some(1) {
@@ -222,6 +349,20 @@ impl std::fmt::Display for Report {
         writeln!(f, "queries (hard)    {}", self.hard_metrics)?;
         writeln!(f, "prescriptive      {}", self.prescriptive_metrics)?;
         writeln!(f, "prescriptive(all) {}", self.prescriptive_all_metrics)?;
+        writeln!(
+            f,
+            "plain BM25 queries      {}  margin {:+.3}",
+            self.bm25_query_metrics,
+            self.query_metrics.hit1 - self.bm25_query_metrics.hit1
+        )?;
+        writeln!(
+            f,
+            "plain BM25 prescriptive {}  margin {:+.3}",
+            self.bm25_prescriptive_metrics,
+            self.prescriptive_metrics.hit1 - self.bm25_prescriptive_metrics.hit1
+        )?;
+        writeln!(f, "vs BM25 queries      {}", self.query_versus)?;
+        writeln!(f, "vs BM25 prescriptive {}", self.prescriptive_versus)?;
         writeln!(
             f,
             "must-warn coverage {:.3} of {}  hidden {:.3}",

@@ -12,8 +12,11 @@
 //!   nearest by vector (semantic);
 //! - [`fusion`]: the lists fused by rank (and, at the incident level, by score), records then
 //!   weighted by kind, recency (per-kind half-life), importance and validation;
+//! - [`floor`]: for a question, a confident first of the word search over incident documents
+//!   kept first unless the meaning lists are surer by a margin;
 //! - [`siblings`]: the first few past incidents re-ranked on the operational conditions
-//!   ([`conditions`]) that tell look-alike incidents apart;
+//!   ([`conditions`]) that tell look-alike incidents apart; for a question ([`question`]), the
+//!   conditions of the situation it asks about, and the dead ends of the action it names;
 //! - [`explain`]: why each result was recalled (lists, matched words, shared tags, cosine), its
 //!   marks (stale, superseded, contradicted, weak) and the notices of an empty or thin result.
 //!
@@ -24,9 +27,11 @@
 
 pub mod conditions;
 mod explain;
+pub mod floor;
 mod fusion;
 mod lists;
 mod query;
+pub mod question;
 pub mod siblings;
 #[cfg(test)]
 mod tests;
@@ -229,6 +234,10 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     );
     let (text_list, rules_list) = lists?;
     let doc_bm25 = doc_bm25?;
+    // A question asked of memory, not an incident's recall (see [`question`]).
+    let asked = (q.exclude_incident.is_none() && question::looks_like_question(&q.text))
+        .then(|| question::read(&q.text));
+    let lexical: Vec<(String, f64)> = doc_bm25.iter().take(2).cloned().collect();
     let lists::VectorLists {
         nearest,
         doc_vector,
@@ -260,21 +269,43 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
         0.0
     };
     let mut incidents = fuse_incidents(incident_lists, score_share);
+    if asked.is_some() && tuning.on("lexical_floor") {
+        floor::hold(
+            &mut incidents,
+            &lexical,
+            tuning.value("floor_gap", floor::CONFIDENT_GAP),
+            tuning.value("floor_margin", floor::MEANING_MARGIN),
+        );
+    }
     let mut factors = HashMap::new();
     if tuning.on("siblings") {
         // Only when recall cannot tell its first candidates apart, and the query reports a
         // condition, are their reports read and compared.
         let band = tuning.value("sibling_band", siblings::SIBLING_BAND);
         let close = siblings::candidates(&incidents, band);
-        let query_conditions = if close.is_empty() {
-            conditions::Conditions::default()
-        } else {
-            conditions::conditions_of(&q.text)
+        let query_conditions = match &asked {
+            _ if close.is_empty() => conditions::Conditions::default(),
+            Some(a) if tuning.on("question_conditions") => a.conditions.clone(),
+            _ => conditions::conditions_of(&q.text),
         };
         if !query_conditions.is_empty() {
             let reports = crate::store::incident_documents::reports(pool, &close).await?;
             let weight = tuning.value("sibling_weight", siblings::SIBLING_WEIGHT);
             factors = siblings::rerank(&mut incidents, &query_conditions, &reports, weight, band);
+        }
+        // A question naming an action is after the lesson learned where that action failed.
+        if let Some(a) = asked.as_ref().filter(|a| !a.actions.is_empty())
+            && tuning.on("question_actions")
+        {
+            let dead_ends: std::collections::HashSet<&str> = a
+                .actions
+                .iter()
+                .flat_map(|k| {
+                    index.incidents_with("action_kind", k.as_str(), MemoryKind::RemediationFailure)
+                })
+                .collect();
+            let weight = tuning.value("action_weight", question::ACTION_WEIGHT);
+            siblings::favour(&mut incidents, &close, &dead_ends, weight, &mut factors);
         }
     }
 
@@ -314,6 +345,10 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
                 f.rrf *= factor;
             }
         }
+    }
+    // A question is answered by rules: each lesson stands for its incident's best match.
+    if asked.is_some() && tuning.on("question_rules") {
+        question::lessons_answer(&index, &mut fused);
     }
     // Rank on the candidates' own fields; load only the k records that are returned.
     let now = store::now();

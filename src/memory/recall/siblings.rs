@@ -73,6 +73,35 @@ pub fn rerank(
     factors
 }
 
+/// Scales by `1 + weight` the score of each of `close` (sibling ids, see [`candidates`]) in
+/// `favoured`, records the factor in `factors` (multiplied into one already there) and sorts
+/// `incidents` again: a question naming an action favours the siblings where that action failed.
+pub fn favour(
+    incidents: &mut [IncidentMatch],
+    close: &[String],
+    favoured: &std::collections::HashSet<&str>,
+    weight: f64,
+    factors: &mut HashMap<String, f64>,
+) {
+    let mut moved = false;
+    for m in incidents.iter_mut() {
+        if close.contains(&m.incident_id) && favoured.contains(m.incident_id.as_str()) {
+            m.score *= 1.0 + weight;
+            *factors.entry(m.incident_id.clone()).or_insert(1.0) *= 1.0 + weight;
+            m.conditions
+                .push("dead end of the named action".to_string());
+            moved = true;
+        }
+    }
+    if moved {
+        incidents.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| a.incident_id.cmp(&b.incident_id))
+        });
+    }
+}
+
 /// Positions of the siblings among `incidents` (best first): the first [`SIBLING_TOP`] whose
 /// score is at least `band` times the first's; none when fewer than two are.
 fn close(incidents: &[IncidentMatch], band: f64) -> Vec<usize> {
