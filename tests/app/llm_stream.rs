@@ -76,8 +76,14 @@ async fn a_llama_cpp_reply_still_being_written_at_the_deadline_keeps_its_complet
     let (base, s) = stub_with_props(Mode::Trickle(LONG, 10, 100), llama_props()).await;
     let (app, llm) = app_with_context(&base, Duration::from_secs(4), None).await;
     let (inv, took) = investigate(&app).await;
-    assert!(took < Duration::from_secs(4), "within the timeout: {took:?}");
-    assert_eq!(inv["analyst"], "llm:stub-model", "the model's answer: {inv}");
+    assert!(
+        took < Duration::from_secs(4),
+        "within the timeout: {took:?}"
+    );
+    assert_eq!(
+        inv["analyst"], "llm:stub-model",
+        "the model's answer: {inv}"
+    );
     let notice = inv["notice"].as_str().unwrap_or_default();
     assert!(
         notice.contains("still writing") && notice.contains("complete items were kept"),
@@ -95,7 +101,10 @@ async fn a_llama_cpp_reply_still_being_written_at_the_deadline_keeps_its_complet
     );
     let body = s.bodies.lock().unwrap().last().cloned().unwrap();
     assert_eq!(body["stream"], true, "llama.cpp is asked to stream");
-    assert_eq!(llm.last_call().unwrap().finish_reason.as_deref(), Some("deadline"));
+    assert_eq!(
+        llm.last_call().unwrap().finish_reason.as_deref(),
+        Some("deadline")
+    );
 }
 
 #[tokio::test]

@@ -31,16 +31,16 @@ mod prometheus_large;
 mod prometheus_real;
 mod prometheus_stub;
 mod proposals;
-mod recall_notes;
 mod pulled_rates;
 mod reads_right;
+mod recall_notes;
 mod redaction;
 mod schema;
 mod service;
 #[path = "../support/skip.rs"]
 mod skip;
-mod stale_confirm;
 mod small_things;
+mod stale_confirm;
 #[path = "../support/synapse.rs"]
 mod synapse;
 mod ui;
