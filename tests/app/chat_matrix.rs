@@ -235,7 +235,7 @@ async fn a_matrix_room_gets_the_first_read_with_its_dead_end_and_the_incident_in
                 "/api/v1/incidents/{id}/recommendations/{}/approve",
                 raise["id"]
             ),
-            json!({}),
+            json!({"reason": "the pool ceiling is far below the database's limit this time"}),
         )
         .await;
     assert_eq!(res.status(), StatusCode::OK);
