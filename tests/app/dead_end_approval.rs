@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 
 use crate::helpers::{TestApp, error_of, spawn_app};
 
-const QUEUE_LOG: &str = "2026-11-30T08:00:00Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.\n\
-2026-11-30T08:01:00Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.\n";
+const QUEUE_LOG: &str = "2026-11-30T08:00:00Z ERROR db pool exhausted: no free connection after waiting 30000 ms\n\
+2026-11-30T08:01:00Z ERROR db pool exhausted: no free connection after waiting 30000 ms\n";
 
 fn rec_of<'a>(inv: &'a Value, kind: &str) -> &'a Value {
     inv["recommendations"]

@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 use crate::helpers::{TestApp, spawn_app};
 
 const POOL_LOG: &str = "2026-11-29T10:00:00Z INFO request served path=/pay status=200\n\
-2026-11-29T10:01:00Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.\n\
-2026-11-29T10:02:00Z ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms.\n";
+2026-11-29T10:01:00Z ERROR db pool exhausted: no free connection after waiting 30000 ms\n\
+2026-11-29T10:02:00Z ERROR db pool exhausted: no free connection after waiting 30000 ms\n";
 
 /// The verdict note of the dead end the app learns.
 const DEAD_END_NOTE: &str = "pool filled up again within four minutes";
@@ -214,12 +214,12 @@ async fn an_agent_reads_the_dead_end_adds_evidence_and_writes_no_memory_through_
     let check = json!({"name": "check_remediation", "arguments": {
         "action": "bump the pool size",
         "service": "checkout-api",
-        "symptoms": "checkout requests stall: Connection is not available from HikariPool, timed out after 30000ms"}});
+        "symptoms": "checkout requests stall while every caller waits for a database connection that never frees up"}});
     let calls = json!([
         {"name": "recall_similar_incidents", "arguments": {
             "description": "Checkout requests hang waiting for a database connection",
             "service": "checkout-api",
-            "evidence_lines": ["ERROR HikariPool-1 - Connection is not available, request timed out after 30000ms."]}},
+            "evidence_lines": ["ERROR db pool exhausted: no free connection after waiting 30000 ms"]}},
         check,
         {"name": "check_remediation", "arguments": {"action": "rollback_deploy", "service": "billing-batch"}},
         {"name": "search_lessons", "arguments": {"question": "what to check before raising the connection pool limit"}},

@@ -1,5 +1,5 @@
 //! The question stage of recall: a question asked of memory (no incident behind it, no
-//! evidence; "should I roll back when only one region fails?", "what should I not do when …?")
+//! evidence; "is a failover worth it when only the reads are slow?", "what must I avoid when …?")
 //! read for what decides its answer.
 //!
 //! A question carries two things an incident report does not:
@@ -322,7 +322,7 @@ mod tests {
             "Latency doubled on the API. only one zone is slow."
         );
         assert_eq!(situation("Is a restart enough?"), "");
-        let q = read("What should I not do when the queue grows while inbound traffic is flat?");
+        let q = read("What must I avoid when the backlog climbs while the request rate is flat?");
         assert_eq!(q.conditions.get(Dimension::Load), vec!["flat"]);
     }
 
