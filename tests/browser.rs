@@ -565,6 +565,8 @@ async fn walkthrough(tools: &Tools, checks: &Checks) {
         services.contains("service-discovery: MTTR 3 d 1 h"),
         "{services}"
     );
+    // Each line says what it is where nothing hovers (the phone card): a visible caption.
+    assert!(services.contains("MTTR per week, latest"), "{services}");
     let width = c
         .execute(
             "return document.querySelector('#chart-failure-modes').getBoundingClientRect().width",

@@ -71,7 +71,23 @@ const SPARK_H: f64 = 28.0;
 struct Sparkline {
     points: String,
     dots: Vec<(String, String)>,
+    /// The whole series in words (the SVG's accessible name and tooltip).
     label: String,
+    /// A short visible caption beside the line (what it is and its latest value), so a phone
+    /// card, where nothing hovers, still says what the line shows.
+    caption: String,
+}
+
+/// The caption of a weekly line: `what`, and the latest week's value in words when one exists.
+fn caption<T: Copy>(
+    what: &str,
+    weeks: &[(jiff::Timestamp, Option<T>)],
+    word: impl Fn(T) -> String,
+) -> String {
+    match weeks.iter().rev().find_map(|(_, v)| *v) {
+        Some(v) => format!("{what}, latest {}", word(v)),
+        None => format!("{what}: none yet"),
+    }
 }
 
 /// Draws weekly values (`None`: a week without one, its word given) scaled to `max` (at least
@@ -127,6 +143,7 @@ fn sparkline(t: &ServiceTimes, days: i64) -> Sparkline {
     Sparkline {
         points,
         dots,
+        caption: caption("MTTR per week", &weeks, human),
         label: format!(
             "MTTR per week for {}, last {days} days: {}",
             t.service,
@@ -146,6 +163,7 @@ fn accuracy_sparkline(a: &Accuracy, days: i64) -> Sparkline {
     Sparkline {
         points,
         dots,
+        caption: caption("Hit rate per week", &weeks, |p| format!("{p} %")),
         label: format!(
             "Top hypothesis hit rate per week, last {days} days: {}",
             words.join("; ")

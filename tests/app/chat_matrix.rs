@@ -319,6 +319,14 @@ async fn a_matrix_room_gets_the_first_read_with_its_dead_end_and_the_incident_in
             .unwrap()
             .contains(banner)
     );
+    // The reason given at approval travels with the message (issue #49's reason, #50's message).
+    assert!(
+        got_now[1]["content"]["body"].as_str().unwrap().contains(
+            "What is different this time\nthe pool ceiling is far below the database's limit"
+        ),
+        "{}",
+        got_now[1]["content"]["body"]
+    );
     let statuses: Vec<(String, String)> =
         sqlx::query_as("SELECT event, status FROM chat_outbox WHERE incident_id = $1 ORDER BY id")
             .bind(&id)

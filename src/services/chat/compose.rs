@@ -93,7 +93,7 @@ pub async fn compose(
                 .await?
                 .into_iter()
                 .find(|r| r.id == rid);
-            let (who, what, warning) = match rec {
+            let (who, what, warning, reason) = match rec {
                 Some(r) => {
                     let what = ActionKind::parse(&r.action_kind)
                         .map_or(r.action_kind.clone(), |k| k.label().to_string());
@@ -106,17 +106,19 @@ pub async fn compose(
                         r.decided_by.unwrap_or(actor),
                         format!("{what} on {}", r.target),
                         warning,
+                        r.approve_reason.unwrap_or_default(),
                     )
                 }
-                None => (actor, detail.clone(), String::new()),
+                None => (actor, detail.clone(), String::new(), String::new()),
             };
-            (
-                "A known dead end was approved anyway",
-                vec![
-                    line(&format!("{who} approved {what}")),
-                    labelled("The warning it carried", vec![warning]),
-                ],
-            )
+            let mut sections = vec![
+                line(&format!("{who} approved {what}")),
+                labelled("The warning it carried", vec![warning]),
+            ];
+            if !reason.trim().is_empty() {
+                sections.push(labelled("What is different this time", vec![reason]));
+            }
+            ("A known dead end was approved anyway", sections)
         }
         ChatEvent::Resolved => (
             "Resolved",
