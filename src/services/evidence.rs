@@ -1,12 +1,15 @@
 //! Adding evidence to an incident: extract observations (DESIGN.md §2), redact, store the raw
 //! text and one `observation` record per finding, all in one transaction.
 
+use std::sync::Arc;
+
 use sqlx::AnyPool;
 
 use crate::domain::memory::{MemoryRecord, NewRecord};
 use crate::domain::{IncidentId, IncidentState, MemoryKind, ValidationError};
 use crate::error::{AppError, AppResult};
 use crate::evidence::{EvidenceKind, Extraction, extract};
+use crate::memory::failure_modes::FailureModeMeanings;
 use crate::store::{self, audit, evidence as estore, incidents, memory as mstore};
 
 /// Longest accepted `source` label, characters.
@@ -157,6 +160,7 @@ pub async fn add(
         expected_version: None,
         link: None,
         write_line: None,
+        meaning: None,
     };
     submit(pool, actor, id, submission).await
 }
@@ -189,6 +193,9 @@ pub struct Submission<'a> {
     /// until it ends (the Prometheus source's: [`crate::prometheus::Prometheus::write_line`]);
     /// `None`: the transaction queues on the database alone.
     pub write_line: Option<&'a tokio::sync::Semaphore>,
+    /// The failure-mode fallback ([`crate::memory::Memory::failure_mode_meanings`]): observations
+    /// no pattern tags are compared with the failure modes' meanings; `None`: patterns only.
+    pub meaning: Option<Arc<FailureModeMeanings>>,
 }
 
 /// Waits for the turn in `line` (first come first served); the turn ends when the permit is
@@ -223,6 +230,7 @@ pub async fn submit(
         expected_version,
         link,
         write_line,
+        meaning,
     } = submission;
     if content.trim().is_empty() {
         return Err(ValidationError::new(
@@ -246,7 +254,16 @@ pub async fn submit(
     let seen = store::redaction::stored(pool, id.as_str()).await?;
     let early = match &seen {
         Some(r) => {
-            Some(redact_and_extract(r.clone(), kind, content.clone(), submitted_bytes).await?)
+            Some(
+                redact_and_extract(
+                    r.clone(),
+                    kind,
+                    content.clone(),
+                    submitted_bytes,
+                    meaning.clone(),
+                )
+                .await?,
+            )
         }
         None => None,
     };
@@ -264,7 +281,7 @@ pub async fn submit(
     let current = store::redaction::load(&mut tx, id.as_str()).await?;
     let (redactor, extraction, redacted) = match early {
         Some(done) if seen.as_ref() == Some(&current) => done,
-        _ => redact_and_extract(current, kind, content, submitted_bytes).await?,
+        _ => redact_and_extract(current, kind, content, submitted_bytes, meaning).await?,
     };
     if seen.as_ref() != Some(&redactor) {
         store::redaction::save(&mut tx, id.as_str(), &redactor).await?;
@@ -336,7 +353,9 @@ pub async fn submit(
 }
 
 /// `content` redacted with `redactor` and what extraction finds in the redacted text (with the
-/// submitted size), off the async runtime; returns the redactor with any new placeholders.
+/// submitted size), off the async runtime; with `meaning`, the observations no pattern tags are
+/// then compared with the failure modes' meanings (a model failure leaves them untagged, logged);
+/// returns the redactor with any new placeholders.
 ///
 /// # Errors
 /// [`AppError::Internal`] if the worker panicked.
@@ -345,12 +364,18 @@ async fn redact_and_extract(
     kind: EvidenceKind,
     content: String,
     submitted_bytes: usize,
+    meaning: Option<Arc<FailureModeMeanings>>,
 ) -> AppResult<(crate::evidence::redact::Redactor, Extraction, String)> {
     tokio::task::spawn_blocking(move || {
         let mut redactor = redactor;
         let redacted = redactor.redact_large(content);
         let mut extraction = extract(kind, &redacted);
         extraction.bytes = submitted_bytes as u64;
+        if let Some(m) = meaning
+            && let Err(e) = m.tag_extraction(kind, &mut extraction)
+        {
+            tracing::warn!(error = %e, "failure-mode fallback failed: patterns only");
+        }
         (redactor, extraction, redacted)
     })
     .await
