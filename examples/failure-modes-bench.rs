@@ -68,7 +68,9 @@ fn main() -> anyhow::Result<()> {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--mb" => mb = args.next().unwrap_or_default().parse()?,
-            other => anyhow::bail!("unknown argument {other}; usage: failure-modes-bench [--mb 20]"),
+            other => {
+                anyhow::bail!("unknown argument {other}; usage: failure-modes-bench [--mb 20]")
+            }
         }
     }
     incidentmind::startup::prepare();

@@ -32,10 +32,8 @@ fn observation_of<'a>(
         .find(|o| o.example.as_deref() == Some(line))
 }
 
-const HANDLES: &str =
-    "2024-05-01T10:00:00Z ERROR billing: every pooled database handle is checked out, the caller gave up after 8s";
-const VOLUME: &str =
-    "2024-05-01T10:00:02Z ERROR uploads: cannot save the file, the volume mounted at /srv/data has zero bytes free";
+const HANDLES: &str = "2024-05-01T10:00:00Z ERROR billing: every pooled database handle is checked out, the caller gave up after 8s";
+const VOLUME: &str = "2024-05-01T10:00:02Z ERROR uploads: cannot save the file, the volume mounted at /srv/data has zero bytes free";
 const BENIGN: &str = "2024-05-01T10:00:04Z ERROR mailer: nightly digest mailed to 14 recipients";
 
 #[test]
@@ -49,8 +47,9 @@ fn lines_in_new_words_are_recognised_by_meaning_and_a_benign_line_is_left_alone(
     let pool = observation_of(&x, HANDLES).expect("an observation of the pool line");
     assert_eq!(pool.failure_modes, vec!["connection_pool_exhausted"]);
     assert!(
-        pool.statement
-            .contains("failure mode connection_pool_exhausted recognised by meaning, similarity 0."),
+        pool.statement.contains(
+            "failure mode connection_pool_exhausted recognised by meaning, similarity 0."
+        ),
         "{}",
         pool.statement
     );
@@ -65,12 +64,20 @@ fn lines_in_new_words_are_recognised_by_meaning_and_a_benign_line_is_left_alone(
     );
 
     let benign = observation_of(&x, BENIGN).expect("an observation of the benign line");
-    assert!(benign.failure_modes.is_empty(), "{:?}", benign.failure_modes);
+    assert!(
+        benign.failure_modes.is_empty(),
+        "{:?}",
+        benign.failure_modes
+    );
     assert!(!benign.statement.contains("recognised by meaning"));
 
     // The summary carries the tags found by meaning, as it carries the patterns' tags.
     let summary = &x.observations[0];
-    assert!(summary.failure_modes.contains(&"connection_pool_exhausted".to_string()));
+    assert!(
+        summary
+            .failure_modes
+            .contains(&"connection_pool_exhausted".to_string())
+    );
     assert!(summary.failure_modes.contains(&"disk_full".to_string()));
 }
 
@@ -80,7 +87,11 @@ fn a_pattern_tag_stands_and_is_not_compared() {
     let x = tagged(line);
     let o = observation_of(&x, line).expect("an observation");
     assert_eq!(o.failure_modes, vec!["timeout"]);
-    assert!(!o.statement.contains("recognised by meaning"), "{}", o.statement);
+    assert!(
+        !o.statement.contains("recognised by meaning"),
+        "{}",
+        o.statement
+    );
 }
 
 #[test]

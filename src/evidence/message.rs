@@ -9,7 +9,7 @@
 //! (`java.net.SocketTimeoutException` → `Socket Timeout Exception`, `System.Data.SqlClient.
 //! SqlException (0x80131904)` → `Sql Exception`): the type name is a strong, general signal
 //! the model reads better as words. A stack frame (`at a.b.C.m(C.java:42)`) says nothing of the
-//! failure and reads as empty.
+//! failure and reads as empty, as does a lone `key = value` (a setting or a counter).
 //!
 //! Pure: no I/O, no model. [`meaning_text`] is the one entry point.
 
@@ -130,7 +130,7 @@ fn is_framing_key(key: &str) -> bool {
 /// is left (a stack frame, a line of numbers), which callers do not classify.
 pub fn meaning_text(line: &str) -> String {
     let line = line.trim();
-    if STACK_FRAME.is_match(line) {
+    if STACK_FRAME.is_match(line) || LONE_SETTING.is_match(line) {
         return String::new();
     }
     let raw = structured(line).unwrap_or_else(|| line.to_string());
@@ -141,11 +141,17 @@ pub fn meaning_text(line: &str) -> String {
 /// two `key=value` pairs; `None` for anything else.
 fn structured(line: &str) -> Option<String> {
     if let Some(start) = line.find('{')
-        && let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(&line[start..])
+        && let Ok(serde_json::Value::Object(map)) =
+            serde_json::from_str::<serde_json::Value>(&line[start..])
     {
         let mut message = Vec::new();
         let mut other = Vec::new();
-        walk_json("", &serde_json::Value::Object(map), &mut message, &mut other);
+        walk_json(
+            "",
+            &serde_json::Value::Object(map),
+            &mut message,
+            &mut other,
+        );
         let prefix = line[..start].trim();
         return Some(pick(prefix, message, other));
     }
@@ -253,8 +259,16 @@ static LOGFMT: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 static STACK_FRAME: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(at\s+[\w.$<>`\[\]]+\(.*\)|File .+, line \d+, in .+|\.\.\. \d+ more|goroutine \d+ \[)")
-        .expect("stack frame pattern compiles")
+    Regex::new(
+        r"^(at\s+[\w.$<>`\[\]]+\(.*\)|File .+, line \d+, in .+|\.\.\. \d+ more|goroutine \d+ \[)",
+    )
+    .expect("stack frame pattern compiles")
+});
+
+/// A lone `key = value` or `"key": value` (a setting or a counter, e.g. a config dump's line):
+/// it states a value, not an event, and a model cannot judge a value without its bound.
+static LONE_SETTING: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r#"^"?[\w.\-]+"?\s*[:=]\s*"?[^\s"]*"?\s*,?$"#).expect("setting pattern compiles")
 });
 
 /// Noise: timestamps, addresses, UUIDs, hex ids, long numbers, placeholders, bracketed pids.
@@ -314,8 +328,7 @@ fn split_camel(w: &str) -> String {
         if i > 0 && c.is_uppercase() {
             let prev = chars[i - 1];
             let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-            if prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower)
-            {
+            if prev.is_lowercase() || prev.is_ascii_digit() || (prev.is_uppercase() && next_lower) {
                 out.push(' ');
             }
         }
@@ -332,7 +345,11 @@ mod tests {
     fn a_json_line_is_read_by_its_message_and_error_fields() {
         let line = r#"{"ts":"2024-01-02T03:04:05Z","level":"error","host":"db-7","request_id":"ab12","msg":"could not write batch","error":{"type":"IOException","message":"disk quota reached"}}"#;
         let t = meaning_text(line);
-        for part in ["could not write batch", "IO Exception", "disk quota reached"] {
+        for part in [
+            "could not write batch",
+            "IO Exception",
+            "disk quota reached",
+        ] {
             assert!(t.contains(part), "{t}");
         }
         for framing in ["db-7", "ab12", "error", "2024"] {
@@ -367,6 +384,8 @@ mod tests {
     #[test]
     fn frames_and_framing_read_as_nothing() {
         assert_eq!(meaning_text("    at com.acme.Cart.total(Cart.java:42)"), "");
+        assert_eq!(meaning_text("  render.retry.max_ms = 1500"), "");
+        assert_eq!(meaning_text(r#""cache.ttl_seconds": "90","#), "");
         assert_eq!(
             meaning_text("2024-01-02 03:04:05,123 <*> 10.1.2.3:8080 [4411]"),
             ""

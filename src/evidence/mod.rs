@@ -31,9 +31,7 @@ pub mod time;
 
 use serde::{Deserialize, Serialize};
 
-pub use signatures::{
-    Signature, benign_examples, catalogue, failure_mode_description, match_tags,
-};
+pub use signatures::{Signature, benign_examples, catalogue, failure_mode_description, match_tags};
 
 pub use extractor::{LogExtractor, NO_TEMPLATE};
 

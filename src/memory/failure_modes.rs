@@ -40,8 +40,8 @@ impl Default for MeaningTuning {
     fn default() -> Self {
         Self {
             threshold: 0.50,
-            margin: 0.02,
-            benign_margin: 0.03,
+            margin: 0.05,
+            benign_margin: 0.10,
         }
     }
 }
@@ -258,7 +258,11 @@ impl FailureModeMeanings {
     ///
     /// # Errors
     /// [`ModelError`] when the model fails; `x` is then unchanged.
-    pub fn tag_extraction(&self, kind: EvidenceKind, x: &mut Extraction) -> Result<usize, ModelError> {
+    pub fn tag_extraction(
+        &self,
+        kind: EvidenceKind,
+        x: &mut Extraction,
+    ) -> Result<usize, ModelError> {
         if kind == EvidenceKind::Metrics {
             return Ok(0);
         }
@@ -355,7 +359,10 @@ mod tests {
             tag: "timeout",
             similarity: 0.714,
         };
-        let mut a = obs("ERROR template seen once: call <*> gave up", Some("call 7 gave up"));
+        let mut a = obs(
+            "ERROR template seen once: call <*> gave up",
+            Some("call 7 gave up"),
+        );
         mark(&mut a, r);
         assert_eq!(
             a.statement,

@@ -253,18 +253,16 @@ pub async fn submit(
     // first evidence) does it all inside, once.
     let seen = store::redaction::stored(pool, id.as_str()).await?;
     let early = match &seen {
-        Some(r) => {
-            Some(
-                redact_and_extract(
-                    r.clone(),
-                    kind,
-                    content.clone(),
-                    submitted_bytes,
-                    meaning.clone(),
-                )
-                .await?,
+        Some(r) => Some(
+            redact_and_extract(
+                r.clone(),
+                kind,
+                content.clone(),
+                submitted_bytes,
+                meaning.clone(),
             )
-        }
+            .await?,
+        ),
         None => None,
     };
     let turn = wait_in_line(write_line).await;

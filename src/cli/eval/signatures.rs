@@ -107,7 +107,11 @@ pub struct SignatureMetrics {
 }
 
 fn rate(n: usize, d: usize) -> f64 {
-    if d == 0 { f64::NAN } else { n as f64 / d as f64 }
+    if d == 0 {
+        f64::NAN
+    } else {
+        n as f64 / d as f64
+    }
 }
 
 impl SignatureReport {
@@ -122,7 +126,11 @@ impl SignatureReport {
                     primary += usize::from(r.predicted.contains(p));
                     any += usize::from(r.expected.iter().any(|e| r.predicted.contains(e)));
                     predicted += r.predicted.len();
-                    correct += r.expected.iter().filter(|e| r.predicted.contains(*e)).count();
+                    correct += r
+                        .expected
+                        .iter()
+                        .filter(|e| r.predicted.contains(*e))
+                        .count();
                 }
                 None => {
                     benign += 1;
@@ -143,7 +151,11 @@ impl fmt::Display for SignatureReport {
     /// The per-tag table and the headline figures; `{:#}` adds the missed lines and the benign
     /// false positives.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let fails: Vec<&ItemResult> = self.items.iter().filter(|r| !r.expected.is_empty()).collect();
+        let fails: Vec<&ItemResult> = self
+            .items
+            .iter()
+            .filter(|r| !r.expected.is_empty())
+            .collect();
         let benign = self.items.len() - fails.len();
         writeln!(
             f,
@@ -153,13 +165,21 @@ impl fmt::Display for SignatureReport {
             fails.len(),
             benign
         )?;
-        writeln!(f, "{:28} {:>11} {:>4}   {:>15} {:>4}", "tag", "recall(any)", "n", "recall(primary)", "n")?;
+        writeln!(
+            f,
+            "{:28} {:>11} {:>4}   {:>15} {:>4}",
+            "tag", "recall(any)", "n", "recall(primary)", "n"
+        )?;
         for t in &self.tags {
             let any: Vec<&&ItemResult> = fails.iter().filter(|r| r.expected.contains(t)).collect();
             if any.is_empty() {
                 continue;
             }
-            let pri: Vec<&&ItemResult> = any.iter().copied().filter(|r| r.expected[0] == *t).collect();
+            let pri: Vec<&&ItemResult> = any
+                .iter()
+                .copied()
+                .filter(|r| r.expected[0] == *t)
+                .collect();
             let hit_any = any.iter().filter(|r| r.predicted.contains(t)).count();
             let hit_pri = pri.iter().filter(|r| r.predicted.contains(t)).count();
             writeln!(
@@ -197,7 +217,11 @@ impl fmt::Display for SignatureReport {
                 }
             }
             writeln!(f, "\nbenign false positives:")?;
-            for r in self.items.iter().filter(|r| r.expected.is_empty() && !r.predicted.is_empty()) {
+            for r in self
+                .items
+                .iter()
+                .filter(|r| r.expected.is_empty() && !r.predicted.is_empty())
+            {
                 writeln!(
                     f,
                     "  {} predicted={:?} :: {}",
