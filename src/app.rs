@@ -97,9 +97,8 @@ impl App {
     /// [`crate::metrics::Metrics::upkeep`]) and, when [`Settings::consolidate_every`] is set,
     /// the consolidation schedule ([`crate::services::consolidation::run_schedule`]); it also
     /// embeds the failure modes' meanings once
-    /// ([`crate::memory::Memory::failure_mode_meanings`]), so the first paste does not wait on
-    /// it. Returns
-    /// the memory worker's handle: it stops between batches, so a caller shutting down may
+    /// ([`crate::memory::Memory::failure_mode_meanings`]; pastes made before are tagged by
+    /// patterns only). Returns the memory worker's handle: it stops between batches, so a caller shutting down may
     /// wait for it.
     pub fn spawn_background(
         &self,

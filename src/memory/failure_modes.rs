@@ -251,10 +251,8 @@ impl FailureModeMeanings {
         Ok(scores.first().and_then(|s| self.decide(s)))
     }
 
-    /// Tags, by meaning, the observations of `x` that no pattern tagged (its summary excepted),
-    /// says so in their statements, raises their salience as a pattern's tag would (+35), adds
-    /// the tags to the summary's and ranks the observations again. Metric extractions are left
-    /// as they are (their series are named, not described). Returns how many were tagged.
+    /// Tags, by meaning, the observations of `x` that no pattern tagged: [`Self::recognise_all`]
+    /// then [`ByMeaning::apply`]. Returns how many were tagged.
     ///
     /// # Errors
     /// [`ModelError`] when the model fails; `x` is then unchanged.
@@ -263,48 +261,135 @@ impl FailureModeMeanings {
         kind: EvidenceKind,
         x: &mut Extraction,
     ) -> Result<usize, ModelError> {
-        if kind == EvidenceKind::Metrics {
-            return Ok(0);
+        let found = self.recognise_all(&candidates(kind, x))?;
+        Ok(found.apply(x))
+    }
+
+    /// The failure modes `texts` (from [`candidates`]) are recognised as, by text (blocking:
+    /// the model runs on the texts not in the vector cache).
+    ///
+    /// # Errors
+    /// [`ModelError`] when the model fails on a text.
+    pub fn recognise_all(&self, texts: &[String]) -> Result<ByMeaning, ModelError> {
+        if texts.is_empty() {
+            return Ok(ByMeaning::default());
         }
-        let mut at = Vec::new();
-        let mut texts = Vec::new();
-        for (i, o) in x.observations.iter().enumerate() {
+        let scores = self.scores(texts)?;
+        let found = texts
+            .iter()
+            .zip(&scores)
+            .filter_map(|(t, s)| self.decide(s).map(|r| (t.clone(), r)))
+            .collect();
+        Ok(ByMeaning { found })
+    }
+
+    /// What `meanings` recognise in `x`, computed on the blocking pool so the async runtime
+    /// (and any write transaction: call it before one opens) never waits on the model; `None`
+    /// without `meanings`, or when the model failed (logged: patterns only).
+    pub async fn recognise_off_runtime(
+        meanings: Option<Arc<Self>>,
+        kind: EvidenceKind,
+        x: &Extraction,
+    ) -> Option<ByMeaning> {
+        let m = meanings?;
+        let texts = candidates(kind, x);
+        if texts.is_empty() {
+            return None;
+        }
+        match tokio::task::spawn_blocking(move || m.recognise_all(&texts)).await {
+            Ok(Ok(found)) => Some(found),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "failure-mode fallback failed: patterns only");
+                None
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "failure-mode fallback panicked: patterns only");
+                None
+            }
+        }
+    }
+}
+
+/// The texts the fallback compares in `x`: what the example (or the statement) of each
+/// observation no pattern tagged says ([`meaning_text`]), the summary excepted. None for metric
+/// extractions (their series are named, not described).
+pub fn candidates(kind: EvidenceKind, x: &Extraction) -> Vec<String> {
+    if kind == EvidenceKind::Metrics {
+        return Vec::new();
+    }
+    let mut texts: Vec<String> = x
+        .observations
+        .iter()
+        .filter(|o| o.salience != SUMMARY_SALIENCE && o.failure_modes.is_empty())
+        .map(|o| meaning_text(o.example.as_deref().unwrap_or(&o.statement)))
+        .filter(|t| !t.is_empty())
+        .collect();
+    texts.sort();
+    texts.dedup();
+    texts
+}
+
+/// Failure modes recognised by meaning, by the text compared ([`candidates`]): computed
+/// before the evidence is written (the model's work), applied to the extraction written
+/// ([`ByMeaning::apply`], pure). An observation whose text was not compared (the extraction was
+/// redone with a changed redaction map meanwhile) is left as the patterns left it.
+#[derive(Clone, Debug, Default)]
+pub struct ByMeaning {
+    found: std::collections::HashMap<String, Recognised>,
+}
+
+impl ByMeaning {
+    /// How many texts were recognised.
+    pub fn len(&self) -> usize {
+        self.found.len()
+    }
+
+    /// True when no text was recognised.
+    pub fn is_empty(&self) -> bool {
+        self.found.is_empty()
+    }
+
+    /// Tags the observations of `x` no pattern tagged whose text was recognised: the tag, the
+    /// reason in the statement ("recognised by meaning" and the similarity), salience +35 as a
+    /// pattern's tag gives; the tags join the summary's and the observations are ranked again.
+    /// Returns how many were tagged.
+    pub fn apply(&self, x: &mut Extraction) -> usize {
+        if self.found.is_empty() {
+            return 0;
+        }
+        let mut tagged = 0;
+        let mut tags = Vec::new();
+        for o in x.observations.iter_mut() {
             if o.salience == SUMMARY_SALIENCE || !o.failure_modes.is_empty() {
                 continue;
             }
             let t = meaning_text(o.example.as_deref().unwrap_or(&o.statement));
-            if !t.is_empty() {
-                at.push(i);
-                texts.push(t);
+            if let Some(&r) = self.found.get(&t) {
+                mark(o, r);
+                tagged += 1;
+                tags.push(r.tag);
             }
         }
-        if texts.is_empty() {
-            return Ok(0);
+        if tagged == 0 {
+            return 0;
         }
-        let scores = self.scores(&texts)?;
-        let mut tagged = 0;
-        for (&i, s) in at.iter().zip(&scores) {
-            if let Some(r) = self.decide(s) {
-                mark(&mut x.observations[i], r);
-                tagged += 1;
-                for o in x.observations.iter_mut() {
-                    if o.salience == SUMMARY_SALIENCE && !o.failure_modes.iter().any(|t| t == r.tag)
-                    {
-                        o.failure_modes.push(r.tag.to_string());
+        for o in x.observations.iter_mut() {
+            if o.salience == SUMMARY_SALIENCE {
+                for tag in &tags {
+                    if !o.failure_modes.iter().any(|t| t == tag) {
+                        o.failure_modes.push((*tag).to_string());
                     }
                 }
             }
         }
-        if tagged > 0 {
-            // The summary stays first; the others by salience, then count, as extraction ranks.
-            x.observations.sort_by(|a, b| {
-                (b.salience == SUMMARY_SALIENCE)
-                    .cmp(&(a.salience == SUMMARY_SALIENCE))
-                    .then(b.salience.cmp(&a.salience))
-                    .then(b.count.cmp(&a.count))
-            });
-        }
-        Ok(tagged)
+        // The summary stays first; the others by salience, then count, as extraction ranks.
+        x.observations.sort_by(|a, b| {
+            (b.salience == SUMMARY_SALIENCE)
+                .cmp(&(a.salience == SUMMARY_SALIENCE))
+                .then(b.salience.cmp(&a.salience))
+                .then(b.count.cmp(&a.count))
+        });
+        tagged
     }
 }
 

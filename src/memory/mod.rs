@@ -522,6 +522,12 @@ impl Memory {
         .flatten()
     }
 
+    /// The failure-mode fallback if its meanings are embedded already (never waits: a paste made
+    /// while [`Self::failure_mode_meanings`] still runs at start is tagged by patterns only).
+    pub fn failure_mode_meanings_ready(&self) -> Option<Arc<failure_modes::FailureModeMeanings>> {
+        self.inner.failure_modes.get().cloned().flatten()
+    }
+
     /// The embedder, unless it failed within the last cooldown.
     fn embedder_ready(&self) -> Option<&Arc<dyn Embedder>> {
         let cooling = lock(&self.inner.cooldown).is_some_and(|until| Instant::now() < until);

@@ -247,24 +247,17 @@ pub async fn submit(
     // Redact first, then extract from the redacted text: observations, their examples and line
     // references all come from what is stored, so a secret that is recognised only in its
     // context (a Kubernetes Secret, a `.env` file) never reaches a single-line example.
-    // That work is done before the write transaction, on the incident's map as it stands, so
-    // the write lock is held for the inserts only; inside, the map is read again and the work
-    // redone only when another write changed it meanwhile. An incident without a map yet (its
-    // first evidence) does it all inside, once.
+    // That work is done before the write transaction, on the incident's map as it stands (a
+    // fresh one for its first evidence), so the write lock is held for the inserts only; inside,
+    // the map is read again and the work redone only when another write changed it meanwhile.
+    // The failure-mode fallback's model work is done here too, never inside the transaction.
     let seen = store::redaction::stored(pool, id.as_str()).await?;
-    let early = match &seen {
-        Some(r) => Some(
-            redact_and_extract(
-                r.clone(),
-                kind,
-                content.clone(),
-                submitted_bytes,
-                meaning.clone(),
-            )
-            .await?,
-        ),
-        None => None,
+    let base = match &seen {
+        Some(r) => r.clone(),
+        None => store::redaction::peek(pool, id.as_str()).await?,
     };
+    let early = redact_and_extract(base, kind, content.clone(), submitted_bytes).await?;
+    let by_meaning = FailureModeMeanings::recognise_off_runtime(meaning, kind, &early.1).await;
     let turn = wait_in_line(write_line).await;
     let mut tx = store::begin_write(pool).await?;
     // Checked inside the write transaction, so a Learn that commits meanwhile cannot be followed
@@ -277,10 +270,15 @@ pub async fn submit(
         )));
     }
     let current = store::redaction::load(&mut tx, id.as_str()).await?;
-    let (redactor, extraction, redacted) = match early {
-        Some(done) if seen.as_ref() == Some(&current) => done,
-        _ => redact_and_extract(current, kind, content, submitted_bytes, meaning).await?,
+    let (redactor, mut extraction, redacted) = match &seen {
+        Some(r) if *r == current => early,
+        // No map then and now: the early one is as fresh (only its random salt differs).
+        None if current.is_fresh() => early,
+        _ => redact_and_extract(current, kind, content, submitted_bytes).await?,
     };
+    if let Some(found) = &by_meaning {
+        found.apply(&mut extraction);
+    }
     if seen.as_ref() != Some(&redactor) {
         store::redaction::save(&mut tx, id.as_str(), &redactor).await?;
     }
@@ -351,9 +349,7 @@ pub async fn submit(
 }
 
 /// `content` redacted with `redactor` and what extraction finds in the redacted text (with the
-/// submitted size), off the async runtime; with `meaning`, the observations no pattern tags are
-/// then compared with the failure modes' meanings (a model failure leaves them untagged, logged);
-/// returns the redactor with any new placeholders.
+/// submitted size), off the async runtime; returns the redactor with any new placeholders.
 ///
 /// # Errors
 /// [`AppError::Internal`] if the worker panicked.
@@ -362,18 +358,12 @@ async fn redact_and_extract(
     kind: EvidenceKind,
     content: String,
     submitted_bytes: usize,
-    meaning: Option<Arc<FailureModeMeanings>>,
 ) -> AppResult<(crate::evidence::redact::Redactor, Extraction, String)> {
     tokio::task::spawn_blocking(move || {
         let mut redactor = redactor;
         let redacted = redactor.redact_large(content);
         let mut extraction = extract(kind, &redacted);
         extraction.bytes = submitted_bytes as u64;
-        if let Some(m) = meaning
-            && let Err(e) = m.tag_extraction(kind, &mut extraction)
-        {
-            tracing::warn!(error = %e, "failure-mode fallback failed: patterns only");
-        }
         (redactor, extraction, redacted)
     })
     .await
