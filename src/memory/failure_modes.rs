@@ -41,7 +41,7 @@ impl Default for MeaningTuning {
         Self {
             threshold: 0.50,
             margin: 0.05,
-            benign_margin: 0.10,
+            benign_margin: 0.15,
         }
     }
 }

@@ -14,9 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
-use crate::evidence::message::meaning_text;
-use crate::evidence::{EvidenceKind, SUMMARY_SALIENCE, extract};
-use crate::memory::failure_modes::FailureModeMeanings;
+use crate::evidence::{EvidenceKind, extract};
+use crate::memory::failure_modes::{FailureModeMeanings, candidates};
 
 /// A labelled set of lines.
 #[derive(Debug, Deserialize)]
@@ -247,8 +246,9 @@ pub fn read_set(path: &Path) -> anyhow::Result<SignatureSet> {
 
 /// Runs the set: each line extracted as a paste of logs, pattern tags dropped under
 /// [`Ablation::Regex`], then `meanings` (unless [`Ablation::Meaning`] or `None`). With `dump`,
-/// each observation the fallback compared is written there as one JSON line (`id`, `expected`,
-/// the text read, its per-tag and benign similarities), for studying the rule.
+/// each line is written there as one JSON line (`id`, `expected`, the tags its patterns give,
+/// and each text the fallback compared with its per-tag and benign similarities), for studying
+/// the rule.
 ///
 /// # Errors
 /// The model fails on a line; `dump` cannot be written.
@@ -263,6 +263,11 @@ pub fn run(
     let mut lines = Vec::new();
     for item in &set.items {
         let mut x = extract(EvidenceKind::Logs, &item.text);
+        let by_patterns: BTreeSet<String> = x
+            .observations
+            .iter()
+            .flat_map(|o| o.failure_modes.iter().cloned())
+            .collect();
         if ablation == Ablation::Regex {
             for o in &mut x.observations {
                 o.failure_modes.clear();
@@ -270,22 +275,17 @@ pub fn run(
         }
         if let (Some(m), true) = (meanings, ablation != Ablation::Meaning) {
             if dump.is_some() {
-                for o in &x.observations {
-                    if o.salience == SUMMARY_SALIENCE || !o.failure_modes.is_empty() {
-                        continue;
-                    }
-                    let t = meaning_text(o.example.as_deref().unwrap_or(&o.statement));
-                    if t.is_empty() {
-                        continue;
-                    }
-                    let s = m.scores(std::slice::from_ref(&t))?;
-                    if let Some(s) = s.first() {
-                        lines.push(serde_json::json!({
-                            "id": item.id, "expected": item.expected, "text": t,
-                            "tags": s.tags, "benign": s.benign,
-                        }));
-                    }
-                }
+                let texts = candidates(EvidenceKind::Logs, &x);
+                let scores = m.scores(&texts)?;
+                let compared: Vec<serde_json::Value> = texts
+                    .iter()
+                    .zip(&scores)
+                    .map(|(t, s)| serde_json::json!({"text": t, "tags": s.tags, "benign": s.benign}))
+                    .collect();
+                lines.push(serde_json::json!({
+                    "id": item.id, "expected": item.expected, "patterns": by_patterns,
+                    "compared": compared,
+                }));
             }
             m.tag_extraction(EvidenceKind::Logs, &mut x)?;
         }
