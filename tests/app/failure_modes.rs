@@ -34,9 +34,15 @@ async fn a_pasted_line_in_new_words_is_stored_recognised_by_meaning_on_first_and
     assert!(app.memory.failure_mode_meanings_ready().is_none());
     assert!(app.memory.failure_mode_meanings().await.is_some());
 
-    let id = app.open_incident("billing cannot reach its database", "billing").await;
+    let id = app
+        .open_incident("billing cannot reach its database", "billing")
+        .await;
     for (line, tag, needle) in [
-        (HANDLES, "connection_pool_exhausted", "pooled database handle"),
+        (
+            HANDLES,
+            "connection_pool_exhausted",
+            "pooled database handle",
+        ),
         (VOLUME, "disk_full", "zero bytes free"),
     ] {
         let res = app

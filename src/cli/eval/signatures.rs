@@ -280,7 +280,9 @@ pub fn run(
                 let compared: Vec<serde_json::Value> = texts
                     .iter()
                     .zip(&scores)
-                    .map(|(t, s)| serde_json::json!({"text": t, "tags": s.tags, "benign": s.benign}))
+                    .map(
+                        |(t, s)| serde_json::json!({"text": t, "tags": s.tags, "benign": s.benign}),
+                    )
                     .collect();
                 lines.push(serde_json::json!({
                     "id": item.id, "expected": item.expected, "patterns": by_patterns,
