@@ -95,8 +95,10 @@ impl App {
     /// every `idle`), the chat outbox worker ([`crate::services::chat::run_worker`]), the metrics
     /// upkeep (every [`METRICS_UPKEEP`], see
     /// [`crate::metrics::Metrics::upkeep`]) and, when [`Settings::consolidate_every`] is set,
-    /// the consolidation schedule ([`crate::services::consolidation::run_schedule`]). Returns
-    /// the memory worker's handle: it stops between batches, so a caller shutting down may
+    /// the consolidation schedule ([`crate::services::consolidation::run_schedule`]); it also
+    /// embeds the failure modes' meanings once
+    /// ([`crate::memory::Memory::failure_mode_meanings`]; pastes made before are tagged by
+    /// patterns only). Returns the memory worker's handle: it stops between batches, so a caller shutting down may
     /// wait for it.
     pub fn spawn_background(
         &self,
@@ -126,6 +128,10 @@ impl App {
             self.state.settings.chat.clone(),
             stop.clone(),
         ));
+        let memory = self.state.memory.clone();
+        tokio::spawn(async move {
+            memory.failure_mode_meanings().await;
+        });
         tokio::spawn(crate::memory::embeddings::run_worker(
             self.state.memory.clone(),
             idle,

@@ -29,6 +29,7 @@ use crate::store::{self, incidents};
 
 pub mod bm25;
 mod report;
+pub mod signatures;
 
 pub use report::{
     BaselineRank, CONFIDENT_GAP, EvalQuery, EvalQuestion, EvalSet, Metrics, QueryResult,

@@ -198,6 +198,30 @@ pub enum EvalCommand {
         #[command(flatten)]
         embeddings: EmbeddingArgs,
     },
+    /// Failure-mode recognition: extract each line of the set (schema of
+    /// signatures-dev.json) as a paste of logs, with the meaning fallback on the built-in model;
+    /// print per-tag recall, primary-tag and any-tag hit rates, tag precision and the benign
+    /// false-positive rate.
+    Signatures {
+        /// Path of the set.
+        file: std::path::PathBuf,
+        /// `meaning` (patterns only) or `regex` (the meaning fallback only).
+        #[arg(long, default_value = "")]
+        ablate: String,
+        /// The fallback's rule set to other values, comma-separated `name=value` (stability
+        /// checks): threshold, margin, benign_margin.
+        #[arg(long = "set", default_value = "")]
+        rule: String,
+        /// Also list the lines whose primary tag is missed and the benign lines tagged.
+        #[arg(long)]
+        verbose: bool,
+        /// Write what the fallback compared (text read, similarities) as JSON lines here.
+        #[arg(long)]
+        dump: Option<std::path::PathBuf>,
+        /// Folder of the built-in model (default: models/all-MiniLM-L6-v2).
+        #[arg(long, env = "INCIDENTMIND_EMBEDDINGS_MODEL_DIR")]
+        model_dir: Option<std::path::PathBuf>,
+    },
 }
 
 /// `user …`
@@ -285,6 +309,45 @@ fn init_tracing(json: bool) {
     };
 }
 
+/// `eval signatures`: see [`crate::cli::eval::signatures`].
+fn eval_signatures(
+    file: &std::path::Path,
+    ablate: &str,
+    rule: &str,
+    verbose: bool,
+    dump: Option<&std::path::Path>,
+    model_dir: Option<std::path::PathBuf>,
+) -> anyhow::Result<()> {
+    use crate::cli::eval::signatures::{self, Ablation};
+    use crate::memory::failure_modes::{FailureModeMeanings, MeaningTuning};
+    let ablation = Ablation::parse(ablate).map_err(anyhow::Error::msg)?;
+    let tuning = MeaningTuning::default()
+        .parse_set(rule)
+        .map_err(anyhow::Error::msg)?;
+    let set = signatures::read_set(file)?;
+    let meanings = if ablation == Ablation::Meaning {
+        None
+    } else {
+        let dir = model_dir.unwrap_or_else(crate::memory::minilm::default_dir);
+        let started = std::time::Instant::now();
+        let model = std::sync::Arc::new(crate::memory::minilm::MiniLm::load(&dir)?);
+        let m = FailureModeMeanings::build(model, tuning)?;
+        println!(
+            "model loaded and catalogue embedded in {:.0} ms; rule {:?}",
+            started.elapsed().as_secs_f64() * 1000.0,
+            m.tuning()
+        );
+        Some(m)
+    };
+    let report = signatures::run(&set, meanings.as_ref(), ablation, dump)?;
+    if verbose {
+        println!("{report:#}");
+    } else {
+        println!("{report}");
+    }
+    Ok(())
+}
+
 async fn open(db: &DbArgs, mode: store::OpenMode) -> anyhow::Result<AnyPool> {
     Ok(store::open(&db.database_url, mode).await?)
 }
@@ -315,6 +378,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Eval(EvalCommand::Signatures {
+            file,
+            ablate,
+            rule,
+            verbose,
+            dump,
+            model_dir,
+        }) => eval_signatures(&file, &ablate, &rule, verbose, dump.as_deref(), model_dir),
         Command::User(UserCommand::Add {
             name,
             role,

@@ -22,6 +22,7 @@ pub mod drain;
 mod extractor;
 pub mod header;
 pub mod logs;
+pub mod message;
 pub mod metrics;
 pub mod redact;
 pub mod shape;
@@ -30,7 +31,7 @@ pub mod time;
 
 use serde::{Deserialize, Serialize};
 
-pub use signatures::{Signature, catalogue, failure_mode_description, match_tags};
+pub use signatures::{Signature, benign_examples, catalogue, failure_mode_description, match_tags};
 
 pub use extractor::{LogExtractor, NO_TEMPLATE};
 

@@ -26,6 +26,11 @@ pub struct Signature {
     /// Texts that must NOT match this signature (checked by tests).
     #[serde(default)]
     pub negative: Vec<String>,
+    /// More sentences saying what this failure mode looks like, in general words (not checked
+    /// against the patterns): with the description and the positive examples, the meaning a
+    /// template no pattern tags is compared with (`memory::failure_modes`).
+    #[serde(default)]
+    pub meaning: Vec<String>,
 }
 
 /// Metric-name word lists (data, from `signatures.json` → `metric_roles`) used to recognise
@@ -41,11 +46,14 @@ pub struct MetricRoles {
 #[derive(Deserialize)]
 struct CatalogueFile {
     metric_roles: MetricRoles,
+    #[serde(default)]
+    benign: Vec<String>,
     signatures: Vec<Signature>,
 }
 
 struct Compiled {
     roles: MetricRoles,
+    benign: Vec<String>,
     sigs: Vec<Signature>,
     set: RegexSet,
     /// pattern index → signature index
@@ -72,6 +80,7 @@ static CATALOGUE: LazyLock<Compiled> = LazyLock::new(|| {
         .expect("signature patterns compile");
     Compiled {
         roles: file.metric_roles,
+        benign: file.benign,
         sigs: file.signatures,
         set,
         owner,
@@ -86,6 +95,14 @@ pub fn catalogue() -> &'static [Signature] {
 /// Metric-name word lists for request-rate and pressure series.
 pub fn metric_roles() -> &'static MetricRoles {
     &CATALOGUE.roles
+}
+
+/// Lines that report no failure although they use failure words (a pool's size, a timeout
+/// setting, a healthy probe), from `signatures.json` → `benign`: with every signature's negative
+/// examples, what the meaning fallback (`memory::failure_modes`) must find closer than any
+/// failure mode before it leaves a template alone.
+pub fn benign_examples() -> &'static [String] {
+    &CATALOGUE.benign
 }
 
 /// Human description of a failure-mode tag, `None` for an unknown tag.

@@ -379,6 +379,7 @@ pub async fn call(
                 expected_version: None,
                 link: None,
                 write_line: None,
+                meaning: state.memory.failure_mode_meanings_ready(),
             };
             let added = esvc::submit(&state.pool, &caller.user.name, &id, submission).await?;
             state.memory.wake();

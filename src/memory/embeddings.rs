@@ -71,6 +71,12 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     /// # Errors
     /// [`EmbedError`] when the endpoint fails, is slow or answers with something else.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// The built-in model behind this embedder, if it is the built-in one: what the failure-mode
+    /// fallback ([`crate::memory::failure_modes`]) runs on, its rule being tuned on that model.
+    fn builtin_model(&self) -> Option<Arc<MiniLm>> {
+        None
+    }
 }
 
 /// Connection settings of an OpenAI-compatible embeddings endpoint.
@@ -193,6 +199,10 @@ impl BuiltinEmbedder {
 impl Embedder for BuiltinEmbedder {
     fn model(&self) -> &str {
         minilm::MODEL_NAME
+    }
+
+    fn builtin_model(&self) -> Option<Arc<MiniLm>> {
+        Some(Arc::clone(&self.model))
     }
 
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {

@@ -17,6 +17,7 @@
 
 pub mod documents;
 pub mod embeddings;
+pub mod failure_modes;
 pub mod incident;
 pub mod minilm;
 pub mod negation;
@@ -218,6 +219,9 @@ struct Inner {
     /// Held while documents are rebuilt and vectors stored ([`Memory::catch_up`]), by the
     /// memory worker or a recall waiting for it, so the two never embed the same rows at once.
     catching_up: tokio::sync::Mutex<()>,
+    /// The failure-mode fallback, built once on first use (`None` inside: no built-in model,
+    /// or it failed).
+    failure_modes: std::sync::OnceLock<Option<Arc<failure_modes::FailureModeMeanings>>>,
 }
 
 /// Background query embeddings at once ([`Memory::embed_later`]); more wait for a later view.
@@ -256,6 +260,7 @@ impl Memory {
                 investigations: tokio::sync::Semaphore::new(investigation_slots()),
                 embedding_later: Mutex::default(),
                 catching_up: tokio::sync::Mutex::new(()),
+                failure_modes: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -479,6 +484,48 @@ impl Memory {
             lock(&memory.inner.embedding_later).remove(&key);
         });
         true
+    }
+
+    /// The failure-mode fallback ([`failure_modes`]): the catalogue's meanings, embedded with the
+    /// built-in model on the first call (a few seconds, on the blocking pool; `App::start` makes
+    /// that call at start) and kept. `None` when the embedder is not the built-in model (the
+    /// rule is tuned on it), or the model failed (logged once).
+    pub async fn failure_mode_meanings(&self) -> Option<Arc<failure_modes::FailureModeMeanings>> {
+        if let Some(built) = self.inner.failure_modes.get() {
+            return built.clone();
+        }
+        let model = self.inner.embedder.as_ref()?.builtin_model()?;
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || {
+            inner
+                .failure_modes
+                .get_or_init(|| {
+                    let started = Instant::now();
+                    match failure_modes::FailureModeMeanings::build(model, Default::default()) {
+                        Ok(m) => {
+                            tracing::info!(
+                                elapsed_ms = started.elapsed().as_millis() as u64,
+                                "failure-mode meanings embedded"
+                            );
+                            Some(Arc::new(m))
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "failure-mode meanings not embedded: patterns only");
+                            None
+                        }
+                    }
+                })
+                .clone()
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+
+    /// The failure-mode fallback if its meanings are embedded already (never waits: a paste made
+    /// while [`Self::failure_mode_meanings`] still runs at start is tagged by patterns only).
+    pub fn failure_mode_meanings_ready(&self) -> Option<Arc<failure_modes::FailureModeMeanings>> {
+        self.inner.failure_modes.get().cloned().flatten()
     }
 
     /// The embedder, unless it failed within the last cooldown.

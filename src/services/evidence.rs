@@ -1,12 +1,15 @@
 //! Adding evidence to an incident: extract observations (DESIGN.md §2), redact, store the raw
 //! text and one `observation` record per finding, all in one transaction.
 
+use std::sync::Arc;
+
 use sqlx::AnyPool;
 
 use crate::domain::memory::{MemoryRecord, NewRecord};
 use crate::domain::{IncidentId, IncidentState, MemoryKind, ValidationError};
 use crate::error::{AppError, AppResult};
 use crate::evidence::{EvidenceKind, Extraction, extract};
+use crate::memory::failure_modes::FailureModeMeanings;
 use crate::store::{self, audit, evidence as estore, incidents, memory as mstore};
 
 /// Longest accepted `source` label, characters.
@@ -157,6 +160,7 @@ pub async fn add(
         expected_version: None,
         link: None,
         write_line: None,
+        meaning: None,
     };
     submit(pool, actor, id, submission).await
 }
@@ -189,6 +193,9 @@ pub struct Submission<'a> {
     /// until it ends (the Prometheus source's: [`crate::prometheus::Prometheus::write_line`]);
     /// `None`: the transaction queues on the database alone.
     pub write_line: Option<&'a tokio::sync::Semaphore>,
+    /// The failure-mode fallback ([`crate::memory::Memory::failure_mode_meanings`]): observations
+    /// no pattern tags are compared with the failure modes' meanings; `None`: patterns only.
+    pub meaning: Option<Arc<FailureModeMeanings>>,
 }
 
 /// Waits for the turn in `line` (first come first served); the turn ends when the permit is
@@ -223,6 +230,7 @@ pub async fn submit(
         expected_version,
         link,
         write_line,
+        meaning,
     } = submission;
     if content.trim().is_empty() {
         return Err(ValidationError::new(
@@ -239,17 +247,17 @@ pub async fn submit(
     // Redact first, then extract from the redacted text: observations, their examples and line
     // references all come from what is stored, so a secret that is recognised only in its
     // context (a Kubernetes Secret, a `.env` file) never reaches a single-line example.
-    // That work is done before the write transaction, on the incident's map as it stands, so
-    // the write lock is held for the inserts only; inside, the map is read again and the work
-    // redone only when another write changed it meanwhile. An incident without a map yet (its
-    // first evidence) does it all inside, once.
+    // That work is done before the write transaction, on the incident's map as it stands (a
+    // fresh one for its first evidence), so the write lock is held for the inserts only; inside,
+    // the map is read again and the work redone only when another write changed it meanwhile.
+    // The failure-mode fallback's model work is done here too, never inside the transaction.
     let seen = store::redaction::stored(pool, id.as_str()).await?;
-    let early = match &seen {
-        Some(r) => {
-            Some(redact_and_extract(r.clone(), kind, content.clone(), submitted_bytes).await?)
-        }
-        None => None,
+    let base = match &seen {
+        Some(r) => r.clone(),
+        None => store::redaction::peek(pool, id.as_str()).await?,
     };
+    let early = redact_and_extract(base, kind, content.clone(), submitted_bytes).await?;
+    let by_meaning = FailureModeMeanings::recognise_off_runtime(meaning, kind, &early.1).await;
     let turn = wait_in_line(write_line).await;
     let mut tx = store::begin_write(pool).await?;
     // Checked inside the write transaction, so a Learn that commits meanwhile cannot be followed
@@ -262,10 +270,15 @@ pub async fn submit(
         )));
     }
     let current = store::redaction::load(&mut tx, id.as_str()).await?;
-    let (redactor, extraction, redacted) = match early {
-        Some(done) if seen.as_ref() == Some(&current) => done,
+    let (redactor, mut extraction, redacted) = match &seen {
+        Some(r) if *r == current => early,
+        // No map then and now: the early one is as fresh (only its random salt differs).
+        None if current.is_fresh() => early,
         _ => redact_and_extract(current, kind, content, submitted_bytes).await?,
     };
+    if let Some(found) = &by_meaning {
+        found.apply(&mut extraction);
+    }
     if seen.as_ref() != Some(&redactor) {
         store::redaction::save(&mut tx, id.as_str(), &redactor).await?;
     }

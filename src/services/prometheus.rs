@@ -415,6 +415,7 @@ async fn store_doc(
         expected_version,
         link,
         write_line: Some(line),
+        meaning: None,
     };
     let added = esvc::submit(pool, actor, id, submission).await?;
     if let (Some(n), true) = (&notice, added.created) {

@@ -112,6 +112,7 @@ async fn add_once(
         expected_version,
         link: None,
         write_line: None,
+        meaning: s.memory.failure_mode_meanings_ready(),
     };
     esvc::submit(&s.pool, actor, id, submission).await
 }

@@ -9,6 +9,7 @@ mod consolidation_import;
 mod dead_end_approval;
 mod embeddings;
 mod evidence;
+mod failure_modes;
 mod helpers;
 mod injection;
 mod insights;

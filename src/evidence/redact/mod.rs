@@ -141,6 +141,12 @@ impl Redactor {
         self.map.is_empty()
     }
 
+    /// True when nothing was replaced, numbered or decided yet: two fresh redactors redact any
+    /// text alike, whatever their salts.
+    pub fn is_fresh(&self) -> bool {
+        self.map.is_empty() && self.counters.is_empty() && self.versions.is_empty()
+    }
+
     /// Continues the numbering after every placeholder `text` holds (`<ip-ext-3>` → the next
     /// address is `<ip-ext-4>`), so a throw-away redactor never reuses an incident's number.
     pub fn continue_after(&mut self, text: &str) {

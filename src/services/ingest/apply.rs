@@ -526,6 +526,7 @@ async fn add_alert_evidence(
             expected_version: None,
             link: None,
             write_line: line,
+            meaning: None,
         };
         match crate::services::evidence::submit(pool, &actor, incident_id, submission).await {
             Ok(added) if added.created => evidence_created += 1,
