@@ -41,14 +41,14 @@ pub(super) async fn run(command: UserCommand) -> anyhow::Result<()> {
         UserCommand::Revoke { id, db } => {
             let pool = open(&db, MustExist).await?;
             let token = accounts::revoke_token(&pool, "cli", id, None).await?;
-            println!("revoked token {id} \\"{}\\" of {}", token.name, token.user_name);
+            println!("revoked token {id} \"{}\" of {}", token.name, token.user_name);
             Ok(())
         }
         UserCommand::Password { name, db } => {
             let pool = open(&db, MustExist).await?;
             let mut line = String::new();
             std::io::stdin().lock().read_line(&mut line)?;
-            let password = line.trim_end_matches(['\\r', '\\n']);
+            let password = line.trim_end_matches(['\r', '\n']);
             accounts::set_password(&pool, "cli", &name, password).await?;
             println!("password of {name} changed; their sessions are signed out");
             Ok(())
