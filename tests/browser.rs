@@ -16,10 +16,10 @@
 
 #[path = "browser/alert_page.rs"]
 mod alert_page;
-#[path = "browser/oidc_signin.rs"]
-mod oidc_signin;
 #[path = "support/oidc.rs"]
 mod oidc_provider;
+#[path = "browser/oidc_signin.rs"]
+mod oidc_signin;
 #[path = "support/peer.rs"]
 mod peer;
 #[path = "support/prometheus.rs"]

@@ -17,7 +17,11 @@ pub(super) async fn run(command: UserCommand) -> anyhow::Result<()> {
                 .ok_or_else(|| anyhow::anyhow!("no user named {name}"))?;
             let now = store::db_time(store::now());
             let mut out = std::io::stdout().lock();
-            writeln!(out, "{:>6}  {:<24} {:<28} {:<28} {:<28} state", "id", "name", "made", "expires", "last used")?;
+            writeln!(
+                out,
+                "{:>6}  {:<24} {:<28} {:<28} {:<28} state",
+                "id", "name", "made", "expires", "last used"
+            )?;
             for t in accounts::tokens_of(&pool, user.id).await? {
                 let state = if t.revoked_at.is_some() {
                     "revoked"
@@ -41,7 +45,10 @@ pub(super) async fn run(command: UserCommand) -> anyhow::Result<()> {
         UserCommand::Revoke { id, db } => {
             let pool = open(&db, MustExist).await?;
             let token = accounts::revoke_token(&pool, "cli", id, None).await?;
-            println!("revoked token {id} \"{}\" of {}", token.name, token.user_name);
+            println!(
+                "revoked token {id} \"{}\" of {}",
+                token.name, token.user_name
+            );
             Ok(())
         }
         UserCommand::Password { name, db } => {

@@ -41,13 +41,21 @@ pub struct IdentityArgs {
     )]
     pub oidc_scopes: Vec<String>,
     /// The claim that names the user: `preferred_username` or `email`.
-    #[arg(long, env = "INCIDENTMIND_OIDC_NAME_CLAIM", default_value = "preferred_username")]
+    #[arg(
+        long,
+        env = "INCIDENTMIND_OIDC_NAME_CLAIM",
+        default_value = "preferred_username"
+    )]
     pub oidc_name_claim: String,
     /// The claim listing the user's groups (`groups`; Entra ID app roles: `roles`).
     #[arg(long, env = "INCIDENTMIND_OIDC_GROUPS_CLAIM", default_value = "groups")]
     pub oidc_groups_claim: String,
     /// The sign-in button's words: "Sign in with {this}".
-    #[arg(long, env = "INCIDENTMIND_OIDC_LABEL", default_value = "your company account")]
+    #[arg(
+        long,
+        env = "INCIDENTMIND_OIDC_LABEL",
+        default_value = "your company account"
+    )]
     pub oidc_label: String,
     /// Seconds each call to the provider may take (discovery, keys, the code exchange).
     #[arg(long, env = "INCIDENTMIND_OIDC_TIMEOUT_SECS", default_value_t = 10)]

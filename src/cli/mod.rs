@@ -9,8 +9,8 @@
 mod accounts;
 mod commands;
 pub mod demo;
-pub mod identity;
 pub mod eval;
+pub mod identity;
 mod serve;
 
 use std::io::{BufRead, Write};

@@ -84,7 +84,8 @@ impl RoleMapping {
                     format!("'{pair}' names no group"),
                 ));
             }
-            let role = Role::parse(role).map_err(|e| ValidationError::new("role_map", e.message))?;
+            let role =
+                Role::parse(role).map_err(|e| ValidationError::new("role_map", e.message))?;
             rules.push((group.to_string(), role));
         }
         let default = match default.trim() {
@@ -154,7 +155,8 @@ mod tests {
         assert_eq!(role(&["staff", "sre-reviewers"]), Ok(Role::Reviewer));
         let refused = role(&["staff"]).unwrap_err();
         assert!(
-            refused.to_string().contains("sre-admins, sre-reviewers") && refused.to_string().contains("staff"),
+            refused.to_string().contains("sre-admins, sre-reviewers")
+                && refused.to_string().contains("staff"),
             "{refused}"
         );
         let with_default = RoleMapping::parse("sre-admins=admin", "responder").unwrap();

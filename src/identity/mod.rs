@@ -23,10 +23,9 @@ use openidconnect::core::{
 use openidconnect::{
     AdditionalClaims, AuthenticationFlow, AuthorizationCode, ClaimsVerificationError, Client,
     ClientId, ClientSecret, CsrfToken, DiscoveryError, EmptyExtraTokenFields, EndpointMaybeSet,
-    EndpointNotSet, EndpointSet, IdTokenFields, IssuerUrl, JsonWebKeySet, Nonce,
-    PkceCodeChallenge, PkceCodeVerifier, ProviderMetadataWithLogout, RedirectUrl,
-    RequestTokenError, Scope, SignatureVerificationError, StandardErrorResponse,
-    StandardTokenResponse,
+    EndpointNotSet, EndpointSet, IdTokenFields, IssuerUrl, JsonWebKeySet, Nonce, PkceCodeChallenge,
+    PkceCodeVerifier, ProviderMetadataWithLogout, RedirectUrl, RequestTokenError, Scope,
+    SignatureVerificationError, StandardErrorResponse, StandardTokenResponse,
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::Mutex;
@@ -197,7 +196,9 @@ pub enum OidcError {
     #[error("the identity provider's ID token was refused: {0}")]
     BadIdToken(String),
     /// The ID token has no claim naming the user.
-    #[error("the ID token has no {0} claim to name you by; ask an administrator to check the name claim setting")]
+    #[error(
+        "the ID token has no {0} claim to name you by; ask an administrator to check the name claim setting"
+    )]
     NoName(&'static str),
 }
 
@@ -316,12 +317,11 @@ impl Oidc {
         {
             return Ok(d.metadata.clone());
         }
-        let issuer = IssuerUrl::new(self.config.issuer_url.clone()).map_err(|e| {
-            OidcError::Discovery {
+        let issuer =
+            IssuerUrl::new(self.config.issuer_url.clone()).map_err(|e| OidcError::Discovery {
                 issuer: self.config.issuer_url.clone(),
                 detail: e.to_string(),
-            }
-        })?;
+            })?;
         let metadata = ProviderMetadataWithLogout::discover_async(issuer, &self.http)
             .await
             .map_err(|e| self.discovery_error(e))?;
@@ -351,11 +351,12 @@ impl Oidc {
     }
 
     fn client(&self, metadata: ProviderMetadataWithLogout) -> Result<OidcClient, OidcError> {
-        let redirect =
-            RedirectUrl::new(self.config.redirect_url.clone()).map_err(|e| OidcError::Discovery {
+        let redirect = RedirectUrl::new(self.config.redirect_url.clone()).map_err(|e| {
+            OidcError::Discovery {
                 issuer: self.config.issuer_url.clone(),
                 detail: format!("redirect URL: {e}"),
-            })?;
+            }
+        })?;
         Ok(OidcClient::from_provider_metadata(
             metadata,
             ClientId::new(self.config.client_id.clone()),
@@ -473,7 +474,10 @@ impl Oidc {
         .filter(|n| !n.trim().is_empty())
         .ok_or(OidcError::NoName(self.config.name_claim.as_str()))?;
         let groups = groups_of(
-            claims.additional_claims().claims.get(&self.config.groups_claim),
+            claims
+                .additional_claims()
+                .claims
+                .get(&self.config.groups_claim),
         );
         Ok(VerifiedSignIn {
             identity: ExternalIdentity {
@@ -533,9 +537,9 @@ fn in_words(e: &ClaimsVerificationError) -> String {
              provider)"
                 .into()
         }
-        ClaimsVerificationError::InvalidAudience(d) => format!(
-            "it was issued for another application, not this client id ({d})"
-        ),
+        ClaimsVerificationError::InvalidAudience(d) => {
+            format!("it was issued for another application, not this client id ({d})")
+        }
         ClaimsVerificationError::InvalidIssuer(d) => {
             format!("it was issued by another provider than the configured issuer ({d})")
         }

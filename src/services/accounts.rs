@@ -60,7 +60,8 @@ pub async fn create_token(
 ) -> AppResult<(i64, String)> {
     let bytes: [u8; 32] = rand::random();
     let token = format!("im_{}", hex::encode(bytes));
-    let expires = days.map(|d| crate::store::now() + jiff::SignedDuration::from_hours(24 * i64::from(d)));
+    let expires =
+        days.map(|d| crate::store::now() + jiff::SignedDuration::from_hours(24 * i64::from(d)));
     let mut tx = begin_write(pool).await?;
     let id = tokens::add_in(
         &mut tx,
@@ -70,7 +71,10 @@ pub async fn create_token(
         expires,
     )
     .await?;
-    let lifetime = days.map_or_else(|| "no expiry".to_string(), |d| format!("expires in {d} days"));
+    let lifetime = days.map_or_else(
+        || "no expiry".to_string(),
+        |d| format!("expires in {d} days"),
+    );
     audit::append(
         &mut tx,
         actor,
@@ -198,7 +202,14 @@ pub async fn set_password(pool: &AnyPool, actor: &str, name: &str, new: &str) ->
         .await?
         .ok_or_else(|| AppError::NotFound(format!("user {name}")))?;
     users::set_password_in(&mut tx, user.id, &hash).await?;
-    audit::append(&mut tx, actor, "user.password_change", &user.name, "sessions ended").await?;
+    audit::append(
+        &mut tx,
+        actor,
+        "user.password_change",
+        &user.name,
+        "sessions ended",
+    )
+    .await?;
     tx.commit().await?;
     Ok(User {
         generation: user.generation + 1,

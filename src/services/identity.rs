@@ -134,7 +134,10 @@ pub async fn sign_in_external(
                 name.as_str(),
                 "user.create",
                 name.as_str(),
-                &format!("first sign-in through {}: {role} (groups: {groups})", who.source),
+                &format!(
+                    "first sign-in through {}: {role} (groups: {groups})",
+                    who.source
+                ),
             )
             .await?;
             user

@@ -37,11 +37,7 @@ pub struct TokenInfo {
 impl TokenInfo {
     /// Whether the token still authenticates at `now_text` ([`db_time`]): not revoked, not expired.
     pub fn is_live(&self, now_text: &str) -> bool {
-        self.revoked_at.is_none()
-            && self
-                .expires_at
-                .as_deref()
-                .is_none_or(|e| e > now_text)
+        self.revoked_at.is_none() && self.expires_at.as_deref().is_none_or(|e| e > now_text)
     }
 }
 

@@ -129,12 +129,12 @@ pub async fn find(pool: &AnyPool, id: i64) -> AppResult<Option<User>> {
 /// # Errors
 /// Database errors.
 pub async fn generation(pool: &AnyPool, id: i64) -> AppResult<Option<i64>> {
-    Ok(sqlx::query_scalar(
-        "SELECT generation FROM users WHERE id = $1 AND disabled_at IS NULL",
+    Ok(
+        sqlx::query_scalar("SELECT generation FROM users WHERE id = $1 AND disabled_at IS NULL")
+            .bind(id)
+            .fetch_optional(pool)
+            .await?,
     )
-    .bind(id)
-    .fetch_optional(pool)
-    .await?)
 }
 
 /// The user named `name` (enabled or not) inside a write transaction, with whether it is

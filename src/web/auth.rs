@@ -236,7 +236,10 @@ async fn token_user(parts: &Parts, state: &AppState) -> Result<User, AuthRejecti
                     }
                 });
             }
-            state.limits.api_token(&digest).map_err(AuthRejection::Api)?;
+            state
+                .limits
+                .api_token(&digest)
+                .map_err(AuthRejection::Api)?;
             Ok(u)
         }
         Ok(None) => {
@@ -307,7 +310,10 @@ pub async fn establish(
 ) -> AppResult<()> {
     let internal = |e: tower_sessions::session::Error| AppError::Internal(e.into());
     session.cycle_id().await.map_err(internal)?;
-    session.insert(SESSION_USER, user.id).await.map_err(internal)?;
+    session
+        .insert(SESSION_USER, user.id)
+        .await
+        .map_err(internal)?;
     session
         .insert(SESSION_GENERATION, user.generation)
         .await

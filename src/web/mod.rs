@@ -247,7 +247,10 @@ pub fn routes(evidence_limit: usize, webhook_limit: usize) -> Router<AppState> {
         // Accounts: one's password and API tokens, the admins' users page (web/accounts.rs).
         .route("/profile/password", post(accounts::password_submit))
         .route("/profile/tokens", post(accounts::token_create))
-        .route("/profile/tokens/{id}/revoke", post(accounts::token_revoke_own))
+        .route(
+            "/profile/tokens/{id}/revoke",
+            post(accounts::token_revoke_own),
+        )
         .route("/admin/users", get(accounts::admin_page))
         .route("/admin/users/{name}/disable", post(accounts::admin_disable))
         .route("/admin/users/{name}/enable", post(accounts::admin_enable))

@@ -142,7 +142,6 @@ pub(super) async fn signin_submit(
     }
 }
 
-
 struct Row {
     incident: Incident,
     opened: String,

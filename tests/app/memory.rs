@@ -485,11 +485,12 @@ async fn only_reviewers_retract_and_every_change_is_audited() {
         .post_json(&app.reviewer, &path, json!({"reason": "again"}))
         .await;
     assert_eq!(res.status(), StatusCode::CONFLICT);
-    let actions: Vec<String> =
-        sqlx::query_scalar("SELECT action FROM audit_log WHERE action LIKE 'memory.%' ORDER BY seq")
-        .fetch_all(&app.pool)
-        .await
-        .unwrap();
+    let actions: Vec<String> = sqlx::query_scalar(
+        "SELECT action FROM audit_log WHERE action LIKE 'memory.%' ORDER BY seq",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
     assert_eq!(actions, ["memory.write", "memory.retract"]);
     let listed: Value = app
         .get(&app.responder, "/api/v1/memories?validation=retracted")

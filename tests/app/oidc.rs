@@ -41,7 +41,9 @@ fn settings(issuer: &str, app_base: &str, timeout: Duration) -> Settings {
 
 /// An app and a provider that know each other (the app's port is bound first).
 async fn app_and_provider(test: &str) -> Option<(TestApp, Provider)> {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let provider = Provider::start(test, &base)?;
     let app = spawn_app_on(
@@ -102,14 +104,20 @@ async fn a_reviewer_and_a_responder_sign_in_through_the_real_provider_with_roles
     let first = started.elapsed();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
     assert_eq!(res.headers()["location"], "/incidents");
-    assert_eq!(me(&app, &vera).await, Ok(("vera".into(), "reviewer".into())));
+    assert_eq!(
+        me(&app, &vera).await,
+        Ok(("vera".into(), "reviewer".into()))
+    );
 
     let ravi = browser_client();
     let started = Instant::now();
     let res = sign_in(&app, &ravi, "ravi").await;
     let warm = started.elapsed();
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    assert_eq!(me(&app, &ravi).await, Ok(("ravi".into(), "responder".into())));
+    assert_eq!(
+        me(&app, &ravi).await,
+        Ok(("ravi".into(), "responder".into()))
+    );
     eprintln!(
         "OIDC sign-in round trip through the real provider (login and consent forms included): \
          first {} ms (discovery and keys fetched), next {} ms",
@@ -124,15 +132,24 @@ async fn a_reviewer_and_a_responder_sign_in_through_the_real_provider_with_roles
         let res = vera.get(app.url(path)).send().await.expect("page");
         assert_eq!(res.status(), StatusCode::OK, "{path}");
     }
-    assert_eq!(provider.requests().await, before, "no provider request on page views");
+    assert_eq!(
+        provider.requests().await,
+        before,
+        "no provider request on page views"
+    );
 
     let created = audit(&app, "user.create").await;
     assert!(
-        created.iter().any(|e| e.starts_with("vera | vera | first sign-in through oidc: reviewer")),
+        created
+            .iter()
+            .any(|e| e.starts_with("vera | vera | first sign-in through oidc: reviewer")),
         "{created:?}"
     );
     let signins = audit(&app, "user.sign_in").await;
-    assert!(signins.iter().any(|e| e.contains("oidc as responder")), "{signins:?}");
+    assert!(
+        signins.iter().any(|e| e.contains("oidc as responder")),
+        "{signins:?}"
+    );
 
     // Someone in no mapped group is refused, with a page that says why, and no session.
     let olga = browser_client();
@@ -149,7 +166,12 @@ async fn a_reviewer_and_a_responder_sign_in_through_the_real_provider_with_roles
     assert_eq!(me(&app, &olga).await, Err(StatusCode::UNAUTHORIZED));
     assert_eq!(users(&app).await, count, "no user made");
     let refused = audit(&app, "user.sign_in_refused").await;
-    assert!(refused.iter().any(|e| e.starts_with("olga | oidc | your account (olga)")), "{refused:?}");
+    assert!(
+        refused
+            .iter()
+            .any(|e| e.starts_with("olga | oidc | your account (olga)")),
+        "{refused:?}"
+    );
 
     // Sign-out ends our session and sends the browser to end the provider's.
     let res = vera
@@ -159,15 +181,23 @@ async fn a_reviewer_and_a_responder_sign_in_through_the_real_provider_with_roles
         .await
         .expect("signout");
     assert_eq!(res.status(), StatusCode::SEE_OTHER);
-    let location = res.headers()["location"].to_str().expect("location").to_string();
+    let location = res.headers()["location"]
+        .to_str()
+        .expect("location")
+        .to_string();
     assert!(
         location.starts_with(&format!("{}/session/end?", provider.issuer))
             && location.contains("id_token_hint=")
             && location.contains("post_logout_redirect_uri="),
         "{location}"
     );
-    let csp = res.headers()["content-security-policy"].to_str().expect("csp");
-    assert!(csp.contains(&format!("form-action 'self' {}", provider.issuer)), "{csp}");
+    let csp = res.headers()["content-security-policy"]
+        .to_str()
+        .expect("csp");
+    assert!(
+        csp.contains(&format!("form-action 'self' {}", provider.issuer)),
+        "{csp}"
+    );
     assert_eq!(me(&app, &vera).await, Err(StatusCode::UNAUTHORIZED));
 }
 
@@ -178,18 +208,27 @@ async fn the_role_is_read_again_at_every_sign_in_and_a_demotion_ends_the_other_s
     };
     let desk = browser_client();
     sign_in(&app, &desk, "vera").await;
-    assert_eq!(me(&app, &desk).await, Ok(("vera".into(), "reviewer".into())));
+    assert_eq!(
+        me(&app, &desk).await,
+        Ok(("vera".into(), "reviewer".into()))
+    );
     provider.set_groups("vera", "sre-oncall").await;
     let phone = browser_client();
     sign_in(&app, &phone, "vera").await;
-    assert_eq!(me(&app, &phone).await, Ok(("vera".into(), "responder".into())));
+    assert_eq!(
+        me(&app, &phone).await,
+        Ok(("vera".into(), "responder".into()))
+    );
     assert_eq!(
         me(&app, &desk).await,
         Err(StatusCode::UNAUTHORIZED),
         "the session made as a reviewer ended"
     );
     let changes = audit(&app, "user.role_from_claims").await;
-    assert_eq!(changes, ["vera | vera | reviewer → responder (groups: sre-oncall)"]);
+    assert_eq!(
+        changes,
+        ["vera | vera | reviewer → responder (groups: sre-oncall)"]
+    );
     // Removed from every group: refused at the next sign-in.
     provider.set_groups("vera", "").await;
     let res = sign_in(&app, &browser_client(), "vera").await;
@@ -208,10 +247,21 @@ async fn assert_failed(
 ) {
     assert_eq!(res.status(), status);
     let page = res.text().await.expect("page");
-    assert!(page.contains("Sign-in failed") && page.contains(words), "{words}: {page}");
-    assert_eq!(me(app, client).await, Err(StatusCode::UNAUTHORIZED), "{words}");
+    assert!(
+        page.contains("Sign-in failed") && page.contains(words),
+        "{words}: {page}"
+    );
+    assert_eq!(
+        me(app, client).await,
+        Err(StatusCode::UNAUTHORIZED),
+        "{words}"
+    );
     assert!(users(app).await <= 4, "{words}: no user made beyond vera");
-    assert_eq!(audit(app, "user.sign_in_refused").await.len(), refused_before + 1, "{words}");
+    assert_eq!(
+        audit(app, "user.sign_in_refused").await.len(),
+        refused_before + 1,
+        "{words}"
+    );
     eprintln!("failure case -> {status}: {words}");
 }
 
@@ -227,26 +277,61 @@ async fn every_bad_answer_gives_a_page_in_words_and_no_session() {
     let callback = walk_to_callback(&c, &app.base, "vera").await.expect("flow");
     let forged = regex_replace_state(&callback, "forged-state");
     let res = c.get(forged).send().await.expect("callback");
-    assert_failed(&app, &c, res, StatusCode::BAD_REQUEST, "the state does not match", refused).await;
+    assert_failed(
+        &app,
+        &c,
+        res,
+        StatusCode::BAD_REQUEST,
+        "the state does not match",
+        refused,
+    )
+    .await;
     refused += 1;
 
     // A replayed code: used once by one browser, then sent again in another's sign-in.
     let first = browser_client();
-    let used = walk_to_callback(&first, &app.base, "vera").await.expect("flow");
-    assert_eq!(first.get(&used).send().await.expect("callback").status(), StatusCode::SEE_OTHER);
+    let used = walk_to_callback(&first, &app.base, "vera")
+        .await
+        .expect("flow");
+    assert_eq!(
+        first.get(&used).send().await.expect("callback").status(),
+        StatusCode::SEE_OTHER
+    );
     let second = browser_client();
-    let fresh = walk_to_callback(&second, &app.base, "vera").await.expect("flow");
+    let fresh = walk_to_callback(&second, &app.base, "vera")
+        .await
+        .expect("flow");
     let replay = with_code_of(&fresh, &used);
     let res = second.get(replay).send().await.expect("callback");
-    assert_failed(&app, &second, res, StatusCode::BAD_REQUEST, "refused the sign-in code", refused).await;
+    assert_failed(
+        &app,
+        &second,
+        res,
+        StatusCode::BAD_REQUEST,
+        "refused the sign-in code",
+        refused,
+    )
+    .await;
     refused += 1;
 
     // ID tokens the provider's own key signs after a change.
     for (mode, status, words) in [
-        ("wrong_audience", StatusCode::UNAUTHORIZED, "issued for another application"),
-        ("wrong_issuer", StatusCode::UNAUTHORIZED, "issued by another provider"),
+        (
+            "wrong_audience",
+            StatusCode::UNAUTHORIZED,
+            "issued for another application",
+        ),
+        (
+            "wrong_issuer",
+            StatusCode::UNAUTHORIZED,
+            "issued by another provider",
+        ),
         ("expired", StatusCode::UNAUTHORIZED, "it has expired"),
-        ("unknown_kid", StatusCode::UNAUTHORIZED, "a key the provider does not publish"),
+        (
+            "unknown_kid",
+            StatusCode::UNAUTHORIZED,
+            "a key the provider does not publish",
+        ),
     ] {
         provider.tamper(mode).await;
         let c = browser_client();
@@ -271,7 +356,15 @@ async fn every_bad_answer_gives_a_page_in_words_and_no_session() {
         .send()
         .await
         .expect("callback");
-    assert_failed(&app, &c, res, StatusCode::BAD_REQUEST, "no sign-in was started", refused).await;
+    assert_failed(
+        &app,
+        &c,
+        res,
+        StatusCode::BAD_REQUEST,
+        "no sign-in was started",
+        refused,
+    )
+    .await;
 }
 
 /// `url` with its `state` query parameter set to `state`.
@@ -280,7 +373,11 @@ fn regex_replace_state(url: &str, state: &str) -> String {
     let pairs: Vec<(String, String)> = u
         .query_pairs()
         .map(|(k, v)| {
-            let v = if k == "state" { state.to_string() } else { v.into_owned() };
+            let v = if k == "state" {
+                state.to_string()
+            } else {
+                v.into_owned()
+            };
             (k.into_owned(), v)
         })
         .collect();
@@ -300,7 +397,11 @@ fn with_code_of(url: &str, other: &str) -> String {
     let pairs: Vec<(String, String)> = u
         .query_pairs()
         .map(|(k, v)| {
-            let v = if k == "code" { code.clone() } else { v.into_owned() };
+            let v = if k == "code" {
+                code.clone()
+            } else {
+                v.into_owned()
+            };
             (k.into_owned(), v)
         })
         .collect();
@@ -314,24 +415,51 @@ async fn a_provider_that_is_down_or_slow_gives_a_page_in_words() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let dead = format!("http://{}", closed.local_addr().expect("addr"));
     drop(closed);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let app = spawn_app_on(listener, settings(&dead, &base, Duration::from_secs(2))).await;
     let c = browser_client();
     let res = c.get(app.url("/signin/oidc")).send().await.expect("start");
-    assert_failed(&app, &c, res, StatusCode::BAD_GATEWAY, "could not be reached", 0).await;
+    assert_failed(
+        &app,
+        &c,
+        res,
+        StatusCode::BAD_GATEWAY,
+        "could not be reached",
+        0,
+    )
+    .await;
 
     // Slow: answers after the app's timeout.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let Some(provider) = Provider::start("oidc slow provider", &base) else {
         return;
     };
     provider.slow(3000).await;
-    let app = spawn_app_on(listener, settings(&provider.issuer, &base, Duration::from_secs(1))).await;
+    let app = spawn_app_on(
+        listener,
+        settings(&provider.issuer, &base, Duration::from_secs(1)),
+    )
+    .await;
     let c = browser_client();
     let started = Instant::now();
     let res = c.get(app.url("/signin/oidc")).send().await.expect("start");
-    assert!(started.elapsed() < Duration::from_secs(3), "gave up at the timeout");
-    assert_failed(&app, &c, res, StatusCode::GATEWAY_TIMEOUT, "did not answer within 1 s", 0).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "gave up at the timeout"
+    );
+    assert_failed(
+        &app,
+        &c,
+        res,
+        StatusCode::GATEWAY_TIMEOUT,
+        "did not answer within 1 s",
+        0,
+    )
+    .await;
 }

@@ -24,7 +24,9 @@ async fn people_sign_in_through_the_provider_and_only_the_reviewer_confirms() {
     let Some(tools) = crate::ui::tools("the OIDC browser test") else {
         return;
     };
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let base = format!("http://{}", listener.local_addr().expect("addr"));
     let Some(provider) = Provider::start("the OIDC browser test", &base) else {
         return;
@@ -53,7 +55,9 @@ async fn people_sign_in_through_the_provider_and_only_the_reviewer_confirms() {
         ..Settings::default()
     };
     let app = App::build(config).await.expect("app");
-    let token = add_user(app.pool(), "bot", "responder", None).await.expect("bot");
+    let token = add_user(app.pool(), "bot", "responder", None)
+        .await
+        .expect("bot");
     let router = app
         .router
         .clone()
@@ -67,7 +71,9 @@ async fn people_sign_in_through_the_provider_and_only_the_reviewer_confirms() {
         let checks = tools.checks(vp);
         let session = tools.session(vp).await;
         let c = &session.client;
-        c.goto(&format!("{base}/signin")).await.expect("signin page");
+        c.goto(&format!("{base}/signin"))
+            .await
+            .expect("signin page");
         let button = c
             .find(Locator::Css("#signin-oidc"))
             .await
@@ -109,7 +115,10 @@ async fn people_sign_in_through_the_provider_and_only_the_reviewer_confirms() {
             "a responder has no Confirm button"
         );
         let page = c.source().await.expect("source");
-        assert!(page.contains("ravi") && page.contains("responder"), "signed in as ravi");
+        assert!(
+            page.contains("ravi") && page.contains("responder"),
+            "signed in as ravi"
+        );
         c.find(Locator::Css("form[action='/signout'] button"))
             .await
             .expect("sign out")
@@ -145,7 +154,9 @@ async fn people_sign_in_through_the_provider_and_only_the_reviewer_confirms() {
 
 /// Clicks "Sign in with…" and goes through the provider's login and consent forms as `user`.
 async fn through_provider(c: &Client, base: &str, user: &str) {
-    c.goto(&format!("{base}/signin")).await.expect("signin page");
+    c.goto(&format!("{base}/signin"))
+        .await
+        .expect("signin page");
     c.find(Locator::Css("#signin-oidc"))
         .await
         .expect("button")
@@ -173,7 +184,11 @@ async fn through_provider(c: &Client, base: &str, user: &str) {
     settle(c).await;
     // The consent form (first time this user meets the client).
     if let Ok(b) = c.find(Locator::Css("button[type=submit]")).await
-        && c.current_url().await.expect("url").as_str().contains("/interaction/")
+        && c.current_url()
+            .await
+            .expect("url")
+            .as_str()
+            .contains("/interaction/")
     {
         b.click().await.expect("consent");
         settle(c).await;
@@ -224,8 +239,13 @@ async fn drafted_incident(base: &str, token: &str) -> String {
         .expect("json");
     let mut pm = stored["postmortem"].clone();
     pm["trigger"] = json!("A configuration push that cut the pool size on every node");
-    let res = http.put(&path).bearer_auth(token).json(&pm).send().await.expect("put");
+    let res = http
+        .put(&path)
+        .bearer_auth(token)
+        .json(&pm)
+        .send()
+        .await
+        .expect("put");
     assert!(res.status().is_success(), "trigger {}", res.status());
     id
 }
-

@@ -25,10 +25,14 @@ pub fn modules() -> Option<std::path::PathBuf> {
         .or_else(|| {
             let cache = std::env::var_os("XDG_CACHE_HOME")
                 .map(std::path::PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cache")))?;
+                .or_else(|| {
+                    std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".cache"))
+                })?;
             Some(cache.join("incidentmind-ci/oidc-provider/node_modules"))
         })?;
-    dir.join("oidc-provider/package.json").exists().then_some(dir)
+    dir.join("oidc-provider/package.json")
+        .exists()
+        .then_some(dir)
 }
 
 /// A running provider; killed on drop.
@@ -68,7 +72,10 @@ impl Provider {
             .env("CLIENT_ID", CLIENT_ID)
             .env("CLIENT_SECRET", CLIENT_SECRET)
             .env("REDIRECT_URI", format!("{app_base}/signin/oidc/callback"))
-            .env("POST_LOGOUT_REDIRECT_URI", format!("{app_base}/signin?signed_out=1"))
+            .env(
+                "POST_LOGOUT_REDIRECT_URI",
+                format!("{app_base}/signin?signed_out=1"),
+            )
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn();
@@ -80,10 +87,14 @@ impl Provider {
             }
         };
         let stdout = child.stdout.take().expect("piped stdout");
+        let mut reader = BufReader::new(stdout);
         let mut line = String::new();
-        BufReader::new(stdout)
+        reader
             .read_line(&mut line)
             .expect("the provider's first line");
+        // The provider prints notices on stdout later: keep reading, or its next write would
+        // fail on a closed pipe and end it.
+        std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
         let issuer = serde_json::from_str::<serde_json::Value>(&line)
             .ok()
             .and_then(|v| v["issuer"].as_str().map(str::to_string))
@@ -167,7 +178,10 @@ pub async fn walk_to_callback(
         .expect("request in the flow");
         let status = res.status();
         if status.is_redirection() {
-            let location = res.headers()["location"].to_str().expect("location").to_string();
+            let location = res.headers()["location"]
+                .to_str()
+                .expect("location")
+                .to_string();
             let next = reqwest::Url::parse(&url)
                 .expect("url")
                 .join(&location)
@@ -209,7 +223,9 @@ fn form_of(html: &str, user: &str) -> (String, Vec<(String, String)>) {
     let mut fields = Vec::new();
     for input in html[form_start..].split("<input").skip(1) {
         let tag = &input[..input.find('>').unwrap_or(input.len())];
-        let Some(name) = attr(tag, "name") else { continue };
+        let Some(name) = attr(tag, "name") else {
+            continue;
+        };
         let value = match name.as_str() {
             "login" => user.to_string(),
             "password" => "any password".to_string(),
