@@ -101,11 +101,14 @@ async fn people_sign_in_through_the_provider_and_only_the_reviewer_confirms() {
             "{error}"
         );
         checks.page(c, "signin-refused").await;
+        drop(session);
 
         if vp.mobile {
             continue;
         }
-        // The responder sees the draft but cannot confirm it.
+        // The responder sees the draft but cannot confirm it (each person in their own browser).
+        let session = tools.session(vp).await;
+        let c = &session.client;
         through_provider(c, &base, "ravi").await;
         c.goto(&format!("{base}/incidents/{incident}/postmortem"))
             .await
@@ -119,15 +122,10 @@ async fn people_sign_in_through_the_provider_and_only_the_reviewer_confirms() {
             page.contains("ravi") && page.contains("responder"),
             "signed in as ravi"
         );
-        c.find(Locator::Css("form[action='/signout'] button"))
-            .await
-            .expect("sign out")
-            .click()
-            .await
-            .expect("click");
-        settle(c).await;
 
         // The reviewer confirms it.
+        let session = tools.session(vp).await;
+        let c = &session.client;
         through_provider(c, &base, "vera").await;
         c.goto(&format!("{base}/incidents/{incident}/postmortem"))
             .await
@@ -164,10 +162,14 @@ async fn through_provider(c: &Client, base: &str, user: &str) {
         .await
         .expect("click");
     settle(c).await;
-    let login = c
-        .find(Locator::Css("input[name=login]"))
-        .await
-        .expect("the provider's login form");
+    let Ok(login) = c.find(Locator::Css("input[name=login]")).await else {
+        let url = c.current_url().await.expect("url");
+        let page = c.source().await.unwrap_or_default();
+        panic!(
+            "no login form for {user} at {url}: {}",
+            &page[..page.len().min(1500)]
+        );
+    };
     login.send_keys(user).await.expect("login");
     c.find(Locator::Css("input[name=password]"))
         .await
