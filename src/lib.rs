@@ -16,6 +16,7 @@ pub mod digest;
 pub mod domain;
 pub mod error;
 pub mod evidence;
+pub mod identity;
 pub mod mcp;
 pub mod memory;
 pub mod metrics;

@@ -9,13 +9,17 @@
 //! of each page at both widths under `target/artifacts/`.
 //!
 //! `alert_page.rs` (beside this file) opens an incident from an Alertmanager webhook and a real
-//! Prometheus and checks its page. The browser and the checks are in `support/browser.rs`.
+//! Prometheus and checks its page; `oidc_signin.rs` signs in through a real OpenID provider. The browser and the checks are in `support/browser.rs`.
 //!
 //! Skipped with a loud message when no chromedriver is installed, unless
 //! `INCIDENTMIND_REQUIRE_BROWSER=1` (CI sets it, after `.ci/run` installs the browser).
 
 #[path = "browser/alert_page.rs"]
 mod alert_page;
+#[path = "support/oidc.rs"]
+mod oidc_provider;
+#[path = "browser/oidc_signin.rs"]
+mod oidc_signin;
 #[path = "support/peer.rs"]
 mod peer;
 #[path = "support/prometheus.rs"]

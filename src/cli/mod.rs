@@ -6,9 +6,11 @@
 //! file holds the command tree and its dispatch; `serve.rs` the web app's options and its run,
 //! `commands.rs` the database commands, `demo.rs` and `eval.rs` their commands.
 
+mod accounts;
 mod commands;
 pub mod demo;
 pub mod eval;
+pub mod identity;
 mod serve;
 
 use std::io::{BufRead, Write};
@@ -245,6 +247,52 @@ pub enum UserCommand {
     Token {
         /// The user's name.
         name: String,
+        /// What the token is for (shown in the lists).
+        #[arg(long = "name", id = "token_name", default_value = "cli")]
+        token_name: String,
+        /// Days until it stops working; unset: never.
+        #[arg(long)]
+        expires_in_days: Option<u32>,
+        /// The database (must exist).
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// List a user's API tokens (id, name, made, expires, last used, state).
+    Tokens {
+        /// The user's name.
+        name: String,
+        /// The database (must exist).
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Revoke API token ID (from `user tokens`): it stops working at once, on every instance.
+    Revoke {
+        /// The token's id.
+        id: i64,
+        /// The database (must exist).
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Set a user's password from the first line of stdin; their sessions end.
+    Password {
+        /// The user's name.
+        name: String,
+        /// The database (must exist).
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Disable a user: their sessions and API tokens stop at once; they cannot sign in.
+    Disable {
+        /// The user's name.
+        name: String,
+        /// The database (must exist).
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Enable a disabled user again.
+    Enable {
+        /// The user's name.
+        name: String,
         /// The database (must exist).
         #[command(flatten)]
         db: DbArgs,
@@ -392,20 +440,31 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             password_stdin,
             db,
         }) => user_add(name, role, password_stdin, db).await,
-        Command::User(UserCommand::Token { name, db }) => {
+        Command::User(UserCommand::Token {
+            name,
+            token_name,
+            expires_in_days,
+            db,
+        }) => {
             let pool = open(&db, MustExist).await?;
             let (user, _) = users::find_with_password(&pool, &name)
                 .await?
                 .ok_or_else(|| {
                     anyhow::anyhow!(
-                        "no user named {name} in {}; create one with `incidentmind user add {name}`",
+                        "no enabled user named {name} in {}; create one with `incidentmind user add {name}`",
                         db.database_url
                     )
                 })?;
-            let token = crate::services::users::issue_token(&pool, user.id).await?;
+            let days = expires_in_days.map(|d| d.to_string()).unwrap_or_default();
+            let (token_name, days) =
+                crate::services::accounts::parse_token_request(&token_name, &days)?;
+            let (_, token) =
+                crate::services::accounts::create_token(&pool, "cli", &user, &token_name, days)
+                    .await?;
             println!("{token}");
             Ok(())
         }
+        Command::User(command) => accounts::run(command).await,
         Command::Demo => crate::cli::demo::run().await,
         Command::Mcp { url, token } => crate::mcp::bridge::run(&url, &token).await,
         Command::History(HistoryCommand::Load { db, embeddings }) => {

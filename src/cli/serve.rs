@@ -258,6 +258,9 @@ pub struct ServeArgs {
     /// [`Command`]).
     #[command(flatten)]
     pub prometheus: Box<PrometheusArgs>,
+    /// Sign-in: OpenID Connect, the authenticating proxy, passwords, groups → role.
+    #[command(flatten)]
+    pub identity: Box<super::identity::IdentityArgs>,
     /// Let the last editor of a post-mortem draft confirm it (small teams).
     #[arg(long, env = "INCIDENTMIND_ALLOW_SELF_CONFIRM", default_value_t = false)]
     pub allow_self_confirm: bool,
@@ -340,6 +343,7 @@ impl std::fmt::Debug for ServeArgs {
             .field("llm_context_tokens", &self.llm_context_tokens)
             .field("embeddings", &self.embeddings)
             .field("prometheus", &self.prometheus)
+            .field("identity", &self.identity)
             .field("shutdown_grace_secs", &self.shutdown_grace_secs)
             .field("rule_cap", &self.rule_cap)
             .field("consolidate_every_hours", &self.consolidate_every_hours)
@@ -462,7 +466,13 @@ pub fn embedder(
 /// # Errors
 /// The embedder cannot be loaded or configured ([`embedder`]); the model client cannot be built.
 pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
+    let public_url = args
+        .public_url
+        .clone()
+        .filter(|u| !u.trim().is_empty())
+        .unwrap_or_else(|| format!("http://{}", args.bind));
     let settings = Settings {
+        identity: args.identity.settings(&public_url)?,
         max_body_bytes: args.max_body_bytes,
         secure_cookies: args.secure_cookies,
         max_evidence_bytes: args.max_evidence_bytes,
@@ -487,11 +497,7 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
         }),
         prometheus: args.prometheus.config(),
         chat: crate::services::chat::ChatSettings {
-            public_url: args
-                .public_url
-                .clone()
-                .filter(|u| !u.trim().is_empty())
-                .unwrap_or_else(|| format!("http://{}", args.bind)),
+            public_url,
             ..Default::default()
         },
     };

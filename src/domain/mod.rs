@@ -5,6 +5,7 @@ pub mod action;
 pub mod chat;
 pub mod confirm;
 pub mod consolidation;
+pub mod identity;
 pub mod incident;
 pub mod insights;
 pub mod memory;

@@ -86,7 +86,7 @@ pub async fn endpoint(State(state): State<AppState>, req: Request) -> Response {
     // With an Authorization header the extractor checks the token only (never a session).
     let user = match CurrentUser::from_request_parts(&mut parts, &state).await {
         Ok(CurrentUser(user)) => user,
-        Err(AuthRejection::Api(e)) => return refused(&e),
+        Err(AuthRejection::Api(e) | AuthRejection::PageFailure(e)) => return refused(&e),
         Err(AuthRejection::Page { .. }) => return refused(&AppError::Unauthenticated),
     };
     parts.extensions.insert(Caller {

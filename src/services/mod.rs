@@ -1,11 +1,13 @@
 //! Application services: the workflow steps a handler calls. Each opens its own write
 //! transaction, applies domain rules, writes the timeline and the audit log, and commits.
 
+pub mod accounts;
 pub mod chat;
 pub mod consolidation;
 pub mod evidence;
 pub mod grading;
 pub mod health;
+pub mod identity;
 pub mod incidents;
 pub mod ingest;
 pub mod insights;

@@ -1,5 +1,5 @@
-//! Users and their API tokens: creating a user (the CLI, the demo) and issuing a token (the CLI,
-//! sign-in flows). Only a token's SHA-256 is stored ([`token_digest`]), so a token is shown once.
+//! Users and their API tokens: creating a user (the CLI, the demo), issuing a token, and what
+//! authenticating a request reads (a token's user, a user's generation). Only a token's SHA-256 is stored ([`token_digest`]), so a token is shown once.
 
 use sqlx::AnyPool;
 
@@ -7,16 +7,21 @@ use crate::domain::{Role, UserName};
 use crate::error::AppResult;
 use crate::store::users;
 
-/// Creates a new API token for `user_id` and returns it (`im_` + 64 hex digits). Only its
-/// SHA-256 is stored, so it is shown once.
+/// Creates a new API token named `name` for `user` on behalf of `actor`, without expiry, and
+/// returns it (`im_` + 64 hex digits). Only its SHA-256 is stored, so it is shown once.
+/// ([`super::accounts::create_token`] with a lifetime.)
 ///
 /// # Errors
 /// Database errors.
-pub async fn issue_token(pool: &AnyPool, user_id: i64) -> AppResult<String> {
-    let bytes: [u8; 32] = rand::random();
-    let token = format!("im_{}", hex::encode(bytes));
-    users::add_token(pool, user_id, &token_digest(&token)).await?;
-    Ok(token)
+pub async fn issue_token(
+    pool: &AnyPool,
+    actor: &str,
+    user: &users::User,
+    name: &str,
+) -> AppResult<String> {
+    Ok(super::accounts::create_token(pool, actor, user, name, None)
+        .await?
+        .1)
 }
 
 /// The stored form of an API token: its SHA-256, lower-case hex.
@@ -39,18 +44,45 @@ pub async fn add_user(
     let role = Role::parse(role)?;
     let hash = password.map(password_auth::generate_hash);
     let user = users::create(pool, &name, role, hash.as_deref()).await?;
-    issue_token(pool, user.id).await
+    issue_token(pool, "cli", &user, "first token").await
 }
 
-/// The user holding the API token whose SHA-256 is `digest` ([`token_digest`]), if any.
+/// The enabled user holding the live (not revoked, not expired) API token whose SHA-256 is
+/// `digest` ([`token_digest`]), if any.
 ///
 /// # Errors
 /// Database errors.
 pub async fn by_token(pool: &AnyPool, digest: &str) -> AppResult<Option<users::User>> {
-    users::find_by_token(pool, digest).await
+    crate::store::tokens::find_user(pool, digest).await
 }
 
-/// User `id`, if it exists.
+/// The current generation of the user of a live token (see [`by_token`]); `None` when the token
+/// no longer authenticates.
+///
+/// # Errors
+/// Database errors.
+pub async fn token_generation(pool: &AnyPool, digest: &str) -> AppResult<Option<i64>> {
+    crate::store::tokens::user_generation(pool, digest).await
+}
+
+/// Records a use of the token with `digest` (at most once a minute per token: the caller
+/// decides).
+///
+/// # Errors
+/// Database errors.
+pub async fn touch_token(pool: &AnyPool, digest: &str) -> AppResult<()> {
+    crate::store::tokens::touch(pool, digest).await
+}
+
+/// The current generation of enabled user `id`; `None` when disabled or gone.
+///
+/// # Errors
+/// Database errors.
+pub async fn generation(pool: &AnyPool, id: i64) -> AppResult<Option<i64>> {
+    users::generation(pool, id).await
+}
+
+/// Enabled user `id`, if it exists.
 ///
 /// # Errors
 /// Database errors.

@@ -23,6 +23,7 @@ pub mod recommendations;
 pub mod redaction;
 pub mod sessions;
 pub mod stats;
+pub mod tokens;
 pub mod users;
 
 use std::str::FromStr;

@@ -57,12 +57,16 @@ pub enum AuthRejection {
         /// Where to return after signing in.
         next: String,
     },
+    /// Page request refused for another reason (an authenticating proxy's user refused, the
+    /// database down): the HTML error page.
+    PageFailure(AppError),
 }
 
 impl IntoResponse for AuthRejection {
     fn into_response(self) -> Response {
         match self {
             Self::Api(e) => ApiError(e).into_response(),
+            Self::PageFailure(e) => super::errors::PageError(e).into_response(),
             Self::Page { next } => {
                 let q = serde_urlencoded::to_string([("next", next)]).unwrap_or_default();
                 Redirect::to(&format!("/signin?{q}")).into_response()
@@ -72,15 +76,19 @@ impl IntoResponse for AuthRejection {
 }
 
 /// Users recently authenticated, by API-token digest and by id, each kept [`KNOWN_USER_TTL`]:
-/// a request signed in with a token or a session costs no database read for the user while the
-/// entry is fresh (on two cores that read costs 190 µs of CPU: `page-bench --also /api/v1/me`
-/// answered 5,550 req/s against 11,830 for `/healthz`). A change this process makes (a profile's
-/// time zone) forgets the user at once; a change made elsewhere (the CLI, another instance)
-/// shows within the TTL. Two `moka` caches (time to live, at most 4,096 entries each). Held in
-/// [`AppState`].
+/// a request signed in with a token or a session reads only the user's generation (sessions) or
+/// the token's liveness and its user's generation (tokens) while the entry is fresh, never the
+/// whole user (on two cores the whole read costs 190 µs of CPU: `page-bench --also /api/v1/me`
+/// answered 5,550 req/s against 11,830 for `/healthz`). A revocation, a disable, a password or
+/// role change made anywhere (the CLI, another instance) counts at the next request, since it
+/// moves what is read; a time zone changed elsewhere shows within the TTL. `moka` caches (time
+/// to live, at most 4,096 entries each), and the tokens whose last use was written this minute.
+/// Held in [`AppState`].
 pub struct KnownUsers {
     by_token: moka::sync::Cache<String, User>,
     by_id: moka::sync::Cache<i64, User>,
+    /// Tokens whose last use was written in the last minute.
+    touched: moka::sync::Cache<String, ()>,
 }
 
 /// How long [`KnownUsers`] trusts an entry.
@@ -100,6 +108,10 @@ impl Default for KnownUsers {
         Self {
             by_token: cache(),
             by_id: cache(),
+            touched: moka::sync::Cache::builder()
+                .max_capacity(KNOWN_USERS)
+                .time_to_live(std::time::Duration::from_secs(60))
+                .build(),
         }
     }
 }
@@ -131,6 +143,18 @@ impl KnownUsers {
         self.by_id.insert(user.id, user.clone());
     }
 
+    /// Forgets the token with `digest` (it no longer authenticates).
+    pub fn forget_token(&self, digest: &str) {
+        self.by_token.invalidate(digest);
+    }
+
+    /// Whether the token with `digest` is used for the first time this minute (its last use is
+    /// then written).
+    pub fn first_use_this_minute(&self, digest: &str) -> bool {
+        let entry = self.touched.entry(digest.to_string()).or_insert(());
+        entry.is_fresh()
+    }
+
     /// Forgets every entry of user `id` (after a change to the user).
     pub fn forget(&self, id: i64) {
         self.by_id.invalidate(&id);
@@ -151,8 +175,10 @@ impl FromRequestParts<AppState> for CurrentUser {
     ) -> Result<Self, Self::Rejection> {
         let is_api = parts.uri.path().starts_with("/api/");
         let reject = |e: AppError, parts: &Parts| {
-            if is_api || !matches!(e, AppError::Unauthenticated) {
+            if is_api {
                 AuthRejection::Api(e)
+            } else if !matches!(e, AppError::Unauthenticated) {
+                AuthRejection::PageFailure(e)
             } else {
                 AuthRejection::Page {
                     next: parts
@@ -164,59 +190,146 @@ impl FromRequestParts<AppState> for CurrentUser {
             }
         };
         if parts.headers.contains_key(header::AUTHORIZATION) {
-            let Some(token) = bearer_token(&parts.headers) else {
-                return Err(AuthRejection::Api(AppError::Unauthenticated));
-            };
-            let digest = crate::services::users::token_digest(&token);
-            let known = match state.users.by_token(&digest) {
-                Some(u) => Ok(Some(u)),
-                None => crate::services::users::by_token(&state.pool, &digest)
-                    .await
-                    .inspect(|u| {
-                        if let Some(u) = u {
-                            state.users.put_token(&digest, u);
-                        }
-                    }),
-            };
-            return match known {
-                Ok(Some(u)) => match state.limits.api_token(&digest) {
-                    Ok(()) => Ok(Self(u)),
-                    Err(e) => Err(AuthRejection::Api(e)),
-                },
-                Ok(None) => Err(AuthRejection::Api(AppError::Unauthenticated)),
-                Err(e) => Err(AuthRejection::Api(e)),
-            };
+            return token_user(parts, state).await.map(Self);
         }
         let session = Session::from_request_parts(parts, state)
             .await
             .map_err(|_| reject(AppError::Unauthenticated, parts))?;
-        let user_id: Option<i64> = session
-            .get(SESSION_USER)
-            .await
-            .map_err(|e| reject(AppError::Internal(e.into()), parts))?;
-        let Some(user_id) = user_id else {
-            return Err(reject(AppError::Unauthenticated, parts));
-        };
-        if let Some(u) = state.users.by_id(user_id) {
-            return Ok(Self(u));
+        if let Some(proxied) = super::proxy::proxy_user(parts, state, &session).await {
+            return proxied.map(Self).map_err(|e| reject(e, parts));
         }
-        match crate::services::users::by_id(&state.pool, user_id).await {
-            Ok(Some(u)) => {
-                state.users.put_id(&u);
-                Ok(Self(u))
-            }
+        match session_user(state, &session).await {
+            Ok(Some(u)) => Ok(Self(u)),
             Ok(None) => Err(reject(AppError::Unauthenticated, parts)),
             Err(e) => Err(reject(e, parts)),
         }
     }
 }
 
-/// Checks a name and password; on success rotates the session id (against fixation) and stores
-/// the user in the session.
+/// The user of an `Authorization: Bearer` request: a live token (not revoked, not expired) of
+/// an enabled user, checked in the database on every request (a revocation or a disable on any
+/// instance counts at once); the user itself comes from [`KnownUsers`] while its generation is
+/// unchanged. Records the token's use at most once a minute.
+async fn token_user(parts: &Parts, state: &AppState) -> Result<User, AuthRejection> {
+    let Some(token) = bearer_token(&parts.headers) else {
+        return Err(AuthRejection::Api(AppError::Unauthenticated));
+    };
+    let digest = crate::services::users::token_digest(&token);
+    let pool = &state.pool;
+    let known = match state.users.by_token(&digest) {
+        Some(u) => match crate::services::users::token_generation(pool, &digest).await {
+            Ok(Some(g)) if g == u.generation => Ok(Some(u)),
+            Ok(Some(_)) => crate::services::users::by_token(pool, &digest).await,
+            Ok(None) => Ok(None),
+            Err(e) => Err(e),
+        },
+        None => crate::services::users::by_token(pool, &digest).await,
+    };
+    match known {
+        Ok(Some(u)) => {
+            state.users.put_token(&digest, &u);
+            if state.users.first_use_this_minute(&digest) {
+                let (pool, digest) = (pool.clone(), digest.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = crate::services::users::touch_token(&pool, &digest).await {
+                        tracing::warn!(error = %e, "could not record an API token's last use");
+                    }
+                });
+            }
+            state
+                .limits
+                .api_token(&digest)
+                .map_err(AuthRejection::Api)?;
+            Ok(u)
+        }
+        Ok(None) => {
+            state.users.forget_token(&digest);
+            Err(AuthRejection::Api(AppError::Unauthenticated))
+        }
+        Err(e) => Err(AuthRejection::Api(e)),
+    }
+}
+
+/// Session key holding the user's generation when the session was made.
+const SESSION_GENERATION: &str = "generation";
+
+/// The user signed in on `session`, if any: refused (and the session ended) once the user was
+/// disabled or their generation moved (a password change, a role change from claims) since the
+/// session was made — read from the database on every request, so it holds on every instance
+/// whatever caches the session.
 ///
 /// # Errors
-/// [`AppError::Unauthenticated`] for an unknown name, a user without a password, or a wrong
-/// password (the same error for all three).
+/// Session store and database errors.
+pub async fn session_user(state: &AppState, session: &Session) -> AppResult<Option<User>> {
+    let user_id: Option<i64> = session
+        .get(SESSION_USER)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?;
+    let Some(user_id) = user_id else {
+        return Ok(None);
+    };
+    let made_under: i64 = session
+        .get(SESSION_GENERATION)
+        .await
+        .map_err(|e| AppError::Internal(e.into()))?
+        .unwrap_or(0);
+    let pool = &state.pool;
+    let user = match state.users.by_id(user_id) {
+        Some(u) => match crate::services::users::generation(pool, user_id).await? {
+            Some(g) if g == u.generation => Some(u),
+            Some(_) => crate::services::users::by_id(pool, user_id).await?,
+            None => None,
+        },
+        None => crate::services::users::by_id(pool, user_id).await?,
+    };
+    match user {
+        Some(u) if u.generation == made_under => {
+            state.users.put_id(&u);
+            Ok(Some(u))
+        }
+        _ => {
+            state.users.forget(user_id);
+            session
+                .flush()
+                .await
+                .map_err(|e| AppError::Internal(e.into()))?;
+            Ok(None)
+        }
+    }
+}
+
+/// Makes `session` the session of `user`: a new session id (against fixation), the user and
+/// their generation. `extra` adds keys (the ID token for sign-out, the proxy's identity).
+///
+/// # Errors
+/// Session store errors.
+pub async fn establish(
+    session: &Session,
+    user: &User,
+    extra: &[(&str, serde_json::Value)],
+) -> AppResult<()> {
+    let internal = |e: tower_sessions::session::Error| AppError::Internal(e.into());
+    session.cycle_id().await.map_err(internal)?;
+    session
+        .insert(SESSION_USER, user.id)
+        .await
+        .map_err(internal)?;
+    session
+        .insert(SESSION_GENERATION, user.generation)
+        .await
+        .map_err(internal)?;
+    for (k, v) in extra {
+        session.insert(k, v).await.map_err(internal)?;
+    }
+    Ok(())
+}
+
+/// Checks a name and password; on success rotates the session id (against fixation) and stores
+/// the user in the session; audited as a sign-in.
+///
+/// # Errors
+/// [`AppError::Unauthenticated`] for an unknown or disabled name, a user without a password, or
+/// a wrong password (the same error for all four).
 pub async fn sign_in(
     pool: &AnyPool,
     session: &Session,
@@ -224,14 +337,8 @@ pub async fn sign_in(
     password: &str,
 ) -> AppResult<User> {
     let user = crate::services::users::check_password(pool, name, password).await?;
-    session
-        .cycle_id()
-        .await
-        .map_err(|e| AppError::Internal(e.into()))?;
-    session
-        .insert(SESSION_USER, user.id)
-        .await
-        .map_err(|e| AppError::Internal(e.into()))?;
+    crate::services::identity::record_password_sign_in(pool, &user).await?;
+    establish(session, &user, &[]).await?;
     Ok(user)
 }
 
@@ -293,6 +400,7 @@ mod tests {
             name: name.into(),
             role: Role::Responder,
             time_zone: None,
+            generation: 0,
         }
     }
 

@@ -139,6 +139,16 @@ impl RateLimiters {
             .map_err(|s| too_many("requests with this API token", s))
     }
 
+    /// The TCP peer of a request and whether it is one of the trusted proxies (whose
+    /// `X-Forwarded-For` and authenticating-proxy headers are believed).
+    pub fn peer(&self, parts: &Parts) -> Option<(IpAddr, bool)> {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0.ip())?;
+        Some((peer, self.trusted_proxies.contains(&peer)))
+    }
+
     /// The client's address: the TCP peer, unless the peer is a trusted proxy; then the
     /// right-most `X-Forwarded-For` entry that is not a trusted proxy (the left-most when all
     /// are). `None` when the server was not started with peer addresses.

@@ -3,6 +3,7 @@
 //! in one module per resource; they parse, authorize, call a service and render, and hold no
 //! business rules (DESIGN.md §7).
 
+pub mod accounts;
 pub mod api;
 pub mod assets;
 pub mod auth;
@@ -28,8 +29,10 @@ pub mod pages;
 pub mod postmortem;
 pub mod prometheus;
 pub mod proposals;
+pub mod proxy;
 pub mod review;
 pub mod schema;
+pub mod signin;
 pub mod view;
 pub mod webhooks;
 
@@ -93,6 +96,9 @@ pub struct Settings {
     /// Chat delivery: the public URL messages link to, the worker's waits
     /// ([`crate::services::chat::ChatSettings`]).
     pub chat: crate::services::chat::ChatSettings,
+    /// How people sign in: OpenID Connect, the authenticating proxy, passwords, the groups →
+    /// role mapping (issue #54).
+    pub identity: crate::services::identity::IdentitySettings,
 }
 
 impl Settings {
@@ -119,6 +125,7 @@ impl Default for Settings {
             consolidate_every: None,
             prometheus: None,
             chat: crate::services::chat::ChatSettings::default(),
+            identity: crate::services::identity::IdentitySettings::default(),
         }
     }
 }
@@ -150,6 +157,8 @@ pub struct AppState {
     pub prometheus: Option<std::sync::Arc<crate::prometheus::Prometheus>>,
     /// The MCP endpoint `/mcp` and its sessions ([`crate::mcp::Endpoint`]).
     pub mcp: crate::mcp::Endpoint,
+    /// The OpenID Connect relying party when `Settings::identity` configures one.
+    pub oidc: Option<std::sync::Arc<crate::identity::Oidc>>,
 }
 
 impl AppState {
@@ -159,7 +168,6 @@ impl AppState {
             limits: std::sync::Arc::new(limits::RateLimiters::new(&settings.rate_limits)),
             memory: crate::memory::Memory::new(pool.clone(), None),
             pool,
-            settings: std::sync::Arc::new(settings),
             llm: None,
             analyst: std::sync::Arc::new(crate::analyst::fallback::WithFallback::default()),
             pages: std::sync::Arc::default(),
@@ -167,6 +175,13 @@ impl AppState {
             users: std::sync::Arc::default(),
             prometheus: None,
             mcp: crate::mcp::Endpoint::default(),
+            oidc: settings.identity.oidc.clone().and_then(|c| {
+                crate::identity::Oidc::new(c)
+                    .inspect_err(|e| tracing::error!(error = %e, "OpenID Connect sign-in is off"))
+                    .ok()
+                    .map(std::sync::Arc::new)
+            }),
+            settings: std::sync::Arc::new(settings),
         }
     }
 
@@ -222,11 +237,24 @@ pub fn routes(evidence_limit: usize, webhook_limit: usize) -> Router<AppState> {
             "/signin",
             get(pages::signin_page).post(pages::signin_submit),
         )
-        .route("/signout", post(pages::signout))
+        .route("/signout", post(signin::signout))
+        .route("/signin/oidc", get(signin::start))
+        .route("/signin/oidc/callback", get(signin::callback))
         .route(
             "/profile",
-            get(pages::profile_page).post(pages::profile_submit),
+            get(accounts::profile_page).post(accounts::profile_submit),
         )
+        // Accounts: one's password and API tokens, the admins' users page (web/accounts.rs).
+        .route("/profile/password", post(accounts::password_submit))
+        .route("/profile/tokens", post(accounts::token_create))
+        .route(
+            "/profile/tokens/{id}/revoke",
+            post(accounts::token_revoke_own),
+        )
+        .route("/admin/users", get(accounts::admin_page))
+        .route("/admin/users/{name}/disable", post(accounts::admin_disable))
+        .route("/admin/users/{name}/enable", post(accounts::admin_enable))
+        .route("/admin/tokens/{id}/revoke", post(accounts::admin_revoke))
         .route("/api/v1/me", get(api::me))
         .route("/api/v1/openapi.json", get(openapi::openapi_json))
         .route("/api/docs", get(docs::page))

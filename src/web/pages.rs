@@ -25,7 +25,7 @@ type PageResult = Result<Response, PageError>;
 
 #[derive(Template, WebTemplate)]
 #[template(path = "signin.html")]
-struct SigninPage {
+pub(super) struct SigninPage {
     layout: Layout,
     next: String,
     name: String,
@@ -33,6 +33,39 @@ struct SigninPage {
     first_run: bool,
     /// Arrived here by signing out: the page says so.
     signed_out: bool,
+    /// "Sign in with {label}" when an OpenID Connect provider is configured.
+    oidc_label: Option<String>,
+    /// Whether the name-and-password form is shown.
+    password_signin: bool,
+}
+
+impl SigninPage {
+    /// The sign-in page as `state` configures it, going on to `next`.
+    pub(super) fn new(state: &AppState, next: &str) -> Self {
+        let identity = &state.settings.identity;
+        Self {
+            layout: Layout::new(None, "Sign in"),
+            next: safe_next(next),
+            name: String::new(),
+            error: None,
+            first_run: false,
+            signed_out: false,
+            oidc_label: identity.oidc.as_ref().map(|o| o.label.clone()),
+            password_signin: identity.password_signin,
+        }
+    }
+
+    /// The page saying why a sign-in failed, with `status`.
+    pub(super) fn failed(
+        state: &AppState,
+        next: &str,
+        status: StatusCode,
+        error: String,
+    ) -> Response {
+        let mut page = Self::new(state, next);
+        page.error = Some(error);
+        (status, page).into_response()
+    }
 }
 
 #[derive(Deserialize, Default)]
@@ -45,7 +78,7 @@ pub(super) struct NextQuery {
 }
 
 /// Only same-site relative paths are allowed as a post-sign-in destination.
-fn safe_next(next: &str) -> String {
+pub(super) fn safe_next(next: &str) -> String {
     if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') {
         next.to_string()
     } else {
@@ -57,16 +90,10 @@ pub(super) async fn signin_page(
     State(state): State<AppState>,
     Query(q): Query<NextQuery>,
 ) -> PageResult {
-    let first_run = crate::services::users::count(&state.pool).await? == 0;
-    Ok(SigninPage {
-        layout: Layout::new(None, "Sign in"),
-        next: safe_next(&q.next),
-        name: String::new(),
-        error: None,
-        first_run,
-        signed_out: q.signed_out.is_some(),
-    }
-    .into_response())
+    let mut page = SigninPage::new(&state, &q.next);
+    page.first_run = crate::services::users::count(&state.pool).await? == 0;
+    page.signed_out = q.signed_out.is_some();
+    Ok(page.into_response())
 }
 
 #[derive(Deserialize)]
@@ -85,99 +112,34 @@ pub(super) async fn signin_submit(
     super::limits::ClientAddress(address): super::limits::ClientAddress,
     PageForm(form): PageForm<SigninForm>,
 ) -> PageResult {
+    if !state.settings.identity.password_signin {
+        return Ok(SigninPage::failed(
+            &state,
+            &form.next,
+            StatusCode::FORBIDDEN,
+            "Sign-in with a password is turned off here; use your company account.".into(),
+        ));
+    }
     if let Err(e) = state.limits.signin(&form.name, address) {
         let secs = e.retry_after_secs().unwrap_or(1);
-        let mut res = (
-            StatusCode::TOO_MANY_REQUESTS,
-            SigninPage {
-                layout: Layout::new(None, "Sign in"),
-                next: safe_next(&form.next),
-                name: form.name,
-                error: Some(format!("Too many sign-in attempts; try again in {secs} s.")),
-                first_run: false,
-                signed_out: false,
-            },
-        )
-            .into_response();
+        let mut page = SigninPage::new(&state, &form.next);
+        page.name = form.name;
+        page.error = Some(format!("Too many sign-in attempts; try again in {secs} s."));
+        let mut res = (StatusCode::TOO_MANY_REQUESTS, page).into_response();
         res.headers_mut()
             .insert(axum::http::header::RETRY_AFTER, secs.into());
         return Ok(res);
     }
     match auth::sign_in(&state.pool, &session, &form.name, &form.password).await {
         Ok(_) => Ok(Redirect::to(&safe_next(&form.next)).into_response()),
-        Err(AppError::Unauthenticated) => Ok((
-            StatusCode::UNAUTHORIZED,
-            SigninPage {
-                layout: Layout::new(None, "Sign in"),
-                next: safe_next(&form.next),
-                name: form.name,
-                error: Some("Unknown name or wrong password.".into()),
-                first_run: false,
-                signed_out: false,
-            },
-        )
-            .into_response()),
+        Err(AppError::Unauthenticated) => {
+            let mut page = SigninPage::new(&state, &form.next);
+            page.name = form.name;
+            page.error = Some("Unknown name or wrong password.".into());
+            Ok((StatusCode::UNAUTHORIZED, page).into_response())
+        }
         Err(e) => Err(e.into()),
     }
-}
-
-pub(super) async fn signout(session: Session) -> PageResult {
-    auth::sign_out(&session).await?;
-    Ok(Redirect::to("/signin?signed_out=1").into_response())
-}
-
-#[derive(Template, WebTemplate)]
-#[template(path = "profile.html")]
-struct ProfilePage {
-    layout: Layout,
-    time_zone: String,
-    browser_zone: String,
-    error: Option<String>,
-}
-
-pub(super) async fn profile_page(CurrentUser(user): CurrentUser, headers: HeaderMap) -> PageResult {
-    let browser = Clock::for_viewer(None, &headers).zone_name;
-    Ok(ProfilePage {
-        layout: Layout::new(Some(&user), "Profile").with_current("profile"),
-        time_zone: user.time_zone.clone().unwrap_or_default(),
-        browser_zone: browser,
-        error: None,
-    }
-    .into_response())
-}
-
-#[derive(Deserialize)]
-pub(super) struct ProfileForm {
-    #[serde(default)]
-    time_zone: String,
-}
-
-pub(super) async fn profile_submit(
-    State(state): State<AppState>,
-    CurrentUser(user): CurrentUser,
-    headers: HeaderMap,
-    PageForm(form): PageForm<ProfileForm>,
-) -> PageResult {
-    let zone = form.time_zone.trim();
-    if !zone.is_empty() && !super::view::is_known_zone(zone) {
-        let page = ProfilePage {
-            layout: Layout::new(Some(&user), "Profile").with_current("profile"),
-            time_zone: zone.to_string(),
-            browser_zone: Clock::for_viewer(None, &headers).zone_name,
-            error: Some(format!(
-                "'{zone}' is not a known time zone; use an IANA name such as Europe/Paris or America/New_York, or leave empty to use your browser's"
-            )),
-        };
-        return Ok((StatusCode::UNPROCESSABLE_ENTITY, page).into_response());
-    }
-    crate::services::users::set_time_zone(
-        &state.pool,
-        user.id,
-        Some(zone).filter(|z| !z.is_empty()),
-    )
-    .await?;
-    state.users.forget(user.id);
-    Ok(Redirect::to("/profile").into_response())
 }
 
 struct Row {

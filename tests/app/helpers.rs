@@ -233,11 +233,27 @@ pub async fn dump_all_tables(pool: &AnyPool) -> Vec<(String, String)> {
     out
 }
 
+/// A test app served on `listener` (bound first, so a peer configured with the app's address,
+/// such as an OpenID provider holding its redirect URL, can be started before the app).
+pub async fn spawn_app_on(listener: tokio::net::TcpListener, settings: Settings) -> TestApp {
+    spawn_app_listening(settings, None, None, None, Some(listener)).await
+}
+
 async fn spawn_app_inner(
     settings: Settings,
     llm: Option<std::sync::Arc<dyn incidentmind::analyst::Analyst>>,
     embedder: Option<std::sync::Arc<dyn incidentmind::memory::Embedder>>,
     database_url: Option<String>,
+) -> TestApp {
+    spawn_app_listening(settings, llm, embedder, database_url, None).await
+}
+
+async fn spawn_app_listening(
+    settings: Settings,
+    llm: Option<std::sync::Arc<dyn incidentmind::analyst::Analyst>>,
+    embedder: Option<std::sync::Arc<dyn incidentmind::memory::Embedder>>,
+    database_url: Option<String>,
+    listener: Option<tokio::net::TcpListener>,
 ) -> TestApp {
     if std::env::var_os("INCIDENTMIND_TEST_LOG").is_some() {
         // The app's own log (errors behind a 500) in the test output.
@@ -273,9 +289,12 @@ async fn spawn_app_inner(
     let admin = add_user(&pool, "ada", "admin", Some(PASSWORD))
         .await
         .expect("user");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
+    let listener = match listener {
+        Some(l) => l,
+        None => tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind"),
+    };
     let addr = listener.local_addr().expect("addr");
     // With peer addresses, as `serve` runs it (rate limits per client address).
     let app = built

@@ -1,5 +1,6 @@
 //! Integration tests: the real router over HTTP on loopback, a fresh database per test (a SQLite
 //! file; a PostgreSQL database with `INCIDENTMIND_TEST_BACKEND=postgres`, see helpers.rs).
+mod accounts;
 mod alertmanager;
 mod chat;
 mod chat_matrix;
@@ -21,6 +22,9 @@ mod llm_stream;
 mod mcp;
 mod memory;
 mod migrate_db;
+mod oidc;
+#[path = "../support/oidc.rs"]
+mod oidc_provider;
 mod openapi;
 mod paging;
 #[path = "../support/peer.rs"]

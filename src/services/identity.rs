@@ -1,0 +1,192 @@
+//! Signing in with the company's identity (issue #54): a person the identity provider or the
+//! authenticating proxy vouched for becomes a user here — created on first sign-in, the role
+//! re-read from their groups at every sign-in through [`RoleMapping::role_for`] — or is refused
+//! with the reason. Every sign-in, refusal and role change from claims goes on the audit log,
+//! in the same transaction as the change.
+
+use sqlx::AnyPool;
+
+use crate::domain::identity::{ExternalIdentity, Refusal, RoleMapping};
+use crate::error::AppResult;
+use crate::store::users::{self, Source, User};
+use crate::store::{audit, begin_write};
+
+/// How people sign in (`--oidc-…`, `--auth-proxy-…`, `--password-signin`).
+#[derive(Debug, Clone)]
+pub struct IdentitySettings {
+    /// The OpenID Connect provider; `None`: no "Sign in with…" button.
+    pub oidc: Option<crate::identity::OidcConfig>,
+    /// The authenticating proxy's headers; `None`: no proxy sign-in.
+    pub proxy: Option<ProxySettings>,
+    /// Groups → role, for both.
+    pub roles: RoleMapping,
+    /// Whether the name-and-password form is offered and accepted.
+    pub password_signin: bool,
+}
+
+impl Default for IdentitySettings {
+    fn default() -> Self {
+        Self {
+            oidc: None,
+            proxy: None,
+            roles: RoleMapping::default(),
+            password_signin: true,
+        }
+    }
+}
+
+/// The authenticating proxy's headers, honoured only from `--trusted-proxies` addresses.
+#[derive(Debug, Clone)]
+pub struct ProxySettings {
+    /// The header naming the user (`X-Forwarded-Email`, `X-Auth-Request-User`), lower-case.
+    pub user_header: axum::http::HeaderName,
+    /// The header listing the user's groups, comma-separated (`X-Forwarded-Groups`); `None`:
+    /// everyone gets the default role.
+    pub groups_header: Option<axum::http::HeaderName>,
+}
+
+/// Why an external sign-in did not give a user.
+#[derive(Debug, thiserror::Error)]
+pub enum ExternalSignInError {
+    /// Refused by a rule; already audited.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// The database failed.
+    #[error(transparent)]
+    App(#[from] crate::error::AppError),
+}
+
+/// Signs in the person `who` vouched for by `who.source`: refuses a disabled account or one
+/// whose groups give no role; creates the user on first sign-in; sets the role their groups give
+/// (a change moves the user's generation, so their other sessions end); audits the outcome.
+///
+/// # Errors
+/// [`ExternalSignInError::Refused`] (audited as `user.sign_in_refused`); database errors.
+pub async fn sign_in_external(
+    pool: &AnyPool,
+    roles: &RoleMapping,
+    who: &ExternalIdentity,
+) -> Result<User, ExternalSignInError> {
+    let mut tx = begin_write(pool).await?;
+    let groups = if who.groups.is_empty() {
+        "none".to_string()
+    } else {
+        who.groups.join(", ")
+    };
+    let decided = roles.role_for(who);
+    let (name, role) = match decided {
+        Ok(v) => v,
+        Err(refusal) => {
+            audit::append(
+                &mut tx,
+                &who.name,
+                "user.sign_in_refused",
+                who.source,
+                &refusal.to_string(),
+            )
+            .await?;
+            tx.commit().await.map_err(crate::error::AppError::from)?;
+            return Err(refusal.into());
+        }
+    };
+    let source = if who.source == "proxy" {
+        Source::Proxy
+    } else {
+        Source::Oidc
+    };
+    let user = match users::find_by_name_in(&mut tx, name.as_str()).await? {
+        Some((_, true)) => {
+            let refusal = Refusal::Disabled {
+                name: name.as_str().to_string(),
+            };
+            audit::append(
+                &mut tx,
+                name.as_str(),
+                "user.sign_in_refused",
+                who.source,
+                &refusal.to_string(),
+            )
+            .await?;
+            tx.commit().await.map_err(crate::error::AppError::from)?;
+            return Err(refusal.into());
+        }
+        Some((user, false)) if user.role != role => {
+            users::set_role_in(&mut tx, user.id, role).await?;
+            audit::append(
+                &mut tx,
+                name.as_str(),
+                "user.role_from_claims",
+                name.as_str(),
+                &format!("{} → {role} (groups: {groups})", user.role),
+            )
+            .await?;
+            User {
+                role,
+                generation: user.generation + 1,
+                ..user
+            }
+        }
+        Some((user, false)) => user,
+        None => {
+            let user = users::create_in(&mut tx, &name, role, source).await?;
+            audit::append(
+                &mut tx,
+                name.as_str(),
+                "user.create",
+                name.as_str(),
+                &format!(
+                    "first sign-in through {}: {role} (groups: {groups})",
+                    who.source
+                ),
+            )
+            .await?;
+            user
+        }
+    };
+    audit::append(
+        &mut tx,
+        &user.name,
+        "user.sign_in",
+        &user.name,
+        &format!("{} as {} (groups: {groups})", who.source, user.role),
+    )
+    .await?;
+    tx.commit().await.map_err(crate::error::AppError::from)?;
+    Ok(user)
+}
+
+/// Records a sign-in with a password.
+///
+/// # Errors
+/// Database errors.
+pub async fn record_password_sign_in(pool: &AnyPool, user: &User) -> AppResult<()> {
+    let mut tx = begin_write(pool).await?;
+    audit::append(
+        &mut tx,
+        &user.name,
+        "user.sign_in",
+        &user.name,
+        &format!("password as {}", user.role),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Records a sign-in that failed before anyone was known (a wrong state, a refused code, a bad
+/// ID token, a provider down): `claimed` is whatever name is known (often `-`), `source` the
+/// way in (`oidc`), `reason` the words the sign-in page showed.
+///
+/// # Errors
+/// Database errors.
+pub async fn record_refusal(
+    pool: &AnyPool,
+    claimed: &str,
+    source: &str,
+    reason: &str,
+) -> AppResult<()> {
+    let mut tx = begin_write(pool).await?;
+    audit::append(&mut tx, claimed, "user.sign_in_refused", source, reason).await?;
+    tx.commit().await?;
+    Ok(())
+}
