@@ -188,7 +188,7 @@ pub async fn draft_postmortem(
         _ if analyst == "built-in" => "post-mortem drafted (built-in analyst)".to_string(),
         _ => format!("post-mortem drafted ({analyst})"),
     };
-    if !incidents::apply_transition(
+    if !incidents::apply_transition_recorded(
         &mut tx,
         id,
         current.state,
@@ -430,7 +430,7 @@ pub async fn confirm(
         .check_draft(user.role, &user.name, &pm.postmortem, &pm.edited_by)
         .map_err(refused)?;
     let at = store::now();
-    if !incidents::apply_transition(
+    if !incidents::apply_transition_recorded(
         &mut tx,
         id,
         current.state,

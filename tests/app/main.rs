@@ -1,6 +1,7 @@
 //! Integration tests: the real router over HTTP on loopback, a fresh database per test (a SQLite
 //! file; a PostgreSQL database with `INCIDENTMIND_TEST_BACKEND=postgres`, see helpers.rs).
 mod alertmanager;
+mod changes;
 mod chat;
 mod chat_matrix;
 mod cli;

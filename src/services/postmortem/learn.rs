@@ -120,7 +120,7 @@ async fn learn_inner(
     }
     let (written, linked) = write_plan(&mut tx, user, id, &preview, fail_after, at).await?;
     check_written_citations(&mut tx, &written).await?;
-    if !incidents::apply_transition(
+    if !incidents::apply_transition_recorded(
         &mut tx,
         id,
         current.state,
