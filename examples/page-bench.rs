@@ -248,7 +248,7 @@ async fn run() -> anyhow::Result<()> {
         .collect::<Vec<_>>()
         .join("\n");
     incidentmind::services::evidence::add(
-        &pool,
+        memory.pool(),
         "rita",
         &inc.id,
         incidentmind::evidence::EvidenceKind::Logs,

@@ -1039,7 +1039,7 @@ async fn model_bench(pool: &AnyPool, qs: &[RecallQuery], seed: u64) -> anyhow::R
             .collect::<Vec<_>>()
             .join("\n");
         incidentmind::services::evidence::add(
-            pool,
+            memory.pool(),
             "bench",
             &inc.id,
             incidentmind::evidence::EvidenceKind::Logs,

@@ -16,8 +16,6 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
-use sqlx::AnyPool;
-
 use crate::domain::{IncidentId, ValidationError};
 use crate::error::{AppError, AppResult};
 use crate::evidence::{EvidenceKind, truncate_chars};
@@ -94,7 +92,7 @@ fn alert_key(id: &IncidentId, fingerprint: &str) -> String {
 /// ([`Prometheus::wait_in_line`]); when it is full they are not pulled and the incident gets a
 /// note saying so.
 pub fn spawn_alert_pulls(
-    pool: AnyPool,
+    pool: crate::store::Db,
     prom: Arc<Prometheus>,
     id: IncidentId,
     alerts: Vec<AlertSeries>,
@@ -156,7 +154,7 @@ fn queries_of(prom: &Prometheus, a: &AlertSeries) -> Vec<(Measures, String)> {
 /// timeline saying why. The document is built off the async runtime and stored in the source's
 /// write line ([`Prometheus::write_line`]).
 async fn pull_alert(
-    pool: &AnyPool,
+    pool: &crate::store::Db,
     prom: &Arc<Prometheus>,
     id: &IncidentId,
     a: &AlertSeries,
@@ -395,7 +393,7 @@ fn render(doc: serde_json::Value) -> AppResult<Rendered> {
     reason = "one store of a pulled document: each argument is a different part of it"
 )]
 async fn store_doc(
-    pool: &AnyPool,
+    pool: &crate::store::Db,
     line: &Semaphore,
     actor: &str,
     id: &IncidentId,
@@ -435,7 +433,12 @@ async fn store_doc(
 
 /// Writes a `prometheus` note on the incident's timeline (redacted like any incident text), in
 /// the source's write line `line`.
-async fn note(pool: &AnyPool, line: &Semaphore, id: &IncidentId, detail: String) -> AppResult<()> {
+async fn note(
+    pool: &crate::store::Db,
+    line: &Semaphore,
+    id: &IncidentId,
+    detail: String,
+) -> AppResult<()> {
     let mut detail = detail;
     let _turn = esvc::wait_in_line(Some(line)).await;
     let mut tx = store::begin_write(pool).await?;
@@ -493,7 +496,7 @@ pub struct QueryStored {
 /// Prometheus's error for a query it rejects; [`AppError::Upstream`] when Prometheus is down,
 /// slow or answers another error; [`AppError::Conflict`] on a learned incident.
 pub async fn run_query(
-    pool: &AnyPool,
+    pool: &crate::store::Db,
     prom: Option<&Prometheus>,
     actor: &str,
     id: &IncidentId,
