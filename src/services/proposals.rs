@@ -31,7 +31,7 @@ use crate::domain::proposals::{
     Alternative, KnownRunbook, MAX_ALTERNATIVES, ProposalKind, ProposalStatus, Reflection,
     RunbookDraft, Supersession, draft_runbook, is_failing_verdict, match_runbooks,
 };
-use crate::domain::{ActionKind, Incident, IncidentId, MemoryKind, Role, Validation};
+use crate::domain::{ActionKind, IncidentId, MemoryKind, Role, Validation};
 use crate::error::{AppError, AppResult};
 use crate::services::investigation::GENERIC_TAGS;
 use crate::store::proposals::{self as pstore, StoredProposal};
@@ -114,17 +114,18 @@ fn source_of(success: &pstore::Success, how: &str) -> String {
 /// # Errors
 /// Database errors.
 pub async fn draft_reflection_in(
-    tx: &mut Tx,
-    incident: &Incident,
+    w: &mut IncidentWrite,
     rec: &Recommendation,
     verdict: &str,
     note: &str,
     failure_id: i64,
-    actor: &str,
 ) -> AppResult<Option<i64>> {
     if !is_failing_verdict(verdict) {
         return Ok(None);
     }
+    let incident = w.incident().clone();
+    let actor = w.actor().to_string();
+    let tx = w.tx();
     let kind = ActionKind::parse(&rec.action_kind)?;
     let id = incident.id.as_str();
     let failure = mstore::get_in(tx, failure_id).await?;
@@ -167,7 +168,7 @@ pub async fn draft_reflection_in(
         );
     }
     let mut target = rec.target.clone();
-    crate::services::memory::redact_for(tx, Some(id), &mut [&mut target]).await?;
+    w.redact(&mut [&mut target]);
     let reflection = Reflection {
         incident_id: id.to_string(),
         service: incident.service.clone(),
@@ -180,7 +181,7 @@ pub async fn draft_reflection_in(
     };
     let rule = reflection.rule();
     let text = rule.text();
-    let mut record = NewRecord::new(MemoryKind::Lesson, text.clone(), actor);
+    let mut record = NewRecord::new(MemoryKind::Lesson, text.clone(), &actor);
     record.incident_id = Some(id.to_string());
     record.services = vec![incident.service.clone()];
     record.failure_modes = written_tags(&modes, &text);
@@ -199,14 +200,12 @@ pub async fn draft_reflection_in(
         reflection: Some(reflection),
         ..Draft::of(record)
     };
-    queue(
-        tx,
+    queue_on(
+        w,
         ProposalKind::Reflection,
-        &incident.id,
         &format!("reflection:{}", rec.id),
         &title,
         &draft,
-        actor,
     )
     .await
 }
