@@ -417,11 +417,10 @@ pub async fn suggest_runbook_in(w: &mut IncidentWrite, pool: &AnyPool) -> AppRes
 /// # Errors
 /// Database errors.
 pub async fn draft_supersession_in(
-    tx: &mut Tx,
-    incident: &IncidentId,
+    w: &mut IncidentWrite,
     s: Supersession,
-    actor: &str,
 ) -> AppResult<Option<i64>> {
+    let incident = w.incident().id.clone();
     let title = format!(
         "Supersession: MEM-{} is contradicted by MEM-{} from {incident}",
         s.old, s.new
@@ -434,14 +433,5 @@ pub async fn draft_supersession_in(
         supersession: Some(s),
         record: None,
     };
-    queue(
-        tx,
-        ProposalKind::Supersession,
-        incident,
-        &origin,
-        &title,
-        &draft,
-        actor,
-    )
-    .await
+    queue_on(w, ProposalKind::Supersession, &origin, &title, &draft).await
 }

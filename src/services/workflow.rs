@@ -47,21 +47,6 @@ pub async fn open_in(
     Ok(incident)
 }
 
-/// Incident `id` read inside the write transaction `tx`, refused when `expected_version` (what
-/// the page or client saw) is not current ([`Incident::check_version`]).
-///
-/// # Errors
-/// [`AppError::NotFound`]; [`AppError::Conflict`] on a stale version; database errors.
-pub async fn current_in(
-    tx: &mut crate::store::Tx,
-    id: &IncidentId,
-    expected_version: Option<i64>,
-) -> AppResult<Incident> {
-    let current = incidents::get_in(tx, id).await?;
-    current.check_version(expected_version)?;
-    Ok(current)
-}
-
 /// What a transition request carries besides its name.
 #[derive(Debug, Clone, Default)]
 pub struct TransitionInput {

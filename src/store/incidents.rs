@@ -461,7 +461,7 @@ pub struct TransitionPatch {
 ///
 /// # Errors
 /// Database errors.
-pub async fn apply_transition(
+pub(super) async fn apply_transition(
     tx: &mut Tx,
     id: &IncidentId,
     from: IncidentState,
@@ -495,29 +495,5 @@ pub async fn apply_transition(
     .await?
     .rows_affected()
         == 1;
-    Ok(done)
-}
-
-/// [`apply_transition`] with its timeline event, for the services not yet on
-/// [`super::IncidentWrite::transition`].
-///
-/// # Errors
-/// Database errors.
-#[allow(clippy::too_many_arguments)]
-pub async fn apply_transition_recorded(
-    tx: &mut Tx,
-    id: &IncidentId,
-    from: IncidentState,
-    to: IncidentState,
-    transition: crate::domain::Transition,
-    patch: &TransitionPatch,
-    actor: &str,
-    at: jiff::Timestamp,
-    detail: &str,
-) -> AppResult<bool> {
-    let done = apply_transition(tx, id, from, to, patch, at).await?;
-    if done {
-        add_event(tx, id, at, actor, transition.as_str(), detail).await?;
-    }
     Ok(done)
 }
