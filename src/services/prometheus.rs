@@ -21,7 +21,7 @@ use crate::error::{AppError, AppResult};
 use crate::evidence::{EvidenceKind, truncate_chars};
 use crate::prometheus::{ALERT_LOOKBACK, PromError, Prometheus, RangeResult, Window, fill_service};
 use crate::services::evidence::{self as esvc, EvidenceAdded, QueryLink};
-use crate::store::{self, evidence as estore, incidents};
+use crate::store::{self, Event, IncidentWrite, evidence as estore, incidents};
 
 /// Who pulled an alert's series (the timeline and the evidence author).
 pub const ACTOR: &str = "prometheus";
@@ -441,10 +441,10 @@ async fn note(
 ) -> AppResult<()> {
     let mut detail = detail;
     let _turn = esvc::wait_in_line(Some(line)).await;
-    let mut tx = store::begin_write(pool).await?;
-    crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut detail]).await?;
-    incidents::add_event(&mut tx, id, store::now(), ACTOR, "prometheus", &detail).await?;
-    tx.commit().await?;
+    let mut w = IncidentWrite::open(pool, id, ACTOR, None).await?;
+    w.redact(&mut [&mut detail]);
+    w.record_event(Event::new("prometheus", detail)).await?;
+    w.commit().await?;
     Ok(())
 }
 
