@@ -230,7 +230,12 @@ async fn run() -> anyhow::Result<()> {
         severity: incidentmind::domain::Severity::Sev2,
         description: "Error rate on checkout went from 0.1 % to 12 % within minutes.".into(),
     };
-    let inc = incidentmind::services::workflow::open_incident(&pool, "rita", &new).await?;
+    let inc = incidentmind::services::workflow::open_incident(
+        &incidentmind::store::Db::new(pool.clone()),
+        "rita",
+        &new,
+    )
+    .await?;
     let paste = (0..40)
         .map(|n| {
             format!(
@@ -243,7 +248,7 @@ async fn run() -> anyhow::Result<()> {
         .collect::<Vec<_>>()
         .join("\n");
     incidentmind::services::evidence::add(
-        &pool,
+        memory.pool(),
         "rita",
         &inc.id,
         incidentmind::evidence::EvidenceKind::Logs,

@@ -590,7 +590,12 @@ impl Fixture {
                     SYMPTOMS[(n * 5) % SYMPTOMS.len()]
                 ),
             };
-            let inc = incidentmind::services::workflow::open_incident(pool, "rita", &new).await?;
+            let inc = incidentmind::services::workflow::open_incident(
+                &incidentmind::store::Db::new(pool.clone()),
+                "rita",
+                &new,
+            )
+            .await?;
             open.push(inc.id.to_string());
         }
         let res = reqwest::Client::new()

@@ -1032,13 +1032,14 @@ async fn model_bench(pool: &AnyPool, qs: &[RecallQuery], seed: u64) -> anyhow::R
             severity: incidentmind::domain::Severity::Sev2,
             description: capitalize(rng.pick::<&str>(IMPACTS)),
         };
-        let inc = incidentmind::services::workflow::open_incident(pool, "bench", &new).await?;
+        let inc =
+            incidentmind::services::workflow::open_incident(memory.pool(), "bench", &new).await?;
         let paste = (0..20)
             .map(|n| format!("2026-05-01T10:00:{n:02}Z ERROR request failed: {symptom}"))
             .collect::<Vec<_>>()
             .join("\n");
         incidentmind::services::evidence::add(
-            pool,
+            memory.pool(),
             "bench",
             &inc.id,
             incidentmind::evidence::EvidenceKind::Logs,

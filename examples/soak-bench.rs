@@ -844,7 +844,12 @@ async fn run() -> anyhow::Result<()> {
                 SYMPTOMS[(n * 7) % SYMPTOMS.len()]
             ),
         };
-        let inc = incidentmind::services::workflow::open_incident(&pool, "rita", &new).await?;
+        let inc = incidentmind::services::workflow::open_incident(
+            &incidentmind::store::Db::new(pool.clone()),
+            "rita",
+            &new,
+        )
+        .await?;
         open.push(inc.id.to_string());
     }
 

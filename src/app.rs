@@ -74,7 +74,8 @@ impl App {
     /// # Errors
     /// The database cannot be opened (the message names the file and what to do).
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        let pool = store::open(&config.database_url, OpenMode::CreateIfMissing).await?;
+        let pool =
+            store::Db::new(store::open(&config.database_url, OpenMode::CreateIfMissing).await?);
         let memory = Memory::new(pool.clone(), config.embedder);
         let prometheus = config.settings.prometheus.clone();
         let mut state = AppState::new(pool, config.settings).with_memory(memory);
@@ -123,7 +124,7 @@ impl App {
         }
         // Chat messages from the outbox, beside every request, never inside one.
         tokio::spawn(crate::services::chat::run_worker(
-            self.state.pool.clone(),
+            self.state.pool.pool().clone(),
             self.state.memory.clone(),
             self.state.settings.chat.clone(),
             stop.clone(),

@@ -27,8 +27,6 @@ pub mod vectors;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use sqlx::AnyPool;
-
 use crate::error::AppResult;
 use crate::store;
 use crate::store::recall_index::{self, RecallIndex};
@@ -168,11 +166,11 @@ impl RecallTuning {
     }
 }
 
-/// The memory of one database: its pool, the embedder whose vectors recall compares (if any) and
-/// the caches recall keeps. Cheap to clone (one `Arc`).
+/// The memory of one database: its handle ([`store::Db`]), the embedder whose vectors recall
+/// compares (if any) and the caches recall keeps. Cheap to clone (one `Arc`).
 #[derive(Clone)]
 pub struct Memory {
-    pool: AnyPool,
+    pool: store::Db,
     inner: Arc<Inner>,
 }
 
@@ -230,18 +228,18 @@ const EMBED_LATER_MAX: usize = 4;
 impl Memory {
     /// The memory of `pool`, comparing vectors of `embedder` (none: recall runs on words and
     /// keys only).
-    pub fn new(pool: AnyPool, embedder: Option<Arc<dyn Embedder>>) -> Self {
+    pub fn new(pool: impl Into<store::Db>, embedder: Option<Arc<dyn Embedder>>) -> Self {
         Self::with_tuning(pool, embedder, RecallTuning::default())
     }
 
     /// [`Memory::new`] with some recall mechanisms turned off (evaluation and ablation).
     pub fn with_tuning(
-        pool: AnyPool,
+        pool: impl Into<store::Db>,
         embedder: Option<Arc<dyn Embedder>>,
         tuning: RecallTuning,
     ) -> Self {
         Self {
-            pool,
+            pool: pool.into(),
             inner: Arc::new(Inner {
                 embedder,
                 tuning,
@@ -265,8 +263,8 @@ impl Memory {
         }
     }
 
-    /// The database pool.
-    pub fn pool(&self) -> &AnyPool {
+    /// The database (it reads as its pool).
+    pub fn pool(&self) -> &store::Db {
         &self.pool
     }
 
@@ -583,7 +581,7 @@ mod tests {
     /// and they would be embedded again on every ask.
     #[tokio::test]
     async fn passages_do_not_push_questions_out_of_the_vector_cache() {
-        let pool = AnyPool::connect_lazy("sqlite::memory:").expect("lazy pool");
+        let pool = sqlx::AnyPool::connect_lazy("sqlite::memory:").expect("lazy pool");
         let counter = Arc::new(CountingEmbedder::default());
         let memory = Memory::new(pool, Some(Arc::clone(&counter) as Arc<dyn Embedder>));
         let question = "which deploy made the checkout queue back up";
@@ -606,7 +604,7 @@ mod tests {
 
     #[tokio::test]
     async fn investigations_past_the_slots_wait_for_one_to_finish() {
-        let pool = AnyPool::connect_lazy("sqlite::memory:").expect("lazy pool");
+        let pool = sqlx::AnyPool::connect_lazy("sqlite::memory:").expect("lazy pool");
         let memory = Memory::new(pool, None);
         let slots = investigation_slots();
         assert!(slots >= 2);

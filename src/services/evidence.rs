@@ -10,7 +10,8 @@ use crate::domain::{IncidentId, IncidentState, MemoryKind, ValidationError};
 use crate::error::{AppError, AppResult};
 use crate::evidence::{EvidenceKind, Extraction, extract};
 use crate::memory::failure_modes::FailureModeMeanings;
-use crate::store::{self, audit, evidence as estore, incidents, memory as mstore};
+use crate::memory::recall::derive_tags;
+use crate::store::{self, Db, Event, IncidentWrite, evidence as estore, memory as mstore};
 
 /// Longest accepted `source` label, characters.
 pub const SOURCE_MAX: usize = 200;
@@ -71,35 +72,30 @@ impl QueryLink {
 /// `link` as an observation keeps it: the query and the URL redacted with the incident's map;
 /// the URL left out when redaction would change it (a link with a placeholder in it leads
 /// nowhere, and one with a secret must not be shown).
-async fn query_link_data(
-    tx: &mut store::Tx,
-    incident: &IncidentId,
-    link: &QueryLink,
-) -> AppResult<serde_json::Value> {
+fn query_link_data(w: &mut IncidentWrite, link: &QueryLink) -> serde_json::Value {
     let (mut query, mut url) = (link.query.clone(), link.url.clone());
-    crate::services::memory::redact_for(tx, Some(incident.as_str()), &mut [&mut query, &mut url])
-        .await?;
+    w.redact(&mut [&mut query, &mut url]);
     let url = (url == link.url).then_some(url);
-    Ok(serde_json::json!({"query": query, "url": url}))
+    serde_json::json!({"query": query, "url": url})
 }
 
 /// Writes one observation record per extracted observation of evidence `evidence_id` (examples
 /// redacted, each with the evidence's query link when it has one); returns their ids in order.
 async fn write_observations(
-    tx: &mut store::Tx,
-    actor: &str,
-    incident: &crate::domain::Incident,
+    w: &mut IncidentWrite,
     kind: EvidenceKind,
     evidence_id: i64,
     observations: &[crate::evidence::Observation],
     link: Option<&QueryLink>,
 ) -> AppResult<Vec<i64>> {
+    let incident = w.incident().clone();
+    let actor = w.actor().to_string();
     let mut ids = Vec::with_capacity(observations.len());
     // Each link an observation may carry, redacted once: the document's and its related ones'.
     let mut links: Vec<(&QueryLink, serde_json::Value)> = Vec::new();
     if let Some(l) = link.filter(|_| !observations.is_empty()) {
         for q in std::iter::once(l).chain(l.related.iter().map(|(_, r)| r)) {
-            links.push((q, query_link_data(tx, &incident.id, q).await?));
+            links.push((q, query_link_data(w, q)));
         }
     }
     for o in observations {
@@ -111,9 +107,8 @@ async fn write_observations(
                 .map(|(_, data)| data)
         });
         let mut example = o.example.clone().unwrap_or_default();
-        crate::services::memory::redact_for(tx, Some(incident.id.as_str()), &mut [&mut example])
-            .await?;
-        let mut r = NewRecord::new(MemoryKind::Observation, o.statement.clone(), actor);
+        w.redact(&mut [&mut example]);
+        let mut r = NewRecord::new(MemoryKind::Observation, o.statement.clone(), &actor);
         r.incident_id = Some(incident.id.to_string());
         r.services = vec![incident.service.clone()];
         r.failure_modes = o.failure_modes.clone();
@@ -131,7 +126,7 @@ async fn write_observations(
         if let Some(l) = link {
             r.data["query_link"] = l.clone();
         }
-        let (rid, _) = crate::services::memory::write_in(tx, r).await?;
+        let (rid, _) = w.write_memory(r, derive_tags).await?;
         ids.push(rid);
     }
     Ok(ids)
@@ -144,7 +139,7 @@ async fn write_observations(
 /// [`AppError::NotFound`]; [`AppError::Conflict`] on a learned incident; validation errors for
 /// empty content or an over-long source.
 pub async fn add(
-    pool: &AnyPool,
+    pool: &Db,
     actor: &str,
     id: &IncidentId,
     kind: EvidenceKind,
@@ -214,10 +209,10 @@ pub(crate) async fn wait_in_line(
 /// # Errors
 /// As [`add`], plus [`AppError::Conflict`] when `expected_version` is not current.
 ///
-/// Long on purpose: the steps of one write transaction in order (check, redact, extract, insert,
-/// observations, timeline, audit), so the transaction's extent is visible.
+/// Long on purpose: the steps of one incident write in order (check, redact, extract, insert,
+/// observations, the event), so the transaction's extent is visible.
 pub async fn submit(
-    pool: &AnyPool,
+    pool: &Db,
     actor: &str,
     id: &IncidentId,
     submission: Submission<'_>,
@@ -259,17 +254,15 @@ pub async fn submit(
     let early = redact_and_extract(base, kind, content.clone(), submitted_bytes).await?;
     let by_meaning = FailureModeMeanings::recognise_off_runtime(meaning, kind, &early.1).await;
     let turn = wait_in_line(write_line).await;
-    let mut tx = store::begin_write(pool).await?;
+    let mut w = IncidentWrite::open(pool, id, actor, expected_version).await?;
     // Checked inside the write transaction, so a Learn that commits meanwhile cannot be followed
     // by evidence on the learned incident.
-    let incident = incidents::get_in(&mut tx, id).await?;
-    incident.check_version(expected_version)?;
-    if incident.state == IncidentState::Learned {
+    if w.incident().state == IncidentState::Learned {
         return Err(AppError::Conflict(format!(
             "{id} is learned and closed; open a new incident for new evidence"
         )));
     }
-    let current = store::redaction::load(&mut tx, id.as_str()).await?;
+    let current = w.redactor().clone();
     let (redactor, mut extraction, redacted) = match &seen {
         Some(r) if *r == current => early,
         // No map then and now: the early one is as fresh (only its random salt differs).
@@ -280,9 +273,8 @@ pub async fn submit(
         found.apply(&mut extraction);
     }
     if seen.as_ref() != Some(&redactor) {
-        store::redaction::save(&mut tx, id.as_str(), &redactor).await?;
+        w.set_redactor(redactor);
     }
-    let bytes = submitted_bytes as i64;
     let new = estore::NewEvidence {
         incident_id: id.as_str(),
         kind: kind.as_str(),
@@ -294,9 +286,9 @@ pub async fn submit(
         author: actor,
         dedup_key,
     };
-    let at = store::now();
-    let Some(evidence_id) = estore::insert(&mut tx, &new, at).await? else {
-        tx.rollback().await?;
+    let at = w.at();
+    let Some(evidence_id) = estore::insert(w.tx(), &new, at).await? else {
+        drop(w);
         drop(turn);
         let existing = match dedup_key {
             Some(k) => estore::find_by_key(pool, k).await?,
@@ -309,9 +301,7 @@ pub async fn submit(
         });
     };
     let ids = write_observations(
-        &mut tx,
-        actor,
-        &incident,
+        &mut w,
         kind,
         evidence_id,
         &extraction.observations,
@@ -329,21 +319,14 @@ pub async fn submit(
         kind.as_str(),
         ids.len()
     );
-    incidents::add_event(&mut tx, id, at, actor, "evidence_added", &detail).await?;
     // The source says how it arrived when a door names it (`MCP: <client>` for an agent's).
-    let mut audit_detail = serde_json::json!({"evidence": evidence_id, "kind": kind, "bytes": bytes, "observations": ids.len(), "sha256": sha256});
+    let mut audit = serde_json::json!({"evidence": evidence_id, "kind": kind, "bytes": submitted_bytes as i64, "observations": ids.len(), "sha256": sha256});
     if !source.is_empty() {
-        audit_detail["source"] = serde_json::Value::String(source.clone());
+        audit["source"] = serde_json::Value::String(source.clone());
     }
-    audit::append(
-        &mut tx,
-        actor,
-        "evidence.add",
-        id.as_str(),
-        &audit_detail.to_string(),
-    )
-    .await?;
-    tx.commit().await?;
+    w.record_event(Event::new("evidence_added", detail).audited("evidence.add", audit))
+        .await?;
+    w.commit().await?;
     drop(turn);
     added(pool, id, evidence_id, &ids).await
 }

@@ -9,7 +9,7 @@ use sqlx::AnyPool;
 
 use crate::domain::Incident;
 use crate::error::{AppError, AppResult};
-use crate::store::{self, Tx, audit, incidents, memory as mstore, proposals as pstore};
+use crate::store::{self, Event, IncidentWrite, memory as mstore, proposals as pstore};
 
 /// The question the learnings preview asks.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -65,16 +65,10 @@ pub async fn question(
 ///
 /// # Errors
 /// Database errors (a second grade of the same incident is refused by the database).
-pub async fn record_in(
-    tx: &mut Tx,
-    incident: &crate::domain::IncidentId,
-    q: &GradeQuestion,
-    answer: bool,
-    actor: &str,
-    at: jiff::Timestamp,
-) -> AppResult<()> {
+pub async fn record_in(w: &mut IncidentWrite, q: &GradeQuestion, answer: bool) -> AppResult<()> {
+    let (incident, actor, at) = (w.incident().id.clone(), w.actor().to_string(), w.at());
     pstore::insert_grade(
-        tx,
+        w.tx(),
         &pstore::Grade {
             incident_id: incident.to_string(),
             hypothesis_id: Some(q.hypothesis_id),
@@ -82,32 +76,19 @@ pub async fn record_in(
             matched: answer,
             suggested: q.suggested,
             memory_recalled: q.memory_recalled,
-            graded_by: actor.to_string(),
+            graded_by: actor,
             graded_at: at,
         },
     )
     .await?;
-    incidents::add_event(
-        tx,
-        incident,
-        at,
-        actor,
-        "hypothesis_graded",
-        if answer {
-            "the copilot's top hypothesis matched the root cause"
-        } else {
-            "the copilot's top hypothesis did not match the root cause"
-        },
-    )
-    .await?;
-    audit::append(
-        tx,
-        actor,
-        "incident.grade",
-        incident.as_str(),
-        &serde_json::json!({"hypothesis": q.hypothesis_id, "matched": answer,
-                            "suggested": q.suggested, "memory_recalled": q.memory_recalled})
-        .to_string(),
-    )
-    .await
+    let event = if answer {
+        "the copilot's top hypothesis matched the root cause"
+    } else {
+        "the copilot's top hypothesis did not match the root cause"
+    };
+    let audit = serde_json::json!({"hypothesis": q.hypothesis_id, "matched": answer,
+                                   "suggested": q.suggested, "memory_recalled": q.memory_recalled});
+    w.record_event(Event::new("hypothesis_graded", event).audited("incident.grade", audit))
+        .await?;
+    Ok(())
 }

@@ -19,7 +19,8 @@ use crate::domain::{
 use crate::error::{AppError, AppResult};
 use crate::store::users::User;
 use crate::store::{
-    self, audit, incidents, memory as mstore, postmortems as pstore, recommendations as rstore,
+    self, Db, Event, IncidentWrite, incidents, memory as mstore, postmortems as pstore,
+    recommendations as rstore,
 };
 
 pub use crate::domain::ConfirmPolicy;
@@ -137,7 +138,7 @@ async fn facts(pool: &AnyPool, incident: &crate::domain::Incident) -> AppResult<
 /// # Errors
 /// [`AppError::InvalidTransition`] unless resolved; [`AppError::NotFound`].
 pub async fn draft_postmortem(
-    pool: &AnyPool,
+    pool: &Db,
     llm: Option<&dyn crate::analyst::Analyst>,
     user: &User,
     id: &IncidentId,
@@ -172,15 +173,14 @@ pub async fn draft_postmortem(
             }
         },
     };
-    let mut tx = store::begin_write(pool).await?;
-    let pm = crate::services::memory::redact_value_for(&mut tx, id.as_str(), &pm).await?;
+    let mut w = IncidentWrite::open(pool, id, &user.name, expected_version).await?;
+    let pm = w.redact_value(&pm)?;
     let mut notice = notice;
     if let Some(n) = notice.as_mut() {
-        crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [n]).await?;
+        w.redact(&mut [n]);
     }
-    let current = crate::services::workflow::current_in(&mut tx, id, expected_version).await?;
-    let to = current.state.apply(Transition::DraftPostmortem)?;
-    let at = store::now();
+    let from = w.incident().state;
+    let to = from.apply(Transition::DraftPostmortem)?;
     let event = match &notice {
         Some(n) if analyst == "built-in" => {
             format!("post-mortem drafted (built-in analyst; {n})")
@@ -188,42 +188,29 @@ pub async fn draft_postmortem(
         _ if analyst == "built-in" => "post-mortem drafted (built-in analyst)".to_string(),
         _ => format!("post-mortem drafted ({analyst})"),
     };
-    if !incidents::apply_transition(
-        &mut tx,
-        id,
-        current.state,
-        to,
-        Transition::DraftPostmortem,
-        &Default::default(),
-        &user.name,
-        at,
-        &event,
-    )
-    .await?
+    let audit = serde_json::json!({"from": from, "to": to, "analyst": analyst});
+    let audit = Some(("incident.draft_postmortem".to_string(), audit.to_string()));
+    let patch = Default::default();
+    if !w
+        .transition(Transition::DraftPostmortem, to, &patch, &event, audit)
+        .await?
     {
         return Err(AppError::Conflict(format!(
             "{id} changed while drafting; reload"
         )));
     }
+    let (at, name) = (w.at(), user.name.clone());
     pstore::upsert_draft(
-        &mut tx,
+        w.tx(),
         id.as_str(),
         &pm,
-        &user.name,
+        &name,
         &analyst,
         notice.as_deref(),
         at,
     )
     .await?;
-    audit::append(
-        &mut tx,
-        &user.name,
-        "incident.draft_postmortem",
-        id.as_str(),
-        &serde_json::json!({"from": current.state, "to": to, "analyst": analyst}).to_string(),
-    )
-    .await?;
-    tx.commit().await?;
+    w.commit().await?;
     pstore::get(pool, id.as_str()).await
 }
 
@@ -305,7 +292,7 @@ fn checked_model_draft(
 /// # Errors
 /// [`AppError::Conflict`] when not a draft (or on a stale `expected_version`); validation errors.
 pub async fn edit(
-    pool: &AnyPool,
+    pool: &Db,
     user: &User,
     id: &IncidentId,
     pm: Postmortem,
@@ -313,46 +300,31 @@ pub async fn edit(
 ) -> AppResult<pstore::StoredPostmortem> {
     let pm = pm.with_unix_newlines();
     validate(&pm)?;
-    let mut tx = store::begin_write(pool).await?;
-    let incident = incidents::get_in(&mut tx, id).await?;
-    if incident.state != IncidentState::PostmortemDraft {
+    // The version checked is the draft's (`save_edit`), not the incident's.
+    let mut w = IncidentWrite::open(pool, id, &user.name, None).await?;
+    let state = w.incident().state;
+    if state != IncidentState::PostmortemDraft {
         return Err(AppError::Conflict(format!(
             "the post-mortem of {id} can be edited only as a draft (it is {}){}",
-            incident.state.label().to_lowercase(),
-            if incident.state == IncidentState::Confirmed {
+            state.label().to_lowercase(),
+            if state == IncidentState::Confirmed {
                 ": reopen the draft first, which clears the confirmation"
             } else {
                 ""
             }
         )));
     }
-    let pm = pm_with_durations(pm);
-    let pm = crate::services::memory::redact_value_for(&mut tx, id.as_str(), &pm).await?;
-    if !pstore::save_edit(
-        &mut tx,
-        id.as_str(),
-        &pm,
-        &user.name,
-        store::now(),
-        expected_version,
-    )
-    .await?
-    {
+    let pm = w.redact_value(&pm_with_durations(pm))?;
+    let at = w.at();
+    if !pstore::save_edit(w.tx(), id.as_str(), &pm, &user.name, at, expected_version).await? {
         return Err(AppError::Conflict(
             "the draft changed since you loaded it; reload and apply your edit again".into(),
         ));
     }
-    incidents::add_event(
-        &mut tx,
-        id,
-        store::now(),
-        &user.name,
-        "postmortem_edited",
-        "post-mortem edited",
-    )
-    .await?;
-    audit::append(&mut tx, &user.name, "postmortem.edit", id.as_str(), "{}").await?;
-    tx.commit().await?;
+    let event = Event::new("postmortem_edited", "post-mortem edited");
+    w.record_event(event.audited("postmortem.edit", "{}"))
+        .await?;
+    w.commit().await?;
     pstore::get(pool, id.as_str()).await
 }
 
@@ -395,7 +367,7 @@ fn validate(pm: &Postmortem) -> Result<(), crate::domain::ValidationError> {
 /// [`AppError::InvalidTransition`] when not a draft; [`AppError::Conflict`] when either version
 /// is stale (the message says who edited the draft since).
 pub async fn confirm(
-    pool: &AnyPool,
+    pool: &Db,
     user: &User,
     id: &IncidentId,
     policy: ConfirmPolicy,
@@ -416,10 +388,10 @@ pub async fn confirm(
         )),
     };
     policy.check(user.role, &user.name, None).map_err(refused)?;
-    let mut tx = store::begin_write(pool).await?;
-    let current = crate::services::workflow::current_in(&mut tx, id, expected_version).await?;
-    let to = current.state.apply(Transition::Confirm)?;
-    let pm = pstore::get_in(&mut tx, id.as_str()).await?;
+    let mut w = IncidentWrite::open(pool, id, &user.name, expected_version).await?;
+    let from = w.incident().state;
+    let to = from.apply(Transition::Confirm)?;
+    let pm = pstore::get_in(w.tx(), id.as_str()).await?;
     if let Some(read) = expected_draft.filter(|&read| read != pm.version) {
         return Err(AppError::Conflict(format!(
             "the post-mortem draft of {id} changed since you read it (you read version {read}; it is now version {}, edited by {}): read the draft again, then confirm",
@@ -429,31 +401,23 @@ pub async fn confirm(
     policy
         .check_draft(user.role, &user.name, &pm.postmortem, &pm.edited_by)
         .map_err(refused)?;
-    let at = store::now();
-    if !incidents::apply_transition(
-        &mut tx,
-        id,
-        current.state,
-        to,
-        Transition::Confirm,
-        &Default::default(),
-        &user.name,
-        at,
-        "post-mortem confirmed",
-    )
-    .await?
+    let audit = serde_json::json!({"from": from, "to": to}).to_string();
+    let audit = Some(("incident.confirm".to_string(), audit));
+    let patch = Default::default();
+    if !w
+        .transition(
+            Transition::Confirm,
+            to,
+            &patch,
+            "post-mortem confirmed",
+            audit,
+        )
+        .await?
     {
         return Err(AppError::Conflict(format!("{id} changed; reload")));
     }
-    pstore::set_confirmation(&mut tx, id.as_str(), Some(&user.name), at).await?;
-    audit::append(
-        &mut tx,
-        &user.name,
-        "incident.confirm",
-        id.as_str(),
-        &serde_json::json!({"from": current.state, "to": to}).to_string(),
-    )
-    .await?;
-    tx.commit().await?;
+    let at = w.at();
+    pstore::set_confirmation(w.tx(), id.as_str(), Some(&user.name), at).await?;
+    w.commit().await?;
     pstore::get(pool, id.as_str()).await
 }

@@ -16,14 +16,12 @@ use std::sync::Arc;
 
 use tokio::sync::Semaphore;
 
-use sqlx::AnyPool;
-
 use crate::domain::{IncidentId, ValidationError};
 use crate::error::{AppError, AppResult};
 use crate::evidence::{EvidenceKind, truncate_chars};
 use crate::prometheus::{ALERT_LOOKBACK, PromError, Prometheus, RangeResult, Window, fill_service};
 use crate::services::evidence::{self as esvc, EvidenceAdded, QueryLink};
-use crate::store::{self, evidence as estore, incidents};
+use crate::store::{self, Event, IncidentWrite, evidence as estore, incidents};
 
 /// Who pulled an alert's series (the timeline and the evidence author).
 pub const ACTOR: &str = "prometheus";
@@ -94,7 +92,7 @@ fn alert_key(id: &IncidentId, fingerprint: &str) -> String {
 /// ([`Prometheus::wait_in_line`]); when it is full they are not pulled and the incident gets a
 /// note saying so.
 pub fn spawn_alert_pulls(
-    pool: AnyPool,
+    pool: crate::store::Db,
     prom: Arc<Prometheus>,
     id: IncidentId,
     alerts: Vec<AlertSeries>,
@@ -156,7 +154,7 @@ fn queries_of(prom: &Prometheus, a: &AlertSeries) -> Vec<(Measures, String)> {
 /// timeline saying why. The document is built off the async runtime and stored in the source's
 /// write line ([`Prometheus::write_line`]).
 async fn pull_alert(
-    pool: &AnyPool,
+    pool: &crate::store::Db,
     prom: &Arc<Prometheus>,
     id: &IncidentId,
     a: &AlertSeries,
@@ -395,7 +393,7 @@ fn render(doc: serde_json::Value) -> AppResult<Rendered> {
     reason = "one store of a pulled document: each argument is a different part of it"
 )]
 async fn store_doc(
-    pool: &AnyPool,
+    pool: &crate::store::Db,
     line: &Semaphore,
     actor: &str,
     id: &IncidentId,
@@ -436,13 +434,18 @@ async fn store_doc(
 
 /// Writes a `prometheus` note on the incident's timeline (redacted like any incident text), in
 /// the source's write line `line`.
-async fn note(pool: &AnyPool, line: &Semaphore, id: &IncidentId, detail: String) -> AppResult<()> {
+async fn note(
+    pool: &crate::store::Db,
+    line: &Semaphore,
+    id: &IncidentId,
+    detail: String,
+) -> AppResult<()> {
     let mut detail = detail;
     let _turn = esvc::wait_in_line(Some(line)).await;
-    let mut tx = store::begin_write(pool).await?;
-    crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut detail]).await?;
-    incidents::add_event(&mut tx, id, store::now(), ACTOR, "prometheus", &detail).await?;
-    tx.commit().await?;
+    let mut w = IncidentWrite::open(pool, id, ACTOR, None).await?;
+    w.redact(&mut [&mut detail]);
+    w.record_event(Event::new("prometheus", detail)).await?;
+    w.commit().await?;
     Ok(())
 }
 
@@ -494,7 +497,7 @@ pub struct QueryStored {
 /// Prometheus's error for a query it rejects; [`AppError::Upstream`] when Prometheus is down,
 /// slow or answers another error; [`AppError::Conflict`] on a learned incident.
 pub async fn run_query(
-    pool: &AnyPool,
+    pool: &crate::store::Db,
     prom: Option<&Prometheus>,
     actor: &str,
     id: &IncidentId,

@@ -31,13 +31,15 @@ use crate::domain::proposals::{
     Alternative, KnownRunbook, MAX_ALTERNATIVES, ProposalKind, ProposalStatus, Reflection,
     RunbookDraft, Supersession, draft_runbook, is_failing_verdict, match_runbooks,
 };
-use crate::domain::{ActionKind, Incident, IncidentId, MemoryKind, Role, Validation};
+use crate::domain::{ActionKind, IncidentId, MemoryKind, Role, Validation};
 use crate::error::{AppError, AppResult};
 use crate::services::investigation::GENERIC_TAGS;
 use crate::store::proposals::{self as pstore, StoredProposal};
 use crate::store::recommendations::Recommendation;
 use crate::store::users::User;
-use crate::store::{self, Tx, audit, consolidation as cstore, incidents, memory as mstore};
+use crate::store::{
+    self, Event, IncidentWrite, Tx, audit, consolidation as cstore, incidents, memory as mstore,
+};
 
 mod review;
 
@@ -112,17 +114,18 @@ fn source_of(success: &pstore::Success, how: &str) -> String {
 /// # Errors
 /// Database errors.
 pub async fn draft_reflection_in(
-    tx: &mut Tx,
-    incident: &Incident,
+    w: &mut IncidentWrite,
     rec: &Recommendation,
     verdict: &str,
     note: &str,
     failure_id: i64,
-    actor: &str,
 ) -> AppResult<Option<i64>> {
     if !is_failing_verdict(verdict) {
         return Ok(None);
     }
+    let incident = w.incident().clone();
+    let actor = w.actor().to_string();
+    let tx = w.tx();
     let kind = ActionKind::parse(&rec.action_kind)?;
     let id = incident.id.as_str();
     let failure = mstore::get_in(tx, failure_id).await?;
@@ -165,7 +168,7 @@ pub async fn draft_reflection_in(
         );
     }
     let mut target = rec.target.clone();
-    crate::services::memory::redact_for(tx, Some(id), &mut [&mut target]).await?;
+    w.redact(&mut [&mut target]);
     let reflection = Reflection {
         incident_id: id.to_string(),
         service: incident.service.clone(),
@@ -178,7 +181,7 @@ pub async fn draft_reflection_in(
     };
     let rule = reflection.rule();
     let text = rule.text();
-    let mut record = NewRecord::new(MemoryKind::Lesson, text.clone(), actor);
+    let mut record = NewRecord::new(MemoryKind::Lesson, text.clone(), &actor);
     record.incident_id = Some(id.to_string());
     record.services = vec![incident.service.clone()];
     record.failure_modes = written_tags(&modes, &text);
@@ -197,14 +200,12 @@ pub async fn draft_reflection_in(
         reflection: Some(reflection),
         ..Draft::of(record)
     };
-    queue(
-        tx,
+    queue_on(
+        w,
         ProposalKind::Reflection,
-        &incident.id,
         &format!("reflection:{}", rec.id),
         &title,
         &draft,
-        actor,
     )
     .await
 }
@@ -249,6 +250,43 @@ pub(crate) async fn queue(
             .to_string(),
     )
     .await?;
+    Ok(Some(pid))
+}
+
+/// [`queue`] inside an incident write: the proposal, its `proposal_drafted` event and its
+/// `proposal.draft` audit entry, by the write's actor.
+///
+/// # Errors
+/// Database errors.
+pub(crate) async fn queue_on(
+    w: &mut IncidentWrite,
+    kind: ProposalKind,
+    origin: &str,
+    title: &str,
+    draft: &Draft,
+) -> AppResult<Option<i64>> {
+    let json = serde_json::to_value(draft).map_err(|e| AppError::Internal(e.into()))?;
+    let (incident, actor, at) = (w.incident().id.clone(), w.actor().to_string(), w.at());
+    let Some(pid) = pstore::insert(
+        w.tx(),
+        kind,
+        incident.as_str(),
+        origin,
+        title,
+        &json,
+        &actor,
+        at,
+    )
+    .await?
+    else {
+        return Ok(None);
+    };
+    let detail = format!("{} PRO-{pid} drafted for the review queue", kind.as_str());
+    w.record_event(Event::new("proposal_drafted", detail))
+        .await?;
+    let audit = serde_json::json!({"kind": kind, "incident": incident.as_str(), "origin": origin});
+    w.audit("proposal.draft", &format!("PRO-{pid}"), &audit.to_string())
+        .await?;
     Ok(Some(pid))
 }
 
@@ -297,13 +335,12 @@ fn known_runbook(r: &crate::domain::memory::MemoryRecord) -> KnownRunbook {
 ///
 /// # Errors
 /// Database errors.
-pub async fn suggest_runbook_in(
-    tx: &mut Tx,
-    pool: &AnyPool,
-    incident: &Incident,
-    actor: &str,
-) -> AppResult<Option<i64>> {
+pub async fn suggest_runbook_in(w: &mut IncidentWrite, pool: &AnyPool) -> AppResult<Option<i64>> {
+    let incident = w.incident().clone();
+    let actor = w.actor().to_string();
+    let actor = actor.as_str();
     let id = incident.id.as_str();
+    let tx = w.tx();
     let worked = pstore::worked_in(tx, id).await?;
     if !worked.iter().any(|w| w.verdict == "resolved") {
         return Ok(None);
@@ -316,7 +353,7 @@ pub async fn suggest_runbook_in(
                 .map(|k| (k, w.target.clone()))
         })
         .collect();
-    let (_, tags) = crate::services::investigation::incident_tags(pool, incident).await?;
+    let (_, tags) = crate::services::investigation::incident_tags(pool, &incident).await?;
     let modes = specific(&tags);
     let mut runbooks = Vec::new();
     for rid in pstore::runbook_ids_in(tx).await? {
@@ -339,7 +376,7 @@ pub async fn suggest_runbook_in(
         texts.extend(runbook.steps.iter_mut());
         texts.extend(runbook.common_causes.iter_mut());
         texts.extend(runbook.worked.iter_mut());
-        crate::services::memory::redact_for(tx, Some(id), &mut texts).await?;
+        w.redact(&mut texts);
     }
     let mut record = NewRecord::new(MemoryKind::Runbook, String::new(), actor);
     runbook.apply_to(&mut record);
@@ -359,17 +396,15 @@ pub async fn suggest_runbook_in(
         runbook: Some(runbook),
         ..Draft::of(record)
     };
-    queue(
-        tx,
+    queue_on(
+        w,
         ProposalKind::Runbook,
-        &incident.id,
         &format!(
             "runbook:{id}:{}",
             crate::digest::sha256_hex(steps.as_bytes())
         ),
         &title,
         &draft,
-        actor,
     )
     .await
 }
@@ -382,11 +417,10 @@ pub async fn suggest_runbook_in(
 /// # Errors
 /// Database errors.
 pub async fn draft_supersession_in(
-    tx: &mut Tx,
-    incident: &IncidentId,
+    w: &mut IncidentWrite,
     s: Supersession,
-    actor: &str,
 ) -> AppResult<Option<i64>> {
+    let incident = w.incident().id.clone();
     let title = format!(
         "Supersession: MEM-{} is contradicted by MEM-{} from {incident}",
         s.old, s.new
@@ -399,14 +433,5 @@ pub async fn draft_supersession_in(
         supersession: Some(s),
         record: None,
     };
-    queue(
-        tx,
-        ProposalKind::Supersession,
-        incident,
-        &origin,
-        &title,
-        &draft,
-        actor,
-    )
-    .await
+    queue_on(w, ProposalKind::Supersession, &origin, &title, &draft).await
 }

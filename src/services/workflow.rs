@@ -1,44 +1,34 @@
 //! Opening incidents and moving them through the state machine (DESIGN.md §1).
 
-use sqlx::AnyPool;
-
 use crate::domain::incident::required_role;
 use crate::domain::{Incident, IncidentId, NewIncident, Resolution, Transition};
 use crate::error::{AppError, AppResult};
 use crate::store::users::User;
-use crate::store::{self, audit, incidents};
+use crate::store::{Db, IncidentWrite, incidents};
 
-/// Opens an incident in `investigating` on behalf of `actor` (a user name or an integration).
+/// Opens an incident in `investigating` on behalf of `actor` (a user name or an integration):
+/// its title and description redacted with its new placeholder map, `opened` on its timeline
+/// and `incident.open` in the audit log ([`IncidentWrite::create`]).
 ///
 /// # Errors
 /// Database errors.
-pub async fn open_incident(pool: &AnyPool, actor: &str, new: &NewIncident) -> AppResult<Incident> {
-    let mut tx = store::begin_write(pool).await?;
-    let incident = open_in(&mut tx, new, actor, store::now()).await?;
-    let detail = serde_json::json!({
-        "title": incident.title, "service": incident.service, "severity": incident.severity,
-    });
-    audit::append(
-        &mut tx,
-        actor,
-        "incident.open",
-        incident.id.as_str(),
-        &detail.to_string(),
-    )
-    .await?;
-    tx.commit().await?;
+pub async fn open_incident(db: &Db, actor: &str, new: &NewIncident) -> AppResult<Incident> {
+    let incident = IncidentWrite::create(db, new, actor)
+        .await?
+        .commit()
+        .await?;
     tracing::info!(incident.id = %incident.id, "incident opened");
     Ok(incident)
 }
 
 /// Allocates the incident's id, redacts its title and description with the incident's
-/// placeholder map (the one redaction policy, `services::memory::redact_for`) and inserts it,
-/// inside the caller's write transaction. Every way of opening an incident goes through here.
+/// placeholder map and inserts it with `opened` on its timeline, inside the caller's write
+/// transaction (alert ingest until it opens an [`IncidentWrite`] of its own).
 ///
 /// # Errors
 /// Database errors.
 pub async fn open_in(
-    tx: &mut store::Tx,
+    tx: &mut crate::store::Tx,
     new: &NewIncident,
     actor: &str,
     at: jiff::Timestamp,
@@ -51,7 +41,10 @@ pub async fn open_in(
         &mut [&mut redacted.title, &mut redacted.description],
     )
     .await?;
-    incidents::insert(tx, id, &redacted, actor, at).await
+    let incident = incidents::insert(tx, id, &redacted, actor, at).await?;
+    let opened = format!("{} on {}: {}", new.severity, new.service, redacted.title);
+    incidents::add_event(tx, &incident.id, at, actor, "opened", &opened).await?;
+    Ok(incident)
 }
 
 /// What a transition request carries besides its name.
@@ -72,7 +65,7 @@ pub struct TransitionInput {
 ///   concurrent request moved it first;
 /// - [`AppError::Validation`] when resolve comes without a resolution.
 pub async fn transition(
-    pool: &AnyPool,
+    pool: &Db,
     user: &User,
     id: &IncidentId,
     transition: Transition,
@@ -81,28 +74,13 @@ pub async fn transition(
     transition_from(pool, user, id, transition, input, None).await
 }
 
-/// Incident `id` read inside the write transaction `tx`, refused when `expected_version` (what
-/// the page or client saw) is not current ([`Incident::check_version`]).
-///
-/// # Errors
-/// [`AppError::NotFound`]; [`AppError::Conflict`] on a stale version; database errors.
-pub async fn current_in(
-    tx: &mut crate::store::Tx,
-    id: &IncidentId,
-    expected_version: Option<i64>,
-) -> AppResult<Incident> {
-    let current = incidents::get_in(tx, id).await?;
-    current.check_version(expected_version)?;
-    Ok(current)
-}
-
 /// [`transition`] based on the incident version `expected_version` (what the page or client
 /// saw): a stale version is a 409 that changes nothing, checked inside the write transaction.
 ///
 /// # Errors
 /// As [`transition`], plus [`AppError::Conflict`] when `expected_version` is not current.
 pub async fn transition_from(
-    pool: &AnyPool,
+    pool: &Db,
     user: &User,
     id: &IncidentId,
     transition: Transition,
@@ -123,63 +101,41 @@ pub async fn transition_from(
         )
         .into());
     }
-    let mut tx = store::begin_write(pool).await?;
-    let current = current_in(&mut tx, id, expected_version).await?;
-    let to = current.state.apply(transition)?;
-    let at = store::now();
+    let mut write = IncidentWrite::open(pool, id, &user.name, expected_version).await?;
+    let from = write.incident().state;
+    let to = from.apply(transition)?;
     let detail = match transition {
         Transition::Resolve => "resolved".to_string(),
-        _ => format!("{} → {}", current.state.label(), to.label()),
+        _ => format!("{} → {}", from.label(), to.label()),
     };
     let mut resolution = input.resolution;
     if let Some(r) = resolution.as_mut() {
-        crate::services::memory::redact_for(
-            &mut tx,
-            Some(id.as_str()),
-            &mut [&mut r.summary, &mut r.root_cause],
-        )
-        .await?;
+        write.redact(&mut [&mut r.summary, &mut r.root_cause]);
     }
     let patch = incidents::TransitionPatch { resolution };
-    let applied = incidents::apply_transition(
-        &mut tx,
-        id,
-        current.state,
-        to,
-        transition,
-        &patch,
-        &user.name,
-        at,
-        &detail,
-    )
-    .await?;
-    if !applied {
+    let audit = (
+        format!("incident.{}", transition.as_str()),
+        serde_json::json!({"from": from, "to": to}).to_string(),
+    );
+    if !write
+        .transition(transition, to, &patch, &detail, Some(audit))
+        .await?
+    {
         // The write lock makes this unreachable in one process; keep the guard for several.
         return Err(AppError::Conflict(format!(
             "incident {id} changed while this request ran; reload and try again"
         )));
     }
-    let audit_detail = serde_json::json!({"from": current.state, "to": to});
-    audit::append(
-        &mut tx,
-        &user.name,
-        &format!("incident.{}", transition.as_str()),
-        id.as_str(),
-        &audit_detail.to_string(),
-    )
-    .await?;
-    if transition == Transition::Reopen && current.state == crate::domain::IncidentState::Confirmed
-    {
+    if transition == Transition::Reopen && from == crate::domain::IncidentState::Confirmed {
         // Reopening a confirmed post-mortem clears its confirmation.
-        crate::store::postmortems::set_confirmation(&mut tx, id.as_str(), None, at).await?;
+        let at = write.at();
+        crate::store::postmortems::set_confirmation(write.tx(), id.as_str(), None, at).await?;
     }
-    let incident = incidents::get_in(&mut tx, id).await?;
     if transition == Transition::Resolve {
         // A runbook draft for the review queue when approved actions resolved it.
-        crate::services::proposals::suggest_runbook_in(&mut tx, pool, &incident, &user.name)
-            .await?;
+        crate::services::proposals::suggest_runbook_in(&mut write, pool).await?;
     }
-    tx.commit().await?;
-    tracing::info!(incident.id = %id, from = %current.state, to = %to, "transition");
+    let incident = write.commit().await?;
+    tracing::info!(incident.id = %id, from = %from, to = %to, "transition");
     Ok(incident)
 }

@@ -6,9 +6,7 @@
 use sqlx::AnyPool;
 
 use super::{Tx, db_time, parse_db_time};
-use crate::domain::{
-    Incident, IncidentId, IncidentState, NewIncident, Severity, TimelineEvent, Transition,
-};
+use crate::domain::{Incident, IncidentId, IncidentState, NewIncident, Severity, TimelineEvent};
 use crate::error::{AppError, AppResult};
 
 #[derive(sqlx::FromRow)]
@@ -72,8 +70,9 @@ pub async fn next_id(tx: &mut Tx, at: jiff::Timestamp) -> AppResult<IncidentId> 
     Ok(IncidentId::new(year, seq))
 }
 
-/// Inserts a new incident `id` (from [`next_id`]) in `investigating` and records `opened` on its
-/// timeline. Runs inside the caller's write transaction; `new` is already redacted.
+/// Inserts a new incident `id` (from [`next_id`]) in `investigating`, inside the caller's write
+/// transaction; `new` is already redacted. `opened` goes on its timeline through
+/// [`super::IncidentWrite::create`], the one caller.
 ///
 /// # Errors
 /// Database errors.
@@ -100,15 +99,6 @@ pub async fn insert(
     .bind(&t)
     .execute(&mut **tx)
     .await?;
-    add_event(
-        tx,
-        &id,
-        at,
-        opened_by,
-        "opened",
-        &format!("{} on {}: {}", new.severity, new.service, new.title),
-    )
-    .await?;
     Ok(Incident {
         id,
         title: new.title.clone(),
@@ -127,9 +117,10 @@ pub async fn insert(
 }
 
 /// Appends an event to an incident's timeline inside the caller's transaction, with the chat
-/// outbox rows of the channels that post it ([`super::chat::enqueue_in`]): every incident event
-/// goes through here, so what is announced is written once, with the change, and a rolled-back
-/// write announces nothing.
+/// outbox rows of the channels that post it ([`super::chat::enqueue_in`]); returns the event's
+/// id. Called by the incident write alone ([`super::IncidentWrite::record_event`]), which also
+/// writes the audit entry and the change notice, so what is announced is written once, with the
+/// change, and a rolled-back write announces nothing.
 ///
 /// # Errors
 /// Database errors.
@@ -140,7 +131,7 @@ pub async fn add_event(
     actor: &str,
     kind: &str,
     detail: &str,
-) -> AppResult<()> {
+) -> AppResult<i64> {
     let event_id: i64 = sqlx::query_scalar(
         "INSERT INTO timeline_events (incident_id, at, actor, kind, detail) VALUES ($1, $2, $3, $4, $5)
          RETURNING id",
@@ -152,7 +143,8 @@ pub async fn add_event(
     .bind(detail)
     .fetch_one(&mut **tx)
     .await?;
-    super::chat::enqueue_in(tx, id, event_id, kind, at).await
+    super::chat::enqueue_in(tx, id, event_id, kind, at).await?;
+    Ok(event_id)
 }
 
 /// Loads one incident.
@@ -461,24 +453,21 @@ pub struct TransitionPatch {
     pub resolution: Option<crate::domain::Resolution>,
 }
 
-/// Applies `transition` from `from` to `to` with compare-and-set on the state, inside the
-/// caller's transaction, and records it on the timeline.
+/// Moves incident `id` from `from` to `to` with compare-and-set on the state, inside the
+/// caller's transaction, with `patch`. The incident write records the transition's event
+/// ([`super::IncidentWrite::transition`]).
 ///
 /// Returns `false` (and writes nothing) when the incident is no longer in `from`.
 ///
 /// # Errors
 /// Database errors.
-#[allow(clippy::too_many_arguments)]
-pub async fn apply_transition(
+pub(super) async fn apply_transition(
     tx: &mut Tx,
     id: &IncidentId,
     from: IncidentState,
     to: IncidentState,
-    transition: Transition,
     patch: &TransitionPatch,
-    actor: &str,
     at: jiff::Timestamp,
-    detail: &str,
 ) -> AppResult<bool> {
     let t = db_time(at);
     let (summary, root_cause, resolved_at) = match &patch.resolution {
@@ -506,8 +495,5 @@ pub async fn apply_transition(
     .await?
     .rows_affected()
         == 1;
-    if done {
-        add_event(tx, id, at, actor, transition.as_str(), detail).await?;
-    }
     Ok(done)
 }

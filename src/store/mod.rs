@@ -4,12 +4,14 @@
 pub mod alerts;
 pub mod audit;
 pub mod backup;
+pub mod changes;
 pub mod chat;
 pub mod consolidation;
 pub mod dialect;
 pub mod embeddings;
 pub mod evidence;
 pub mod incident_documents;
+mod incident_write;
 pub mod incidents;
 pub mod insights;
 pub mod integrations;
@@ -33,9 +35,54 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{AnyPool, Transaction};
 
 use crate::error::{AppError, AppResult};
+pub use incident_write::{Event, IncidentWrite, Tags, Write};
 
 /// A write transaction on the app's database (either backend).
 pub type Tx = Transaction<'static, sqlx::Any>;
+
+/// The app's database: its pool and the hub its incident writes announce their changes to
+/// ([`changes::ChangeHub`]). Cheap to clone (clones share both); it reads as the pool it holds
+/// (`Deref`), so a read takes `&Db` where it takes `&AnyPool`.
+#[derive(Debug, Clone)]
+pub struct Db {
+    pool: AnyPool,
+    changes: changes::ChangeHub,
+}
+
+impl Db {
+    /// The database of `pool`, with a hub of its own.
+    pub fn new(pool: AnyPool) -> Self {
+        Self {
+            pool,
+            changes: changes::ChangeHub::default(),
+        }
+    }
+
+    /// The pool.
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    /// The change notices of this process's incident writes on this database: subscribe to
+    /// follow an incident ([`changes::ChangeHub::subscribe`]).
+    pub fn changes(&self) -> &changes::ChangeHub {
+        &self.changes
+    }
+}
+
+impl std::ops::Deref for Db {
+    type Target = AnyPool;
+
+    fn deref(&self) -> &AnyPool {
+        &self.pool
+    }
+}
+
+impl From<AnyPool> for Db {
+    fn from(pool: AnyPool) -> Self {
+        Self::new(pool)
+    }
+}
 
 /// Whether [`open`] may create a missing database file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

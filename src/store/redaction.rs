@@ -10,12 +10,18 @@ const SELECT: &str = "SELECT map FROM redaction_maps WHERE incident_id = $1";
 fn parse(map: Option<String>) -> AppResult<Redactor> {
     match map {
         Some(m) => serde_json::from_str(&m).map_err(|e| AppError::Internal(e.into())),
-        // A random salt per incident: stored fingerprints of secrets cannot be confirmed by guessing.
-        None => Ok(Redactor::with_salt(hex::encode(rand::random::<[u8; 16]>()))),
+        None => Ok(fresh()),
     }
 }
 
-/// Loads the incident's redactor (a fresh, salted one when none is stored yet).
+/// A new incident's redactor: a random salt per incident, so stored fingerprints of secrets
+/// cannot be confirmed by guessing.
+pub fn fresh() -> Redactor {
+    Redactor::with_salt(hex::encode(rand::random::<[u8; 16]>()))
+}
+
+/// Loads the incident's redactor (a fresh, salted one when none is stored yet). Called by the
+/// incident write alone ([`super::IncidentWrite`]), which saves it once at commit.
 ///
 /// # Errors
 /// Database errors; a stored map that does not parse.
@@ -26,6 +32,18 @@ pub async fn load(tx: &mut Tx, incident_id: &str) -> AppResult<Redactor> {
             .fetch_optional(&mut **tx)
             .await?,
     )
+}
+
+/// The incident's stored redactor inside the write transaction, `None` when none is stored yet.
+///
+/// # Errors
+/// Database errors; a stored map that does not parse.
+pub(super) async fn stored_in(tx: &mut Tx, incident_id: &str) -> AppResult<Option<Redactor>> {
+    let map: Option<String> = sqlx::query_scalar(SELECT)
+        .bind(incident_id)
+        .fetch_optional(&mut **tx)
+        .await?;
+    map.map(|m| parse(Some(m))).transpose()
 }
 
 /// Reads the incident's redactor without a write transaction (for previews that must not save

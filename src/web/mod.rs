@@ -43,7 +43,6 @@ use axum::extract::{DefaultBodyLimit, MatchedPath, State};
 use axum::http::{HeaderName, HeaderValue, Request, StatusCode, header};
 use axum::response::Redirect;
 use axum::routing::{get, post};
-use sqlx::AnyPool;
 use tower::ServiceBuilder;
 use tower_http::csrf::CsrfLayer;
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -134,8 +133,9 @@ impl Default for Settings {
 /// and caches), the settings and the optional model.
 #[derive(Debug, Clone)]
 pub struct AppState {
-    /// The one database pool (SQLite or PostgreSQL, see [`crate::store::Backend`]).
-    pub pool: AnyPool,
+    /// The one database (SQLite or PostgreSQL, see [`crate::store::Backend`]): its pool, and the
+    /// change notices of its incident writes (`pool.changes()`, [`crate::store::changes`]).
+    pub pool: crate::store::Db,
     /// Recall, its caches and the embedder, over the same pool.
     pub memory: crate::memory::Memory,
     /// Settings.
@@ -163,7 +163,8 @@ pub struct AppState {
 
 impl AppState {
     /// Builds the state with the built-in analyst only and a memory without embeddings.
-    pub fn new(pool: AnyPool, settings: Settings) -> Self {
+    pub fn new(pool: impl Into<crate::store::Db>, settings: Settings) -> Self {
+        let pool = pool.into();
         Self {
             limits: std::sync::Arc::new(limits::RateLimiters::new(&settings.rate_limits)),
             memory: crate::memory::Memory::new(pool.clone(), None),
@@ -475,7 +476,7 @@ pub fn routes(evidence_limit: usize, webhook_limit: usize) -> Router<AppState> {
 /// The whole application: the route table ([`routes`]) inside the middleware stack (request ids,
 /// tracing, security headers, CSRF check, sessions, body limit, timeout).
 pub fn router(state: AppState) -> Router {
-    let sessions = SessionManagerLayer::new(DatabaseSessionStore::new(state.pool.clone()))
+    let sessions = SessionManagerLayer::new(DatabaseSessionStore::new(state.pool.pool().clone()))
         .with_name("incidentmind_session")
         .with_secure(state.settings.secure_cookies)
         .with_http_only(true)

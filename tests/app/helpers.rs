@@ -278,7 +278,7 @@ async fn spawn_app_listening(
     })
     .await
     .expect("app");
-    let pool = built.state.pool.clone();
+    let pool = built.state.pool.pool().clone();
     let memory = built.state.memory.clone();
     let responder = add_user(&pool, "rita", "responder", Some(PASSWORD))
         .await

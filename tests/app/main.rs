@@ -2,6 +2,7 @@
 //! file; a PostgreSQL database with `INCIDENTMIND_TEST_BACKEND=postgres`, see helpers.rs).
 mod accounts;
 mod alertmanager;
+mod changes;
 mod chat;
 mod chat_matrix;
 mod cli;

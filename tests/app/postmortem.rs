@@ -424,10 +424,14 @@ async fn an_interrupted_learn_leaves_nothing_and_a_later_one_writes_everything()
         .unwrap()
         .unwrap();
     let iid = incidentmind::domain::IncidentId::parse(&id).unwrap();
-    let err =
-        incidentmind::services::postmortem::learn_with_failpoint(&app.pool, &user, &iid, Some(3))
-            .await
-            .unwrap_err();
+    let err = incidentmind::services::postmortem::learn_with_failpoint(
+        app.memory.pool(),
+        &user,
+        &iid,
+        Some(3),
+    )
+    .await
+    .unwrap_err();
     assert!(err.to_string().contains("internal"), "{err}");
     assert_eq!(app.count("records").await, before, "none of the records");
     assert_eq!(app.count("audit_log").await, audit_before);
@@ -438,7 +442,7 @@ async fn an_interrupted_learn_leaves_nothing_and_a_later_one_writes_everything()
         .await
         .unwrap();
     assert_eq!(v["state"], "confirmed");
-    let done = incidentmind::services::postmortem::learn(&app.pool, &user, &iid)
+    let done = incidentmind::services::postmortem::learn(app.memory.pool(), &user, &iid)
         .await
         .unwrap();
     assert_eq!(

@@ -581,7 +581,7 @@ async fn a_deliverys_writes_wait_their_turn_behind_a_pulled_document_being_writt
     let parsed = parse_delivery(Source::Alertmanager, body.to_string().as_bytes()).unwrap();
 
     let turn = prom.write_line().acquire().await.expect("the write turn");
-    let (pool, p) = (app.pool.clone(), Arc::clone(&prom));
+    let (pool, p) = (app.memory.pool().clone(), Arc::clone(&prom));
     let written = tokio::spawn(async move { ingest(&pool, &integ, &parsed, Some(&p)).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(

@@ -2,8 +2,6 @@
 //! record and observation per alert, idempotent under retries and concurrency, in one
 //! `BEGIN IMMEDIATE` transaction per group.
 
-use sqlx::AnyPool;
-
 use crate::domain::{IncidentId, IncidentState, NewIncident};
 use crate::error::{AppError, AppResult};
 use crate::evidence::EvidenceKind;
@@ -76,7 +74,7 @@ pub struct IngestOutcome {
 /// # Errors
 /// Database errors only; sender input was validated by [`parse_delivery`].
 pub async fn ingest(
-    pool: &AnyPool,
+    pool: &crate::store::Db,
     integ: &Integration,
     delivery: &Delivery,
     prometheus: Option<&std::sync::Arc<crate::prometheus::Prometheus>>,
@@ -184,7 +182,7 @@ struct Claimed {
 /// alert group belongs to (new group, open incident, resolved one to follow); its branches return
 /// the same open transaction.
 async fn claim_group(
-    pool: &AnyPool,
+    pool: &crate::store::Db,
     integ: &Integration,
     group: &IncomingGroup,
     actor: &str,
@@ -289,7 +287,7 @@ async fn claim_group(
 }
 
 async fn ingest_group(
-    pool: &AnyPool,
+    pool: &crate::store::Db,
     integ: &Integration,
     group: &IncomingGroup,
     prometheus: Option<&std::sync::Arc<crate::prometheus::Prometheus>>,
@@ -493,7 +491,7 @@ async fn record_alerts(
 /// Adds one evidence record per alert that is not stale, with a dedup key (repeats add
 /// nothing), each write in `line` when there is one. Returns how many were created.
 async fn add_alert_evidence(
-    pool: &AnyPool,
+    pool: &crate::store::Db,
     line: Option<&tokio::sync::Semaphore>,
     integ: &Integration,
     group: &IncomingGroup,

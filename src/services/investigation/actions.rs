@@ -2,8 +2,6 @@
 //! reject it with a reason, give the verdict on an approved one (a failure becomes memory at
 //! once), or propose an action of their own.
 
-use sqlx::AnyPool;
-
 use super::view::{RecommendationView, recommendation_view};
 use super::warnings::dead_end_warning;
 use crate::domain::memory::NewRecord;
@@ -11,8 +9,8 @@ use crate::domain::{ActionKind, EpistemicType, IncidentId, MemoryKind, Validatio
 use crate::error::{AppError, AppResult};
 use crate::memory::Memory;
 use crate::memory::incident::incident_tags;
-use crate::services::workflow;
-use crate::store::{self, audit, incidents, recommendations as rstore};
+use crate::memory::recall::derive_tags;
+use crate::store::{Db, Event, IncidentWrite, incidents, recommendations as rstore};
 
 /// Deterministic simulated transcript of an action (no command is ever run).
 pub fn simulate(kind: ActionKind, target: &str, incident: &str) -> String {
@@ -117,17 +115,17 @@ pub fn approve_reason(warned: bool, rid: i64, reason: &str) -> Result<String, Va
 /// [`ValidationError`] (422) for a missing reason on a dead end; [`AppError::NotFound`],
 /// [`AppError::Conflict`].
 pub async fn approve(
-    pool: &AnyPool,
+    pool: &Db,
     actor: &str,
     id: &IncidentId,
     rid: i64,
     reason: &str,
     expected_version: Option<i64>,
 ) -> AppResult<RecommendationView> {
-    let mut tx = store::begin_write(pool).await?;
-    let incident = workflow::current_in(&mut tx, id, expected_version).await?;
+    let mut w = IncidentWrite::open(pool, id, actor, expected_version).await?;
+    let incident = w.incident().clone();
     incident.check_open()?;
-    let rec = rstore::get_in(&mut tx, id.as_str(), rid).await?;
+    let rec = rstore::get_in(w.tx(), id.as_str(), rid).await?;
     if rec.status != "proposed" {
         return Err(AppError::Conflict(format!(
             "recommendation {rid} is already {}",
@@ -135,7 +133,7 @@ pub async fn approve(
         )));
     }
     let mut reason = approve_reason(rec.warning.is_some(), rid, reason)?;
-    crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut reason]).await?;
+    w.redact(&mut [&mut reason]);
     let kind = ActionKind::parse(&rec.action_kind)?;
     let mut t = NewRecord::new(
         MemoryKind::ActionTranscript,
@@ -153,45 +151,31 @@ pub async fn approve(
     if !reason.is_empty() {
         t.data["approve_reason"] = serde_json::json!(reason);
     }
-    let (tid, _) = crate::services::memory::write_in(&mut tx, t).await?;
-    let at = store::now();
+    let (tid, _) = w.write_memory(t, derive_tags).await?;
+    let at = w.at();
     let kept = (!reason.is_empty()).then_some(reason.as_str());
-    if !rstore::decide(&mut tx, rid, true, actor, kept, Some(tid), at).await? {
+    if !rstore::decide(w.tx(), rid, true, actor, kept, Some(tid), at).await? {
         return Err(AppError::Conflict(format!(
             "recommendation {rid} was decided by someone else"
         )));
     }
-    incidents::add_event(
-        &mut tx,
-        id,
-        at,
-        actor,
-        "action_approved",
-        &match (&rec.warning, kept) {
-            (Some(_), Some(r)) => format!(
-                "{} on {} (simulated) despite the known dead end; different this time: {r}",
-                kind.as_str(),
-                rec.target
-            ),
-            (None, Some(r)) => format!("{} on {} (simulated): {r}", kind.as_str(), rec.target),
-            (_, None) => format!("{} on {} (simulated)", kind.as_str(), rec.target),
-        },
-    )
-    .await?;
+    let event = match (&rec.warning, kept) {
+        (Some(_), Some(r)) => format!(
+            "{} on {} (simulated) despite the known dead end; different this time: {r}",
+            kind.as_str(),
+            rec.target
+        ),
+        (None, Some(r)) => format!("{} on {} (simulated): {r}", kind.as_str(), rec.target),
+        (_, None) => format!("{} on {} (simulated)", kind.as_str(), rec.target),
+    };
     let mut detail = serde_json::json!({"recommendation": rid, "kind": kind});
     if let Some(r) = kept {
         detail["reason"] = serde_json::json!(r);
         detail["dead_end"] = serde_json::json!(rec.warning.is_some());
     }
-    audit::append(
-        &mut tx,
-        actor,
-        "recommendation.approve",
-        id.as_str(),
-        &detail.to_string(),
-    )
-    .await?;
-    tx.commit().await?;
+    w.record_event(Event::new("action_approved", event).audited("recommendation.approve", detail))
+        .await?;
+    w.commit().await?;
     recommendation_view(pool, rec.investigation_id, rid).await
 }
 
@@ -201,7 +185,7 @@ pub async fn approve(
 /// # Errors
 /// Validation error for an empty reason; [`AppError::NotFound`]; [`AppError::Conflict`].
 pub async fn reject(
-    pool: &AnyPool,
+    pool: &Db,
     actor: &str,
     id: &IncidentId,
     rid: i64,
@@ -209,9 +193,8 @@ pub async fn reject(
     expected_version: Option<i64>,
 ) -> AppResult<RecommendationView> {
     let reason = crate::domain::required_text("reason", reason, 2000)?;
-    let mut tx = store::begin_write(pool).await?;
-    workflow::current_in(&mut tx, id, expected_version).await?;
-    let rec = rstore::get_in(&mut tx, id.as_str(), rid).await?;
+    let mut w = IncidentWrite::open(pool, id, actor, expected_version).await?;
+    let rec = rstore::get_in(w.tx(), id.as_str(), rid).await?;
     if rec.status != "proposed" {
         return Err(AppError::Conflict(format!(
             "recommendation {rid} is already {}",
@@ -219,27 +202,14 @@ pub async fn reject(
         )));
     }
     let mut reason_r = reason.clone();
-    crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut reason_r]).await?;
-    let at = store::now();
-    rstore::decide(&mut tx, rid, false, actor, Some(&reason_r), None, at).await?;
-    incidents::add_event(
-        &mut tx,
-        id,
-        at,
-        actor,
-        "action_rejected",
-        &format!("{} on {}: {reason_r}", rec.action_kind, rec.target),
-    )
-    .await?;
-    audit::append(
-        &mut tx,
-        actor,
-        "recommendation.reject",
-        id.as_str(),
-        &serde_json::json!({"recommendation": rid}).to_string(),
-    )
-    .await?;
-    tx.commit().await?;
+    w.redact(&mut [&mut reason_r]);
+    let at = w.at();
+    rstore::decide(w.tx(), rid, false, actor, Some(&reason_r), None, at).await?;
+    let event = format!("{} on {}: {reason_r}", rec.action_kind, rec.target);
+    let audit = serde_json::json!({"recommendation": rid});
+    w.record_event(Event::new("action_rejected", event).audited("recommendation.reject", audit))
+        .await?;
+    w.commit().await?;
     recommendation_view(pool, rec.investigation_id, rid).await
 }
 
@@ -252,7 +222,7 @@ pub use crate::domain::action::VERDICTS;
 /// Validation error for an unknown verdict; [`AppError::Conflict`] when not approved or already
 /// judged.
 pub async fn verdict(
-    pool: &AnyPool,
+    pool: &Db,
     actor: &str,
     id: &IncidentId,
     rid: i64,
@@ -262,9 +232,9 @@ pub async fn verdict(
 ) -> AppResult<RecommendationView> {
     let verdict = crate::domain::action::parse_verdict(verdict)?;
     let note = crate::domain::optional_text("note", note, 4000)?;
-    let mut tx = store::begin_write(pool).await?;
-    let incident = workflow::current_in(&mut tx, id, expected_version).await?;
-    let rec = rstore::get_in(&mut tx, id.as_str(), rid).await?;
+    let mut w = IncidentWrite::open(pool, id, actor, expected_version).await?;
+    let incident = w.incident().clone();
+    let rec = rstore::get_in(w.tx(), id.as_str(), rid).await?;
     if rec.status != "approved" {
         return Err(AppError::Conflict(format!(
             "recommendation {rid} is {}: approve it before giving a verdict",
@@ -277,9 +247,9 @@ pub async fn verdict(
         )));
     }
     let mut note_r = note.clone();
-    crate::services::memory::redact_for(&mut tx, Some(id.as_str()), &mut [&mut note_r]).await?;
-    let at = store::now();
-    if !rstore::set_verdict(&mut tx, rid, verdict, &note_r, actor, at).await? {
+    w.redact(&mut [&mut note_r]);
+    let at = w.at();
+    if !rstore::set_verdict(w.tx(), rid, verdict, &note_r, actor, at).await? {
         return Err(AppError::Conflict(format!(
             "recommendation {rid} already has a verdict"
         )));
@@ -312,40 +282,25 @@ pub async fn verdict(
         m.cites = rec.transcript_id.into_iter().collect();
         m.origin = Some(format!("verdict:{rid}"));
         m.data = serde_json::json!({"verdict": verdict, "note": note_r, "recommendation_id": rid});
-        let (failure, _) = crate::services::memory::write_in(&mut tx, m).await?;
-        crate::services::proposals::draft_reflection_in(
-            &mut tx, &incident, &rec, verdict, &note_r, failure, actor,
-        )
-        .await?;
+        let (failure, _) = w.write_memory(m, derive_tags).await?;
+        crate::services::proposals::draft_reflection_in(&mut w, &rec, verdict, &note_r, failure)
+            .await?;
     }
-    incidents::add_event(
-        &mut tx,
-        id,
-        at,
-        actor,
-        "verdict",
-        &format!(
-            "{} on {}: {}{}",
-            kind.label(),
-            rec.target,
-            crate::domain::action::verdict_label(verdict),
-            if note_r.is_empty() {
-                String::new()
-            } else {
-                format!(" — {note_r}")
-            }
-        ),
-    )
-    .await?;
-    audit::append(
-        &mut tx,
-        actor,
-        "recommendation.verdict",
-        id.as_str(),
-        &serde_json::json!({"recommendation": rid, "verdict": verdict}).to_string(),
-    )
-    .await?;
-    tx.commit().await?;
+    let event = format!(
+        "{} on {}: {}{}",
+        kind.label(),
+        rec.target,
+        crate::domain::action::verdict_label(verdict),
+        if note_r.is_empty() {
+            String::new()
+        } else {
+            format!(" — {note_r}")
+        }
+    );
+    let audit = serde_json::json!({"recommendation": rid, "verdict": verdict});
+    w.record_event(Event::new("verdict", event).audited("recommendation.verdict", audit))
+        .await?;
+    w.commit().await?;
     recommendation_view(pool, rec.investigation_id, rid).await
 }
 
@@ -393,20 +348,14 @@ pub async fn propose(
     let past = memory.recall_for_incident(&incident, 12).await?;
     let warning =
         dead_end_warning(pool, kind, &incident.service, &past.tags, &past.similar).await?;
-    let now = store::now();
-    let mut tx = store::begin_write(pool).await?;
-    workflow::current_in(&mut tx, id, expected_version).await?;
-    crate::services::memory::redact_for(
-        &mut tx,
-        Some(id.as_str()),
-        &mut [&mut target, &mut rationale],
-    )
-    .await?;
+    let mut w = IncidentWrite::open(pool, id, actor, expected_version).await?;
+    let now = w.at();
+    w.redact(&mut [&mut target, &mut rationale]);
     let latest = rstore::latest_investigation(pool, id.as_str()).await?;
     let inv_id = match latest {
         Some(i) => i.id,
         None => {
-            rstore::insert_investigation(&mut tx, id.as_str(), actor, "person", None, &[], &[], now)
+            rstore::insert_investigation(w.tx(), id.as_str(), actor, "person", None, &[], &[], now)
                 .await?
         }
     };
@@ -426,12 +375,12 @@ pub async fn propose(
     r.validation = crate::domain::Validation::Pending;
     r.data =
         serde_json::json!({"investigation_id": inv_id, "warning": warning, "proposed_by": actor});
-    let (rid, _) = crate::services::memory::write_in(&mut tx, r).await?;
+    let (rid, _) = w.write_memory(r, derive_tags).await?;
     let warning_json = warning
         .as_ref()
         .map(|w| serde_json::to_string(w).unwrap_or_default());
     let rec_id = rstore::insert(
-        &mut tx,
+        w.tx(),
         &rstore::NewRecommendation {
             investigation_id: inv_id,
             incident_id: id.as_str(),
@@ -445,15 +394,8 @@ pub async fn propose(
         },
     )
     .await?;
-    incidents::add_event(
-        &mut tx,
-        id,
-        now,
-        actor,
-        "action_proposed",
-        &format!("{} on {target}", kind.as_str()),
-    )
-    .await?;
-    tx.commit().await?;
+    let event = format!("{} on {target}", kind.as_str());
+    w.record_event(Event::new("action_proposed", event)).await?;
+    w.commit().await?;
     recommendation_view(pool, inv_id, rec_id).await
 }

@@ -30,7 +30,7 @@ pub async fn written_records(pool: &AnyPool, result: &LearnResult) -> AppResult<
 ///
 /// # Errors
 /// [`AppError::InvalidTransition`] unless confirmed (or already learned).
-pub async fn learn(pool: &AnyPool, user: &User, id: &IncidentId) -> AppResult<LearnResult> {
+pub async fn learn(pool: &Db, user: &User, id: &IncidentId) -> AppResult<LearnResult> {
     learn_inner(pool, user, id, None, None, None).await
 }
 
@@ -42,7 +42,7 @@ pub async fn learn(pool: &AnyPool, user: &User, id: &IncidentId) -> AppResult<Le
 /// As [`learn`]; a validation error on `top_hypothesis_matched` when there is no hypothesis to
 /// grade.
 pub async fn learn_graded(
-    pool: &AnyPool,
+    pool: &Db,
     user: &User,
     id: &IncidentId,
     top_hypothesis_matched: Option<bool>,
@@ -66,7 +66,7 @@ pub async fn learn_graded(
 /// As [`learn`]; [`AppError::Internal`] at the failpoint.
 #[doc(hidden)]
 pub async fn learn_with_failpoint(
-    pool: &AnyPool,
+    pool: &Db,
     user: &User,
     id: &IncidentId,
     fail_after: Option<usize>,
@@ -75,7 +75,7 @@ pub async fn learn_with_failpoint(
 }
 
 async fn learn_inner(
-    pool: &AnyPool,
+    pool: &Db,
     user: &User,
     id: &IncidentId,
     fail_after: Option<usize>,
@@ -95,20 +95,17 @@ async fn learn_inner(
         Err(e @ AppError::InvalidTransition(_)) => return stored_result(pool, id).await?.ok_or(e),
         Err(e) => return Err(e),
     };
-    let mut tx = store::begin_write(pool).await?;
-    let current = crate::services::workflow::current_in(&mut tx, id, expected_version).await?;
-    if current.state == IncidentState::Learned {
-        drop(tx);
+    let mut w = IncidentWrite::open(pool, id, &user.name, expected_version).await?;
+    let from = w.incident().state;
+    if from == IncidentState::Learned {
+        drop(w);
         return stored_result(pool, id)
             .await?
             .ok_or_else(|| AppError::Conflict(format!("{id} is learned")));
     }
-    let to = current.state.apply(Transition::Learn)?;
-    let at = store::now();
+    let to = from.apply(Transition::Learn)?;
     match (grade, &preview.grading) {
-        (Some(answer), Some(q)) => {
-            crate::services::grading::record_in(&mut tx, id, q, answer, &user.name, at).await?
-        }
+        (Some(answer), Some(q)) => crate::services::grading::record_in(&mut w, q, answer).await?,
         (Some(_), None) => {
             return Err(crate::domain::ValidationError::new(
                 "top_hypothesis_matched",
@@ -118,60 +115,39 @@ async fn learn_inner(
         }
         (None, _) => {}
     }
-    let (written, linked) = write_plan(&mut tx, user, id, &preview, fail_after, at).await?;
-    check_written_citations(&mut tx, &written).await?;
-    if !incidents::apply_transition(
-        &mut tx,
-        id,
-        current.state,
-        to,
-        Transition::Learn,
-        &Default::default(),
-        &user.name,
-        at,
-        &format!("{} durable memories written", written.len()),
-    )
-    .await?
+    let (written, linked) = write_plan(&mut w, &preview, fail_after).await?;
+    check_written_citations(w.tx(), &written).await?;
+    let message = format!("{} durable memories written", written.len());
+    let audit = serde_json::json!({"written": written.len(), "linked": linked.len()});
+    let audit = Some(("incident.learn".to_string(), audit.to_string()));
+    let patch = Default::default();
+    if !w
+        .transition(Transition::Learn, to, &patch, &message, audit)
+        .await?
     {
         return Err(AppError::Conflict(format!("{id} changed; reload")));
     }
     let result = LearnResult {
         incident_id: id.to_string(),
-        message: format!("{} durable memories written", written.len()),
+        message,
         written,
         linked,
     };
-    pstore::save_learning(
-        &mut tx,
-        id.as_str(),
-        &user.name,
-        &serde_json::to_string(&result).map_err(|e| AppError::Internal(e.into()))?,
-        at,
-    )
-    .await?;
-    audit::append(
-        &mut tx,
-        &user.name,
-        "incident.learn",
-        id.as_str(),
-        &serde_json::json!({"written": result.written.len(), "linked": result.linked.len()})
-            .to_string(),
-    )
-    .await?;
-    tx.commit().await?;
+    let json = serde_json::to_string(&result).map_err(|e| AppError::Internal(e.into()))?;
+    let at = w.at();
+    pstore::save_learning(w.tx(), id.as_str(), &user.name, &json, at).await?;
+    w.commit().await?;
     Ok(result)
 }
 
 /// Writes Learn's plan in order inside `tx`: links the duplicates, inserts the rest with their
 /// planned citations resolved and marks what they contradict. Returns (written, linked).
 async fn write_plan(
-    tx: &mut store::Tx,
-    user: &User,
-    id: &IncidentId,
+    w: &mut IncidentWrite,
     preview: &LearningsPreview,
     fail_after: Option<usize>,
-    at: jiff::Timestamp,
 ) -> AppResult<(Vec<i64>, Vec<i64>)> {
+    let (id, actor, at) = (w.incident().id.clone(), w.actor().to_string(), w.at());
     let mut written: Vec<i64> = Vec::new();
     // Indexes in the full plan → ids (duplicates map to the existing record).
     let mut ids_by_plan: std::collections::HashMap<usize, i64> = std::collections::HashMap::new();
@@ -198,9 +174,9 @@ async fn write_plan(
             .unwrap_or(0);
         if let Some(existing) = p.duplicate_of {
             mstore::bump_evidence(
-                tx,
+                w.tx(),
                 existing,
-                &user.name,
+                &actor,
                 &format!("confirmed again by {id}"),
             )
             .await?;
@@ -218,20 +194,21 @@ async fn write_plan(
         r.cites
             .extend(p.cites_planned.iter().filter_map(|i| ids_by_plan.get(i)));
         // The text was redacted for the preview; write it as is.
-        let (rid, _) = mstore::insert(tx, &r, at).await?;
-        audit::append(tx, &user.name, "memory.write", &format!("MEM-{rid}"), &serde_json::json!({"id": rid, "kind": r.kind, "epistemic_type": r.epistemic_type, "incident": id.as_str(), "validation": r.validation}).to_string()).await?;
+        let (rid, _) = mstore::insert(w.tx(), &r, at).await?;
+        let audit = serde_json::json!({"id": rid, "kind": r.kind, "epistemic_type": r.epistemic_type, "incident": id.as_str(), "validation": r.validation});
+        w.audit("memory.write", &format!("MEM-{rid}"), &audit.to_string())
+            .await?;
         for c in &p.contradicts {
             let detail = format!(
                 "{id}'s root cause MEM-{rid} says it was not {}",
                 c.claim.join(" ")
             );
-            mstore::mark_contradicted(tx, c.id, rid, &user.name, &detail).await?;
-            audit::append(
-                tx,
-                &user.name,
+            mstore::mark_contradicted(w.tx(), c.id, rid, &actor, &detail).await?;
+            let audit = serde_json::json!({"id": c.id, "contradicted_by": rid, "claim": c.claim, "incident": id.as_str()});
+            w.audit(
                 "memory.contradict",
                 &format!("MEM-{}", c.id),
-                &serde_json::json!({"id": c.id, "contradicted_by": rid, "claim": c.claim, "incident": id.as_str()}).to_string(),
+                &audit.to_string(),
             )
             .await?;
             let supersession = crate::domain::proposals::Supersession {
@@ -241,8 +218,7 @@ async fn write_plan(
                 new_text: r.text.clone(),
                 claim: c.claim.clone(),
             };
-            crate::services::proposals::draft_supersession_in(tx, id, supersession, &user.name)
-                .await?;
+            crate::services::proposals::draft_supersession_in(w, supersession).await?;
         }
         ids_by_plan.insert(idx, rid);
         written.push(rid);
