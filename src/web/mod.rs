@@ -19,6 +19,7 @@ pub mod investigation;
 pub mod layout;
 pub mod learnings;
 pub mod limits;
+pub mod live;
 pub mod memory;
 pub mod memory_pages;
 pub mod openapi;
@@ -92,6 +93,9 @@ pub struct Settings {
     /// Chat delivery: the public URL messages link to, the worker's waits
     /// ([`crate::services::chat::ChatSettings`]).
     pub chat: crate::services::chat::ChatSettings,
+    /// The live incident page's streams: per-user limit, idle limit, heartbeat
+    /// ([`live::LiveSettings`]).
+    pub live: live::LiveSettings,
 }
 
 impl Settings {
@@ -118,6 +122,7 @@ impl Default for Settings {
             consolidate_every: None,
             prometheus: None,
             chat: crate::services::chat::ChatSettings::default(),
+            live: live::LiveSettings::default(),
         }
     }
 }
@@ -150,6 +155,8 @@ pub struct AppState {
     pub prometheus: Option<std::sync::Arc<crate::prometheus::Prometheus>>,
     /// The MCP endpoint `/mcp` and its sessions ([`crate::mcp::Endpoint`]).
     pub mcp: crate::mcp::Endpoint,
+    /// Who follows which incident live ([`live::Live`]).
+    pub live: std::sync::Arc<live::Live>,
 }
 
 impl AppState {
@@ -168,6 +175,7 @@ impl AppState {
             users: std::sync::Arc::default(),
             prometheus: None,
             mcp: crate::mcp::Endpoint::default(),
+            live: std::sync::Arc::default(),
         }
     }
 
@@ -241,6 +249,9 @@ pub fn routes(evidence_limit: usize, webhook_limit: usize) -> Router<AppState> {
         )
         .route("/incidents/new", get(pages::new_page))
         .route("/incidents/{id}", get(incident::show_page))
+        // The live page: the change stream and the panels it re-renders (web/live/).
+        .route("/incidents/{id}/events", get(live::events))
+        .route("/incidents/{id}/panels", get(live::panels::panels))
         .route(
             "/incidents/{id}/resolve",
             post(incident::resolve_submit).layer(long()),

@@ -13,6 +13,7 @@ mod evidence;
 mod helpers;
 mod injection;
 mod insights;
+mod live;
 mod instances;
 mod investigation;
 mod learn_recall;
