@@ -16,6 +16,8 @@
 
 #[path = "browser/alert_page.rs"]
 mod alert_page;
+#[path = "browser/live_page.rs"]
+mod live_page;
 #[path = "support/peer.rs"]
 mod peer;
 #[path = "support/prometheus.rs"]
