@@ -9,8 +9,8 @@ use reqwest::{Client, RequestBuilder, StatusCode};
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    TestApp, fresh_postgres_database, postgres_server, serve_instance, spawn_app,
-    spawn_app_at, spawn_app_with,
+    TestApp, fresh_postgres_database, postgres_server, serve_instance, spawn_app, spawn_app_at,
+    spawn_app_with,
 };
 
 /// One server-sent event as read off the wire (comments skipped).
@@ -118,7 +118,9 @@ const SOON: Duration = Duration::from_secs(5);
 #[tokio::test]
 async fn a_change_reaches_an_open_stream_with_its_timeline_id_actor_and_panels() {
     let app = spawn_app().await;
-    let id = app.open_incident("Checkout latency climbs", "checkout").await;
+    let id = app
+        .open_incident("Checkout latency climbs", "checkout")
+        .await;
     let mut sse = Sse::open(
         app.client
             .get(events_url(&app.base, &id))
@@ -127,7 +129,13 @@ async fn a_change_reaches_an_open_stream_with_its_timeline_id_actor_and_panels()
     .await;
     let here = sse.next_of("presence", SOON).await;
     assert_eq!(here.data["here"], json!(["victor"]));
-    add_evidence(&app, &app.base, &id, "2026-12-07T03:00:01Z ERROR checkout pool wait 4100 ms").await;
+    add_evidence(
+        &app,
+        &app.base,
+        &id,
+        "2026-12-07T03:00:01Z ERROR checkout pool wait 4100 ms",
+    )
+    .await;
     let change = sse.next_of("change", SOON).await;
     let timeline: Value = app
         .get(&app.responder, &format!("/api/v1/incidents/{id}"))
@@ -159,13 +167,31 @@ async fn a_dropped_stream_resumes_after_its_last_event_id_and_misses_nothing() {
             .bearer_auth(&app.responder),
     )
     .await;
-    add_evidence(&app, &app.base, &id, "search shard 3 returned 0 hits for 412 queries").await;
+    add_evidence(
+        &app,
+        &app.base,
+        &id,
+        "search shard 3 returned 0 hits for 412 queries",
+    )
+    .await;
     let seen = first.next_of("change", SOON).await;
     let last_seen = seen.id.clone().expect("an id");
     drop(first);
     // While the page is away: three changes.
-    add_evidence(&app, &app.base, &id, "search shard 4 returned 0 hits for 390 queries").await;
-    add_evidence(&app, &app.base, &id, "index alias points at an empty index since 02:10").await;
+    add_evidence(
+        &app,
+        &app.base,
+        &id,
+        "search shard 4 returned 0 hits for 390 queries",
+    )
+    .await;
+    add_evidence(
+        &app,
+        &app.base,
+        &id,
+        "index alias points at an empty index since 02:10",
+    )
+    .await;
     assert_eq!(app.resolve(&id).await.status(), StatusCode::OK);
     let mut again = Sse::open(
         app.client
@@ -177,7 +203,10 @@ async fn a_dropped_stream_resumes_after_its_last_event_id_and_misses_nothing() {
     let mut replayed = Vec::new();
     for _ in 0..3 {
         let e = again.next_of("change", SOON).await;
-        replayed.push((e.id.unwrap().parse::<i64>().unwrap(), e.data["kind"].as_str().unwrap().to_string()));
+        replayed.push((
+            e.id.unwrap().parse::<i64>().unwrap(),
+            e.data["kind"].as_str().unwrap().to_string(),
+        ));
     }
     let kinds: Vec<&str> = replayed.iter().map(|(_, k)| k.as_str()).collect();
     assert_eq!(kinds, ["evidence_added", "evidence_added", "resolve"]);
@@ -185,7 +214,16 @@ async fn a_dropped_stream_resumes_after_its_last_event_id_and_misses_nothing() {
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "in order: {ids:?}");
     assert!(ids[0] > last_seen.parse::<i64>().unwrap());
     // And it goes on live after the replay, without repeating one.
-    assert_eq!(app.post_json(&app.responder, &format!("/api/v1/incidents/{id}/reopen"), json!({})).await.status(), StatusCode::OK);
+    assert_eq!(
+        app.post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/reopen"),
+            json!({})
+        )
+        .await
+        .status(),
+        StatusCode::OK
+    );
     let live = again.next_of("change", SOON).await;
     assert_eq!(live.data["kind"], "reopen");
     assert!(live.id.unwrap().parse::<i64>().unwrap() > ids[2]);
@@ -203,25 +241,43 @@ async fn a_page_s_first_connection_replays_what_happened_after_the_page_was_rend
         .and_then(|s| s.split('"').next())
         .expect("the page names its newest event")
         .to_string();
-    assert!(html.contains("id=\"live-bar\" hidden"), "the live bar stays hidden without a script");
+    assert!(
+        html.contains("id=\"live-bar\" hidden"),
+        "the live bar stays hidden without a script"
+    );
     assert!(html.contains("/static/live.js?v="));
-    add_evidence(&app, &app.base, &id, "smtp relay answered 421 for 20 minutes").await;
+    add_evidence(
+        &app,
+        &app.base,
+        &id,
+        "smtp relay answered 421 for 20 minutes",
+    )
+    .await;
     let mut sse = Sse::open(b.get(format!("{}?after={after}", events_url(&app.base, &id)))).await;
     let e = sse.next_of("change", SOON).await;
     assert_eq!(e.data["kind"], "evidence_added");
 }
 
 #[tokio::test]
-async fn the_stream_is_refused_without_credentials_for_an_unknown_incident_and_a_bad_last_event_id() {
+async fn the_stream_is_refused_without_credentials_for_an_unknown_incident_and_a_bad_last_event_id()
+{
     let app = spawn_app().await;
-    let id = app.open_incident("Cache hit rate falls", "edge-cache").await;
+    let id = app
+        .open_incident("Cache hit rate falls", "edge-cache")
+        .await;
     let anonymous = Client::new()
         .get(events_url(&app.base, &id))
         .send()
         .await
         .unwrap();
-    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED, "no sign-in redirect for a stream");
-    let unknown = app.get(&app.responder, "/incidents/INC-2026-9999/events").await;
+    assert_eq!(
+        anonymous.status(),
+        StatusCode::UNAUTHORIZED,
+        "no sign-in redirect for a stream"
+    );
+    let unknown = app
+        .get(&app.responder, "/incidents/INC-2026-9999/events")
+        .await;
     assert_eq!(unknown.status(), StatusCode::NOT_FOUND);
     let bad = app
         .client
@@ -241,17 +297,30 @@ async fn a_user_over_the_stream_limit_is_told_to_wait_and_presence_follows_who_i
     settings.live.streams_per_user = 2;
     let app = spawn_app_with(settings).await;
     let id = app.open_incident("Login fails for SSO users", "auth").await;
-    let open = |token: &str| app.client.get(events_url(&app.base, &id)).bearer_auth(token.to_string());
+    let open = |token: &str| {
+        app.client
+            .get(events_url(&app.base, &id))
+            .bearer_auth(token.to_string())
+    };
     let mut rita1 = Sse::open(open(&app.responder)).await;
-    assert_eq!(rita1.next_of("presence", SOON).await.data["here"], json!(["rita"]));
+    assert_eq!(
+        rita1.next_of("presence", SOON).await.data["here"],
+        json!(["rita"])
+    );
     let rita2 = Sse::open(open(&app.responder)).await;
     let third = open(&app.responder).send().await.unwrap();
     assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS);
     assert!(third.headers().contains_key("retry-after"));
     let victor = Sse::open(open(&app.reviewer)).await;
-    assert_eq!(rita1.next_of("presence", SOON).await.data["here"], json!(["rita", "victor"]));
+    assert_eq!(
+        rita1.next_of("presence", SOON).await.data["here"],
+        json!(["rita", "victor"])
+    );
     drop(victor);
-    assert_eq!(rita1.next_of("presence", SOON).await.data["here"], json!(["rita"]));
+    assert_eq!(
+        rita1.next_of("presence", SOON).await.data["here"],
+        json!(["rita"])
+    );
     drop(rita2);
     let _again = Sse::open(open(&app.responder)).await;
 }
@@ -262,7 +331,9 @@ async fn an_idle_stream_ends_and_heartbeats_keep_it_open_until_then() {
     settings.live.heartbeat = Duration::from_millis(200);
     settings.live.idle_limit = Duration::from_millis(1200);
     let app = spawn_app_with(settings).await;
-    let id = app.open_incident("Disk fills on the log host", "logging").await;
+    let id = app
+        .open_incident("Disk fills on the log host", "logging")
+        .await;
     let started = std::time::Instant::now();
     let mut sse = Sse::open(
         app.client
@@ -273,33 +344,72 @@ async fn an_idle_stream_ends_and_heartbeats_keep_it_open_until_then() {
     sse.next_of("presence", SOON).await;
     assert!(sse.next(SOON).await.is_none(), "the stream ends when idle");
     let lasted = started.elapsed();
-    assert!(lasted >= Duration::from_millis(1100) && lasted < Duration::from_secs(4), "{lasted:?}");
-    assert!(sse.comments.iter().filter(|c| *c == "heartbeat").count() >= 3, "{:?}", sse.comments);
+    assert!(
+        lasted >= Duration::from_millis(1100) && lasted < Duration::from_secs(4),
+        "{lasted:?}"
+    );
+    assert!(
+        sse.comments.iter().filter(|c| *c == "heartbeat").count() >= 3,
+        "{:?}",
+        sse.comments
+    );
 }
 
 #[tokio::test]
 async fn the_panels_route_renders_the_page_s_panels_with_the_version_its_forms_carry() {
     let app = spawn_app().await;
-    let id = app.open_incident("Payments retried twice", "payments").await;
-    add_evidence(&app, &app.base, &id, "payment 8812 captured twice 40 ms apart").await;
+    let id = app
+        .open_incident("Payments retried twice", "payments")
+        .await;
+    add_evidence(
+        &app,
+        &app.base,
+        &id,
+        "payment 8812 captured twice 40 ms apart",
+    )
+    .await;
     let b = app.browser("victor").await;
     let res = b
-        .get(app.url(&format!("/incidents/{id}/panels?show=timeline,observations")))
+        .get(app.url(&format!(
+            "/incidents/{id}/panels?show=timeline,observations"
+        )))
         .send()
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     assert_eq!(res.headers()["x-incident-version"], "1");
     let html = res.text().await.unwrap();
-    let obs = html.find("data-live-panel=\"observations\"").expect("observations panel");
-    let tl = html.find("data-live-panel=\"timeline\"").expect("timeline panel");
+    let obs = html
+        .find("data-live-panel=\"observations\"")
+        .expect("observations panel");
+    let tl = html
+        .find("data-live-panel=\"timeline\"")
+        .expect("timeline panel");
     assert!(obs < tl, "in page order");
-    assert!(!html.contains("data-live-panel=\"copilot\""), "only what was asked");
-    assert!(html.contains("captured twice"), "the new observation is in its panel");
+    assert!(
+        !html.contains("data-live-panel=\"copilot\""),
+        "only what was asked"
+    );
+    assert!(
+        html.contains("captured twice"),
+        "the new observation is in its panel"
+    );
     assert!(html.contains("evidence_added"));
     let whole = app.page(&b, &format!("/incidents/{id}")).await;
-    for panel in ["head", "next", "summary", "observations", "copilot", "resolve", "memory", "timeline"] {
-        assert!(whole.contains(&format!("data-live-panel=\"{panel}\"")), "{panel}");
+    for panel in [
+        "head",
+        "next",
+        "summary",
+        "observations",
+        "copilot",
+        "resolve",
+        "memory",
+        "timeline",
+    ] {
+        assert!(
+            whole.contains(&format!("data-live-panel=\"{panel}\"")),
+            "{panel}"
+        );
     }
     let bad = b
         .get(app.url(&format!("/incidents/{id}/panels?show=sidebar")))
@@ -326,7 +436,13 @@ async fn a_change_made_on_instance_b_reaches_a_stream_on_instance_a_over_postgre
     .await;
     on_a.next_of("presence", SOON).await;
     let sent = std::time::Instant::now();
-    add_evidence(&a, &b, &id, "orders consumer lag 48000 messages on partition 7").await;
+    add_evidence(
+        &a,
+        &b,
+        &id,
+        "orders consumer lag 48000 messages on partition 7",
+    )
+    .await;
     let e = on_a.next_of("change", SOON).await;
     println!("instance B → stream on A: {:?}", sent.elapsed());
     assert_eq!(e.data["kind"], "evidence_added");

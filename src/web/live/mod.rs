@@ -118,7 +118,9 @@ impl Live {
             .get_or_init(|| async move { Listener::spawn(url.clone(), hub) })
             .await;
         if !listener.ready(Duration::from_secs(5)).await {
-            tracing::warn!("live stream: not listening to other instances yet; their changes show after a reconnect");
+            tracing::warn!(
+                "live stream: not listening to other instances yet; their changes show after a reconnect"
+            );
         }
         Some(listener.resyncs())
     }
@@ -192,7 +194,9 @@ pub(super) async fn events(
     // read and announced, and the announcement is skipped (its id is not above `replayed`).
     let resyncs = state.live.other_instances().await;
     let changes = state.live.hub().subscribe(&id);
-    let (_, missed) = crate::services::incidents::events_after(&state.pool, &id, resume.unwrap_or(i64::MAX)).await?;
+    let (_, missed) =
+        crate::services::incidents::events_after(&state.pool, &id, resume.unwrap_or(i64::MAX))
+            .await?;
     let mut follow = Follow {
         state: state.clone(),
         incident: id,
@@ -220,9 +224,10 @@ pub(super) async fn events(
         .text("heartbeat");
     let mut response = Sse::new(stream).keep_alive(keep_alive).into_response();
     // Tell nginx-style proxies not to buffer the stream.
-    response
-        .headers_mut()
-        .insert("x-accel-buffering", axum::http::HeaderValue::from_static("no"));
+    response.headers_mut().insert(
+        "x-accel-buffering",
+        axum::http::HeaderValue::from_static("no"),
+    );
     Ok(response)
 }
 
@@ -247,8 +252,8 @@ impl Follow {
     /// Queues the events read from the database (a replay), or a `reload` event when there
     /// were more than one read returns.
     fn queue_replay(&mut self, events: Vec<TimelineEvent>) {
-        let too_many = i64::try_from(events.len())
-            .is_ok_and(|n| n >= crate::services::incidents::REPLAY_MAX);
+        let too_many =
+            i64::try_from(events.len()).is_ok_and(|n| n >= crate::services::incidents::REPLAY_MAX);
         if let Some(last) = events.last() {
             self.replayed = self.replayed.max(last.id);
         }
@@ -268,7 +273,13 @@ impl Follow {
 
     /// Reads what was recorded after the newest event sent (after a missed announcement).
     async fn replay(&mut self) {
-        match crate::services::incidents::events_after(&self.state.pool, &self.incident, self.replayed).await {
+        match crate::services::incidents::events_after(
+            &self.state.pool,
+            &self.incident,
+            self.replayed,
+        )
+        .await
+        {
             Ok((_, events)) => self.queue_replay(events),
             Err(e) => {
                 tracing::warn!(error = %e, "live stream: replay failed; the browser reconnects");

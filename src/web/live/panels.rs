@@ -103,7 +103,10 @@ pub fn change_of(kind: &str) -> (&'static str, &'static [Panel]) {
         "alerts" => ("updated the alerts", EVIDENCE),
         "alert_flagged" => ("flagged an alert", EVIDENCE),
         "follows" => ("linked a learned incident", EVIDENCE),
-        "investigated" => ("investigated", &[Head, Next, Copilot, Memory, Resolve, Timeline]),
+        "investigated" => (
+            "investigated",
+            &[Head, Next, Copilot, Memory, Resolve, Timeline],
+        ),
         "action_proposed" => ("proposed an action", ACTIONS),
         "action_approved" => ("approved an action", ACTIONS),
         "action_rejected" => ("rejected an action", ACTIONS),
@@ -179,7 +182,9 @@ pub(in crate::web) async fn panels(
             Panel::Memory => page.as_memory().render(),
             Panel::Timeline => page.as_timeline().render(),
         }
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("incident panel {}: {e}", panel.as_str())))?;
+        .map_err(|e| {
+            AppError::Internal(anyhow::anyhow!("incident panel {}: {e}", panel.as_str()))
+        })?;
         html.push_str(&rendered);
         html.push('\n');
     }
@@ -187,7 +192,10 @@ pub(in crate::web) async fn panels(
     let h = response.headers_mut();
     h.insert("x-incident-version", HeaderValue::from(page.version()));
     h.insert("x-incident-event", HeaderValue::from(page.last_event_id()));
-    h.insert(header::VARY, HeaderValue::from_static("cookie, authorization"));
+    h.insert(
+        header::VARY,
+        HeaderValue::from_static("cookie, authorization"),
+    );
     Ok(response)
 }
 
@@ -212,9 +220,19 @@ mod tests {
         assert!(change_of("evidence_added").1.contains(&Panel::Observations));
         assert!(change_of("verdict").1.contains(&Panel::Copilot));
         assert_eq!(change_of("something_new").1, &Panel::ALL);
-        for kind in ["opened", "evidence_added", "verdict", "postmortem_edited", "resolve", "x"] {
+        for kind in [
+            "opened",
+            "evidence_added",
+            "verdict",
+            "postmortem_edited",
+            "resolve",
+            "x",
+        ] {
             let panels = change_of(kind).1;
-            assert!(panels.contains(&Panel::Head) && panels.contains(&Panel::Timeline), "{kind}");
+            assert!(
+                panels.contains(&Panel::Head) && panels.contains(&Panel::Timeline),
+                "{kind}"
+            );
         }
     }
 }

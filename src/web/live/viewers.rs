@@ -70,7 +70,10 @@ impl Viewers {
         let held = inner.per_user.get(&user.id).copied().unwrap_or(0);
         if held >= per_user {
             return Err(AppError::TooManyRequests {
-                what: format!("live incident streams for {} (at most {per_user} open at once)", user.name),
+                what: format!(
+                    "live incident streams for {} (at most {per_user} open at once)",
+                    user.name
+                ),
                 retry_after_secs: 30,
             });
         }
@@ -174,7 +177,11 @@ mod tests {
         assert_eq!(viewers.present(&inc), ["ada", "bob"]);
         assert_eq!(**a1.present.borrow(), ["ada", "bob"]);
         drop(a1);
-        assert_eq!(viewers.present(&inc), ["ada", "bob"], "ada's second tab is open");
+        assert_eq!(
+            viewers.present(&inc),
+            ["ada", "bob"],
+            "ada's second tab is open"
+        );
         drop(b);
         assert_eq!(**a2.present.borrow(), ["ada"]);
         drop(a2);
@@ -190,8 +197,14 @@ mod tests {
         let first = viewers.join(&one, &ada, 2).unwrap();
         let _second = viewers.join(&two, &ada, 2).unwrap();
         let refused = viewers.join(&one, &ada, 2).unwrap_err();
-        assert!(matches!(refused, AppError::TooManyRequests { .. }), "{refused}");
-        assert!(viewers.join(&one, &user(2, "bob"), 2).is_ok(), "another user is not counted");
+        assert!(
+            matches!(refused, AppError::TooManyRequests { .. }),
+            "{refused}"
+        );
+        assert!(
+            viewers.join(&one, &user(2, "bob"), 2).is_ok(),
+            "another user is not counted"
+        );
         drop(first);
         assert!(viewers.join(&one, &ada, 2).is_ok());
     }
