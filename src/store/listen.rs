@@ -4,6 +4,10 @@
 //! [`ChangeHub`], so a live page on instance A sees a change made on instance B (issue #55).
 //! This process's own notices are skipped: its writes publish them to the hub themselves.
 //!
+//! The same connection hears [`PRESENCE_CHANNEL`]: each instance announces who has an incident
+//! open on it ([`announce_presence`]) when that changes and every [`PRESENCE_REFRESH`], so a
+//! page's "Here now" lists the viewers of every instance.
+//!
 //! One dedicated connection (sqlx's [`PgListener`]), started by the first live stream. When it
 //! is lost, notices sent before it is back are lost with it: the listener connects again (1 s,
 //! doubling to 30 s) and, once it listens again, moves [`Listener::resyncs`] so every stream
@@ -11,10 +15,45 @@
 
 use std::time::Duration;
 
+use sqlx::AnyPool;
 use sqlx::postgres::PgListener;
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use super::changes::{CHANNEL, Change, ChangeHub};
+use crate::domain::IncidentId;
+use crate::error::AppResult;
+
+/// The `NOTIFY` channel instances announce their incidents' viewers on.
+pub const PRESENCE_CHANNEL: &str = "incident_presence";
+
+/// How often an instance announces its viewers again (another instance forgets them after
+/// three times this without news: an instance that died leaves no ghosts for long).
+pub const PRESENCE_REFRESH: Duration = Duration::from_secs(20);
+
+/// Who has one incident open on one instance.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PresenceNotice {
+    /// The incident.
+    pub incident: IncidentId,
+    /// The announcing instance ([`ChangeHub::origin`]).
+    pub origin: String,
+    /// Its viewers' names, sorted (empty: nobody any more).
+    pub names: Vec<String>,
+}
+
+/// Announces `notice` to every instance listening (`pg_notify` on [`PRESENCE_CHANNEL`]).
+///
+/// # Errors
+/// Database errors.
+pub async fn announce_presence(pool: &AnyPool, notice: &PresenceNotice) -> AppResult<()> {
+    let payload = serde_json::to_string(notice).unwrap_or_default();
+    sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(PRESENCE_CHANNEL)
+        .bind(payload)
+        .execute(pool)
+        .await?;
+    Ok(())
+}
 
 /// A running listener: whether it listens now, and how many times it came back.
 #[derive(Debug)]
@@ -24,12 +63,17 @@ pub struct Listener {
 }
 
 impl Listener {
-    /// Starts listening on the PostgreSQL database at `url` and hands other instances' notices
-    /// to `hub`, in a task that runs until `hub`'s process ends (the runtime stops).
-    pub fn spawn(url: String, hub: ChangeHub) -> Self {
+    /// Starts listening on the PostgreSQL database at `url` and hands other instances' change
+    /// notices to `hub` and their presence notices to `presence`, in a task that runs until the
+    /// runtime stops.
+    pub fn spawn(
+        url: String,
+        hub: ChangeHub,
+        presence: mpsc::UnboundedSender<PresenceNotice>,
+    ) -> Self {
         let (listening_tx, listening) = watch::channel(false);
         let (resyncs_tx, resyncs) = watch::channel(0u64);
-        tokio::spawn(run(url, hub, listening_tx, resyncs_tx));
+        tokio::spawn(run(url, hub, presence, listening_tx, resyncs_tx));
         Self { listening, resyncs }
     }
 
@@ -51,13 +95,14 @@ impl Listener {
 
 async fn connect(url: &str) -> Result<PgListener, sqlx::Error> {
     let mut listener = PgListener::connect(url).await?;
-    listener.listen(CHANNEL).await?;
+    listener.listen_all([CHANNEL, PRESENCE_CHANNEL]).await?;
     Ok(listener)
 }
 
 async fn run(
     url: String,
     hub: ChangeHub,
+    presence: mpsc::UnboundedSender<PresenceNotice>,
     listening: watch::Sender<bool>,
     resyncs: watch::Sender<u64>,
 ) {
@@ -81,6 +126,17 @@ async fn run(
         first = false;
         loop {
             match listener.try_recv().await {
+                Ok(Some(notice)) if notice.channel() == PRESENCE_CHANNEL => {
+                    match serde_json::from_str::<PresenceNotice>(notice.payload()) {
+                        Ok(p) if p.origin != hub.origin() => {
+                            let _ = presence.send(p);
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::warn!(error = %e, "live presence: unreadable notice ignored")
+                        }
+                    }
+                }
                 Ok(Some(notice)) => match serde_json::from_str::<Change>(notice.payload()) {
                     Ok(change) if change.origin != hub.origin() => hub.publish(change),
                     Ok(_) => {}

@@ -434,7 +434,16 @@ async fn a_change_made_on_instance_b_reaches_a_stream_on_instance_a_over_postgre
             .bearer_auth(&a.reviewer),
     )
     .await;
-    on_a.next_of("presence", SOON).await;
+    assert_eq!(
+        on_a.next_of("presence", SOON).await.data["here"],
+        json!(["victor"])
+    );
+    // Who is here counts the viewers of both instances.
+    let on_b = Sse::open(a.client.get(events_url(&b, &id)).bearer_auth(&a.responder)).await;
+    assert_eq!(
+        on_a.next_of("presence", SOON).await.data["here"],
+        json!(["rita", "victor"])
+    );
     let sent = std::time::Instant::now();
     add_evidence(
         &a,
@@ -469,4 +478,9 @@ async fn a_change_made_on_instance_b_reaches_a_stream_on_instance_a_over_postgre
         .unwrap();
     assert_eq!(reopen.status(), StatusCode::OK);
     assert_eq!(on_a.next_of("change", SOON).await.data["kind"], "reopen");
+    drop(on_b);
+    assert_eq!(
+        on_a.next_of("presence", SOON).await.data["here"],
+        json!(["victor"])
+    );
 }

@@ -38,7 +38,7 @@ use super::{AppState, incident_id};
 use crate::domain::{IncidentId, TimelineEvent};
 use crate::error::AppError;
 use crate::store::changes::{Change, ChangeHub, Subscription};
-use crate::store::listen::Listener;
+use crate::store::listen::{Listener, PRESENCE_REFRESH, PresenceNotice, announce_presence};
 use viewers::{Seat, Viewers};
 
 /// Limits and timings of the live streams.
@@ -108,14 +108,29 @@ impl Live {
         &self.hub
     }
 
-    /// Starts the listener on first use and waits (at most 5 s) until it listens; its
-    /// reconnection counter, or `None` on SQLite.
-    async fn other_instances(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+    /// Starts the listener on first use (with the presence announcements: this instance's
+    /// viewers sent to the others on `pool`, theirs heard) and waits (at most 5 s) until it
+    /// listens; its reconnection counter, or `None` on SQLite.
+    async fn other_instances(
+        &self,
+        pool: &sqlx::AnyPool,
+    ) -> Option<tokio::sync::watch::Receiver<u64>> {
         let url = self.shared_database.get()?;
-        let hub = self.hub().clone();
         let listener = self
             .listener
-            .get_or_init(|| async move { Listener::spawn(url.clone(), hub) })
+            .get_or_init(|| async move {
+                let (heard_tx, heard) = tokio::sync::mpsc::unbounded_channel();
+                let (announce_tx, announce) = tokio::sync::mpsc::unbounded_channel();
+                self.viewers.announce_with(announce_tx);
+                tokio::spawn(share_presence(
+                    Arc::clone(&self.viewers),
+                    pool.clone(),
+                    self.hub().origin().to_string(),
+                    heard,
+                    announce,
+                ));
+                Listener::spawn(url.clone(), self.hub().clone(), heard_tx)
+            })
             .await;
         if !listener.ready(Duration::from_secs(5)).await {
             tracing::warn!(
@@ -137,6 +152,45 @@ pub(super) struct EventsQuery {
     /// `Last-Event-ID` wins over it).
     #[serde(default)]
     after: Option<i64>,
+}
+
+/// Shares presence with the other instances (PostgreSQL): announces this instance's viewer
+/// lists when they change and every [`PRESENCE_REFRESH`], and hands the others' to `viewers`.
+async fn share_presence(
+    viewers: Arc<Viewers>,
+    pool: sqlx::AnyPool,
+    origin: String,
+    mut heard: tokio::sync::mpsc::UnboundedReceiver<PresenceNotice>,
+    mut announce: tokio::sync::mpsc::UnboundedReceiver<(IncidentId, Vec<String>)>,
+) {
+    let mut refresh = tokio::time::interval(PRESENCE_REFRESH);
+    loop {
+        let mut notices = Vec::new();
+        tokio::select! {
+            h = heard.recv() => match h {
+                Some(n) => viewers.heard(n),
+                None => return,
+            },
+            a = announce.recv() => match a {
+                Some((incident, names)) => notices.push((incident, names)),
+                None => return,
+            },
+            _ = refresh.tick() => {
+                viewers.expire();
+                notices = viewers.local();
+            }
+        }
+        for (incident, names) in notices {
+            let notice = PresenceNotice {
+                incident,
+                origin: origin.clone(),
+                names,
+            };
+            if let Err(e) = announce_presence(&pool, &notice).await {
+                tracing::warn!(error = %e, "live presence: announcement failed");
+            }
+        }
+    }
 }
 
 /// Where a stream starts: the `Last-Event-ID` header (a reconnect), else `?after=`, else now.
@@ -192,7 +246,7 @@ pub(super) async fn events(
         .join(&id, &user, settings.streams_per_user)?;
     // Subscribe before reading what was missed: a change committed in between is then both
     // read and announced, and the announcement is skipped (its id is not above `replayed`).
-    let resyncs = state.live.other_instances().await;
+    let resyncs = state.live.other_instances(&state.pool).await;
     let changes = state.live.hub().subscribe(&id);
     let (_, missed) =
         crate::services::incidents::events_after(&state.pool, &id, resume.unwrap_or(i64::MAX))

@@ -5,12 +5,18 @@
 //! A stream takes a [`Seat`] when it opens and gives it back when it ends (on drop): the seat
 //! counts the user's streams (several tabs are several streams), and the incident's room
 //! publishes its viewers' names, sorted, on a [`tokio::sync::watch`] channel whenever that set
-//! of names changes (a second tab of the same person changes nothing).
+//! of names changes (a second tab of the same person changes nothing). On PostgreSQL the names
+//! also include the viewers other instances announce ([`Viewers::heard`]), kept for
+//! [`REMOTE_KEPT`] after their last announcement, and this instance's own changes are handed to
+//! the announcer ([`Viewers::announce_with`]).
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
+
+use crate::store::listen::{PRESENCE_REFRESH, PresenceNotice};
 
 use crate::domain::IncidentId;
 use crate::error::AppError;
@@ -19,18 +25,28 @@ use crate::store::users::User;
 /// The names of the people who have one incident open, sorted, each once.
 pub type Present = Arc<Vec<String>>;
 
+/// How long another instance's viewers are shown after its last announcement.
+pub const REMOTE_KEPT: Duration = Duration::from_secs(3 * PRESENCE_REFRESH.as_secs());
+
 /// The viewers of every incident on this instance and the streams of every user (in
 /// [`super::Live`]).
 #[derive(Debug, Default)]
 pub struct Viewers {
     inner: Mutex<Inner>,
+    /// Where this instance's changed viewer lists go (PostgreSQL: to the other instances).
+    announcer: OnceLock<mpsc::UnboundedSender<(IncidentId, Vec<String>)>>,
 }
+
+/// Other instances' viewers of one incident: names and when heard, per instance.
+type Remote = HashMap<String, (Vec<String>, Instant)>;
 
 #[derive(Debug, Default)]
 struct Inner {
     rooms: HashMap<IncidentId, Room>,
     /// Open streams per user id.
     per_user: HashMap<i64, usize>,
+    /// Viewers on other instances, per incident.
+    remote: HashMap<IncidentId, Remote>,
 }
 
 #[derive(Debug)]
@@ -41,8 +57,18 @@ struct Room {
 }
 
 impl Room {
-    fn publish(&self) {
-        let names: Vec<String> = self.names.keys().cloned().collect();
+    fn local(&self) -> Vec<String> {
+        self.names.keys().cloned().collect()
+    }
+
+    fn publish(&self, remote: Option<&Remote>) {
+        let mut all: BTreeSet<&String> = self.names.keys().collect();
+        for (names, heard) in remote.into_iter().flat_map(HashMap::values) {
+            if heard.elapsed() < REMOTE_KEPT {
+                all.extend(names);
+            }
+        }
+        let names: Vec<String> = all.into_iter().cloned().collect();
         self.present.send_if_modified(|now| {
             let changed = **now != names;
             if changed {
@@ -78,12 +104,17 @@ impl Viewers {
             });
         }
         inner.per_user.insert(user.id, held + 1);
-        let room = inner.rooms.entry(incident.clone()).or_insert_with(|| Room {
+        let Inner { rooms, remote, .. } = &mut *inner;
+        let room = rooms.entry(incident.clone()).or_insert_with(|| Room {
             names: BTreeMap::new(),
             present: watch::Sender::new(Arc::new(Vec::new())),
         });
-        *room.names.entry(user.name.clone()).or_insert(0) += 1;
-        room.publish();
+        let count = room.names.entry(user.name.clone()).or_insert(0);
+        *count += 1;
+        if *count == 1 {
+            self.announce(incident, room.local());
+        }
+        room.publish(remote.get(incident));
         let present = room.present.subscribe();
         Ok(Seat {
             viewers: Arc::clone(self),
@@ -100,8 +131,64 @@ impl Viewers {
         inner
             .rooms
             .get(incident)
-            .map(|r| r.names.keys().cloned().collect())
+            .map(Room::local)
             .unwrap_or_default()
+    }
+
+    /// Hands every change of this instance's viewer lists to `announcer` from now on (set once).
+    pub fn announce_with(&self, announcer: mpsc::UnboundedSender<(IncidentId, Vec<String>)>) {
+        let _ = self.announcer.set(announcer);
+    }
+
+    fn announce(&self, incident: &IncidentId, names: Vec<String>) {
+        if let Some(a) = self.announcer.get() {
+            let _ = a.send((incident.clone(), names));
+        }
+    }
+
+    /// This instance's viewers of every incident it has open, for the periodic announcement.
+    pub fn local(&self) -> Vec<(IncidentId, Vec<String>)> {
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        inner
+            .rooms
+            .iter()
+            .map(|(id, r)| (id.clone(), r.local()))
+            .filter(|(_, names)| !names.is_empty())
+            .collect()
+    }
+
+    /// Another instance announced its viewers of an incident: the pages here list them too.
+    pub fn heard(&self, notice: PresenceNotice) {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let Inner { rooms, remote, .. } = &mut *inner;
+        let of = remote.entry(notice.incident.clone()).or_default();
+        if notice.names.is_empty() {
+            of.remove(&notice.origin);
+        } else {
+            of.insert(notice.origin, (notice.names, Instant::now()));
+        }
+        if let Some(room) = rooms.get(&notice.incident) {
+            room.publish(remote.get(&notice.incident));
+        }
+        Self::forget_old(remote);
+    }
+
+    /// Forgets other instances' viewers not announced again within [`REMOTE_KEPT`] and lists
+    /// every page's viewers without them.
+    pub fn expire(&self) {
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let Inner { rooms, remote, .. } = &mut *inner;
+        Self::forget_old(remote);
+        for (id, room) in rooms.iter() {
+            room.publish(remote.get(id));
+        }
+    }
+
+    fn forget_old(remote: &mut HashMap<IncidentId, Remote>) {
+        remote.retain(|_, of| {
+            of.retain(|_, (_, heard)| heard.elapsed() < REMOTE_KEPT);
+            !of.is_empty()
+        });
     }
 
     /// Open streams over every incident.
@@ -118,18 +205,20 @@ impl Viewers {
                 inner.per_user.remove(&user_id);
             }
         }
-        let Some(room) = inner.rooms.get_mut(incident) else {
+        let Inner { rooms, remote, .. } = &mut *inner;
+        let Some(room) = rooms.get_mut(incident) else {
             return;
         };
         if let Some(n) = room.names.get_mut(name) {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 room.names.remove(name);
+                self.announce(incident, room.local());
             }
         }
-        room.publish();
+        room.publish(remote.get(incident));
         if room.names.is_empty() {
-            inner.rooms.remove(incident);
+            rooms.remove(incident);
         }
     }
 }
@@ -187,6 +276,34 @@ mod tests {
         drop(a2);
         assert!(viewers.present(&inc).is_empty());
         assert_eq!(viewers.streams(), 0);
+    }
+
+    #[test]
+    fn other_instances_viewers_are_listed_until_they_leave_and_changes_here_are_announced() {
+        let viewers = Arc::new(Viewers::default());
+        let (tx, mut announced) = mpsc::unbounded_channel();
+        viewers.announce_with(tx);
+        let inc = IncidentId::new(2026, 9);
+        let ada = viewers.join(&inc, &user(1, "ada"), 8).unwrap();
+        assert_eq!(
+            announced.try_recv().unwrap(),
+            (inc.clone(), vec!["ada".to_string()])
+        );
+        let notice = |names: &[&str]| PresenceNotice {
+            incident: inc.clone(),
+            origin: "instance-b".into(),
+            names: names.iter().map(|n| n.to_string()).collect(),
+        };
+        viewers.heard(notice(&["bob", "ada"]));
+        assert_eq!(**ada.present.borrow(), ["ada", "bob"], "each name once");
+        viewers.heard(notice(&[]));
+        assert_eq!(**ada.present.borrow(), ["ada"]);
+        drop(ada);
+        assert_eq!(
+            announced.try_recv().unwrap(),
+            (inc, Vec::new()),
+            "the last one left"
+        );
     }
 
     #[test]
