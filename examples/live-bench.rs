@@ -241,8 +241,8 @@ async fn main() -> anyhow::Result<()> {
     let committed: Arc<Mutex<HashMap<i64, Instant>>> = Arc::default();
     let mut sub = app
         .state
-        .live
-        .hub()
+        .pool
+        .changes()
         .subscribe(&incidentmind::domain::IncidentId::parse(&id)?);
     let seen = Arc::clone(&committed);
     tokio::spawn(async move {

@@ -129,13 +129,7 @@ async fn a_change_reaches_an_open_stream_with_its_timeline_id_actor_and_panels()
     .await;
     let here = sse.next_of("presence", SOON).await;
     assert_eq!(here.data["here"], json!(["victor"]));
-    add_evidence(
-        &app,
-        &app.base,
-        &id,
-        "2026-12-07T03:00:01Z ERROR checkout pool wait 4100 ms",
-    )
-    .await;
+    assert_eq!(app.resolve(&id).await.status(), StatusCode::OK);
     let change = sse.next_of("change", SOON).await;
     let timeline: Value = app
         .get(&app.responder, &format!("/api/v1/incidents/{id}"))
@@ -149,11 +143,11 @@ async fn a_change_reaches_an_open_stream_with_its_timeline_id_actor_and_panels()
         .cloned()
         .expect("a timeline event");
     assert_eq!(change.id.as_deref(), Some(last["id"].to_string().as_str()));
-    assert_eq!(change.data["kind"], "evidence_added");
+    assert_eq!(change.data["kind"], "resolve");
     assert_eq!(change.data["actor"], "rita");
-    assert_eq!(change.data["what"], "added evidence");
+    assert_eq!(change.data["what"], "resolved the incident");
     let panels = change.data["panels"].as_array().unwrap();
-    assert!(panels.contains(&json!("observations")), "{panels:?}");
+    assert!(panels.contains(&json!("summary")), "{panels:?}");
     assert!(panels.contains(&json!("timeline")), "{panels:?}");
 }
 
@@ -167,13 +161,7 @@ async fn a_dropped_stream_resumes_after_its_last_event_id_and_misses_nothing() {
             .bearer_auth(&app.responder),
     )
     .await;
-    add_evidence(
-        &app,
-        &app.base,
-        &id,
-        "search shard 3 returned 0 hits for 412 queries",
-    )
-    .await;
+    assert_eq!(app.resolve(&id).await.status(), StatusCode::OK);
     let seen = first.next_of("change", SOON).await;
     let last_seen = seen.id.clone().expect("an id");
     drop(first);
@@ -192,7 +180,14 @@ async fn a_dropped_stream_resumes_after_its_last_event_id_and_misses_nothing() {
         "index alias points at an empty index since 02:10",
     )
     .await;
-    assert_eq!(app.resolve(&id).await.status(), StatusCode::OK);
+    let reopened = app
+        .post_json(
+            &app.responder,
+            &format!("/api/v1/incidents/{id}/reopen"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(reopened.status(), StatusCode::OK);
     let mut again = Sse::open(
         app.client
             .get(events_url(&app.base, &id))
@@ -209,23 +204,14 @@ async fn a_dropped_stream_resumes_after_its_last_event_id_and_misses_nothing() {
         ));
     }
     let kinds: Vec<&str> = replayed.iter().map(|(_, k)| k.as_str()).collect();
-    assert_eq!(kinds, ["evidence_added", "evidence_added", "resolve"]);
+    assert_eq!(kinds, ["evidence_added", "evidence_added", "reopen"]);
     let ids: Vec<i64> = replayed.iter().map(|(i, _)| *i).collect();
     assert!(ids.windows(2).all(|w| w[0] < w[1]), "in order: {ids:?}");
     assert!(ids[0] > last_seen.parse::<i64>().unwrap());
     // And it goes on live after the replay, without repeating one.
-    assert_eq!(
-        app.post_json(
-            &app.responder,
-            &format!("/api/v1/incidents/{id}/reopen"),
-            json!({})
-        )
-        .await
-        .status(),
-        StatusCode::OK
-    );
+    assert_eq!(app.resolve(&id).await.status(), StatusCode::OK);
     let live = again.next_of("change", SOON).await;
-    assert_eq!(live.data["kind"], "reopen");
+    assert_eq!(live.data["kind"], "resolve");
     assert!(live.id.unwrap().parse::<i64>().unwrap() > ids[2]);
 }
 
@@ -444,20 +430,8 @@ async fn a_change_made_on_instance_b_reaches_a_stream_on_instance_a_over_postgre
         on_a.next_of("presence", SOON).await.data["here"],
         json!(["rita", "victor"])
     );
-    let sent = std::time::Instant::now();
-    add_evidence(
-        &a,
-        &b,
-        &id,
-        "orders consumer lag 48000 messages on partition 7",
-    )
-    .await;
-    let e = on_a.next_of("change", SOON).await;
-    println!("instance B → stream on A: {:?}", sent.elapsed());
-    assert_eq!(e.data["kind"], "evidence_added");
-    assert_eq!(e.data["actor"], "rita");
-    // A rolled-back write on B announces nothing: a refused transition (already resolved
-    // twice) sends no event, the next real one does.
+    // A resolution on B reaches A; a refused one (already resolved) announces nothing, and
+    // the next real change (a reopen) is the next event.
     let resolve = |base: &str| {
         a.client
             .post(format!("{base}/api/v1/incidents/{id}/resolve"))
@@ -465,8 +439,12 @@ async fn a_change_made_on_instance_b_reaches_a_stream_on_instance_a_over_postgre
             .json(&json!({"summary": "consumer restarted", "root_cause": "stuck rebalance"}))
             .send()
     };
+    let sent = std::time::Instant::now();
     assert_eq!(resolve(&b).await.unwrap().status(), StatusCode::OK);
-    assert_eq!(on_a.next_of("change", SOON).await.data["kind"], "resolve");
+    let e = on_a.next_of("change", SOON).await;
+    println!("instance B → stream on A: {:?}", sent.elapsed());
+    assert_eq!(e.data["kind"], "resolve");
+    assert_eq!(e.data["actor"], "rita");
     assert_eq!(resolve(&b).await.unwrap().status(), StatusCode::CONFLICT);
     let reopen = a
         .client

@@ -37,7 +37,8 @@ use super::errors::ApiError;
 use super::{AppState, incident_id};
 use crate::domain::{IncidentId, TimelineEvent};
 use crate::error::AppError;
-use crate::store::changes::{Change, ChangeHub, Subscription};
+use crate::store::Db;
+use crate::store::changes::{Change, Subscription};
 use crate::store::listen::{Listener, PRESENCE_REFRESH, PresenceNotice, announce_presence};
 use viewers::{Seat, Viewers};
 
@@ -79,8 +80,6 @@ pub struct Live {
     shared_database: std::sync::OnceLock<String>,
     /// The `LISTEN`er feeding the hub from other instances, started by the first stream.
     listener: tokio::sync::OnceCell<Listener>,
-    /// The change notices of this process's incident writes.
-    hub: ChangeHub,
 }
 
 impl Default for Live {
@@ -90,7 +89,6 @@ impl Default for Live {
             closing: tokio::sync::watch::Sender::new(false),
             shared_database: std::sync::OnceLock::new(),
             listener: tokio::sync::OnceCell::new(),
-            hub: ChangeHub::default(),
         }
     }
 }
@@ -103,18 +101,10 @@ impl Live {
         let _ = self.shared_database.set(url.to_string());
     }
 
-    /// The change notices streams follow.
-    pub fn hub(&self) -> &ChangeHub {
-        &self.hub
-    }
-
-    /// Starts the listener on first use (with the presence announcements: this instance's
-    /// viewers sent to the others on `pool`, theirs heard) and waits (at most 5 s) until it
-    /// listens; its reconnection counter, or `None` on SQLite.
-    async fn other_instances(
-        &self,
-        pool: &sqlx::AnyPool,
-    ) -> Option<tokio::sync::watch::Receiver<u64>> {
+    /// Starts the listener on first use (feeding `db`'s change hub, with the presence
+    /// announcements: this instance's viewers sent to the others, theirs heard) and waits (at
+    /// most 5 s) until it listens; its reconnection counter, or `None` on SQLite.
+    async fn other_instances(&self, db: &Db) -> Option<tokio::sync::watch::Receiver<u64>> {
         let url = self.shared_database.get()?;
         let listener = self
             .listener
@@ -124,12 +114,12 @@ impl Live {
                 self.viewers.announce_with(announce_tx);
                 tokio::spawn(share_presence(
                     Arc::clone(&self.viewers),
-                    pool.clone(),
-                    self.hub().origin().to_string(),
+                    db.pool().clone(),
+                    db.changes().origin().to_string(),
                     heard,
                     announce,
                 ));
-                Listener::spawn(url.clone(), self.hub().clone(), heard_tx)
+                Listener::spawn(url.clone(), db.changes().clone(), heard_tx)
             })
             .await;
         if !listener.ready(Duration::from_secs(5)).await {
@@ -247,7 +237,7 @@ pub(super) async fn events(
     // Subscribe before reading what was missed: a change committed in between is then both
     // read and announced, and the announcement is skipped (its id is not above `replayed`).
     let resyncs = state.live.other_instances(&state.pool).await;
-    let changes = state.live.hub().subscribe(&id);
+    let changes = state.pool.changes().subscribe(&id);
     let (_, missed) =
         crate::services::incidents::events_after(&state.pool, &id, resume.unwrap_or(i64::MAX))
             .await?;
