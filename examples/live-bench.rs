@@ -11,10 +11,10 @@
 //!    client tasks for `--seconds`, each on its own keep-alive connection) with no stream open;
 //! 2. opens `--streams` streams on the incident (raw HTTP/1.1 over loopback, one connection
 //!    each, reading every event) and reads the resident set before and after;
-//! 3. records `--changes` pieces of evidence through the API, one every 200 ms, and for each
-//!    one measures from commit to delivery on every stream: commit is when this process's
-//!    change hub hands the notice out (the write publishes it right after its commit), delivery
-//!    when a stream's reader has the event's last line;
+//! 3. resolves and reopens the incident in turn through the API, `--changes` writes 200 ms
+//!    apart, and for each measures from commit to delivery on every stream: commit is when
+//!    this process's change hub hands the notice out (the write publishes it right after its
+//!    commit), delivery when a stream's reader has the event's data line;
 //! 4. measures `/healthz` and the page again with the streams open.
 //!
 //! Prints the figures and PASS/FAIL against the floors: p99 commit-to-delivery ≤ 250 ms,
@@ -253,13 +253,22 @@ async fn main() -> anyhow::Result<()> {
         }
     });
     for i in 0..a.changes {
+        // Resolve and reopen in turn: each is one incident write with one timeline event.
+        let (step, body) = if i % 2 == 0 {
+            (
+                "resolve",
+                serde_json::json!({"summary": format!("bench round {i}"), "root_cause": "bench"}),
+            )
+        } else {
+            ("reopen", serde_json::json!({}))
+        };
         let res = client
-            .post(format!("{base}/api/v1/incidents/{id}/evidence"))
+            .post(format!("{base}/api/v1/incidents/{id}/{step}"))
             .bearer_auth(&token)
-            .json(&serde_json::json!({"kind": "note", "content": format!("bench note {i}: queue depth {}", 100 + i)}))
+            .json(&body)
             .send()
             .await?;
-        assert!(res.status().is_success(), "evidence: {}", res.status());
+        assert!(res.status().is_success(), "{step}: {}", res.status());
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
