@@ -74,6 +74,11 @@ pub(crate) async fn live_page(tools: &Tools, base_a: &str, base_b: &str) {
     let bob = bob_session.client.clone();
     let rita_session = tools.session(DESKTOP).await;
     let rita = rita_session.client.clone();
+    // Tall enough that the screenshots show the header, the next step, the evidence and the
+    // copilot at once.
+    rita.set_window_size(DESKTOP.width, 2000)
+        .await
+        .expect("window size");
 
     // B opens the incident, pastes logs, investigates and approves the first recommendation.
     sign_in(&bob, base_b, "bob").await;
@@ -127,6 +132,7 @@ pub(crate) async fn live_page(tools: &Tools, base_a: &str, base_b: &str) {
         .await
         .expect("version");
     assert_eq!(version_before, "1");
+    crate::ui::scroll_to(&rita, "#incident-head").await;
     checks.shot_as(&rita, "live-before").await;
 
     // B adds evidence: A sees it, and who did it, within 2 s.
@@ -238,7 +244,7 @@ pub(crate) async fn live_page(tools: &Tools, base_a: &str, base_b: &str) {
         "no 409: {}",
         wait_for_text(&rita, "main", "").await
     );
-    wait_for_text(&rita, "#observations", "Replica lag on orders-db-2").await;
+    wait_for_text(&rita, "#observations", "before the pool filled").await;
 
     rita.close().await.expect("close");
     bob.close().await.expect("close");
