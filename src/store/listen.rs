@@ -39,6 +39,10 @@ pub struct PresenceNotice {
     pub origin: String,
     /// Its viewers' names, sorted (empty: nobody any more).
     pub names: Vec<String>,
+    /// Whether the other instances should answer with their own viewers of the incident (sent
+    /// when this instance's viewers change).
+    #[serde(default)]
+    pub ask: bool,
 }
 
 /// Announces `notice` to every instance listening (`pg_notify` on [`PRESENCE_CHANNEL`]).

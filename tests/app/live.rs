@@ -456,6 +456,18 @@ async fn a_change_made_on_instance_b_reaches_a_stream_on_instance_a_over_postgre
         .unwrap();
     assert_eq!(reopen.status(), StatusCode::OK);
     assert_eq!(on_a.next_of("change", SOON).await.data["kind"], "reopen");
+    add_evidence(
+        &a,
+        &b,
+        &id,
+        "orders consumer lag 48000 messages on partition 7",
+    )
+    .await;
+    let e = on_a.next_of("change", SOON).await;
+    assert_eq!(
+        (e.data["kind"].as_str(), e.data["what"].as_str()),
+        (Some("evidence_added"), Some("added evidence"))
+    );
     drop(on_b);
     assert_eq!(
         on_a.next_of("presence", SOON).await.data["here"],

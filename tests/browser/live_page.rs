@@ -56,6 +56,12 @@ async fn a_teammate_s_changes_appear_live_without_touching_what_you_type() {
             .await
             .expect("user");
     }
+    let base = serve(&app).await;
+    live_page(&tools, "live", &base, &base).await;
+}
+
+/// Serves `app` on a loopback port: its base URL.
+async fn serve(app: &App) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
@@ -64,11 +70,58 @@ async fn a_teammate_s_changes_appear_live_without_touching_what_you_type() {
     tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });
-    live_page(&tools, &base, &base).await;
+    base
+}
+
+/// The same over two instances sharing one PostgreSQL database: rita's page is served by
+/// instance A, bob works on instance B (skipped without `INCIDENTMIND_TEST_DATABASE_URL`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_teammate_s_changes_on_another_instance_appear_live_over_postgres() {
+    let Some(tools) = ui::tools("the live-page browser test over two instances") else {
+        return;
+    };
+    let server = match std::env::var("INCIDENTMIND_TEST_DATABASE_URL") {
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => {
+            crate::skip::skip(
+                "the live-page browser test over two instances",
+                "no PostgreSQL (set INCIDENTMIND_TEST_DATABASE_URL; scripts/pg-test-cluster start prints one)",
+                crate::skip::Required::InCi(None),
+            );
+            return;
+        }
+    };
+    use sqlx::Connection as _;
+    sqlx::any::install_default_drivers();
+    let name = format!("im_live_{}", uuid::Uuid::now_v7().simple());
+    let mut admin = sqlx::AnyConnection::connect(&server)
+        .await
+        .expect("connect to the PostgreSQL test server");
+    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&mut admin)
+        .await
+        .expect("create a test database");
+    admin.close().await.ok();
+    let mut url = url::Url::parse(&server).expect("server URL");
+    url.set_path(&name);
+    let a = App::build(Config::new(url.as_str()))
+        .await
+        .expect("instance A");
+    let b = App::build(Config::new(url.as_str()))
+        .await
+        .expect("instance B");
+    for (name, role) in [("rita", "responder"), ("bob", "responder")] {
+        add_user(a.pool(), name, role, Some(PASSWORD))
+            .await
+            .expect("user");
+    }
+    let (base_a, base_b) = (serve(&a).await, serve(&b).await);
+    live_page(&tools, "live-pg", &base_a, &base_b).await;
 }
 
 /// The two sessions: A on `base_a`, B on `base_b` (one instance, or two over one database).
-pub(crate) async fn live_page(tools: &Tools, base_a: &str, base_b: &str) {
+/// Screenshots are `target/artifacts/{shots}-before.png` and `…-after.png`.
+pub(crate) async fn live_page(tools: &Tools, shots: &str, base_a: &str, base_b: &str) {
     let checks = tools.checks(DESKTOP);
     let bob_session = tools.session(DESKTOP).await;
     let bob = bob_session.client.clone();
@@ -133,7 +186,7 @@ pub(crate) async fn live_page(tools: &Tools, base_a: &str, base_b: &str) {
         .expect("version");
     assert_eq!(version_before, "1");
     crate::ui::scroll_to(&rita, "#incident-head").await;
-    checks.shot_as(&rita, "live-before").await;
+    checks.shot_as(&rita, &format!("{shots}-before")).await;
 
     // B adds evidence: A sees it, and who did it, within 2 s.
     bob.goto(&format!("{base_b}/incidents/{id}"))
@@ -226,8 +279,8 @@ pub(crate) async fn live_page(tools: &Tools, base_a: &str, base_b: &str) {
         "no reload"
     );
     crate::ui::scroll_to(&rita, "#incident-head").await;
-    checks.shot_as(&rita, "live-after").await;
-    checks.accessible(&rita, "live-after").await;
+    checks.shot_as(&rita, &format!("{shots}-after")).await;
+    checks.accessible(&rita, &format!("{shots}-after")).await;
 
     // Her submit, unrelated to bob's changes, succeeds.
     rita.form(Locator::Css(

@@ -145,7 +145,9 @@ pub(super) struct EventsQuery {
 }
 
 /// Shares presence with the other instances (PostgreSQL): announces this instance's viewer
-/// lists when they change and every [`PRESENCE_REFRESH`], and hands the others' to `viewers`.
+/// lists when they change (asking the others to answer with theirs, so a page opened on an
+/// instance that just started listening lists them at once) and every [`PRESENCE_REFRESH`],
+/// and hands the others' to `viewers`.
 async fn share_presence(
     viewers: Arc<Viewers>,
     pool: sqlx::AnyPool,
@@ -155,26 +157,34 @@ async fn share_presence(
 ) {
     let mut refresh = tokio::time::interval(PRESENCE_REFRESH);
     loop {
-        let mut notices = Vec::new();
+        let mut notices: Vec<(IncidentId, Vec<String>, bool)> = Vec::new();
         tokio::select! {
             h = heard.recv() => match h {
-                Some(n) => viewers.heard(n),
+                Some(n) => {
+                    let (incident, ask) = (n.incident.clone(), n.ask);
+                    viewers.heard(n);
+                    let here = viewers.present(&incident);
+                    if ask && !here.is_empty() {
+                        notices.push((incident, here, false));
+                    }
+                }
                 None => return,
             },
             a = announce.recv() => match a {
-                Some((incident, names)) => notices.push((incident, names)),
+                Some((incident, names)) => notices.push((incident, names, true)),
                 None => return,
             },
             _ = refresh.tick() => {
                 viewers.expire();
-                notices = viewers.local();
+                notices = viewers.local().into_iter().map(|(i, n)| (i, n, false)).collect();
             }
         }
-        for (incident, names) in notices {
+        for (incident, names, ask) in notices {
             let notice = PresenceNotice {
                 incident,
                 origin: origin.clone(),
                 names,
+                ask,
             };
             if let Err(e) = announce_presence(&pool, &notice).await {
                 tracing::warn!(error = %e, "live presence: announcement failed");
@@ -230,13 +240,15 @@ pub(super) async fn events(
     let id = incident_id(&id)?;
     let resume = resume_point(&headers, q.after)?;
     let settings = state.settings.live.clone();
+    // Listening (PostgreSQL) before taking the seat: the seat's announcement then reaches the
+    // other instances, who answer with their viewers.
+    let resyncs = state.live.other_instances(&state.pool).await;
     let seat = state
         .live
         .viewers
         .join(&id, &user, settings.streams_per_user)?;
     // Subscribe before reading what was missed: a change committed in between is then both
     // read and announced, and the announcement is skipped (its id is not above `replayed`).
-    let resyncs = state.live.other_instances(&state.pool).await;
     let changes = state.pool.changes().subscribe(&id);
     let (_, missed) =
         crate::services::incidents::events_after(&state.pool, &id, resume.unwrap_or(i64::MAX))

@@ -293,6 +293,7 @@ mod tests {
             incident: inc.clone(),
             origin: "instance-b".into(),
             names: names.iter().map(|n| n.to_string()).collect(),
+            ask: false,
         };
         viewers.heard(notice(&["bob", "ada"]));
         assert_eq!(**ada.present.borrow(), ["ada", "bob"], "each name once");
