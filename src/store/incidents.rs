@@ -497,6 +497,7 @@ pub(super) async fn apply_transition(
         == 1;
     Ok(done)
 }
+
 /// Incident `id`'s timeline events recorded after event `after` (an event id; 0 for all),
 /// oldest first, at most `limit`: what a live page that last saw event `after` missed (its
 /// `Last-Event-ID`). Event ids only grow and writers take the one write lock before they record
