@@ -79,6 +79,9 @@ impl App {
         let memory = Memory::new(pool.clone(), config.embedder);
         let prometheus = config.settings.prometheus.clone();
         let mut state = AppState::new(pool, config.settings).with_memory(memory);
+        if store::Backend::of_url(&config.database_url) == store::Backend::Postgres {
+            state.live.follow_instances_on(&config.database_url);
+        }
         if let Some(p) = prometheus {
             tracing::info!(url = %crate::store::redacted_url(&p.url), "Prometheus source configured");
             state = state.with_prometheus(crate::prometheus::Prometheus::new(p)?);

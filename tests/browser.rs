@@ -20,6 +20,8 @@ mod alert_page;
 mod oidc_provider;
 #[path = "browser/oidc_signin.rs"]
 mod oidc_signin;
+#[path = "browser/live_page.rs"]
+mod live_page;
 #[path = "support/peer.rs"]
 mod peer;
 #[path = "support/prometheus.rs"]

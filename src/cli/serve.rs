@@ -293,6 +293,14 @@ pub struct ServeArgs {
     /// Requests allowed per API token per minute (0: no limit).
     #[arg(long, env = "INCIDENTMIND_RATE_API_TOKEN", default_value_t = 600)]
     pub rate_api_token: u32,
+    /// Live incident streams (`GET /incidents/{id}/events`) one user may hold open at once on
+    /// this instance (tabs and windows); a 429 above it.
+    #[arg(long, env = "INCIDENTMIND_LIVE_STREAMS_PER_USER", default_value_t = 8)]
+    pub live_streams_per_user: usize,
+    /// Minutes a live incident stream stays open without a change before it ends (the browser
+    /// reconnects from where it was and is authenticated again).
+    #[arg(long, env = "INCIDENTMIND_LIVE_IDLE_MINUTES", default_value_t = 30)]
+    pub live_idle_minutes: u64,
     /// Addresses of reverse proxies whose `X-Forwarded-For` names the client (comma-separated
     /// IPs); from any other peer the header is ignored.
     #[arg(long, env = "INCIDENTMIND_TRUSTED_PROXIES", value_delimiter = ',')]
@@ -496,6 +504,11 @@ pub fn serve_config(args: &ServeArgs) -> anyhow::Result<crate::app::Config> {
             std::time::Duration::from_secs(args.consolidate_every_hours.saturating_mul(3600))
         }),
         prometheus: args.prometheus.config(),
+        live: crate::web::live::LiveSettings {
+            streams_per_user: args.live_streams_per_user.max(1),
+            idle_limit: std::time::Duration::from_secs(args.live_idle_minutes.max(1) * 60),
+            ..Default::default()
+        },
         chat: crate::services::chat::ChatSettings {
             public_url,
             ..Default::default()
@@ -557,6 +570,7 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(&args.bind).await?;
     tracing::info!("listening on http://{}", listener.local_addr()?);
     let mut signalled = stop.subscribe();
+    let closing = std::sync::Arc::clone(&app.state.live);
     let server = axum::serve(
         listener,
         app.router
@@ -564,6 +578,8 @@ pub(super) async fn serve(args: &ServeArgs) -> anyhow::Result<()> {
     )
     .with_graceful_shutdown(async move {
         shutdown_signal().await;
+        // Open live streams end now, or they would hold the shutdown until its grace ends.
+        closing.close();
         tracing::info!(
             grace_secs = grace.as_secs(),
             "shutting down: no new connections; in-flight requests may finish"

@@ -198,3 +198,22 @@ pub async fn postmortem(
 ) -> AppResult<store::postmortems::StoredPostmortem> {
     store::postmortems::get(pool, id.as_str()).await
 }
+
+/// The most events [`events_after`] hands back in one read: a page that missed more reloads
+/// whole instead of replaying them.
+pub const REPLAY_MAX: i64 = 500;
+
+/// What a live page of incident `id` that last saw timeline event `after` missed: the incident
+/// (it must exist) and the events recorded since, oldest first, at most [`REPLAY_MAX`].
+///
+/// # Errors
+/// [`crate::AppError::NotFound`] for an unknown incident; database errors.
+pub async fn events_after(
+    pool: &AnyPool,
+    id: &IncidentId,
+    after: i64,
+) -> AppResult<(Incident, Vec<TimelineEvent>)> {
+    let incident = incidents::get(pool, id).await?;
+    let events = incidents::timeline_after(pool, id, after, REPLAY_MAX).await?;
+    Ok((incident, events))
+}

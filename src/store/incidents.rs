@@ -497,3 +497,46 @@ pub(super) async fn apply_transition(
         == 1;
     Ok(done)
 }
+
+/// Incident `id`'s timeline events recorded after event `after` (an event id; 0 for all),
+/// oldest first, at most `limit`: what a live page that last saw event `after` missed (its
+/// `Last-Event-ID`). Event ids only grow and writers take the one write lock before they record
+/// one, so per incident they come in commit order.
+///
+/// # Errors
+/// Database errors.
+pub async fn timeline_after(
+    pool: &AnyPool,
+    id: &IncidentId,
+    after: i64,
+    limit: i64,
+) -> AppResult<Vec<TimelineEvent>> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        id: i64,
+        at: String,
+        actor: String,
+        kind: String,
+        detail: String,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT id, at, actor, kind, detail FROM timeline_events
+         WHERE incident_id = $1 AND id > $2 ORDER BY id LIMIT $3",
+    )
+    .bind(id.as_str())
+    .bind(after)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|r| {
+            Ok(TimelineEvent {
+                id: r.id,
+                at: parse_db_time(&r.at)?,
+                actor: r.actor,
+                kind: r.kind,
+                detail: r.detail,
+            })
+        })
+        .collect()
+}

@@ -16,6 +16,7 @@ pub mod incidents;
 pub mod insights;
 pub mod integrations;
 pub mod investigations;
+pub mod listen;
 pub mod memory;
 pub mod migrate;
 pub mod postmortems;

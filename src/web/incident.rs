@@ -29,9 +29,15 @@ struct Event {
     event: TimelineEvent,
 }
 
+/// The incident page. Each panel a teammate's change can alter is a block of its template, so
+/// the live page re-renders that panel alone (`as_head()`, `as_observations()`, …; see
+/// [`super::live::panels`]).
 #[derive(Template, WebTemplate)]
-#[template(path = "incidents/show.html")]
-struct ShowPage {
+#[template(
+    path = "incidents/show.html",
+    blocks = ["head", "next", "summary", "observations", "copilot", "resolve", "memory", "timeline"]
+)]
+pub(super) struct ShowPage {
     layout: Layout,
     incident: Incident,
     opened: String,
@@ -69,6 +75,23 @@ struct ShowPage {
     changed_since: Vec<Event>,
     /// The closed action vocabulary `(kind, label)` for the propose form.
     action_kinds: Vec<(&'static str, &'static str)>,
+    /// The id of the newest timeline event shown (0 for none): the live page's stream starts
+    /// after it, so a change made while the page loaded is not missed.
+    last_event_id: i64,
+    /// The content version of `live.js`.
+    live_js_v: String,
+}
+
+impl ShowPage {
+    /// The incident version the page shows (what its forms carry).
+    pub(super) fn version(&self) -> i64 {
+        self.incident.version
+    }
+
+    /// The id of the newest timeline event the page shows (0 for none).
+    pub(super) fn last_event_id(&self) -> i64 {
+        self.last_event_id
+    }
 }
 
 /// The incident's age as its page shows it: since it was opened while it is being worked; once
@@ -464,7 +487,7 @@ fn confirm_steps(
 }
 
 /// Everything the incident page shows, with the status it is served with.
-async fn build_page(
+pub(super) async fn build_page(
     state: &AppState,
     user: &User,
     headers: &HeaderMap,
@@ -488,6 +511,7 @@ async fn build_page(
         None => (StatusCode::OK, None),
     };
     let (participants, timeline) = timeline_of(events, &clock);
+    let last_event_id = timeline.last().map_or(0, |e| e.event.id);
     let changed_since = if status == StatusCode::CONFLICT {
         changes_since(&timeline, kept.based_on)
     } else {
@@ -562,6 +586,8 @@ async fn build_page(
             .prometheus
             .as_ref()
             .is_some_and(|p| p.config().responder_queries),
+        last_event_id,
+        live_js_v: super::assets::version("live.js"),
     };
     Ok((status, page))
 }

@@ -20,6 +20,7 @@ pub mod investigation;
 pub mod layout;
 pub mod learnings;
 pub mod limits;
+pub mod live;
 pub mod memory;
 pub mod memory_pages;
 pub mod openapi;
@@ -98,6 +99,9 @@ pub struct Settings {
     /// How people sign in: OpenID Connect, the authenticating proxy, passwords, the groups →
     /// role mapping (issue #54).
     pub identity: crate::services::identity::IdentitySettings,
+    /// The live incident page's streams: per-user limit, idle limit, heartbeat
+    /// ([`live::LiveSettings`]).
+    pub live: live::LiveSettings,
 }
 
 impl Settings {
@@ -125,6 +129,7 @@ impl Default for Settings {
             prometheus: None,
             chat: crate::services::chat::ChatSettings::default(),
             identity: crate::services::identity::IdentitySettings::default(),
+            live: live::LiveSettings::default(),
         }
     }
 }
@@ -159,6 +164,8 @@ pub struct AppState {
     pub mcp: crate::mcp::Endpoint,
     /// The OpenID Connect relying party when `Settings::identity` configures one.
     pub oidc: Option<std::sync::Arc<crate::identity::Oidc>>,
+    /// Who follows which incident live ([`live::Live`]).
+    pub live: std::sync::Arc<live::Live>,
 }
 
 impl AppState {
@@ -183,6 +190,7 @@ impl AppState {
                     .map(std::sync::Arc::new)
             }),
             settings: std::sync::Arc::new(settings),
+            live: std::sync::Arc::default(),
         }
     }
 
@@ -269,6 +277,9 @@ pub fn routes(evidence_limit: usize, webhook_limit: usize) -> Router<AppState> {
         )
         .route("/incidents/new", get(pages::new_page))
         .route("/incidents/{id}", get(incident::show_page))
+        // The live page: the change stream and the panels it re-renders (web/live/).
+        .route("/incidents/{id}/events", get(live::events))
+        .route("/incidents/{id}/panels", get(live::panels::panels))
         .route(
             "/incidents/{id}/resolve",
             post(incident::resolve_submit).layer(long()),

@@ -18,6 +18,7 @@ mod insights;
 mod instances;
 mod investigation;
 mod learn_recall;
+mod live;
 mod llm;
 mod llm_stream;
 mod mcp;
