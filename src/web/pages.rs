@@ -121,9 +121,17 @@ pub(super) async fn signin_submit(
     }
 }
 
+/// Ends the session and clears what the browser kept of this site's pages (`Clear-Site-Data:
+/// "cache"`, W3C Clear Site Data §3.1): the incident pages may be kept to be revalidated
+/// (`super::page_cache::REVALIDATE`), and after sign-out Back must not show one.
 pub(super) async fn signout(session: Session) -> PageResult {
     auth::sign_out(&session).await?;
-    Ok(Redirect::to("/signin?signed_out=1").into_response())
+    let mut res = Redirect::to("/signin?signed_out=1").into_response();
+    res.headers_mut().insert(
+        axum::http::HeaderName::from_static("clear-site-data"),
+        axum::http::HeaderValue::from_static("\"cache\""),
+    );
+    Ok(res)
 }
 
 #[derive(Template, WebTemplate)]

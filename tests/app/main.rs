@@ -4,6 +4,7 @@ mod alertmanager;
 mod chat;
 mod chat_matrix;
 mod cli;
+mod conditional;
 mod consolidation;
 mod consolidation_import;
 mod dead_end_approval;
