@@ -225,19 +225,20 @@ async fn session_cookie(base: &str, name: &str, password: &str) -> anyhow::Resul
     Ok(cookie.to_string())
 }
 
-/// The `ETag` of `probe`'s answer, if it has one.
-async fn etag_of(probe: &Probe) -> anyhow::Result<Option<String>> {
+/// The `ETag` of `probe`'s answer, if it has one, and the answer's size in bytes.
+async fn etag_of(probe: &Probe) -> anyhow::Result<(Option<String>, usize)> {
     let mut req = connection()?.get(&probe.url);
     for (k, v) in &probe.headers {
         req = req.header(*k, v);
     }
     let res = req.send().await?;
     anyhow::ensure!(res.status().is_success(), "GET {} answered {}", probe.url, res.status());
-    Ok(res
+    let tag = res
         .headers()
         .get("etag")
         .and_then(|v| v.to_str().ok())
-        .map(str::to_string))
+        .map(str::to_string);
+    Ok((tag, res.bytes().await?.len()))
 }
 
 /// Latencies (ms) of each step of opening `count` incidents through the API while something
@@ -425,16 +426,17 @@ async fn run() -> anyhow::Result<()> {
     let page = Probe::token(&page_url, &token);
     // Warm-up: the page's recall is computed once and cached, as after any change; the
     // validators a browser would keep are read here (none before issue #56).
-    let mut page_etag = etag_of(&page).await?;
+    let (mut page_etag, mut page_bytes) = etag_of(&page).await?;
     for _ in 0..50 {
         if page_etag.is_some() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
-        page_etag = etag_of(&page).await?;
+        (page_etag, page_bytes) = etag_of(&page).await?;
     }
+    println!("incident page: {page_bytes} bytes");
     let json = Probe::token(&json_url, &token);
-    let json_etag = etag_of(&json).await?;
+    let (json_etag, _) = etag_of(&json).await?;
     let cookie = session_cookie(&base, "victor", password).await?;
     let by_session = Probe {
         url: page_url.clone(),

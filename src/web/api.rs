@@ -297,8 +297,10 @@ pub(super) struct IncidentWithTimeline {
     tag = "incidents",
     params(IncidentPath),
     responses(
-        (status = 200, description = "The incident with its timeline",
+        (status = 200, description = "The incident with its timeline; `ETag` `W/\"<version>.<revision>\"` \
+         (usable as `If-Match`: it names the version), `Cache-Control: private, no-cache`",
          body = IncidentWithTimeline, example = json!(examples::incident_with_timeline())),
+        (status = 304, description = "Not modified: `If-None-Match` names the current `ETag`; no body"),
         super::schema::ApiErrors
     )
 )]

@@ -70,8 +70,10 @@ pub struct RenderedPage {
 pub struct RenderedPages {
     /// The rendered copies, weighed by their bytes.
     copies: moka::future::Cache<String, Arc<RenderedPage>>,
-    /// Incident id → the stamp read and the count of writes when the read began.
-    stamps: moka::sync::Cache<IncidentId, (u64, PageStamp)>,
+    /// The stamp of an incident, by its id and the count of writes answered when the read
+    /// began: after a write the key is new, so the next view reads again (one read however
+    /// many views ask together), and a read that raced a write is never used after it.
+    stamps: moka::future::Cache<(IncidentId, u64), PageStamp>,
     /// Writes this process answered ([`RenderedPages::wrote`]); a stamp read before the last
     /// one is not trusted.
     writes: AtomicU64,
@@ -117,7 +119,7 @@ impl Default for RenderedPages {
                 })
                 .time_to_live(RENDERED_TTL)
                 .build(),
-            stamps: moka::sync::Cache::builder()
+            stamps: moka::future::Cache::builder()
                 .max_capacity(STAMPS)
                 .time_to_live(STAMP_TTL)
                 .build(),
@@ -133,24 +135,26 @@ impl RenderedPages {
     /// # Errors
     /// [`AppError::NotFound`] for an unknown incident; database errors.
     pub async fn stamp(&self, pool: &AnyPool, id: &IncidentId) -> AppResult<PageStamp> {
-        let writes = self.writes.load(Ordering::Acquire);
-        if let Some((seen, stamp)) = self.stamps.get(id)
-            && seen == writes
-        {
-            return Ok(stamp);
-        }
-        let (version, revision, epoch, generation) =
-            crate::services::incidents::page_state(pool, id).await?;
-        let stamp = PageStamp {
-            version,
-            revision,
-            epoch: epoch.into(),
-            generation,
-        };
-        // Read under `writes`: a write answered since may not be in it, and the next view
-        // reads again.
-        self.stamps.insert(id.clone(), (writes, stamp.clone()));
-        Ok(stamp)
+        let key = (id.clone(), self.writes.load(Ordering::Acquire));
+        self.stamps
+            .try_get_with(key, async {
+                let (version, revision, epoch, generation) =
+                    crate::services::incidents::page_state(pool, id).await?;
+                Ok::<_, AppError>(PageStamp {
+                    version,
+                    revision,
+                    epoch: epoch.into(),
+                    generation,
+                })
+            })
+            .await
+            .map_err(|e| match Arc::try_unwrap(e) {
+                Ok(e) => e,
+                Err(shared) => match &*shared {
+                    AppError::NotFound(what) => AppError::NotFound(what.clone()),
+                    other => AppError::Internal(anyhow::anyhow!("incident page state: {other}")),
+                },
+            })
     }
 
     /// A write was answered (its transaction committed): every kept stamp is read again
@@ -296,23 +300,37 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_stamp_read_before_a_write_is_read_again_after_it() {
+    async fn a_stamp_is_read_once_and_again_after_a_write() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("stamps.db");
+        let pool = crate::store::connect(path.to_str().expect("utf-8 path"))
+            .await
+            .expect("pool");
         let pages = RenderedPages::default();
         let id = IncidentId::parse("INC-2026-0001").expect("id");
-        let stamp = PageStamp {
-            version: 1,
-            revision: 1,
-            epoch: "e".into(),
-            generation: 0,
-        };
-        // A read that began before a write (its count) and finished after it.
-        let before = pages.writes.load(Ordering::Acquire);
-        pages.wrote();
-        pages.stamps.insert(id.clone(), (before, stamp));
-        let seen = pages.writes.load(Ordering::Acquire);
-        assert!(
-            pages.stamps.get(&id).is_some_and(|(at, _)| at != seen),
-            "the stamp is not trusted"
+        let missing = pages.stamp(&pool, &id).await;
+        assert!(matches!(missing, Err(AppError::NotFound(_))), "{missing:?}");
+        sqlx::query(
+            "INSERT INTO incidents (id, title, service, severity, description, state, opened_by, \
+             opened_at, updated_at, version) VALUES ($1, 't', 's', 'SEV2', '', 'investigating', \
+             'rita', '2026-06-01T00:00:00Z', '2026-06-01T00:00:00Z', 1)",
+        )
+        .bind(id.as_str())
+        .execute(&pool)
+        .await
+        .expect("insert");
+        let first = pages.stamp(&pool, &id).await.expect("stamp");
+        sqlx::query("UPDATE incidents SET version = 2 WHERE id = $1")
+            .bind(id.as_str())
+            .execute(&pool)
+            .await
+            .expect("update");
+        assert_eq!(
+            pages.stamp(&pool, &id).await.expect("stamp"),
+            first,
+            "kept: no read"
         );
+        pages.wrote();
+        assert_eq!(pages.stamp(&pool, &id).await.expect("stamp").version, 2);
     }
 }

@@ -83,20 +83,20 @@ async fn evidence_added_or_a_state_change_changes_the_page_tag_and_the_page() {
     let rita = app.browser("rita").await;
     let path = format!("/incidents/{id}");
     let (before, _, page) = whole_page(&app, &rita, &id).await;
-    assert!(!page.contains("shard 3 unreachable"));
+    assert!(!page.contains("shard-3-probe"));
 
     let res = app
         .post_json(
             &app.responder,
             &format!("/api/v1/incidents/{id}/evidence"),
-            json!({"kind": "logs", "content": LOG}),
+            json!({"kind": "logs", "content": LOG, "source": "shard-3-probe"}),
         )
         .await;
     assert_eq!(res.status(), StatusCode::CREATED);
     // The browser's copy is stale at once: a full answer with the evidence, under a new tag.
     let res = revalidate(&app, &rita, &path, &before).await;
     assert_eq!(res.status(), StatusCode::OK);
-    assert!(res.text().await.unwrap().contains("shard 3 unreachable"));
+    assert!(res.text().await.unwrap().contains("shard-3-probe"));
     let (with_evidence, _, _) = whole_page(&app, &rita, &id).await;
     assert_ne!(with_evidence, before);
 
@@ -162,19 +162,20 @@ async fn a_page_fetched_after_a_write_shows_the_write() {
     for n in 0..5 {
         let (etag, _, page) = whole_page(&app, &rita, &id).await;
         let line = format!("2026-06-02T09:0{n}:00Z ERROR replica {n} fell behind by 9000 ms");
-        assert!(!page.contains(&line));
+        let source = format!("replica-{n}-log");
+        assert!(!page.contains(&source));
         let (status, _) = app
             .post_form(
                 &rita,
                 &format!("/incidents/{id}/evidence"),
-                &[("kind", "logs"), ("content", &line), ("source", "test")],
+                &[("kind", "logs"), ("content", &line), ("source", &source)],
             )
             .await;
         assert_eq!(status, StatusCode::SEE_OTHER, "write {n}");
         let res = revalidate(&app, &rita, &path, &etag).await;
         assert_eq!(res.status(), StatusCode::OK, "write {n}: not the old copy");
         let page = res.text().await.unwrap();
-        assert!(page.contains(&line), "write {n} is on the next view");
+        assert!(page.contains(&source), "write {n} is on the next view");
     }
 }
 
@@ -202,7 +203,7 @@ async fn the_incident_json_is_revalidated_and_its_tag_names_the_version_for_if_m
         .post_json(
             &app.responder,
             &format!("/api/v1/incidents/{id}/evidence"),
-            json!({"kind": "logs", "content": LOG}),
+            json!({"kind": "logs", "content": LOG, "source": "shard-3-probe"}),
         )
         .await;
     assert_eq!(res.status(), StatusCode::CREATED);
@@ -260,7 +261,7 @@ async fn a_new_incidents_first_view_waits_for_no_recall() {
         .post_json(
             &app.responder,
             &format!("/api/v1/incidents/{id}/evidence"),
-            json!({"kind": "logs", "content": LOG}),
+            json!({"kind": "logs", "content": LOG, "source": "shard-3-probe"}),
         )
         .await;
     assert_eq!(res.status(), StatusCode::CREATED);
@@ -268,7 +269,7 @@ async fn a_new_incidents_first_view_waits_for_no_recall() {
     assert_eq!(res.status(), StatusCode::OK);
     let first_tag = header(&res, "etag");
     let first = res.text().await.unwrap();
-    assert!(first.contains("shard 3 unreachable"), "the evidence is shown");
+    assert!(first.contains("shard-3-probe"), "the evidence is shown");
     if first.contains(incidentmind::web::incident::RECALL_PENDING) {
         assert!(first_tag.is_empty(), "a page still waiting for recall is not revalidated");
     }
