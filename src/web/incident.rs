@@ -470,9 +470,10 @@ fn confirm_steps(
     (steps, may_confirm)
 }
 
-/// Everything the incident page shows, with the status it is served with. `stamp` is the
-/// incident's page state as last read ([`super::page_cache::RenderedPages::stamp`]): the recall kept at its
-/// generation is shown, or none yet while it is computed in the background.
+/// Everything the incident page shows, with the status it is served with: the recall kept at
+/// the memory generation of the incident's page state
+/// ([`super::page_cache::RenderedPages::stamp`]), or none yet while it is computed in the
+/// background.
 async fn build_page(
     state: &AppState,
     user: &User,
@@ -635,9 +636,9 @@ pub(super) async fn show_page(
 }
 
 /// The incident page for a plain view (no input kept, no error, no notice), from
-/// [`super::page_cache::RenderedPages`] when nothing it shows has changed, and 304 Not Modified when the
-/// browser's copy (`If-None-Match`) is current. With the incident's stamp in memory and the
-/// user known, neither answer reads the database.
+/// [`super::page_cache::RenderedPages`] when nothing it shows has changed, and 304 Not
+/// Modified when the browser's copy (`If-None-Match`) is current. With the incident's stamp in
+/// memory and the user known, neither answer reads the database.
 async fn cached_page(
     state: &AppState,
     user: &User,
