@@ -149,7 +149,12 @@ async fn load(probe: &Probe, connections: usize, seconds: u64) -> anyhow::Result
 /// connections`, or at once when the previous answer came after that. A latency is measured
 /// from when the request was due (see the module doc). Each connection sends one request first,
 /// unmeasured, to open it.
-async fn paced(probe: &Probe, connections: usize, seconds: u64, rate: f64) -> anyhow::Result<Figures> {
+async fn paced(
+    probe: &Probe,
+    connections: usize,
+    seconds: u64,
+    rate: f64,
+) -> anyhow::Result<Figures> {
     // Each connection is opened and used once before the schedule starts (within 2 s), so
     // the figures are of requests on open connections, as a load balancer's are.
     let start = Instant::now() + Duration::from_secs(2);
@@ -213,7 +218,11 @@ async fn session_cookie(base: &str, name: &str, password: &str) -> anyhow::Resul
         .body(format!("name={name}&password={password}&next=%2Fincidents"))
         .send()
         .await?;
-    anyhow::ensure!(res.status().as_u16() == 303, "sign-in answered {}", res.status());
+    anyhow::ensure!(
+        res.status().as_u16() == 303,
+        "sign-in answered {}",
+        res.status()
+    );
     let cookie = res
         .headers()
         .get_all("set-cookie")
@@ -232,7 +241,12 @@ async fn etag_of(probe: &Probe) -> anyhow::Result<(Option<String>, usize)> {
         req = req.header(*k, v);
     }
     let res = req.send().await?;
-    anyhow::ensure!(res.status().is_success(), "GET {} answered {}", probe.url, res.status());
+    anyhow::ensure!(
+        res.status().is_success(),
+        "GET {} answered {}",
+        probe.url,
+        res.status()
+    );
     let tag = res
         .headers()
         .get("etag")
@@ -298,7 +312,11 @@ async fn first_views(base: &str, token: &str, count: usize) -> anyhow::Result<Fi
             out.errors += 1;
         }
         let t = Instant::now();
-        let ok = fetch(&client, &Probe::token(&format!("{base}/incidents/{id}"), token)).await;
+        let ok = fetch(
+            &client,
+            &Probe::token(&format!("{base}/incidents/{id}"), token),
+        )
+        .await;
         out.view.push(t.elapsed());
         if !ok {
             out.errors += 1;
@@ -443,7 +461,10 @@ async fn run() -> anyhow::Result<()> {
         headers: vec![("cookie", cookie)],
         expect: 200,
     };
-    anyhow::ensure!(fetch(&connection()?, &by_session).await, "the signed-in page failed");
+    anyhow::ensure!(
+        fetch(&connection()?, &by_session).await,
+        "the signed-in page failed"
+    );
 
     let before = load_average();
     println!("{connections} connections, {seconds} s per run, client and server in one process");
@@ -454,7 +475,12 @@ async fn run() -> anyhow::Result<()> {
             f.rate, f.p50, f.p99, f.errors
         );
     };
-    let health = load(&Probe::token(&format!("{base}/healthz"), &token), connections, seconds).await?;
+    let health = load(
+        &Probe::token(&format!("{base}/healthz"), &token),
+        connections,
+        seconds,
+    )
+    .await?;
     show("/healthz", &health);
     let incident = load(&page, connections, seconds).await?;
     show("/incidents/{id}", &incident);
@@ -462,7 +488,12 @@ async fn run() -> anyhow::Result<()> {
     show("/incidents/{id} (session)", &session);
     let not_modified = match &page_etag {
         Some(tag) => {
-            let f = load(&page.clone().with("if-none-match", tag, 304), connections, seconds).await?;
+            let f = load(
+                &page.clone().with("if-none-match", tag, 304),
+                connections,
+                seconds,
+            )
+            .await?;
             show("/incidents/{id} 304", &f);
             Some(f)
         }
@@ -473,7 +504,12 @@ async fn run() -> anyhow::Result<()> {
     };
     match &json_etag {
         Some(tag) => {
-            let f = load(&json.clone().with("if-none-match", tag, 304), connections, seconds).await?;
+            let f = load(
+                &json.clone().with("if-none-match", tag, 304),
+                connections,
+                seconds,
+            )
+            .await?;
             show("/api/v1/incidents/{id} 304", &f);
         }
         None => {
@@ -482,7 +518,12 @@ async fn run() -> anyhow::Result<()> {
         }
     }
     for path in &also {
-        let f = load(&Probe::token(&format!("{base}{path}"), &token), connections, seconds).await?;
+        let f = load(
+            &Probe::token(&format!("{base}{path}"), &token),
+            connections,
+            seconds,
+        )
+        .await?;
         show(path, &f);
     }
     let target = health.rate * PAGE_RATE_MIN;
@@ -528,7 +569,10 @@ async fn run() -> anyhow::Result<()> {
         views.errors
     );
     show("meanwhile /incidents/{id}", &saturated);
-    println!("load average (1 min) before {before}, after {}", load_average());
+    println!(
+        "load average (1 min) before {before}, after {}",
+        load_average()
+    );
 
     let share = incident.rate / health.rate.max(1e-9);
     let share_ok = share >= PAGE_RATE_MIN;

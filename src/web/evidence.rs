@@ -288,7 +288,12 @@ pub(super) async fn api_add(
         .map(|v| {
             // The JSON's `ETag` (`W/"3.17"`) names version 3, as `"3"` does.
             super::api::if_match_version(v).map_or_else(
-                || v.trim().trim_start_matches("W/").trim_matches('"').to_string(),
+                || {
+                    v.trim()
+                        .trim_start_matches("W/")
+                        .trim_matches('"')
+                        .to_string()
+                },
                 |n| n.to_string(),
             )
         });

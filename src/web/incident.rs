@@ -27,8 +27,7 @@ type PageResult = Result<Response, PageError>;
 
 /// What the incident page says while its recall is computed in the background (the first view
 /// of a new incident, or the first after its evidence changed): a view never waits for recall.
-pub const RECALL_PENDING: &str =
-    "Organizational memory is being searched for this incident: reload in a moment for what it recalls";
+pub const RECALL_PENDING: &str = "Organizational memory is being searched for this incident: reload in a moment for what it recalls";
 
 #[derive(Clone)]
 struct Event {

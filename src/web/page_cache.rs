@@ -261,10 +261,16 @@ mod tests {
     fn if_none_match_matches_the_same_tag_weakly_in_a_list_and_as_a_star() {
         let tag = page_etag("INC-2026-0001|3|7|e|2|rita|responder|UTC|100");
         let text = tag.to_str().expect("ascii").to_string();
-        assert!(text.starts_with("W/\"p") && text.len() == 4 + 24 + 1, "{text}");
+        assert!(
+            text.starts_with("W/\"p") && text.len() == 4 + 24 + 1,
+            "{text}"
+        );
         assert!(not_modified(&with_if_none_match(&text), &tag));
         let strong = text.trim_start_matches("W/");
-        assert!(not_modified(&with_if_none_match(strong), &tag), "weak comparison");
+        assert!(
+            not_modified(&with_if_none_match(strong), &tag),
+            "weak comparison"
+        );
         assert!(not_modified(
             &with_if_none_match(&format!("\"other\", {text}")),
             &tag

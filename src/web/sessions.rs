@@ -92,7 +92,10 @@ mod tests {
         let now = OffsetDateTime::now_utc();
         let mut live = record(now + tower_sessions::cookie::time::Duration::hours(1));
         recent.create(&mut live).await.expect("create");
-        assert_eq!(recent.load(&live.id).await.expect("load"), Some(live.clone()));
+        assert_eq!(
+            recent.load(&live.id).await.expect("load"),
+            Some(live.clone())
+        );
         recent.delete(&live.id).await.expect("delete");
         assert_eq!(recent.load(&live.id).await.expect("load"), None);
         let expired = record(now - tower_sessions::cookie::time::Duration::seconds(1));

@@ -60,11 +60,16 @@ async fn revalidate_api(app: &TestApp, path: &str, etag: &str) -> reqwest::Respo
 #[tokio::test]
 async fn an_unchanged_incident_page_is_answered_304_without_a_body() {
     let app = spawn_app().await;
-    let id = app.open_incident("Search answers slowly", "search-api").await;
+    let id = app
+        .open_incident("Search answers slowly", "search-api")
+        .await;
     let rita = app.browser("rita").await;
     let (etag, cache, _) = whole_page(&app, &rita, &id).await;
     assert!(etag.starts_with("W/\""), "{etag}");
-    assert_eq!(cache, "private, no-cache", "kept by the browser, revalidated");
+    assert_eq!(
+        cache, "private, no-cache",
+        "kept by the browser, revalidated"
+    );
     let res = revalidate(&app, &rita, &format!("/incidents/{id}"), &etag).await;
     assert_eq!(res.status(), StatusCode::NOT_MODIFIED);
     assert_eq!(header(&res, "etag"), etag);
@@ -79,7 +84,9 @@ async fn an_unchanged_incident_page_is_answered_304_without_a_body() {
 #[tokio::test]
 async fn evidence_added_or_a_state_change_changes_the_page_tag_and_the_page() {
     let app = spawn_app().await;
-    let id = app.open_incident("Search answers slowly", "search-api").await;
+    let id = app
+        .open_incident("Search answers slowly", "search-api")
+        .await;
     let rita = app.browser("rita").await;
     let path = format!("/incidents/{id}");
     let (before, _, page) = whole_page(&app, &rita, &id).await;
@@ -105,13 +112,18 @@ async fn evidence_added_or_a_state_change_changes_the_page_tag_and_the_page() {
     assert_eq!(res.status(), StatusCode::OK, "a state change is a new page");
     let (resolved, _, page) = whole_page(&app, &rita, &id).await;
     assert_ne!(resolved, with_evidence);
-    assert!(page.contains("Resolved after"), "the page shows the new state");
+    assert!(
+        page.contains("Resolved after"),
+        "the page shows the new state"
+    );
 }
 
 #[tokio::test]
 async fn another_viewer_role_or_zone_gets_another_tag() {
     let app = spawn_app().await;
-    let id = app.open_incident("Search answers slowly", "search-api").await;
+    let id = app
+        .open_incident("Search answers slowly", "search-api")
+        .await;
     let path = format!("/incidents/{id}");
     let rita = app.browser("rita").await;
     let victor = app.browser("victor").await;
@@ -156,7 +168,9 @@ async fn another_viewer_role_or_zone_gets_another_tag() {
 #[tokio::test]
 async fn a_page_fetched_after_a_write_shows_the_write() {
     let app = spawn_app().await;
-    let id = app.open_incident("Search answers slowly", "search-api").await;
+    let id = app
+        .open_incident("Search answers slowly", "search-api")
+        .await;
     let rita = app.browser("rita").await;
     let path = format!("/incidents/{id}");
     for n in 0..5 {
@@ -182,7 +196,9 @@ async fn a_page_fetched_after_a_write_shows_the_write() {
 #[tokio::test]
 async fn the_incident_json_is_revalidated_and_its_tag_names_the_version_for_if_match() {
     let app = spawn_app().await;
-    let id = app.open_incident("Search answers slowly", "search-api").await;
+    let id = app
+        .open_incident("Search answers slowly", "search-api")
+        .await;
     let path = format!("/api/v1/incidents/{id}");
     let res = app.get(&app.responder, &path).await;
     assert_eq!(res.status(), StatusCode::OK);
@@ -256,7 +272,9 @@ async fn the_incident_json_is_revalidated_and_its_tag_names_the_version_for_if_m
 #[tokio::test]
 async fn a_new_incidents_first_view_waits_for_no_recall() {
     let app = spawn_app().await;
-    let id = app.open_incident("Search answers slowly", "search-api").await;
+    let id = app
+        .open_incident("Search answers slowly", "search-api")
+        .await;
     let res = app
         .post_json(
             &app.responder,
@@ -271,7 +289,10 @@ async fn a_new_incidents_first_view_waits_for_no_recall() {
     let first = res.text().await.unwrap();
     assert!(first.contains("shard-3-probe"), "the evidence is shown");
     if first.contains(incidentmind::web::incident::RECALL_PENDING) {
-        assert!(first_tag.is_empty(), "a page still waiting for recall is not revalidated");
+        assert!(
+            first_tag.is_empty(),
+            "a page still waiting for recall is not revalidated"
+        );
     }
     let rita = app.browser("rita").await;
     let (_, _, whole) = whole_page(&app, &rita, &id).await;
