@@ -178,6 +178,23 @@ async fn recall_read(
     })
 }
 
+/// The key a page recall of `incident` is kept under: what it was computed from (the memory's
+/// recall generation, the incident's version, its observations) and how many records it holds.
+pub(super) fn page_recall_key(
+    epoch: &str,
+    generation: i64,
+    incident: &Incident,
+    observations: &[MemoryRecord],
+    k: usize,
+) -> String {
+    format!(
+        "{epoch}:{generation}:{}:{}:{}:{k}",
+        incident.version,
+        observations.len(),
+        observations.iter().map(|o| o.id).max().unwrap_or(0)
+    )
+}
+
 /// [`recall_past_with`] for an incident page: recall runs when the memory, the incident or its
 /// evidence changed since the page last showed it, and is read from the memory's cache
 /// otherwise (a page view costs one generation read, not a recall).
@@ -193,12 +210,7 @@ pub(super) async fn recall_past_for_page(
 ) -> AppResult<Arc<IncidentRecall>> {
     let index = memory.index().await?;
     let (epoch, generation) = index.generation();
-    let key = format!(
-        "{epoch}:{generation}:{}:{}:{}:{k}",
-        incident.version,
-        observations.len(),
-        observations.iter().map(|o| o.id).max().unwrap_or(0)
-    );
+    let key = page_recall_key(epoch, *generation, incident, observations, k);
     if let Some(hit) = memory.page_recall(incident.id.as_str(), &key) {
         return Ok(hit);
     }

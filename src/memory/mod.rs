@@ -214,6 +214,9 @@ struct Inner {
     /// Recall queries whose vectors are being computed in the background
     /// ([`Memory::embed_later`]), by their texts.
     embedding_later: Mutex<std::collections::HashSet<String>>,
+    /// Incidents whose page recall is being computed in the background
+    /// ([`Memory::recall_page_later`]).
+    page_recalls_later: Mutex<std::collections::HashSet<String>>,
     /// Held while documents are rebuilt and vectors stored ([`Memory::catch_up`]), by the
     /// memory worker or a recall waiting for it, so the two never embed the same rows at once.
     catching_up: tokio::sync::Mutex<()>,
@@ -224,6 +227,11 @@ struct Inner {
 
 /// Background query embeddings at once ([`Memory::embed_later`]); more wait for a later view.
 const EMBED_LATER_MAX: usize = 4;
+
+/// Background page recalls at once ([`Memory::recall_page_later`]): about the cores, so a burst
+/// of new incidents does not take the CPU from the pages being served; more wait for a later
+/// view.
+const PAGE_RECALLS_LATER_MAX: usize = 2;
 
 impl Memory {
     /// The memory of `pool`, comparing vectors of `embedder` (none: recall runs on words and
@@ -257,6 +265,7 @@ impl Memory {
                 page_recalls: lru_cache(PAGE_RECALLS),
                 investigations: tokio::sync::Semaphore::new(investigation_slots()),
                 embedding_later: Mutex::default(),
+                page_recalls_later: Mutex::default(),
                 catching_up: tokio::sync::Mutex::new(()),
                 failure_modes: std::sync::OnceLock::new(),
             }),
@@ -439,6 +448,62 @@ impl Memory {
         k: usize,
     ) -> AppResult<Arc<incident::IncidentRecall>> {
         recall_past_for_page(self, incident, observations, tags, k).await
+    }
+
+    /// The page recall kept for `incident` with these `observations` (in any order) at
+    /// the memory's recall generation `(epoch, generation)` (as the database says it,
+    /// [`crate::store::incidents::page_state`]), without any other read: `None` when none is
+    /// kept, and then [`Memory::recall_page_later`] computes it.
+    pub fn kept_page_recall(
+        &self,
+        incident: &crate::domain::Incident,
+        observations: &[crate::domain::memory::MemoryRecord],
+        k: usize,
+        (epoch, generation): (&str, i64),
+    ) -> Option<Arc<incident::IncidentRecall>> {
+        let key = incident::page_recall_key(epoch, generation, incident, observations, k);
+        self.page_recall(incident.id.as_str(), &key)
+    }
+
+    /// Computes the page recall of `incident` in the background ([`Memory::recall_for_page`]),
+    /// so that a page view never runs recall (issue #56: a new incident's first view under load
+    /// stays within 100 ms): the view shows what exists, and the next one the recall. One job
+    /// per incident, at most [`PAGE_RECALLS_LATER_MAX`] at once (a view beyond that leaves it to
+    /// a later view). Must be called inside the tokio runtime. Returns whether the recall is
+    /// coming.
+    pub fn recall_page_later(&self, incident: crate::domain::Incident, k: usize) -> bool {
+        let id = incident.id.to_string();
+        {
+            let mut later = lock(&self.inner.page_recalls_later);
+            if later.contains(&id) {
+                return true;
+            }
+            if later.len() >= PAGE_RECALLS_LATER_MAX {
+                return false;
+            }
+            later.insert(id.clone());
+        }
+        /// Takes the incident off the running set however the job ends (a panic included).
+        struct Running(Memory, String);
+        impl Drop for Running {
+            fn drop(&mut self) {
+                lock(&self.0.inner.page_recalls_later).remove(&self.1);
+            }
+        }
+        let running = Running(self.clone(), id);
+        tokio::spawn(async move {
+            let memory = &running.0;
+            let recalled = async {
+                let (observations, tags) = incident::incident_tags(&memory.pool, &incident).await?;
+                memory
+                    .recall_for_page(&incident, &observations, &tags, k)
+                    .await
+            };
+            if let Err(e) = recalled.await {
+                tracing::warn!(incident.id = %running.1, error = %e, "page recall failed");
+            }
+        });
+        true
     }
 
     /// Waits for one of the [`investigation_slots`] and holds it until the permit is dropped.

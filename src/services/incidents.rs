@@ -10,7 +10,7 @@ use crate::domain::{Incident, IncidentId, IncidentState, MemoryKind, TimelineEve
 use crate::error::AppResult;
 use crate::memory::Memory;
 use crate::memory::incident::IncidentRecall;
-use crate::services::investigation::{InvestigationView, incident_tags};
+use crate::services::investigation::InvestigationView;
 use crate::store::evidence::EvidenceMeta;
 use crate::store::incidents::{self, IncidentCursor, IncidentFilter};
 use crate::store::{self, evidence as estore, memory as mstore, recommendations as rstore};
@@ -131,18 +131,27 @@ pub struct IncidentPage {
     /// The latest investigation, if one ran.
     pub investigation: Option<InvestigationView>,
     /// What memory holds for the incident: its recall, similar incidents and their dead ends
-    /// (shared with the page-recall cache).
-    pub recalled: Arc<IncidentRecall>,
+    /// (shared with the page-recall cache); `None` while it is being computed in the
+    /// background ([`crate::memory::Memory::recall_page_later`]): a page view never runs recall.
+    pub recalled: Option<Arc<IncidentRecall>>,
     /// The post-mortem draft (with who edited it last), while the incident is in
     /// `postmortem_draft`.
     pub draft: Option<store::postmortems::StoredPostmortem>,
 }
 
-/// Reads the [`IncidentPage`] of incident `id`.
+/// Reads the [`IncidentPage`] of incident `id`, with the recall kept for it at the memory's
+/// recall `generation` (`(epoch, value)`, as [`page_state`] read it); without one, the recall
+/// is started in the background and the page has none yet. Bounded work: a few indexed reads,
+/// no recall, no embedding, no model.
 ///
 /// # Errors
-/// [`crate::AppError::NotFound`] for an unknown incident; database and recall errors.
-pub async fn page(pool: &AnyPool, memory: &Memory, id: &IncidentId) -> AppResult<IncidentPage> {
+/// [`crate::AppError::NotFound`] for an unknown incident; database errors.
+pub async fn page(
+    pool: &AnyPool,
+    memory: &Memory,
+    id: &IncidentId,
+    generation: (&str, i64),
+) -> AppResult<IncidentPage> {
     let incident = incidents::get(pool, id).await?;
     let timeline = incidents::timeline(pool, id).await?;
     let evidence = estore::list(pool, id.as_str()).await?;
@@ -150,14 +159,14 @@ pub async fn page(pool: &AnyPool, memory: &Memory, id: &IncidentId) -> AppResult
         Some(i) => Some(crate::services::investigation::view_investigation(pool, i.id).await?),
         None => None,
     };
-    // One read of the observations: most salient first for recall, newest first for the page
-    // (the store's order).
-    let (sorted, tags) = incident_tags(pool, &incident).await?;
-    let mut observations = sorted.clone();
+    // Newest first for the page; the recall (its tags, its salience order) is the background
+    // job's work.
+    let mut observations = observations(pool, id).await?;
     observations.sort_by_key(|o| std::cmp::Reverse(o.id));
-    let recalled = memory
-        .recall_for_page(&incident, &sorted, &tags, PAGE_RECALL_K)
-        .await?;
+    let recalled = memory.kept_page_recall(&incident, &observations, PAGE_RECALL_K, generation);
+    if recalled.is_none() {
+        memory.recall_page_later(incident.clone(), PAGE_RECALL_K);
+    }
     let draft = if incident.state == IncidentState::PostmortemDraft {
         store::postmortems::get(pool, id.as_str()).await.ok()
     } else {

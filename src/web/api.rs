@@ -22,7 +22,23 @@ use crate::store::incidents::{self, IncidentFilter};
 
 type ApiResult<T> = Result<T, ApiError>;
 
-/// The incident version an API request is based on: `If-Match: "3"` (or `3`) or `?version=3`.
+/// The incident version an `If-Match` value names: `"3"`, `W/"3"` or `3`, or the incident's
+/// JSON validator `W/"3.17"` (its `ETag`: version 3, revision 17; only the version is checked,
+/// as for the other forms); `None` when it names none.
+pub(super) fn if_match_version(raw: &str) -> Option<i64> {
+    let tag = raw.trim().trim_start_matches("W/").trim_matches('"');
+    let version = tag.split_once('.').map_or(tag, |(v, revision)| {
+        if revision.bytes().all(|b| b.is_ascii_digit()) && !revision.is_empty() {
+            v
+        } else {
+            tag
+        }
+    });
+    version.parse().ok()
+}
+
+/// The incident version an API request is based on: `If-Match: "3"` (or `3`, or the JSON's
+/// `ETag` `W/"3.17"`, [`if_match_version`]) or `?version=3`.
 /// Absent means "no check". A stale version makes the request a 409 that changes nothing.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct BaseVersion(pub Option<i64>);
@@ -41,8 +57,9 @@ impl<S: Send + Sync> axum::extract::FromRequestParts<S> for BaseVersion {
         };
         if let Some(v) = parts.headers.get(axum::http::header::IF_MATCH) {
             let raw = v.to_str().unwrap_or("").trim();
-            let n = raw.trim_start_matches("W/").trim_matches('"');
-            return n.parse().map(|n| Self(Some(n))).map_err(|_| bad(raw));
+            return if_match_version(raw)
+                .map(|n| Self(Some(n)))
+                .ok_or_else(|| bad(raw));
         }
         let query = parts.uri.query().unwrap_or("");
         for (k, v) in form_urlencoded_pairs(query) {
@@ -280,19 +297,32 @@ pub(super) struct IncidentWithTimeline {
     tag = "incidents",
     params(IncidentPath),
     responses(
-        (status = 200, description = "The incident with its timeline",
+        (status = 200, description = "The incident with its timeline; `ETag` `W/\"<version>.<revision>\"` \
+         (usable as `If-Match`: it names the version), `Cache-Control: private, no-cache`",
          body = IncidentWithTimeline, example = json!(examples::incident_with_timeline())),
+        (status = 304, description = "Not modified: `If-None-Match` names the current `ETag`; no body"),
         super::schema::ApiErrors
     )
 )]
 pub(super) async fn show(
     State(state): State<AppState>,
     _user: CurrentUser,
+    headers: axum::http::HeaderMap,
     Path(id): Path<String>,
-) -> ApiResult<Json<IncidentWithTimeline>> {
+) -> ApiResult<axum::response::Response> {
+    use super::page_cache::{not_modified, not_modified_response, with_validator};
     let id = incident_id(&id)?;
+    // The validator first, from the incident's state in memory: an unchanged incident is a
+    // 304 without a database read.
+    let etag = state.pages.stamp(&state.pool, &id).await?.json_etag();
+    if not_modified(&headers, &etag) {
+        return Ok(not_modified_response(etag));
+    }
     let (incident, timeline) = crate::services::incidents::with_timeline(&state.pool, &id).await?;
-    Ok(Json(IncidentWithTimeline { incident, timeline }))
+    // Read after the stamp: the body is as new as its tag or newer, never older. A body
+    // newer than its tag only costs the client one more 200 later.
+    let response = Json(IncidentWithTimeline { incident, timeline }).into_response();
+    Ok(with_validator(response, etag))
 }
 
 /// Body of `POST /api/v1/incidents/{id}/resolve`.

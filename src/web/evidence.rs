@@ -287,10 +287,16 @@ pub(super) async fn api_add(
         .get(header::IF_MATCH)
         .and_then(|v| v.to_str().ok())
         .map(|v| {
-            v.trim()
-                .trim_start_matches("W/")
-                .trim_matches('"')
-                .to_string()
+            // The JSON's `ETag` (`W/"3.17"`) names version 3, as `"3"` does.
+            super::api::if_match_version(v).map_or_else(
+                || {
+                    v.trim()
+                        .trim_start_matches("W/")
+                        .trim_matches('"')
+                        .to_string()
+                },
+                |n| n.to_string(),
+            )
         });
     let r = read_submission(req, &s).await?;
     let version = match if_match {

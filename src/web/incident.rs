@@ -12,7 +12,9 @@ use super::auth::CurrentUser;
 use super::errors::{PageError, PageForm};
 use super::forms::{KeptInput, ResolveForm, VersionForm};
 use super::layout::Layout;
-use super::page_cache::{RENDERED_PAGE_MAX, RenderedPage};
+use super::page_cache::{
+    RenderedPage, not_modified, not_modified_response, page_etag, with_validator,
+};
 use super::view::{Clock, NextStep, Step, next_step, stepper};
 use super::{AppState, incident_id};
 use crate::domain::recalled::{RecalledGroups, group_recalled};
@@ -22,6 +24,10 @@ use crate::services::workflow::{self, TransitionInput};
 use crate::store::users::User;
 
 type PageResult = Result<Response, PageError>;
+
+/// What the incident page says while its recall is computed in the background (the first view
+/// of a new incident, or the first after its evidence changed): a view never waits for recall.
+pub const RECALL_PENDING: &str = "Organizational memory is being searched for this incident: reload in a moment for what it recalls";
 
 #[derive(Clone)]
 struct Event {
@@ -486,7 +492,10 @@ fn confirm_steps(
     (steps, may_confirm)
 }
 
-/// Everything the incident page shows, with the status it is served with.
+/// Everything the incident page shows, with the status it is served with: the recall kept at
+/// the memory generation of the incident's page state
+/// ([`super::page_cache::RenderedPages::stamp`]), or none yet while it is computed in the
+/// background.
 pub(super) async fn build_page(
     state: &AppState,
     user: &User,
@@ -496,6 +505,7 @@ pub(super) async fn build_page(
     error: Option<(StatusCode, String)>,
     notice: Option<String>,
 ) -> Result<(StatusCode, ShowPage), PageError> {
+    let stamp = state.pages.stamp(&state.pool, id).await?;
     let crate::services::incidents::IncidentPage {
         incident,
         timeline: events,
@@ -504,7 +514,13 @@ pub(super) async fn build_page(
         mut investigation,
         recalled,
         draft,
-    } = crate::services::incidents::page(&state.pool, &state.memory, id).await?;
+    } = crate::services::incidents::page(
+        &state.pool,
+        &state.memory,
+        id,
+        (&stamp.epoch, stamp.generation),
+    )
+    .await?;
     let clock = Clock::for_viewer(Some(user), headers);
     let (status, error) = match error {
         Some((s, m)) => (s, Some(m)),
@@ -523,12 +539,30 @@ pub(super) async fn build_page(
             h.statement = clock.localize(&h.statement);
         }
     }
-    let RecalledGroups {
-        similar,
-        dead_ends,
-        rules,
-    } = bucket_recalled(&recalled, &clock);
-    let memory_notice = recalled.recall.notice.clone();
+    let (
+        RecalledGroups {
+            similar,
+            dead_ends,
+            rules,
+        },
+        memory_notice,
+        recall_whole,
+    ) = match &recalled {
+        Some(recalled) => (
+            bucket_recalled(recalled, &clock),
+            recalled.recall.notice.clone(),
+            !recalled.recall.vectors_pending,
+        ),
+        None => (
+            RecalledGroups {
+                similar: Vec::new(),
+                dead_ends: Vec::new(),
+                rules: Vec::new(),
+            },
+            Some(RECALL_PENDING.to_string()),
+            false,
+        ),
+    };
     let (steps, may_confirm) = confirm_steps(state, user, &incident, draft.as_ref());
     let open_recommendations = investigation.as_ref().map_or(0, |i| {
         i.recommendations
@@ -574,7 +608,7 @@ pub(super) async fn build_page(
         dead_ends,
         rules,
         memory_notice,
-        recall_whole: !recalled.recall.vectors_pending,
+        recall_whole,
         evidence_limit: state.settings.max_evidence_bytes,
         evidence_limit_text: super::view::mebibytes(state.settings.max_evidence_bytes),
         changed_since,
@@ -627,47 +661,47 @@ pub(super) async fn show_page(
 }
 
 /// The incident page for a plain view (no input kept, no error, no notice), from
-/// [`RenderedPages`] when nothing it shows has changed.
+/// [`super::page_cache::RenderedPages`] when nothing it shows has changed, and 304 Not
+/// Modified when the browser's copy (`If-None-Match`) is current. With the incident's stamp in
+/// memory and the user known, neither answer reads the database.
 async fn cached_page(
     state: &AppState,
     user: &User,
     headers: &HeaderMap,
     id: &IncidentId,
 ) -> PageResult {
-    let (version, revision, epoch, generation) =
-        crate::services::incidents::page_state(&state.pool, id).await?;
-    let zone = Clock::for_viewer(Some(user), headers).zone_name;
+    let stamp = state.pages.stamp(&state.pool, id).await?;
+    let zone = Clock::zone_name_for(Some(user), headers);
     let minute = jiff::Timestamp::now().as_second() / 60;
     let key = format!(
-        "{id}|{version}|{revision}|{epoch}|{generation}|{}|{}|{zone}|{minute}",
-        user.name, user.role
+        "{id}|{}|{}|{}|{}|{}|{}|{zone}|{minute}",
+        stamp.version, stamp.revision, stamp.epoch, stamp.generation, user.name, user.role
     );
-    let cell = {
-        let mut pages = state.pages.pages();
-        match pages.get(&key) {
-            Some(c) => std::sync::Arc::clone(c),
-            None => {
-                let c = std::sync::Arc::new(RenderedPage::new());
-                pages.put(key.clone(), std::sync::Arc::clone(&c));
-                c
-            }
-        }
-    };
-    let (status, html, whole) = cell
-        .get_or_try_init(|| async {
+    let etag = page_etag(&key);
+    if not_modified(headers, &etag) {
+        return Ok(not_modified_response(etag));
+    }
+    let page = state
+        .pages
+        .get_or_render(key, async {
             let (status, page) =
                 build_page(state, user, headers, id, KeptInput::default(), None, None).await?;
             let html = axum::body::Bytes::from(page.render().map_err(|e| {
                 PageError(AppError::Internal(anyhow::anyhow!("incident page: {e}")))
             })?);
-            Ok::<_, PageError>((status, html, page.recall_whole))
+            Ok(RenderedPage {
+                status,
+                html,
+                whole: page.recall_whole,
+            })
         })
-        .await?
-        .clone();
-    if status != StatusCode::OK || html.len() > RENDERED_PAGE_MAX || !whole {
-        state.pages.pages().pop(&key);
+        .await?;
+    let response = (page.status, axum::response::Html(page.html.clone())).into_response();
+    if page.status == StatusCode::OK && page.whole {
+        Ok(with_validator(response, etag))
+    } else {
+        Ok(response)
     }
-    Ok((status, axum::response::Html(html)).into_response())
 }
 
 /// Runs a transition from a form based on the incident version the page showed; a 4xx outcome

@@ -33,6 +33,7 @@ pub mod proposals;
 pub mod proxy;
 pub mod review;
 pub mod schema;
+pub mod sessions;
 pub mod signin;
 pub mod view;
 pub mod webhooks;
@@ -50,8 +51,6 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 use tower_sessions::{Expiry, SessionManagerLayer, cookie::SameSite};
-
-use crate::store::sessions::DatabaseSessionStore;
 
 /// Every request is answered within this time, 408 Request Timeout after it.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
@@ -487,7 +486,7 @@ pub fn routes(evidence_limit: usize, webhook_limit: usize) -> Router<AppState> {
 /// The whole application: the route table ([`routes`]) inside the middleware stack (request ids,
 /// tracing, security headers, CSRF check, sessions, body limit, timeout).
 pub fn router(state: AppState) -> Router {
-    let sessions = SessionManagerLayer::new(DatabaseSessionStore::new(state.pool.pool().clone()))
+    let sessions = SessionManagerLayer::new(sessions::store(state.pool.pool().clone()))
         .with_name("incidentmind_session")
         .with_secure(state.settings.secure_cookies)
         .with_http_only(true)
@@ -605,9 +604,12 @@ pub(crate) fn log_incident(incident: &str) {
     tracing::Span::current().record("incident.id", incident);
 }
 
-/// After every successful write (a non-GET request answered 2xx/3xx: a learn, a verdict, an
-/// import, a note edit…), wakes the memory worker, so incident documents and embeddings are
-/// written with the record rather than at the worker's next round.
+/// After every request that may have written (any method but GET, HEAD and OPTIONS, whatever
+/// its status: a write may commit before its answer fails), tells the incident pages' cache to
+/// read each incident's state again ([`page_cache::RenderedPages::wrote`]) before the answer
+/// leaves, so a page fetched after a write's answer shows the write; after a successful one
+/// (2xx/3xx: a learn, a verdict, an import, a note edit…), wakes the memory worker, so incident
+/// documents and embeddings are written with the record rather than at the worker's next round.
 async fn wake_memory_after_writes(
     State(state): State<AppState>,
     req: axum::extract::Request,
@@ -618,8 +620,11 @@ async fn wake_memory_after_writes(
         axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
     );
     let response = next.run(req).await;
-    if write && (response.status().is_success() || response.status().is_redirection()) {
-        state.memory.wake();
+    if write {
+        state.pages.wrote();
+        if response.status().is_success() || response.status().is_redirection() {
+            state.memory.wake();
+        }
     }
     response
 }

@@ -165,6 +165,20 @@ pub(super) async fn callback(
 pub(super) async fn signout(State(state): State<AppState>, session: Session) -> PageResult {
     let id_token: Option<String> = session.get(SESSION_ID_TOKEN).await.ok().flatten();
     auth::sign_out(&session).await?;
+    let mut res = signed_out(&state, id_token).await;
+    // What the browser kept of this site's pages is cleared (`Clear-Site-Data: "cache"`, W3C
+    // Clear Site Data §3.1): incident pages may be kept to be revalidated
+    // (`super::page_cache::REVALIDATE`), and after sign-out Back must not show one.
+    res.headers_mut().insert(
+        axum::http::HeaderName::from_static("clear-site-data"),
+        axum::http::HeaderValue::from_static("\"cache\""),
+    );
+    Ok(res)
+}
+
+/// Where a signed-out browser goes: the provider's end-session endpoint when there is one (with
+/// a CSP naming its origin), else the sign-in page saying so.
+async fn signed_out(state: &AppState, id_token: Option<String>) -> axum::response::Response {
     if let (Some(oidc), Some(id_token)) = (state.oidc.as_ref(), id_token)
         && let Some(url) = oidc.end_session_url(&id_token).await
     {
@@ -179,7 +193,7 @@ pub(super) async fn signout(State(state): State<AppState>, session: Session) -> 
             res.headers_mut()
                 .insert(axum::http::header::CONTENT_SECURITY_POLICY, v);
         }
-        return Ok(res);
+        return res;
     }
-    Ok(Redirect::to("/signin?signed_out=1").into_response())
+    Redirect::to("/signin?signed_out=1").into_response()
 }

@@ -21,18 +21,7 @@ impl Clock {
     /// Picks the zone: the user's profile setting, else the `tz` cookie, else UTC. Unknown zone
     /// names fall back to UTC.
     pub fn for_viewer(user: Option<&User>, headers: &HeaderMap) -> Self {
-        let from_cookie = headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|kv| kv.trim().split_once('='))
-            .find(|(k, _)| *k == "tz")
-            .map(|(_, v)| v.replace("%2F", "/"));
-        let name = user
-            .and_then(|u| u.time_zone.clone())
-            .or(from_cookie)
-            .unwrap_or_else(|| "UTC".into());
+        let name = Self::zone_name_for(user, headers);
         match TimeZone::get(&name) {
             Ok(tz) => Self {
                 tz,
@@ -40,6 +29,23 @@ impl Clock {
             },
             Err(_) => Self::utc(),
         }
+    }
+
+    /// The name of the zone [`Clock::for_viewer`] shows `user`'s times in, unchecked: the
+    /// profile's zone, else the browser's `tz` cookie (set by `tz.js`), else `UTC` (a name
+    /// that is no zone is shown as UTC). Cheap: no zone is loaded.
+    pub fn zone_name_for(user: Option<&User>, headers: &HeaderMap) -> String {
+        if let Some(zone) = user.and_then(|u| u.time_zone.clone()) {
+            return zone;
+        }
+        headers
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(';'))
+            .filter_map(|kv| kv.trim().split_once('='))
+            .find(|(k, _)| *k == "tz")
+            .map_or_else(|| "UTC".into(), |(_, v)| v.replace("%2F", "/"))
     }
 
     /// UTC.

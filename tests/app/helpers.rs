@@ -534,11 +534,36 @@ impl TestApp {
         v["version"].as_i64().expect("version")
     }
 
-    /// The HTML of `path` as the signed-in client `b` sees it; the answer must be 200.
+    /// The HTML of `path` as the signed-in client `b` sees it; the answer must be 200. An
+    /// incident page still waiting for its recall (computed in the background after a view,
+    /// `incidentmind::web::incident::RECALL_PENDING`) is fetched again, as a person reloads,
+    /// for up to 10 s.
     pub async fn page(&self, b: &Client, path: &str) -> String {
-        let res = b.get(self.url(path)).send().await.unwrap();
-        assert_eq!(res.status(), StatusCode::OK, "{path}");
-        res.text().await.unwrap()
+        for _ in 0..100 {
+            let res = b.get(self.url(path)).send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::OK, "{path}");
+            let html = res.text().await.unwrap();
+            if !html.contains(incidentmind::web::incident::RECALL_PENDING) {
+                return html;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("{path}: the recall never arrived");
+    }
+
+    /// The HTML of `path` as the holder of `token` sees it once whole: as [`TestApp::page`]
+    /// does, an incident page still waiting for its recall is fetched again, for up to 10 s.
+    pub async fn whole_page(&self, token: &str, path: &str) -> String {
+        for _ in 0..100 {
+            let res = self.get(token, path).await;
+            assert_eq!(res.status(), StatusCode::OK, "{path}");
+            let html = res.text().await.unwrap();
+            if !html.contains(incidentmind::web::incident::RECALL_PENDING) {
+                return html;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+        panic!("{path}: the recall never arrived");
     }
 
     /// A client with a cookie jar, signed in as `name` through the sign-in form.

@@ -597,11 +597,8 @@ async fn the_dead_end_panel_shows_the_recalled_incidents_own_dead_end_not_weak_m
         )
         .await;
     let html = app
-        .get(&app.responder, &format!("/incidents/{second}"))
-        .await
-        .text()
-        .await
-        .unwrap();
+        .whole_page(&app.responder, &format!("/incidents/{second}"))
+        .await;
     let shown = dead_end_ids(&html);
     assert_eq!(shown.first(), Some(&own), "{shown:?} (own {own})");
     for id in elsewhere {

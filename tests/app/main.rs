@@ -6,6 +6,7 @@ mod changes;
 mod chat;
 mod chat_matrix;
 mod cli;
+mod conditional;
 mod consolidation;
 mod consolidation_import;
 mod dead_end_approval;

@@ -223,6 +223,16 @@ pub(crate) async fn wait_for_text(c: &Client, css: &str, needle: &str) -> String
             last = t;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+        // An incident page whose recall was still being computed when it was served (the
+        // first view after a change, issue #56) says "reload in a moment": as a person does.
+        if let Ok(notice) = c.find(Locator::Css("#memory-notice")).await
+            && notice
+                .text()
+                .await
+                .is_ok_and(|t| t.contains("reload in a moment"))
+        {
+            let _ = c.refresh().await;
+        }
     }
     panic!("{css} never contained {needle:?}; last text: {last:?}");
 }
