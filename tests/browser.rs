@@ -16,12 +16,12 @@
 
 #[path = "browser/alert_page.rs"]
 mod alert_page;
+#[path = "browser/live_page.rs"]
+mod live_page;
 #[path = "support/oidc.rs"]
 mod oidc_provider;
 #[path = "browser/oidc_signin.rs"]
 mod oidc_signin;
-#[path = "browser/live_page.rs"]
-mod live_page;
 #[path = "support/peer.rs"]
 mod peer;
 #[path = "support/prometheus.rs"]

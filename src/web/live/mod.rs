@@ -235,7 +235,7 @@ pub(super) async fn events(
     let user = match user {
         Ok(CurrentUser(u)) => u,
         Err(AuthRejection::Page { .. }) => return Err(AppError::Unauthenticated.into()),
-        Err(AuthRejection::Api(e)) => return Err(e.into()),
+        Err(AuthRejection::Api(e) | AuthRejection::PageFailure(e)) => return Err(e.into()),
     };
     let id = incident_id(&id)?;
     let resume = resume_point(&headers, q.after)?;

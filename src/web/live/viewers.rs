@@ -252,6 +252,7 @@ mod tests {
             name: name.into(),
             role: Role::Responder,
             time_zone: None,
+            generation: 0,
         }
     }
 
