@@ -152,26 +152,33 @@ pub async fn page(
     id: &IncidentId,
     generation: (&str, i64),
 ) -> AppResult<IncidentPage> {
-    let incident = incidents::get(pool, id).await?;
-    let timeline = incidents::timeline(pool, id).await?;
-    let evidence = estore::list(pool, id.as_str()).await?;
-    let investigation = match rstore::latest_investigation(pool, id.as_str()).await? {
-        Some(i) => Some(crate::services::investigation::view_investigation(pool, i.id).await?),
-        None => None,
+    // The reads go out together: under load each wait for the database is a turn in the
+    // runtime's queue behind every other request, so one wait instead of eight keeps the first
+    // view of a new incident quick while the page is saturated (issue #56).
+    let investigation = async {
+        match rstore::latest_investigation(pool, id.as_str()).await? {
+            Some(i) => Ok(Some(
+                crate::services::investigation::view_investigation(pool, i.id).await?,
+            )),
+            None => Ok(None),
+        }
     };
+    let (incident, timeline, evidence, investigation, mut observations, draft) = tokio::try_join!(
+        incidents::get(pool, id),
+        incidents::timeline(pool, id),
+        estore::list(pool, id.as_str()),
+        investigation,
+        observations(pool, id),
+        async { Ok(store::postmortems::get(pool, id.as_str()).await.ok()) },
+    )?;
     // Newest first for the page; the recall (its tags, its salience order) is the background
     // job's work.
-    let mut observations = observations(pool, id).await?;
     observations.sort_by_key(|o| std::cmp::Reverse(o.id));
     let recalled = memory.kept_page_recall(&incident, &observations, PAGE_RECALL_K, generation);
     if recalled.is_none() {
         memory.recall_page_later(incident.clone(), PAGE_RECALL_K);
     }
-    let draft = if incident.state == IncidentState::PostmortemDraft {
-        store::postmortems::get(pool, id.as_str()).await.ok()
-    } else {
-        None
-    };
+    let draft = draft.filter(|_| incident.state == IncidentState::PostmortemDraft);
     Ok(IncidentPage {
         incident,
         timeline,
