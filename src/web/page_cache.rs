@@ -86,8 +86,10 @@ pub const STAMP_TTL: Duration = Duration::from_secs(1);
 /// Stamps kept (about 100 bytes each).
 const STAMPS: u64 = 10_000;
 
-/// Bytes of rendered pages kept: a page is a few tens of kB, so some hundreds of pages.
-const RENDERED_BYTES: u64 = 16 * 1024 * 1024;
+/// Bytes of rendered pages kept: a page is a few tens of kB, so a hundred or more pages, the
+/// ones viewed in the last minutes (each copy is keyed by its minute; the heap holds what this
+/// keeps, and `soak-bench` judges its growth).
+const RENDERED_BYTES: u64 = 4 * 1024 * 1024;
 
 /// A copy is keyed by the minute it was rendered in: a copy older than two minutes is never
 /// asked for again, and goes.
