@@ -79,6 +79,7 @@ impl App {
         let memory = Memory::new(pool.clone(), config.embedder);
         let prometheus = config.settings.prometheus.clone();
         let mut state = AppState::new(pool, config.settings).with_memory(memory);
+        state.pages.follow(state.pool.changes());
         if store::Backend::of_url(&config.database_url) == store::Backend::Postgres {
             state.live.follow_instances_on(&config.database_url);
         }

@@ -4,138 +4,26 @@
 use serde::{Deserialize, Serialize};
 use sqlx::AnyPool;
 
-use crate::domain::memory::{MemoryRecord, NewRecord, check_citations};
-use crate::domain::{EpistemicType, Validation};
+use crate::domain::Validation;
+use crate::domain::memory::{MemoryRecord, NewRecord};
 use crate::error::{AppError, AppResult};
 use crate::store::{self, Tx, audit, memory};
 
-/// Redacts `texts` with the incident's stable placeholder map (or a fresh one without an
-/// incident), persisting the map, inside the caller's transaction. The versions among their
-/// dotted quads are decided over all of them first (`Redactor::decide_versions`).
+/// Writes one record in its own write ([`store::Write::write_memory`]): its texts redacted
+/// (with its incident's placeholder map when it has one), its citations checked to exist and
+/// obey DESIGN.md §2, a durable one's failure modes completed with the tags of its text,
+/// inserted (idempotent on `origin`), audited (`memory.write`) and, for an incident's record,
+/// on that incident's timeline. Returns the record as stored.
 ///
 /// # Errors
-/// Database errors.
-pub async fn redact_for(
-    tx: &mut Tx,
-    incident_id: Option<&str>,
-    texts: &mut [&mut String],
-) -> AppResult<()> {
-    let Some(incident) = incident_id else {
-        let mut r = crate::evidence::redact::Redactor::default();
-        r.decide_versions(texts.iter().map(|t| t.as_str()));
-        for t in texts.iter_mut() {
-            **t = r.redact(t);
-        }
-        return Ok(());
-    };
-    let mut redactor = store::redaction::load(tx, incident).await?;
-    // The texts of one write read as one text: a quad one of them calls a version is one in all.
-    redactor.decide_versions(texts.iter().map(|t| t.as_str()));
-    for t in texts.iter_mut() {
-        **t = redactor.redact(t);
-    }
-    store::redaction::save(tx, incident, &redactor).await
-}
-
-/// Redacts every string of `value` (a whole document, e.g. a post-mortem) with the incident's
-/// placeholder map, persisting the map, inside the caller's transaction: the same policy as
-/// [`redact_for`].
-///
-/// # Errors
-/// Database errors; a value that does not round-trip through JSON.
-pub async fn redact_value_for<T: serde::Serialize + serde::de::DeserializeOwned>(
-    tx: &mut Tx,
-    incident_id: &str,
-    value: &T,
-) -> AppResult<T> {
-    let mut redactor = store::redaction::load(tx, incident_id).await?;
-    let out = redactor
-        .redact_value(value)
-        .map_err(|e| AppError::Internal(e.into()))?;
-    store::redaction::save(tx, incident_id, &redactor).await?;
-    Ok(out)
-}
-
-/// Writes one record inside the caller's transaction: redacts its text, checks its citations
-/// exist and obey the rules, inserts it and appends `memory.write` to the audit log. Idempotent
-/// on `origin`. Returns the id and whether it was newly written.
-///
-/// # Errors
-/// [`AppError::Validation`] when a citation is missing or breaks a rule.
-pub async fn write_in(tx: &mut Tx, mut r: NewRecord) -> AppResult<(i64, bool)> {
-    let incident = r.incident_id.clone();
-    {
-        let mut texts: Vec<&mut String> = vec![&mut r.text];
-        if let Some(rule) = r.rule.as_mut() {
-            texts.push(&mut rule.always);
-            texts.push(&mut rule.because);
-        }
-        if let Some(t) = r.target.as_mut() {
-            texts.push(t);
-        }
-        redact_for(tx, incident.as_deref(), &mut texts).await?;
-    }
-    let mut cited: Vec<EpistemicType> = Vec::with_capacity(r.cites.len());
-    for id in &r.cites {
-        match memory::get_in(tx, *id).await {
-            Ok(rec) => cited.push(rec.epistemic_type),
-            Err(AppError::NotFound(_)) => {
-                return Err(crate::domain::ValidationError::new(
-                    "cites",
-                    format!("record {id} does not exist"),
-                )
-                .into());
-            }
-            Err(e) => return Err(e),
-        }
-    }
-    check_citations(r.epistemic_type, &cited)?;
-    if r.kind.is_durable() {
-        // Tags derived from the text on the memory side too, so a paraphrase matches by concept.
-        let mut tags: std::collections::BTreeSet<String> = r.failure_modes.drain(..).collect();
-        tags.extend(crate::memory::recall::derive_tags(&r.text));
-        r.failure_modes = tags.into_iter().collect();
-    }
-    let (id, created) = memory::insert(tx, &r, store::now()).await?;
-    if created && r.kind.is_durable() {
-        let detail = serde_json::json!({
-            "id": id, "kind": r.kind, "epistemic_type": r.epistemic_type,
-            "incident": r.incident_id, "validation": r.validation,
-        });
-        audit::append(
-            tx,
-            &r.author,
-            "memory.write",
-            &format!("MEM-{id}"),
-            &detail.to_string(),
-        )
+/// [`AppError::Validation`] when a citation is missing or breaks a rule; database errors.
+pub async fn write(db: &store::Db, r: NewRecord) -> AppResult<MemoryRecord> {
+    let mut w = store::Write::open(db, &r.author).await?;
+    let (id, _) = w
+        .write_memory(r, crate::memory::recall::derive_tags)
         .await?;
-        if let Some(inc) = &r.incident_id
-            && let Ok(iid) = crate::domain::IncidentId::parse(inc)
-        {
-            store::incidents::add_event(
-                tx,
-                &iid,
-                store::now(),
-                &r.author,
-                "memory_written",
-                &format!("{} MEM-{id}", r.kind),
-            )
-            .await?;
-        }
-    }
-    Ok((id, created))
-}
-
-/// Writes one record in its own transaction. See [`write_in`].
-///
-/// # Errors
-/// As [`write_in`].
-pub async fn write(pool: &AnyPool, r: NewRecord) -> AppResult<MemoryRecord> {
-    let mut tx = store::begin_write(pool).await?;
-    let (id, _) = write_in(&mut tx, r).await?;
-    tx.commit().await?;
-    memory::record(pool, id).await
+    w.commit().await?;
+    memory::record(db, id).await
 }
 
 /// Marks `old` superseded by `new` (both must exist; a record cannot supersede itself).
@@ -431,42 +319,24 @@ pub async fn import(
     })
 }
 
-/// Writes a note or runbook written by a person (confirmed at once: notes are human knowledge)
-/// and, for a dependency, adds the edge to the service graph.
-///
-/// # Errors
-/// As [`write_in`].
-pub async fn write_note(pool: &AnyPool, r: NewRecord) -> AppResult<MemoryRecord> {
-    let mut tx = store::begin_write(pool).await?;
-    if r.kind == crate::domain::MemoryKind::Dependency
-        && let (Some(svc), Some(on)) = (
-            r.services.first(),
-            r.data.get("depends_on").and_then(|v| v.as_str()),
-        )
-    {
-        memory::add_dependency(&mut tx, svc, on).await?;
-    }
-    let (id, _) = write_in(&mut tx, r).await?;
-    tx.commit().await?;
-    memory::record(pool, id).await
-}
-
-/// Writes a note or runbook `r` by a person; with `replaces`, as the next version of that record
-/// (same kind; `data.version` counts up from the old one's, `data.previous` names it) and
-/// supersedes it. A first version gets `data.version = 1`.
+/// Writes a note or runbook `r` by a person (confirmed at once: notes are human knowledge);
+/// for a dependency, also the edge in the service graph; with `replaces`, as the next version
+/// of that record (same kind; `data.version` counts up from the old one's, `data.previous`
+/// names it), superseding it in the same write. A first version gets `data.version = 1`.
 ///
 /// # Errors
 /// [`crate::domain::ValidationError`] (422) when `replaces` is of another kind;
-/// [`AppError::NotFound`] for an unknown `replaces`; as [`write_note`] and [`supersede`].
+/// [`AppError::NotFound`] for an unknown `replaces`; as [`write`] and [`supersede`] (a
+/// conflict writes nothing: the note and the supersession are one write).
 pub async fn write_version(
-    pool: &AnyPool,
+    db: &store::Db,
     actor: &str,
     mut r: NewRecord,
     replaces: Option<i64>,
 ) -> AppResult<MemoryRecord> {
     let version = match replaces {
         Some(old) => {
-            let prev = memory::record(pool, old).await?;
+            let prev = memory::record(db, old).await?;
             if prev.kind != r.kind {
                 return Err(crate::domain::ValidationError::new(
                     "replaces",
@@ -488,11 +358,23 @@ pub async fn write_version(
             obj.insert("previous".into(), old.into());
         }
     }
-    let written = write_note(pool, r).await?;
-    if let Some(old) = replaces {
-        supersede(pool, actor, old, written.id, "new version").await?;
+    let mut w = store::Write::open(db, actor).await?;
+    if r.kind == crate::domain::MemoryKind::Dependency
+        && let (Some(svc), Some(on)) = (
+            r.services.first(),
+            r.data.get("depends_on").and_then(|v| v.as_str()),
+        )
+    {
+        memory::add_dependency(w.tx(), svc, on).await?;
     }
-    Ok(written)
+    let (id, _) = w
+        .write_memory(r, crate::memory::recall::derive_tags)
+        .await?;
+    if let Some(old) = replaces {
+        supersede_in(w.tx(), actor, old, id, "new version").await?;
+    }
+    w.commit().await?;
+    memory::record(db, id).await
 }
 
 /// One memory record `id` with the records it cites (`sources`) and its history

@@ -38,7 +38,7 @@ use crate::store::proposals::{self as pstore, StoredProposal};
 use crate::store::recommendations::Recommendation;
 use crate::store::users::User;
 use crate::store::{
-    self, Event, IncidentWrite, Tx, audit, consolidation as cstore, incidents, memory as mstore,
+    self, Db, Event, IncidentWrite, Tx, audit, consolidation as cstore, incidents, memory as mstore,
 };
 
 mod review;

@@ -21,32 +21,6 @@ pub async fn open_incident(db: &Db, actor: &str, new: &NewIncident) -> AppResult
     Ok(incident)
 }
 
-/// Allocates the incident's id, redacts its title and description with the incident's
-/// placeholder map and inserts it with `opened` on its timeline, inside the caller's write
-/// transaction (alert ingest until it opens an [`IncidentWrite`] of its own).
-///
-/// # Errors
-/// Database errors.
-pub async fn open_in(
-    tx: &mut crate::store::Tx,
-    new: &NewIncident,
-    actor: &str,
-    at: jiff::Timestamp,
-) -> AppResult<Incident> {
-    let id = incidents::next_id(tx, at).await?;
-    let mut redacted = new.clone();
-    crate::services::memory::redact_for(
-        tx,
-        Some(id.as_str()),
-        &mut [&mut redacted.title, &mut redacted.description],
-    )
-    .await?;
-    let incident = incidents::insert(tx, id, &redacted, actor, at).await?;
-    let opened = format!("{} on {}: {}", new.severity, new.service, redacted.title);
-    incidents::add_event(tx, &incident.id, at, actor, "opened", &opened).await?;
-    Ok(incident)
-}
-
 /// What a transition request carries besides its name.
 #[derive(Debug, Clone, Default)]
 pub struct TransitionInput {

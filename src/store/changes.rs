@@ -90,6 +90,13 @@ impl ChangeHub {
         }
     }
 
+    /// Follows every incident from now on (the incident pages' cache reads an incident's state
+    /// again after each of its changes): the receiver of every notice published after this call.
+    /// A receiver that falls more than [`CAPACITY`] behind gets `RecvError::Lagged`.
+    pub fn subscribe_all(&self) -> broadcast::Receiver<Arc<Change>> {
+        self.sender.subscribe()
+    }
+
     /// How many subscriptions are open, over every incident.
     pub fn subscribers(&self) -> usize {
         self.sender.receiver_count()

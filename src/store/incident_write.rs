@@ -133,10 +133,12 @@ impl IncidentWrite {
     /// Database errors.
     pub async fn create(db: &Db, new: &NewIncident, actor: &str) -> AppResult<Self> {
         let tx = super::begin_write(db).await?;
-        Self::create_in(tx, db.changes(), new, actor).await
+        Self::create_in(tx, db.changes(), new, actor, serde_json::Map::new()).await
     }
 
-    /// [`IncidentWrite::create`] inside a write transaction already begun.
+    /// [`IncidentWrite::create`] inside a write transaction already begun (an alert delivery
+    /// claims its group first), with `opened_by` (e.g. the integration and the alert group)
+    /// added to the `incident.open` audit entry.
     ///
     /// # Errors
     /// Database errors.
@@ -145,6 +147,7 @@ impl IncidentWrite {
         hub: &ChangeHub,
         new: &NewIncident,
         actor: &str,
+        opened_by: serde_json::Map<String, serde_json::Value>,
     ) -> AppResult<Self> {
         let at = super::now();
         let id = incidents::next_id(&mut tx, at).await?;
@@ -154,10 +157,13 @@ impl IncidentWrite {
         let mut redacted = new.clone();
         write.redact(&mut [&mut redacted.title, &mut redacted.description]);
         write.incident = incidents::insert(&mut write.tx, id, &redacted, actor, at).await?;
-        let detail = serde_json::json!({
+        let mut detail = serde_json::json!({
             "title": write.incident.title, "service": write.incident.service,
             "severity": write.incident.severity,
         });
+        if let Some(fields) = detail.as_object_mut() {
+            fields.extend(opened_by);
+        }
         let opened = format!(
             "{} on {}: {}",
             redacted.severity, redacted.service, redacted.title

@@ -63,9 +63,10 @@ pub struct RenderedPage {
 /// at the turn of a minute waits for one render instead of each rendering).
 ///
 /// A stamp is read again from the database after [`STAMP_TTL`], and at once after any write
-/// this process answers (`web::wake_memory_after_writes` calls [`RenderedPages::wrote`]): a
-/// page after a write through the app shows it, a write from elsewhere (another instance, the
-/// CLI, a background task such as a Prometheus pull) shows within [`STAMP_TTL`]. Held in
+/// this process answers (`web::wake_memory_after_writes` calls [`RenderedPages::wrote`]) or
+/// any change notice it hears ([`RenderedPages::follow`]: its own background writes, and on
+/// PostgreSQL other instances' writes): a page after such a write shows it; a write nobody
+/// announces here (the CLI on SQLite) shows within [`STAMP_TTL`]. Held in
 /// [`super::AppState`].
 pub struct RenderedPages {
     /// The rendered copies, weighed by their bytes.
@@ -163,6 +164,28 @@ impl RenderedPages {
     /// before it is used. Called for every request that may write, before its answer leaves.
     pub fn wrote(&self) {
         self.writes.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Reads kept stamps again after every change notice of `hub`
+    /// ([`crate::store::changes`]): a write made outside this process's requests (a Prometheus
+    /// pull, the chat worker, and on PostgreSQL another instance or the CLI, through `LISTEN`)
+    /// shows on the next view instead of within [`STAMP_TTL`]. Spawns a task that ends when the
+    /// hub or these pages are gone. Needs a Tokio runtime.
+    pub fn follow(self: &Arc<Self>, hub: &crate::store::changes::ChangeHub) {
+        let mut notices = hub.subscribe_all();
+        let pages = Arc::downgrade(self);
+        tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                match notices.recv().await {
+                    Ok(_) | Err(RecvError::Lagged(_)) => match pages.upgrade() {
+                        Some(pages) => pages.wrote(),
+                        None => return,
+                    },
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        });
     }
 
     /// The page kept under `key`, else the one `render` makes (once, however many views ask

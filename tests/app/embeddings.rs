@@ -130,17 +130,17 @@ fn symptom(text: &str, service: &str) -> NewRecord {
 async fn embeddings_add_a_semantic_list_and_a_retracted_record_never_comes_back_through_it() {
     let (app, e, stub) = app_with_stub(false).await;
     let cardiac = msvc::write(
-        &app.pool,
+        &app.db,
         symptom("Cardiac telemetry flatlined", "vitals-api"),
     )
     .await
     .unwrap();
-    let disk = msvc::write(&app.pool, symptom("Storage volume filled", "log-shipper"))
+    let disk = msvc::write(&app.db, symptom("Storage volume filled", "log-shipper"))
         .await
         .unwrap();
     // Working records are never embedded nor recalled.
     msvc::write(
-        &app.pool,
+        &app.db,
         NewRecord::new(MemoryKind::Observation, "heart silent", "rita"),
     )
     .await
@@ -181,7 +181,7 @@ async fn embeddings_add_a_semantic_list_and_a_retracted_record_never_comes_back_
 #[tokio::test]
 async fn a_failing_embeddings_endpoint_leaves_recall_working() {
     let (app, e, stub) = app_with_stub(true).await;
-    let disk = msvc::write(&app.pool, symptom("Storage volume filled", "log-shipper"))
+    let disk = msvc::write(&app.db, symptom("Storage volume filled", "log-shipper"))
         .await
         .unwrap();
     let _ = &e;
@@ -215,11 +215,11 @@ async fn a_failing_embeddings_endpoint_leaves_recall_working() {
 #[tokio::test]
 async fn a_record_the_endpoint_refuses_for_good_does_not_stall_the_others() {
     let (app, e, _stub) = app_with_stub(false).await;
-    let poison = msvc::write(&app.pool, symptom("POISON pill heart", "vitals-api"))
+    let poison = msvc::write(&app.db, symptom("POISON pill heart", "vitals-api"))
         .await
         .unwrap();
     let cardiac = msvc::write(
-        &app.pool,
+        &app.db,
         symptom("Cardiac telemetry flatlined", "vitals-api"),
     )
     .await
@@ -255,7 +255,7 @@ async fn export_carries_the_vectors_so_an_import_embeds_nothing_again() {
             "audit-store",
         ),
     ] {
-        msvc::write(&app.pool, symptom(text, svc)).await.unwrap();
+        msvc::write(&app.db, symptom(text, svc)).await.unwrap();
     }
     assert_eq!(backfill(&app, &e).await, 2);
     let file = msvc::export(&app.pool).await.unwrap();
@@ -307,7 +307,7 @@ async fn an_import_line_with_a_broken_vector_is_reported_and_nothing_is_imported
         "vectors": [{"model": "m", "f32le_hex": "abc"}]
     });
     // Take the shape of a real exported record and break only its vector.
-    msvc::write(&app.pool, symptom("queue depth doubled", "queue-svc"))
+    msvc::write(&app.db, symptom("queue depth doubled", "queue-svc"))
         .await
         .unwrap();
     let exported = msvc::export(&app.pool).await.unwrap();
@@ -333,7 +333,7 @@ async fn the_memory_page_shows_the_backfill_until_every_record_has_a_vector() {
         "disk volume exhausted",
         "pulse silent again",
     ] {
-        msvc::write(&app.pool, symptom(text, "ward-telemetry"))
+        msvc::write(&app.db, symptom(text, "ward-telemetry"))
             .await
             .unwrap();
     }
@@ -364,7 +364,7 @@ async fn the_memory_page_shows_the_backfill_until_every_record_has_a_vector() {
 async fn a_new_incident_page_never_waits_on_the_embedder() {
     let (app, e, stub) = app_with_stub(false).await;
     msvc::write(
-        &app.pool,
+        &app.db,
         symptom(
             "the storage volume filled on the log shipper hosts",
             "log-shipper",

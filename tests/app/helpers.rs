@@ -14,6 +14,9 @@ pub const PASSWORD: &str = "correct horse battery";
 pub struct TestApp {
     pub base: String,
     pub pool: AnyPool,
+    /// The app's database handle (same pool; its change hub is the one the app's pages and
+    /// live streams follow).
+    pub db: incidentmind::store::Db,
     /// The app's memory (same pool, same caches and embedder as its handlers).
     pub memory: incidentmind::memory::Memory,
     pub responder: String,
@@ -24,6 +27,43 @@ pub struct TestApp {
     /// suite runs on PostgreSQL).
     pub database_url: String,
     _dir: tempfile::TempDir,
+    /// Drops the PostgreSQL database this app was given when the test ends (the suite creates
+    /// one per test: ~13 MB each, several GB over a run on a CI disk).
+    _pg_database: Option<DropDatabaseAtEnd>,
+}
+
+/// Drops a test database on the PostgreSQL `server` when dropped (`WITH (FORCE)`: the app's
+/// own pool may still hold connections). Runs on its own thread and runtime, since it is dropped
+/// inside the test's runtime; failures are ignored (the cluster is thrown away after the run).
+pub struct DropDatabaseAtEnd {
+    server: String,
+    name: String,
+}
+
+impl Drop for DropDatabaseAtEnd {
+    fn drop(&mut self) {
+        let server = self.server.clone();
+        let name = self.name.clone();
+        let dropper = std::thread::spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return;
+            };
+            rt.block_on(async move {
+                use sqlx::Connection as _;
+                if let Ok(mut admin) = sqlx::AnyConnection::connect(&server).await {
+                    let sql = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
+                    let _ = sqlx::query(sqlx::AssertSqlSafe(sql))
+                        .execute(&mut admin)
+                        .await;
+                    let _ = admin.close().await;
+                }
+            });
+        });
+        let _ = dropper.join();
+    }
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -264,9 +304,19 @@ async fn spawn_app_listening(
     }
     let dir = tempfile::tempdir().expect("tempdir");
     let db_path = dir.path().join("test.db");
+    let mut pg_database = None;
     let database_url = match (database_url, suite_on_postgres()) {
         (Some(url), _) => url,
-        (None, Some(server)) => fresh_postgres_database(&server).await,
+        (None, Some(server)) => {
+            let url = fresh_postgres_database(&server).await;
+            let name = url::Url::parse(&url)
+                .expect("database URL")
+                .path()
+                .trim_start_matches('/')
+                .to_string();
+            pg_database = Some(DropDatabaseAtEnd { server, name });
+            url
+        }
         (None, None) => db_path.to_str().expect("utf-8 path").to_string(),
     };
     // The app as `serve` builds it (database and migrations, memory, model, router).
@@ -279,6 +329,7 @@ async fn spawn_app_listening(
     .await
     .expect("app");
     let pool = built.state.pool.pool().clone();
+    let db = built.state.pool.clone();
     let memory = built.state.memory.clone();
     let responder = add_user(&pool, "rita", "responder", Some(PASSWORD))
         .await
@@ -306,6 +357,7 @@ async fn spawn_app_listening(
     TestApp {
         base: format!("http://{addr}"),
         pool,
+        db,
         memory,
         responder,
         reviewer,
@@ -316,6 +368,7 @@ async fn spawn_app_listening(
             .expect("client"),
         database_url,
         _dir: dir,
+        _pg_database: pg_database,
     }
 }
 

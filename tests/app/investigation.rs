@@ -525,7 +525,7 @@ async fn remember(
     if kind == incidentmind::domain::MemoryKind::RemediationFailure {
         r.action_kind = Some(incidentmind::domain::ActionKind::ScaleOut);
     }
-    incidentmind::services::memory::write(&app.pool, r)
+    incidentmind::services::memory::write(&app.db, r)
         .await
         .unwrap()
         .id

@@ -19,7 +19,7 @@ fn rec(kind: MemoryKind, text: &str, service: &str, tags: &[&str]) -> NewRecord 
 
 /// Writes `r`, first writing an observation for it to cite when it is an inference.
 async fn write(
-    pool: &sqlx::AnyPool,
+    pool: &incidentmind::store::Db,
     mut r: NewRecord,
 ) -> incidentmind::domain::memory::MemoryRecord {
     if r.epistemic_type == EpistemicType::Inference && r.cites.is_empty() {
@@ -35,7 +35,7 @@ async fn write(
 }
 
 /// A small, varied memory so ranking has something to beat.
-async fn seed_distractors(pool: &sqlx::AnyPool) {
+async fn seed_distractors(pool: &incidentmind::store::Db) {
     let items = [
         (
             MemoryKind::RootCause,
@@ -94,7 +94,7 @@ async fn seed_distractors(pool: &sqlx::AnyPool) {
 #[tokio::test]
 async fn a_paraphrased_query_finds_the_dead_end_in_the_top_3() {
     let app = spawn_app().await;
-    seed_distractors(&app.pool).await;
+    seed_distractors(&app.db).await;
     let mut failure = rec(
         MemoryKind::RemediationFailure,
         "Connection pool exhausted on payments-db, raising max pool size did not help",
@@ -102,7 +102,7 @@ async fn a_paraphrased_query_finds_the_dead_end_in_the_top_3() {
         &[],
     );
     failure.action_kind = Some(ActionKind::RaisePoolLimit);
-    let written = msvc::write(&app.pool, failure).await.unwrap();
+    let written = msvc::write(&app.db, failure).await.unwrap();
     let res = recall(
         &app.memory,
         &RecallQuery {
@@ -153,7 +153,7 @@ async fn an_empty_or_thin_recall_says_which_kind_of_nothing_it_is() {
         "rita",
     );
     r.services = vec!["ledger-writer".into()];
-    write(&app.pool, r).await;
+    write(&app.db, r).await;
     let ask = |text: &str, service: Option<&str>| RecallQuery {
         text: text.into(),
         service: service.map(str::to_string),
@@ -203,7 +203,7 @@ async fn an_empty_or_thin_recall_says_which_kind_of_nothing_it_is() {
 async fn a_superseded_record_ranks_below_its_successor_and_is_marked() {
     let app = spawn_app().await;
     let old = write(
-        &app.pool,
+        &app.db,
         rec(
             MemoryKind::RootCause,
             "Checkout latency caused by connection pool exhaustion on payments-db",
@@ -213,7 +213,7 @@ async fn a_superseded_record_ranks_below_its_successor_and_is_marked() {
     )
     .await;
     let new = write(
-        &app.pool,
+        &app.db,
         rec(
             MemoryKind::RootCause,
             "Checkout latency caused by a connection leak exhausting the pool on payments-db",
@@ -262,7 +262,7 @@ async fn a_retracted_record_never_comes_back_on_any_path() {
         &["connection_pool_exhausted"],
     );
     r.action_kind = Some(ActionKind::RaisePoolLimit);
-    let m = msvc::write(&app.pool, r).await.unwrap();
+    let m = msvc::write(&app.db, r).await.unwrap();
     msvc::retract(&app.pool, "victor", m.id, "wrong incident")
         .await
         .unwrap();
@@ -314,32 +314,32 @@ async fn inferences_need_sources_and_decisions_cannot_rest_on_decisions_only() {
     let app = spawn_app().await;
     let mut r = NewRecord::new(MemoryKind::Hypothesis, "the pool is too small", "rita");
     r.epistemic_type = EpistemicType::Inference;
-    let e = msvc::write(&app.pool, r.clone()).await.unwrap_err();
+    let e = msvc::write(&app.db, r.clone()).await.unwrap_err();
     assert!(e.to_string().contains("must cite"), "{e}");
     r.cites = vec![9999];
     assert!(
-        msvc::write(&app.pool, r.clone())
+        msvc::write(&app.db, r.clone())
             .await
             .unwrap_err()
             .to_string()
             .contains("does not exist")
     );
     let obs = msvc::write(
-        &app.pool,
+        &app.db,
         NewRecord::new(MemoryKind::Observation, "pool wait p99 4s", "rita"),
     )
     .await
     .unwrap();
     r.cites = vec![obs.id];
-    let inf = msvc::write(&app.pool, r).await.unwrap();
+    let inf = msvc::write(&app.db, r).await.unwrap();
     assert_eq!(inf.sources, vec![obs.id], "retrieval returns the sources");
     let mut d1 = NewRecord::new(MemoryKind::Recommendation, "raise the pool", "rita");
     d1.cites = vec![inf.id];
-    let d1 = msvc::write(&app.pool, d1).await.unwrap();
+    let d1 = msvc::write(&app.db, d1).await.unwrap();
     let mut d2 = NewRecord::new(MemoryKind::Recommendation, "approve it", "rita");
     d2.cites = vec![d1.id];
     assert!(
-        msvc::write(&app.pool, d2)
+        msvc::write(&app.db, d2)
             .await
             .unwrap_err()
             .to_string()
@@ -352,7 +352,7 @@ async fn secrets_are_redacted_before_they_are_stored() {
     let app = spawn_app().await;
     let text = "pool exhausted; DSN postgres://app:hunter2secret@10.0.0.5/pay, paged jane.doe@example.com, token Bearer abcdef1234567890abcdef";
     let m = write(
-        &app.pool,
+        &app.db,
         rec(MemoryKind::ServiceFact, text, "payments-db", &[]),
     )
     .await;
@@ -459,7 +459,7 @@ async fn notes_and_runbooks_are_written_versioned_and_recalled_by_scope() {
 async fn only_reviewers_retract_and_every_change_is_audited() {
     let app = spawn_app().await;
     let m = write(
-        &app.pool,
+        &app.db,
         rec(
             MemoryKind::ServiceFact,
             "payments-api runs 12 pods",
@@ -511,7 +511,7 @@ async fn the_audit_chain_holds_after_1000_operations() {
     };
     for i in 0..1000 {
         write(
-            &app.pool,
+            &app.db,
             rec(
                 MemoryKind::ServiceFact,
                 &format!("fact number {i}"),
@@ -541,16 +541,16 @@ async fn the_audit_chain_holds_after_1000_operations() {
 #[tokio::test]
 async fn export_then_import_into_an_empty_database_round_trips_exactly() {
     let app = spawn_app().await;
-    seed_distractors(&app.pool).await;
+    seed_distractors(&app.db).await;
     let obs = msvc::write(
-        &app.pool,
+        &app.db,
         NewRecord::new(MemoryKind::Observation, "pool wait climbing", "rita"),
     )
     .await
     .unwrap();
     let mut inf = NewRecord::new(MemoryKind::RootCause, "a leak", "rita");
     inf.cites = vec![obs.id];
-    let inf = msvc::write(&app.pool, inf).await.unwrap();
+    let inf = msvc::write(&app.db, inf).await.unwrap();
     msvc::retract(&app.pool, "victor", 1, "test").await.unwrap();
     let first = msvc::export(&app.pool).await.unwrap();
     assert_eq!(first.lines().count(), 15);
@@ -591,7 +591,7 @@ async fn a_memory_holding_a_supersession_exports_and_imports_whole() {
     // that superseded it: the import must not need the newer one to exist yet.
     let app = spawn_app().await;
     let old = write(
-        &app.pool,
+        &app.db,
         rec(
             MemoryKind::ServiceFact,
             "ledger-api reads from replica db-2",
@@ -601,7 +601,7 @@ async fn a_memory_holding_a_supersession_exports_and_imports_whole() {
     )
     .await;
     let new = write(
-        &app.pool,
+        &app.db,
         rec(
             MemoryKind::ServiceFact,
             "ledger-api reads from replica db-5 since the storage move",
@@ -647,7 +647,7 @@ async fn rank_mismatches(pool: &sqlx::AnyPool) -> i64 {
 #[tokio::test]
 async fn a_bad_import_line_is_reported_by_number_and_nothing_is_imported() {
     let app = spawn_app().await;
-    seed_distractors(&app.pool).await;
+    seed_distractors(&app.db).await;
     let mut lines: Vec<String> = msvc::export(&app.pool)
         .await
         .unwrap()
@@ -680,7 +680,7 @@ async fn an_incidents_own_observations_never_crowd_the_structured_keys() {
         &["queue_lag"],
     );
     lesson.incident_id = Some(past.clone());
-    let lesson = write(&app.pool, lesson).await;
+    let lesson = write(&app.db, lesson).await;
     // A busy open incident: 400 newer observations on the same keys.
     for i in 0..400 {
         let mut o = rec(
@@ -690,7 +690,7 @@ async fn an_incidents_own_observations_never_crowd_the_structured_keys() {
             &["queue_lag"],
         );
         o.incident_id = Some(open.clone());
-        msvc::write(&app.pool, o).await.unwrap();
+        msvc::write(&app.db, o).await.unwrap();
     }
     let res = recall(
         &app.memory,
@@ -730,9 +730,9 @@ async fn recall_sees_every_change_of_memory_made_by_another_process_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shared.db");
     let path = path.to_str().unwrap();
-    let a = incidentmind::store::connect(path).await.unwrap();
+    let a = incidentmind::store::Db::from(incidentmind::store::connect(path).await.unwrap());
     let ma = incidentmind::memory::Memory::new(a.clone(), None);
-    let b = incidentmind::store::connect(path).await.unwrap();
+    let b = incidentmind::store::Db::from(incidentmind::store::connect(path).await.unwrap());
     let by_text = RecallQuery {
         text: "ledger writer batch bytes".into(),
         ..Default::default()
@@ -808,7 +808,7 @@ async fn a_database_recreated_at_the_same_path_is_not_served_from_the_old_index(
         service: Some(s.into()),
         ..Default::default()
     };
-    let pool = incidentmind::store::connect(path_str).await.unwrap();
+    let pool = incidentmind::store::Db::from(incidentmind::store::connect(path_str).await.unwrap());
     let old = msvc::write(
         &pool,
         rec(
@@ -837,7 +837,7 @@ async fn a_database_recreated_at_the_same_path_is_not_served_from_the_old_index(
     }
     // Same path, same number of writes, so the same generation value: a new epoch tells them
     // apart.
-    let pool = incidentmind::store::connect(path_str).await.unwrap();
+    let pool = incidentmind::store::Db::from(incidentmind::store::connect(path_str).await.unwrap());
     let new = msvc::write(
         &pool,
         rec(
@@ -959,7 +959,7 @@ async fn dead_ends_are_capped_similar_incidents_first_then_the_newest() {
         r
     };
     let similar = msvc::write(
-        &app.pool,
+        &app.db,
         failure(
             "restarting ledger-db changed nothing".into(),
             "ledger-db",
@@ -970,7 +970,7 @@ async fn dead_ends_are_capped_similar_incidents_first_then_the_newest() {
     .await
     .unwrap();
     let unrelated = msvc::write(
-        &app.pool,
+        &app.db,
         failure(
             "restarting mail-relay changed nothing".into(),
             "mail-relay",
@@ -981,7 +981,7 @@ async fn dead_ends_are_capped_similar_incidents_first_then_the_newest() {
     .await
     .unwrap();
     let by_mode = msvc::write(
-        &app.pool,
+        &app.db,
         failure(
             "restarting the cache did not help".into(),
             "edge-cache",
@@ -999,7 +999,7 @@ async fn dead_ends_are_capped_similar_incidents_first_then_the_newest() {
             &[],
             None,
         );
-        same_service.push(msvc::write(&app.pool, r).await.unwrap().id);
+        same_service.push(msvc::write(&app.db, r).await.unwrap().id);
     }
     let mut other_action = rec(
         MemoryKind::RemediationFailure,
@@ -1008,7 +1008,7 @@ async fn dead_ends_are_capped_similar_incidents_first_then_the_newest() {
         &[],
     );
     other_action.action_kind = Some(ActionKind::RollbackDeploy);
-    let other_action = msvc::write(&app.pool, other_action).await.unwrap();
+    let other_action = msvc::write(&app.db, other_action).await.unwrap();
 
     let got = incidentmind::store::memory::dead_ends_for(
         &app.pool,
@@ -1050,7 +1050,7 @@ async fn dead_ends_are_capped_similar_incidents_first_then_the_newest() {
 async fn a_contradicted_lesson_is_marked_and_ranked_below_the_one_that_replaced_it() {
     let app = spawn_app().await;
     let old = write(
-        &app.pool,
+        &app.db,
         rec(
             MemoryKind::Lesson,
             "When the ledger replica falls behind, restart the ledger replica to clear the lag",
@@ -1060,7 +1060,7 @@ async fn a_contradicted_lesson_is_marked_and_ranked_below_the_one_that_replaced_
     )
     .await;
     let new = write(
-        &app.pool,
+        &app.db,
         rec(
             MemoryKind::Lesson,
             "A restart only hides it: throttle the batch writers until the replica catches up",

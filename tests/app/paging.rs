@@ -9,7 +9,6 @@ use crate::helpers::spawn_app;
 #[tokio::test]
 async fn the_largest_page_has_a_next_cursor_when_more_incidents_exist() {
     let app = spawn_app().await;
-    let mut tx = incidentmind::store::begin_write(&app.pool).await.unwrap();
     for n in 0..1_001 {
         let new = NewIncident {
             title: format!("Queue backlog number {n}"),
@@ -17,16 +16,13 @@ async fn the_largest_page_has_a_next_cursor_when_more_incidents_exist() {
             severity: Severity::Sev3,
             description: "jobs wait".into(),
         };
-        incidentmind::services::workflow::open_in(
-            &mut tx,
-            &new,
-            "rita",
-            incidentmind::store::now(),
-        )
-        .await
-        .unwrap();
+        incidentmind::store::IncidentWrite::create(&app.db, &new, "rita")
+            .await
+            .unwrap()
+            .commit()
+            .await
+            .unwrap();
     }
-    tx.commit().await.unwrap();
     let first: Value = app
         .get(&app.responder, "/api/v1/incidents?limit=1000")
         .await

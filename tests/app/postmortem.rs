@@ -1333,7 +1333,7 @@ async fn a_lesson_naming_no_incident_is_queued_for_review_and_a_learned_one_is_n
         "victor",
     );
     r.services = vec!["ledger-writer".into()];
-    let orphan = incidentmind::services::memory::write(&app.pool, r)
+    let orphan = incidentmind::services::memory::write(&app.db, r)
         .await
         .unwrap();
     let q: Value = app

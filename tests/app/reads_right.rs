@@ -142,9 +142,9 @@ async fn lesson(app: &TestApp, text: &str, service: &str, tags: &[&str]) -> i64 
     if r.epistemic_type == EpistemicType::Inference {
         let mut o = NewRecord::new(MemoryKind::Observation, format!("seen: {text}"), "victor");
         o.services = r.services.clone();
-        r.cites = vec![msvc::write(&app.pool, o).await.unwrap().id];
+        r.cites = vec![msvc::write(&app.db, o).await.unwrap().id];
     }
-    msvc::write(&app.pool, r).await.unwrap().id
+    msvc::write(&app.db, r).await.unwrap().id
 }
 
 #[tokio::test]

@@ -56,7 +56,7 @@ async fn a_note_with_much_the_strongest_meaning_match_is_among_the_first_results
         "victor",
     );
     note.services = vec!["ledger-db".into()];
-    let note = msvc::write(&app.pool, note).await.unwrap();
+    let note = msvc::write(&app.db, note).await.unwrap();
     // Four past incidents, each with three records that match the question weakly.
     for n in 1..=4 {
         let incident = app
@@ -70,7 +70,7 @@ async fn a_note_with_much_the_strongest_meaning_match_is_among_the_first_results
             let mut r = NewRecord::new(MemoryKind::Symptom, format!("{text} ({n})"), "victor");
             r.incident_id = Some(incident.clone());
             r.services = vec![format!("shop-{n}")];
-            msvc::write(&app.pool, r).await.unwrap();
+            msvc::write(&app.db, r).await.unwrap();
         }
     }
     incidentmind::memory::embeddings::catch_up(&app.memory)

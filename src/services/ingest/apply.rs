@@ -6,7 +6,8 @@ use crate::domain::{IncidentId, IncidentState, NewIncident};
 use crate::error::{AppError, AppResult};
 use crate::evidence::EvidenceKind;
 use crate::store::integrations::Integration;
-use crate::store::{self, alerts as astore, audit, incidents};
+use crate::store::{self, alerts as astore, incidents};
+use crate::store::{Event, IncidentWrite};
 
 use super::clean::{clean_line, clean_service, clean_text, map_severity, short, skew_flags};
 use super::*;
@@ -107,13 +108,15 @@ fn source_of(integ: &Integration) -> AppResult<Source> {
     Source::parse(&integ.source).map_err(|e| AppError::Internal(e.into()))
 }
 
+/// Opens the incident of a new alert group (or of one that fired again after its incident was
+/// learned) on the unit of work, inside the group's transaction `tx`.
 async fn open_for_group(
-    tx: &mut store::Tx,
+    tx: store::Tx,
+    hub: &store::changes::ChangeHub,
     integ: &Integration,
     group: &IncomingGroup,
     actor: &str,
-    received: jiff::Timestamp,
-) -> AppResult<crate::domain::Incident> {
+) -> AppResult<IncidentWrite> {
     let source = source_of(integ)?;
     let severities = group
         .alerts
@@ -145,31 +148,20 @@ async fn open_for_group(
     let description = clean_text(&description, crate::domain::incident::TEXT_MAX);
     let new = NewIncident::parse(&title, &service, severity.as_str(), &description)
         .or_else(|_| NewIncident::parse("Alert", FALLBACK_SERVICE, severity.as_str(), ""))?;
-    let incident = crate::services::workflow::open_in(tx, &new, actor, received).await?;
-    let detail = serde_json::json!({
-        "title": incident.title, "service": incident.service, "severity": incident.severity,
-        "integration": integ.name, "group_key": group.key,
-    });
-    audit::append(
-        tx,
-        actor,
-        "incident.open",
-        incident.id.as_str(),
-        &detail.to_string(),
-    )
-    .await?;
-    Ok(incident)
+    let mut opened_by = serde_json::Map::new();
+    opened_by.insert("integration".into(), integ.name.clone().into());
+    opened_by.insert("group_key".into(), group.key.clone().into());
+    IncidentWrite::create_in(tx, hub, &new, actor, opened_by).await
 }
 
 fn parse_incident_id(s: &str) -> AppResult<IncidentId> {
     IncidentId::parse(s).map_err(|e| AppError::Internal(anyhow::anyhow!("stored group: {e}")))
 }
 
-/// A group's write transaction, holding the group and the incident its alerts go to.
+/// A group's write: the unit of work on the incident its alerts go to, and the group.
 struct Claimed {
-    tx: store::Tx,
+    write: IncidentWrite,
     group_id: i64,
-    incident_id: IncidentId,
     opened: bool,
     follows: Option<String>,
 }
@@ -200,25 +192,22 @@ async fn claim_group(
                     tx.rollback().await?;
                     return Ok(Err(None));
                 }
-                let incident = open_for_group(&mut tx, integ, group, actor, received).await?;
-                match astore::insert_group(&mut tx, integ.id, &group.key, &incident.id, received)
+                let mut write = open_for_group(tx, pool.changes(), integ, group, actor).await?;
+                let incident = write.incident().id.clone();
+                // A write dropped uncommitted rolls back and announces nothing.
+                match astore::insert_group(write.tx(), integ.id, &group.key, &incident, received)
                     .await?
                 {
                     Some(gid) => {
                         return Ok(Ok(Claimed {
-                            tx,
+                            write,
                             group_id: gid,
-                            incident_id: incident.id,
                             opened: true,
                             follows: None,
                         }));
                     }
-                    None if attempt < 3 => {
-                        tx.rollback().await?;
-                        continue;
-                    }
+                    None if attempt < 3 => continue,
                     None => {
-                        tx.rollback().await?;
                         return Err(AppError::Conflict(
                             "the alert group changed while this delivery ran; retry".into(),
                         ));
@@ -229,10 +218,12 @@ async fn claim_group(
                 let current_id = parse_incident_id(&g.incident_id)?;
                 let current = incidents::get_in(&mut tx, &current_id).await?;
                 if current.state != IncidentState::Learned {
+                    let write =
+                        IncidentWrite::open_in(tx, pool.changes(), &current_id, actor, None)
+                            .await?;
                     return Ok(Ok(Claimed {
-                        tx,
+                        write,
                         group_id: g.id,
-                        incident_id: current_id,
                         opened: false,
                         follows: None,
                     }));
@@ -253,29 +244,26 @@ async fn claim_group(
                         evidence_created: 0,
                     })));
                 }
-                let incident = open_for_group(&mut tx, integ, group, actor, received).await?;
-                incidents::add_event(
-                    &mut tx,
-                    &incident.id,
-                    received,
-                    actor,
-                    "follows",
-                    &format!(
-                        "follows {current_id} (learned): the same {} alert group fired again",
-                        source.as_str()
-                    ),
-                )
-                .await?;
-                if astore::move_group(&mut tx, g.id, &current_id, &incident.id, received).await? {
+                let mut write = open_for_group(tx, pool.changes(), integ, group, actor).await?;
+                let incident = write.incident().id.clone();
+                write
+                    .record_event(Event::new(
+                        "follows",
+                        format!(
+                            "follows {current_id} (learned): the same {} alert group fired again",
+                            source.as_str()
+                        ),
+                    ))
+                    .await?;
+                if astore::move_group(write.tx(), g.id, &current_id, &incident, received).await? {
                     return Ok(Ok(Claimed {
-                        tx,
+                        write,
                         group_id: g.id,
-                        incident_id: incident.id,
                         opened: true,
                         follows: Some(current_id.to_string()),
                     }));
                 }
-                tx.rollback().await?;
+                drop(write);
                 if attempt >= 3 {
                     return Err(AppError::Conflict(
                         "the alert group changed while this delivery ran; retry".into(),
@@ -298,36 +286,18 @@ async fn ingest_group(
     let line = prometheus.map(|p| p.write_line());
     let turn = crate::services::evidence::wait_in_line(line).await;
     let Claimed {
-        mut tx,
+        mut write,
         group_id,
-        incident_id,
         opened,
         follows,
     } = match claim_group(pool, integ, group, &actor, received).await? {
         Ok(claimed) => claimed,
         Err(answer) => return Ok(answer),
     };
-    let (changes, changed) = upsert_alerts(
-        &mut tx,
-        integ,
-        group,
-        group_id,
-        &incident_id,
-        &actor,
-        received,
-    )
-    .await?;
-    let (firing, resolved) = record_alerts(
-        &mut tx,
-        integ,
-        group,
-        &incident_id,
-        &actor,
-        received,
-        changed,
-    )
-    .await?;
-    tx.commit().await?;
+    let incident_id = write.incident().id.clone();
+    let (changes, changed) = upsert_alerts(&mut write, integ, group, group_id, received).await?;
+    let (firing, resolved) = record_alerts(&mut write, integ, group, changed).await?;
+    write.commit().await?;
     drop(turn);
     if opened {
         tracing::info!(incident.id = %incident_id, integration = %integ.name, "incident opened by an alert");
@@ -378,14 +348,13 @@ async fn ingest_group(
 /// Upserts the group's alerts (names redacted) and flags their clock skew on the timeline.
 /// Returns each alert's change and how many are new or changed status.
 async fn upsert_alerts(
-    tx: &mut store::Tx,
+    write: &mut IncidentWrite,
     integ: &Integration,
     group: &IncomingGroup,
     group_id: i64,
-    incident_id: &IncidentId,
-    actor: &str,
     received: jiff::Timestamp,
 ) -> AppResult<(Vec<astore::AlertChange>, usize)> {
+    let incident_id = &write.incident().id.clone();
     let mut changes = Vec::with_capacity(group.alerts.len());
     let mut changed = 0usize;
     for a in &group.alerts {
@@ -398,11 +367,10 @@ async fn upsert_alerts(
             .and_then(clean_service)
             .unwrap_or_else(|| integ.default_service.clone());
         let mut name = a.name.clone();
-        crate::services::memory::redact_for(tx, Some(incident_id.as_str()), &mut [&mut name])
-            .await?;
+        write.redact(&mut [&mut name]);
         let name = clean_line(&name, 200);
         let change = astore::upsert_alert(
-            tx,
+            write.tx(),
             &astore::AlertUpsert {
                 group_id,
                 incident_id,
@@ -425,19 +393,16 @@ async fn upsert_alerts(
         if fresh {
             changed += 1;
             for (_, why) in &flags {
-                incidents::add_event(
-                    tx,
-                    incident_id,
-                    received,
-                    actor,
-                    "alert_flagged",
-                    &format!(
-                        "alert {} ({}): {why}; kept as sent, ordering and durations use the received time",
-                        short(&name),
-                        short(&a.fingerprint)
-                    ),
-                )
-                .await?;
+                write
+                    .record_event(Event::new(
+                        "alert_flagged",
+                        format!(
+                            "alert {} ({}): {why}; kept as sent, ordering and durations use the received time",
+                            short(&name),
+                            short(&a.fingerprint)
+                        ),
+                    ))
+                    .await?;
             }
         }
         changes.push(change);
@@ -448,19 +413,16 @@ async fn upsert_alerts(
 /// Counts the incident's alerts and, when some changed, writes the "alerts" timeline event and
 /// the audit line. Returns (firing, resolved).
 async fn record_alerts(
-    tx: &mut store::Tx,
+    write: &mut IncidentWrite,
     integ: &Integration,
     group: &IncomingGroup,
-    incident_id: &IncidentId,
-    actor: &str,
-    received: jiff::Timestamp,
     changed: usize,
 ) -> AppResult<(i64, i64)> {
-    let (firing, resolved) = astore::counts_in(tx, incident_id).await?;
+    let incident_id = write.incident().id.clone();
+    let (firing, resolved) = astore::counts_in(write.tx(), &incident_id).await?;
     if changed > 0 {
         let mut title = group.title.clone();
-        crate::services::memory::redact_for(tx, Some(incident_id.as_str()), &mut [&mut title])
-            .await?;
+        write.redact(&mut [&mut title]);
         let mut detail = format!(
             "{}: {}",
             clean_line(&title, 120),
@@ -471,19 +433,13 @@ async fn record_alerts(
                 " — every alert resolved; the incident stays open until a person resolves it",
             );
         }
-        incidents::add_event(tx, incident_id, received, actor, "alerts", &detail).await?;
         let audit_detail = serde_json::json!({
             "integration": integ.name, "group_key": group.key, "changed": changed,
             "firing": firing, "resolved": resolved,
         });
-        audit::append(
-            tx,
-            actor,
-            "alerts.ingest",
-            incident_id.as_str(),
-            &audit_detail.to_string(),
-        )
-        .await?;
+        write
+            .record_event(Event::new("alerts", detail).audited("alerts.ingest", audit_detail))
+            .await?;
     }
     Ok((firing, resolved))
 }

@@ -75,19 +75,20 @@ fn apply_edit(draft: &mut Draft, edit: RunbookEdit) -> AppResult<()> {
     Ok(())
 }
 
-/// Writes what accepting proposal `id` writes, inside `tx`: its record (confirmed, by the
-/// reviewer), then what follows from it — a runbook's new version supersedes the old one, a
-/// consolidation marks its sources — or, for a supersession, the mark on the older record.
-/// Returns the record written, if any.
+/// Writes what accepting proposal `id` writes, in the incident write `write`: its record
+/// (confirmed, by the reviewer), then what follows from it — a runbook's new version supersedes
+/// the old one, a consolidation marks its sources — or, for a supersession, the mark on the
+/// older record. Returns the record written, if any.
 async fn write_accepted(
-    tx: &mut Tx,
+    write: &mut IncidentWrite,
     user: &User,
     id: i64,
     draft: &Draft,
 ) -> AppResult<Option<i64>> {
     if let Some(s) = &draft.supersession {
         let reason = format!("contradicted by MEM-{} (PRO-{id})", s.new);
-        crate::services::memory::supersede_in(tx, &user.name, s.old, s.new, &reason).await?;
+        crate::services::memory::supersede_in(write.tx(), &user.name, s.old, s.new, &reason)
+            .await?;
         return Ok(None);
     }
     let Some(mut record) = draft.record.clone() else {
@@ -98,19 +99,21 @@ async fn write_accepted(
     record.author = user.name.clone();
     record.validation = Validation::Confirmed;
     record.origin = Some(format!("proposal:{id}"));
-    let (rid, _) = crate::services::memory::write_in(tx, record).await?;
+    let (rid, _) = write
+        .write_memory(record, crate::memory::recall::derive_tags)
+        .await?;
     if let Some(old) = draft.runbook.as_ref().and_then(|r| r.replaces) {
         let reason = format!("new version (PRO-{id})");
-        crate::services::memory::supersede_in(tx, &user.name, old, rid, &reason).await?;
+        crate::services::memory::supersede_in(write.tx(), &user.name, old, rid, &reason).await?;
     }
     if let Some(c) = &draft.consolidation {
-        mark_sources_in(tx, &user.name, id, c, rid).await?;
+        mark_sources_in(write.tx(), &user.name, id, c, rid).await?;
     }
     Ok(Some(rid))
 }
 
 /// Accepts a pending proposal (reviewers): writes its record — for a runbook after applying the
-/// reviewer's `edit` — through `services::memory::write_in`, confirmed and authored by the
+/// reviewer's `edit` — through the incident write's `write_memory`, confirmed and authored by the
 /// reviewer; a runbook's new version supersedes the one it replaces; a consolidation marks each
 /// source `consolidated_into` the merged rule; a supersession marks the older record superseded
 /// by the newer. One transaction, on the audit log and the incident timeline. `version` is the
@@ -121,18 +124,17 @@ async fn write_accepted(
 /// [`AppError::Conflict`] when already decided or stale, or when a record it marks changed
 /// since it was drafted; validation errors for a bad edit.
 pub async fn accept(
-    pool: &AnyPool,
+    db: &Db,
     user: &User,
     id: i64,
     version: Option<i64>,
     edit: RunbookEdit,
 ) -> AppResult<StoredProposal> {
     require_reviewer(user, "accepting a proposal")?;
-    let mut tx = store::begin_write(pool).await?;
-    let p = pending_in(&mut tx, id, version).await?;
+    let (mut write, p) = open_pending(db, user, id, version).await?;
     let mut draft = draft_of(&p)?;
     apply_edit(&mut draft, edit)?;
-    let rid = write_accepted(&mut tx, user, id, &draft).await?;
+    let rid = write_accepted(&mut write, user, id, &draft).await?;
     let json = serde_json::to_value(&draft).map_err(|e| AppError::Internal(e.into()))?;
     let event = match (rid, &draft.supersession) {
         (Some(rid), _) => format!("{} PRO-{id} accepted: MEM-{rid}", p.kind.as_str()),
@@ -152,9 +154,26 @@ pub async fn accept(
         event,
         audit: serde_json::json!({"kind": p.kind, "incident": p.incident_id, "record": rid}),
     };
-    record_decision(&mut tx, &p, user, decision).await?;
-    tx.commit().await?;
-    pstore::get(pool, id).await
+    record_decision(&mut write, &p, user, decision).await?;
+    write.commit().await?;
+    pstore::get(db, id).await
+}
+
+/// Opens the incident write of proposal `id`'s incident on behalf of `user` and reads the
+/// proposal inside it, pending and at `version`.
+///
+/// # Errors
+/// [`AppError::NotFound`]; [`AppError::Conflict`] as [`pending_in`].
+async fn open_pending(
+    db: &Db,
+    user: &User,
+    id: i64,
+    version: Option<i64>,
+) -> AppResult<(IncidentWrite, StoredProposal)> {
+    let incident = IncidentId::parse(&pstore::get(db, id).await?.incident_id)?;
+    let mut write = IncidentWrite::open(db, &incident, &user.name, None).await?;
+    let p = pending_in(write.tx(), id, version).await?;
+    Ok((write, p))
 }
 
 /// Rejects a pending proposal with a reason (reviewers); nothing is written to memory, the
@@ -163,7 +182,7 @@ pub async fn accept(
 /// # Errors
 /// As [`accept`]; a validation error for an empty reason.
 pub async fn reject(
-    pool: &AnyPool,
+    db: &Db,
     user: &User,
     id: i64,
     version: Option<i64>,
@@ -171,11 +190,9 @@ pub async fn reject(
 ) -> AppResult<StoredProposal> {
     require_reviewer(user, "rejecting a proposal")?;
     let reason = crate::domain::required_text("reason", reason, 2000)?;
-    let mut tx = store::begin_write(pool).await?;
-    let p = pending_in(&mut tx, id, version).await?;
+    let (mut write, p) = open_pending(db, user, id, version).await?;
     let mut reason_r = reason;
-    crate::services::memory::redact_for(&mut tx, Some(&p.incident_id), &mut [&mut reason_r])
-        .await?;
+    write.redact(&mut [&mut reason_r]);
     let decision = Decision {
         status: ProposalStatus::Rejected,
         reason: Some(&reason_r),
@@ -184,9 +201,9 @@ pub async fn reject(
         event: format!("{} PRO-{id} rejected: {reason_r}", p.kind.as_str()),
         audit: serde_json::json!({"kind": p.kind, "incident": p.incident_id, "reason": reason_r}),
     };
-    record_decision(&mut tx, &p, user, decision).await?;
-    tx.commit().await?;
-    pstore::get(pool, id).await
+    record_decision(&mut write, &p, user, decision).await?;
+    write.commit().await?;
+    pstore::get(db, id).await
 }
 
 /// A reviewer's decision on a proposal, as [`record_decision`] writes it.
@@ -201,18 +218,18 @@ struct Decision<'a> {
     audit: serde_json::Value,
 }
 
-/// Writes `d` on pending proposal `p` inside `tx`: the compare-and-set on its version (a 409
+/// Writes `d` on pending proposal `p` in `write`: the compare-and-set on its version (a 409
 /// when someone decided first), the incident timeline event and the audit entry.
 async fn record_decision(
-    tx: &mut store::Tx,
+    write: &mut IncidentWrite,
     p: &StoredProposal,
     user: &User,
     d: Decision<'_>,
 ) -> AppResult<()> {
     let id = p.id;
-    let at = store::now();
+    let at = write.at();
     let decided = pstore::decide(
-        tx,
+        write.tx(),
         id,
         p.version,
         d.status,
@@ -232,16 +249,10 @@ async fn record_decision(
         ProposalStatus::Accepted => ("proposal_accepted", "proposal.accept"),
         _ => ("proposal_rejected", "proposal.reject"),
     };
-    let incident = IncidentId::parse(&p.incident_id)?;
-    incidents::add_event(tx, &incident, at, &user.name, event, &d.event).await?;
-    audit::append(
-        tx,
-        &user.name,
-        action,
-        &format!("PRO-{id}"),
-        &d.audit.to_string(),
-    )
-    .await?;
+    write.record_event(Event::new(event, d.event)).await?;
+    write
+        .audit(action, &format!("PRO-{id}"), &d.audit.to_string())
+        .await?;
     Ok(())
 }
 
