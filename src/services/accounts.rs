@@ -11,7 +11,6 @@ use crate::domain::ValidationError;
 use crate::error::{AppError, AppResult};
 use crate::store::tokens::{self, TokenInfo};
 use crate::store::users::{self, Account, User};
-use crate::store::{audit, begin_write};
 
 /// Shortest password accepted (the CLI's rule too).
 pub const MIN_PASSWORD_CHARS: usize = 8;
@@ -62,9 +61,9 @@ pub async fn create_token(
     let token = format!("im_{}", hex::encode(bytes));
     let expires =
         days.map(|d| crate::store::now() + jiff::SignedDuration::from_hours(24 * i64::from(d)));
-    let mut tx = begin_write(pool).await?;
+    let mut w = crate::store::Write::begin(pool).await?;
     let id = tokens::add_in(
-        &mut tx,
+        w.tx(),
         owner.id,
         &super::users::token_digest(&token),
         name,
@@ -75,15 +74,14 @@ pub async fn create_token(
         || "no expiry".to_string(),
         |d| format!("expires in {d} days"),
     );
-    audit::append(
-        &mut tx,
+    w.audit_by(
         actor,
         "token.create",
         &owner.name,
         &format!("token {id} \"{name}\", {lifetime}"),
     )
     .await?;
-    tx.commit().await?;
+    w.commit().await?;
     Ok((id, token))
 }
 
@@ -98,14 +96,13 @@ pub async fn revoke_token(
     id: i64,
     only_of: Option<i64>,
 ) -> AppResult<TokenInfo> {
-    let mut tx = begin_write(pool).await?;
-    let token = tokens::find_in(&mut tx, id)
+    let mut w = crate::store::Write::begin(pool).await?;
+    let token = tokens::find_in(w.tx(), id)
         .await?
         .filter(|t| only_of.is_none_or(|u| u == t.user_id))
         .ok_or_else(|| AppError::NotFound(format!("token {id}")))?;
-    if tokens::revoke_in(&mut tx, id).await? {
-        audit::append(
-            &mut tx,
+    if tokens::revoke_in(w.tx(), id).await? {
+        w.audit_by(
             actor,
             "token.revoke",
             &token.user_name,
@@ -113,7 +110,7 @@ pub async fn revoke_token(
         )
         .await?;
     }
-    tx.commit().await?;
+    w.commit().await?;
     Ok(token)
 }
 
@@ -197,20 +194,14 @@ pub async fn set_password(pool: &AnyPool, actor: &str, name: &str, new: &str) ->
     let hash = tokio::task::spawn_blocking(move || password_auth::generate_hash(new))
         .await
         .map_err(|e| AppError::Internal(e.into()))?;
-    let mut tx = begin_write(pool).await?;
-    let (user, _) = users::find_by_name_in(&mut tx, name)
+    let mut w = crate::store::Write::begin(pool).await?;
+    let (user, _) = users::find_by_name_in(w.tx(), name)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("user {name}")))?;
-    users::set_password_in(&mut tx, user.id, &hash).await?;
-    audit::append(
-        &mut tx,
-        actor,
-        "user.password_change",
-        &user.name,
-        "sessions ended",
-    )
-    .await?;
-    tx.commit().await?;
+    users::set_password_in(w.tx(), user.id, &hash).await?;
+    w.audit_by(actor, "user.password_change", &user.name, "sessions ended")
+        .await?;
+    w.commit().await?;
     Ok(User {
         generation: user.generation + 1,
         ..user
@@ -233,20 +224,20 @@ pub async fn set_disabled(
             "you cannot disable your own account; ask another administrator".into(),
         ));
     }
-    let mut tx = begin_write(pool).await?;
-    let (user, _) = users::find_by_name_in(&mut tx, name)
+    let mut w = crate::store::Write::begin(pool).await?;
+    let (user, _) = users::find_by_name_in(w.tx(), name)
         .await?
         .ok_or_else(|| AppError::NotFound(format!("user {name}")))?;
-    let changed = users::set_disabled_in(&mut tx, user.id, disabled).await?;
+    let changed = users::set_disabled_in(w.tx(), user.id, disabled).await?;
     if changed {
         let (action, detail) = if disabled {
             ("user.disable", "sessions and API tokens ended")
         } else {
             ("user.enable", "may sign in again")
         };
-        audit::append(&mut tx, actor, action, &user.name, detail).await?;
+        w.audit_by(actor, action, &user.name, detail).await?;
     }
-    tx.commit().await?;
+    w.commit().await?;
     Ok(changed)
 }
 

@@ -193,7 +193,7 @@ pub async fn consolidate(memory: &Memory, cap: usize) -> AppResult<Consolidation
         .flat_map(|m| m.consolidation.incidents.iter().cloned())
         .collect();
     let here = store::incident_documents::incident_states(pool, &named).await?;
-    let mut tx = store::begin_write(pool).await?;
+    let mut w = store::Write::open(pool, ACTOR).await?;
     for mut m in merged {
         if !here.contains_key(&m.incident_id) {
             match m
@@ -209,12 +209,12 @@ pub async fn consolidate(memory: &Memory, cap: usize) -> AppResult<Consolidation
                 }
             }
         }
-        match draft_in(&mut tx, &by_id, m).await? {
+        match draft_in(&mut w, &by_id, m).await? {
             Some(pid) => report.proposed.push(pid),
             None => report.already_proposed += 1,
         }
     }
-    tx.commit().await?;
+    w.commit().await?;
     Ok(report)
 }
 
@@ -241,7 +241,7 @@ async fn cites_of(
 
 /// Queues the proposal of one merged group; `None` when the same group was proposed before.
 async fn draft_in(
-    tx: &mut Tx,
+    w: &mut store::Write,
     by_id: &HashMap<i64, &MemoryRecord>,
     m: Merged,
 ) -> AppResult<Option<i64>> {
@@ -255,7 +255,7 @@ async fn draft_in(
     record.action_kind = Some(m.action_kind);
     record.importance = m.rule.severity.importance();
     record.rule = Some(m.rule.clone());
-    record.cites = cites_of(tx, by_id, &m).await?;
+    record.cites = cites_of(w.tx(), by_id, &m).await?;
     record.data = serde_json::json!({"consolidated_from": source_ids});
     let kinds = if m
         .consolidation
@@ -285,13 +285,12 @@ async fn draft_in(
         ..Draft::of(record)
     };
     crate::services::proposals::queue(
-        tx,
+        w,
         ProposalKind::Consolidation,
         &incident,
         &origin,
         &title,
         &draft,
-        ACTOR,
     )
     .await
 }

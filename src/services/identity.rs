@@ -9,7 +9,6 @@ use sqlx::AnyPool;
 use crate::domain::identity::{ExternalIdentity, Refusal, RoleMapping};
 use crate::error::AppResult;
 use crate::store::users::{self, Source, User};
-use crate::store::{audit, begin_write};
 
 /// How people sign in (`--oidc-…`, `--auth-proxy-…`, `--password-signin`).
 #[derive(Debug, Clone)]
@@ -67,7 +66,7 @@ pub async fn sign_in_external(
     roles: &RoleMapping,
     who: &ExternalIdentity,
 ) -> Result<User, ExternalSignInError> {
-    let mut tx = begin_write(pool).await?;
+    let mut w = crate::store::Write::begin(pool).await?;
     let groups = if who.groups.is_empty() {
         "none".to_string()
     } else {
@@ -77,15 +76,14 @@ pub async fn sign_in_external(
     let (name, role) = match decided {
         Ok(v) => v,
         Err(refusal) => {
-            audit::append(
-                &mut tx,
+            w.audit_by(
                 &who.name,
                 "user.sign_in_refused",
                 who.source,
                 &refusal.to_string(),
             )
             .await?;
-            tx.commit().await.map_err(crate::error::AppError::from)?;
+            w.commit().await.map_err(crate::error::AppError::from)?;
             return Err(refusal.into());
         }
     };
@@ -94,26 +92,24 @@ pub async fn sign_in_external(
     } else {
         Source::Oidc
     };
-    let user = match users::find_by_name_in(&mut tx, name.as_str()).await? {
+    let user = match users::find_by_name_in(w.tx(), name.as_str()).await? {
         Some((_, true)) => {
             let refusal = Refusal::Disabled {
                 name: name.as_str().to_string(),
             };
-            audit::append(
-                &mut tx,
+            w.audit_by(
                 name.as_str(),
                 "user.sign_in_refused",
                 who.source,
                 &refusal.to_string(),
             )
             .await?;
-            tx.commit().await.map_err(crate::error::AppError::from)?;
+            w.commit().await.map_err(crate::error::AppError::from)?;
             return Err(refusal.into());
         }
         Some((user, false)) if user.role != role => {
-            users::set_role_in(&mut tx, user.id, role).await?;
-            audit::append(
-                &mut tx,
+            users::set_role_in(w.tx(), user.id, role).await?;
+            w.audit_by(
                 name.as_str(),
                 "user.role_from_claims",
                 name.as_str(),
@@ -128,9 +124,8 @@ pub async fn sign_in_external(
         }
         Some((user, false)) => user,
         None => {
-            let user = users::create_in(&mut tx, &name, role, source).await?;
-            audit::append(
-                &mut tx,
+            let user = users::create_in(w.tx(), &name, role, source).await?;
+            w.audit_by(
                 name.as_str(),
                 "user.create",
                 name.as_str(),
@@ -143,15 +138,14 @@ pub async fn sign_in_external(
             user
         }
     };
-    audit::append(
-        &mut tx,
+    w.audit_by(
         &user.name,
         "user.sign_in",
         &user.name,
         &format!("{} as {} (groups: {groups})", who.source, user.role),
     )
     .await?;
-    tx.commit().await.map_err(crate::error::AppError::from)?;
+    w.commit().await.map_err(crate::error::AppError::from)?;
     Ok(user)
 }
 
@@ -160,16 +154,15 @@ pub async fn sign_in_external(
 /// # Errors
 /// Database errors.
 pub async fn record_password_sign_in(pool: &AnyPool, user: &User) -> AppResult<()> {
-    let mut tx = begin_write(pool).await?;
-    audit::append(
-        &mut tx,
+    let mut w = crate::store::Write::begin(pool).await?;
+    w.audit_by(
         &user.name,
         "user.sign_in",
         &user.name,
         &format!("password as {}", user.role),
     )
     .await?;
-    tx.commit().await?;
+    w.commit().await?;
     Ok(())
 }
 
@@ -185,8 +178,9 @@ pub async fn record_refusal(
     source: &str,
     reason: &str,
 ) -> AppResult<()> {
-    let mut tx = begin_write(pool).await?;
-    audit::append(&mut tx, claimed, "user.sign_in_refused", source, reason).await?;
-    tx.commit().await?;
+    let mut w = crate::store::Write::begin(pool).await?;
+    w.audit_by(claimed, "user.sign_in_refused", source, reason)
+        .await?;
+    w.commit().await?;
     Ok(())
 }

@@ -7,7 +7,7 @@ use sqlx::AnyPool;
 use crate::domain::Validation;
 use crate::domain::memory::{MemoryRecord, NewRecord};
 use crate::error::{AppError, AppResult};
-use crate::store::{self, Tx, audit, memory};
+use crate::store::{self, memory};
 
 /// Writes one record in its own write ([`store::Write::write_memory`]): its texts redacted
 /// (with its incident's placeholder map when it has one), its citations checked to exist and
@@ -38,19 +38,19 @@ pub async fn supersede(
     new: i64,
     reason: &str,
 ) -> AppResult<MemoryRecord> {
-    let mut tx = store::begin_write(pool).await?;
-    supersede_in(&mut tx, actor, old, new, reason).await?;
-    tx.commit().await?;
+    let mut w = store::Write::begin(pool).await?;
+    supersede_in(&mut w, actor, old, new, reason).await?;
+    w.commit().await?;
     memory::record(pool, old).await
 }
 
-/// [`supersede`] inside the caller's transaction (with the write of `new`, e.g. a runbook's
+/// [`supersede`] inside the caller's unit of work (with the write of `new`, e.g. a runbook's
 /// next version accepted from the review queue): the same checks and the same audit entry.
 ///
 /// # Errors
 /// As [`supersede`].
 pub async fn supersede_in(
-    tx: &mut Tx,
+    w: &mut impl store::UnitOfWork,
     actor: &str,
     old: i64,
     new: i64,
@@ -63,8 +63,8 @@ pub async fn supersede_in(
         )
         .into());
     }
-    let o = memory::get_in(tx, old).await?;
-    let n = memory::get_in(tx, new).await?;
+    let o = memory::get_in(w.tx(), old).await?;
+    let n = memory::get_in(w.tx(), new).await?;
     if o.validation != Validation::Confirmed {
         return Err(AppError::Conflict(format!(
             "MEM-{old} is {} and cannot be superseded",
@@ -76,10 +76,17 @@ pub async fn supersede_in(
             "MEM-{new} is retracted and cannot replace anything"
         )));
     }
-    memory::set_validation(tx, old, Validation::Superseded, Some(new), actor, reason).await?;
+    memory::set_validation(
+        w.tx(),
+        old,
+        Validation::Superseded,
+        Some(new),
+        actor,
+        reason,
+    )
+    .await?;
     let detail = serde_json::json!({"superseded_by": new, "reason": reason});
-    audit::append(
-        tx,
+    w.audit_by(
         actor,
         "memory.supersede",
         &format!("MEM-{old}"),
@@ -99,22 +106,21 @@ pub async fn retract(
     id: i64,
     reason: &str,
 ) -> AppResult<MemoryRecord> {
-    let mut tx = store::begin_write(pool).await?;
-    let r = memory::get_in(&mut tx, id).await?;
+    let mut w = crate::store::Write::begin(pool).await?;
+    let r = memory::get_in(w.tx(), id).await?;
     if r.validation == Validation::Retracted {
         return Err(AppError::Conflict(format!("MEM-{id} is already retracted")));
     }
-    memory::set_validation(&mut tx, id, Validation::Retracted, None, actor, reason).await?;
+    memory::set_validation(w.tx(), id, Validation::Retracted, None, actor, reason).await?;
     let detail = serde_json::json!({"reason": reason});
-    audit::append(
-        &mut tx,
+    w.audit_by(
         actor,
         "memory.retract",
         &format!("MEM-{id}"),
         &detail.to_string(),
     )
     .await?;
-    tx.commit().await?;
+    w.commit().await?;
     memory::record(pool, id).await
 }
 
@@ -286,33 +292,27 @@ pub async fn import(
     if !bad.is_empty() {
         return Err(ImportError::BadLines(bad));
     }
-    let mut tx = store::begin_write(pool).await?;
+    let mut w = crate::store::Write::begin(pool).await?;
     let existing =
-        memory::existing_ids(&mut tx, &records.iter().map(|r| r.id).collect::<Vec<_>>()).await?;
+        memory::existing_ids(w.tx(), &records.iter().map(|r| r.id).collect::<Vec<_>>()).await?;
     if !existing.is_empty() && !skip_existing {
         return Err(ImportError::Existing(existing.into_iter().collect()));
     }
     let skipped = existing.len();
     records.retain(|r| !existing.contains(&r.id));
     for r in &records {
-        memory::restore(&mut tx, r).await?;
+        memory::restore(w.tx(), r).await?;
     }
     for r in &records {
-        memory::restore_links(&mut tx, r).await?;
+        memory::restore_links(w.tx(), r).await?;
     }
-    crate::store::embeddings::restore_vectors(&mut tx, &vectors).await?;
+    crate::store::embeddings::restore_vectors(w.tx(), &vectors).await?;
     let detail = serde_json::json!({
         "records": records.len(), "skipped": skipped, "vectors": vectors.len(),
     });
-    audit::append(
-        &mut tx,
-        actor,
-        "memory.import",
-        "memories",
-        &detail.to_string(),
-    )
-    .await?;
-    tx.commit().await?;
+    w.audit_by(actor, "memory.import", "memories", &detail.to_string())
+        .await?;
+    w.commit().await?;
     Ok(Imported {
         imported: records.len(),
         skipped,
@@ -371,7 +371,7 @@ pub async fn write_version(
         .write_memory(r, crate::memory::recall::derive_tags)
         .await?;
     if let Some(old) = replaces {
-        supersede_in(w.tx(), actor, old, id, "new version").await?;
+        supersede_in(&mut w, actor, old, id, "new version").await?;
     }
     w.commit().await?;
     memory::record(db, id).await

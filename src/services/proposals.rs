@@ -37,9 +37,7 @@ use crate::services::investigation::GENERIC_TAGS;
 use crate::store::proposals::{self as pstore, StoredProposal};
 use crate::store::recommendations::Recommendation;
 use crate::store::users::User;
-use crate::store::{
-    self, Db, Event, IncidentWrite, Tx, audit, consolidation as cstore, incidents, memory as mstore,
-};
+use crate::store::{self, Db, Event, IncidentWrite, Tx, consolidation as cstore, memory as mstore};
 
 mod review;
 
@@ -210,46 +208,43 @@ pub async fn draft_reflection_in(
     .await
 }
 
-/// Puts a draft in the review queue inside `tx`: inserts the proposal (nothing when one with the
-/// same `origin` exists), with an incident timeline event and a `proposal.draft` audit entry.
-/// Returns the new proposal's id.
+/// Puts a draft about `incident` in the review queue in `w` (a write that is not that
+/// incident's: a consolidation spans several): inserts the proposal (nothing when one with the
+/// same `origin` exists), with an incident timeline event and a `proposal.draft` audit entry,
+/// by the write's actor. Returns the new proposal's id.
 ///
 /// # Errors
 /// Database errors.
 pub(crate) async fn queue(
-    tx: &mut Tx,
+    w: &mut store::Write,
     kind: ProposalKind,
     incident: &IncidentId,
     origin: &str,
     title: &str,
     draft: &Draft,
-    actor: &str,
 ) -> AppResult<Option<i64>> {
     let json = serde_json::to_value(draft).map_err(|e| AppError::Internal(e.into()))?;
-    let at = store::now();
-    let Some(pid) =
-        pstore::insert(tx, kind, incident.as_str(), origin, title, &json, actor, at).await?
+    let (actor, at) = (w.actor().to_string(), store::now());
+    let Some(pid) = pstore::insert(
+        w.tx(),
+        kind,
+        incident.as_str(),
+        origin,
+        title,
+        &json,
+        &actor,
+        at,
+    )
+    .await?
     else {
         return Ok(None);
     };
-    incidents::add_event(
-        tx,
-        incident,
-        at,
-        actor,
-        "proposal_drafted",
-        &format!("{} PRO-{pid} drafted for the review queue", kind.as_str()),
-    )
-    .await?;
-    audit::append(
-        tx,
-        actor,
-        "proposal.draft",
-        &format!("PRO-{pid}"),
-        &serde_json::json!({"kind": kind, "incident": incident.as_str(), "origin": origin})
-            .to_string(),
-    )
-    .await?;
+    let detail = format!("{} PRO-{pid} drafted for the review queue", kind.as_str());
+    w.record_event(incident, Event::new("proposal_drafted", detail))
+        .await?;
+    let audit = serde_json::json!({"kind": kind, "incident": incident.as_str(), "origin": origin});
+    w.audit("proposal.draft", &format!("PRO-{pid}"), &audit.to_string())
+        .await?;
     Ok(Some(pid))
 }
 

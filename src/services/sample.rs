@@ -295,7 +295,7 @@ async fn close_sample_proposals(
     use crate::store::proposals as pstore;
     let ids: Vec<&str> = loaded.iter().map(|(_, id)| id.as_str()).collect();
     let pending = pstore::list(pool, crate::domain::proposals::ProposalStatus::Pending).await?;
-    let mut tx = crate::store::begin_write(pool).await?;
+    let mut w = crate::store::Write::begin(pool).await?;
     let at = crate::store::now();
     let mut closed = 0;
     for p in pending
@@ -303,7 +303,7 @@ async fn close_sample_proposals(
         .filter(|p| ids.contains(&p.incident_id.as_str()))
     {
         if pstore::decide(
-            &mut tx,
+            w.tx(),
             p.id,
             p.version,
             crate::domain::proposals::ProposalStatus::Rejected,
@@ -318,15 +318,14 @@ async fn close_sample_proposals(
             closed += 1;
         }
     }
-    crate::store::audit::append(
-        &mut tx,
+    w.audit_by(
         &reviewer.name,
         "sample.load",
         "sample-history",
         &serde_json::json!({"incidents": loaded.len(), "proposals_closed": closed}).to_string(),
     )
     .await?;
-    tx.commit().await?;
+    w.commit().await?;
     Ok(closed)
 }
 

@@ -185,7 +185,7 @@ impl IncidentWrite {
             redactor: stored.clone().unwrap_or_else(redaction::fresh),
             stored,
             redacted: false,
-            notices: Notices::new(&tx, hub),
+            notices: Notices::new(&tx, Some(hub)),
             tx,
             incident,
             actor: actor.to_string(),
@@ -291,6 +291,20 @@ impl IncidentWrite {
         audit::append(&mut self.tx, &self.actor, action, subject, detail).await
     }
 
+    /// [`IncidentWrite::audit`] by `actor` (a reviewer's decision written by another name).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn audit_by(
+        &mut self,
+        actor: &str,
+        action: &str,
+        subject: &str,
+        detail: &str,
+    ) -> AppResult<()> {
+        audit::append(&mut self.tx, actor, action, subject, detail).await
+    }
+
     /// Applies `transition` to `to` as compare-and-set on the state the incident was read in
     /// ([`incidents::apply_transition`]), with `patch`, and records it with `event` (its kind
     /// is the transition's name). Returns `false` and writes nothing when a concurrent write
@@ -378,6 +392,55 @@ impl IncidentWrite {
         self.tx.commit().await?;
         self.notices.publish();
         Ok(self.incident)
+    }
+}
+
+/// What both units of work ([`IncidentWrite`], [`Write`]) offer a step that can run in either
+/// (a supersession written by a reviewer's decision or by a note's new version): the
+/// transaction and an audit entry.
+pub trait UnitOfWork: Send {
+    /// The transaction, for rows only this step writes.
+    fn tx(&mut self) -> &mut Tx;
+
+    /// Appends `action` on `subject` with `detail` to the audit log, by `actor`.
+    fn audit_by(
+        &mut self,
+        actor: &str,
+        action: &str,
+        subject: &str,
+        detail: &str,
+    ) -> impl Future<Output = AppResult<()>> + Send;
+}
+
+impl UnitOfWork for IncidentWrite {
+    fn tx(&mut self) -> &mut Tx {
+        IncidentWrite::tx(self)
+    }
+
+    fn audit_by(
+        &mut self,
+        actor: &str,
+        action: &str,
+        subject: &str,
+        detail: &str,
+    ) -> impl Future<Output = AppResult<()>> + Send {
+        IncidentWrite::audit_by(self, actor, action, subject, detail)
+    }
+}
+
+impl UnitOfWork for Write {
+    fn tx(&mut self) -> &mut Tx {
+        Write::tx(self)
+    }
+
+    fn audit_by(
+        &mut self,
+        actor: &str,
+        action: &str,
+        subject: &str,
+        detail: &str,
+    ) -> impl Future<Output = AppResult<()>> + Send {
+        Write::audit_by(self, actor, action, subject, detail)
     }
 }
 
@@ -477,15 +540,16 @@ fn record_audit(id: i64, r: &NewRecord) -> String {
 /// PostgreSQL, collected, and published to the hub after its commit.
 struct Notices {
     backend: Backend,
-    hub: ChangeHub,
+    /// `None` for a write that touches no incident ([`Write::begin`]).
+    hub: Option<ChangeHub>,
     changes: Vec<Change>,
 }
 
 impl Notices {
-    fn new(tx: &Tx, hub: &ChangeHub) -> Self {
+    fn new(tx: &Tx, hub: Option<&ChangeHub>) -> Self {
         Self {
             backend: Backend::of_tx(tx),
-            hub: hub.clone(),
+            hub: hub.cloned(),
             changes: Vec::new(),
         }
     }
@@ -506,7 +570,11 @@ impl Notices {
             event_id,
             kind: kind.to_string(),
             actor: actor.to_string(),
-            origin: self.hub.origin().to_string(),
+            origin: self
+                .hub
+                .as_ref()
+                .map(|h| h.origin().to_string())
+                .unwrap_or_default(),
         };
         if self.backend == Backend::Postgres {
             sqlx::query("SELECT pg_notify($1, $2)")
@@ -521,8 +589,10 @@ impl Notices {
 
     /// Hands the collected notices to the hub (after the commit).
     fn publish(self) {
-        for change in self.changes {
-            self.hub.publish(change);
+        if let Some(hub) = self.hub {
+            for change in self.changes {
+                hub.publish(change);
+            }
         }
     }
 }
@@ -552,10 +622,31 @@ impl Write {
     pub async fn open(db: &Db, actor: &str) -> AppResult<Self> {
         let tx = super::begin_write(db).await?;
         Ok(Self {
-            notices: Notices::new(&tx, db.changes()),
+            notices: Notices::new(&tx, Some(db.changes())),
             tx,
             actor: actor.into(),
         })
+    }
+
+    /// Begins a write that touches no incident (an account, a sign-in, an integration, a chat
+    /// channel, an import): the transaction and its audit entries, each naming its actor
+    /// ([`Write::audit_by`]); no change notices (a memory record of an incident written here
+    /// would reach no live page: use [`Write::open`] for those).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn begin(pool: &sqlx::AnyPool) -> AppResult<Self> {
+        let tx = super::begin_write(pool).await?;
+        Ok(Self {
+            notices: Notices::new(&tx, None),
+            tx,
+            actor: "".into(),
+        })
+    }
+
+    /// Who writes (empty for [`Write::begin`]: its entries name their actor).
+    pub fn actor(&self) -> &str {
+        &self.actor
     }
 
     /// Appends `action` on `subject` with `detail` to the audit log, by the write's actor.
@@ -564,6 +655,49 @@ impl Write {
     /// Database errors.
     pub async fn audit(&mut self, action: &str, subject: &str, detail: &str) -> AppResult<()> {
         audit::append(&mut self.tx, &self.actor, action, subject, detail).await
+    }
+
+    /// [`Write::audit`] by `actor` (a sign-in audited under the name it claimed).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn audit_by(
+        &mut self,
+        actor: &str,
+        action: &str,
+        subject: &str,
+        detail: &str,
+    ) -> AppResult<()> {
+        audit::append(&mut self.tx, actor, action, subject, detail).await
+    }
+
+    /// Records that something happened to incident `incident` (a consolidation's proposal hangs
+    /// off one): as [`IncidentWrite::record_event`], by the event's actor or the write's.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn record_event(
+        &mut self,
+        incident: &IncidentId,
+        event: Event<'_>,
+    ) -> AppResult<i64> {
+        let actor = event.actor.unwrap_or(&self.actor).to_string();
+        let at = super::now();
+        let event_id = self
+            .notices
+            .event(
+                &mut self.tx,
+                incident,
+                at,
+                &actor,
+                event.kind,
+                &event.detail,
+            )
+            .await?;
+        if let Some((action, detail)) = &event.audit {
+            audit::append(&mut self.tx, &actor, action, incident.as_str(), detail).await?;
+        }
+        Ok(event_id)
     }
 
     /// Writes one memory record outside an incident write (a note, an import): as

@@ -5,7 +5,7 @@
 use sqlx::AnyPool;
 
 use super::recommendations::{self as rstore, Investigation, NewRecommendation, Recommendation};
-use super::{Tx, audit, begin_write, incidents, memory, now, redaction};
+use super::{Db, Event, IncidentWrite, Tx, memory, now};
 use crate::domain::memory::{MemoryRecord, NewRecord};
 use crate::domain::{ActionKind, Incident, IncidentId, MemoryKind};
 use crate::error::AppResult;
@@ -57,36 +57,28 @@ pub struct NewAction {
     pub warning: Option<String>,
 }
 
-/// Writes an investigation of incident `id` in one transaction and returns it as stored
-/// ([`stored`]). `build` is given the incident as read inside the transaction (and may refuse
-/// it: nothing is written) and makes the investigation with the incident's redaction map,
-/// loaded and saved again inside the transaction, so what it redacts gets the placeholders the
-/// incident's other texts have.
+/// Writes an investigation of incident `id` by `actor` in one incident write
+/// ([`super::IncidentWrite`]) and returns it as stored ([`stored`]). `build` is given the
+/// incident as read inside the write (and may refuse it: nothing is written) and makes the
+/// investigation with the incident's redaction map, so what it redacts gets the placeholders
+/// the incident's other texts have. The `investigated` event carries the
+/// `incident.investigate` audit entry and reaches live pages.
 ///
 /// # Errors
 /// [`crate::error::AppError::NotFound`]; what `build` returns; database errors (a cited record
 /// that does not exist among them).
 pub async fn save(
-    pool: &AnyPool,
+    db: &Db,
     id: &IncidentId,
+    actor: &str,
     build: impl FnOnce(&Incident, &mut Redactor) -> AppResult<NewInvestigation>,
 ) -> AppResult<StoredInvestigation> {
-    let mut tx = begin_write(pool).await?;
-    let current = incidents::get_in(&mut tx, id).await?;
-    let mut redactor = redaction::load(&mut tx, id.as_str()).await?;
-    let new = build(&current, &mut redactor)?;
-    redaction::save(&mut tx, id.as_str(), &redactor).await?;
-    incidents::add_event(
-        &mut tx,
-        &new.incident_id,
-        new.at,
-        &new.actor,
-        "investigated",
-        &new.event,
-    )
-    .await?;
+    let mut write = IncidentWrite::open(db, id, actor, None).await?;
+    let mut redactor = write.redactor().clone();
+    let new = build(write.incident(), &mut redactor)?;
+    write.set_redactor(redactor);
     let inv_id = rstore::insert_investigation(
-        &mut tx,
+        write.tx(),
         new.incident_id.as_str(),
         &new.actor,
         &new.analyst,
@@ -96,20 +88,19 @@ pub async fn save(
         new.at,
     )
     .await?;
-    audit::append(
-        &mut tx,
-        &new.actor,
-        "incident.investigate",
-        new.incident_id.as_str(),
-        &serde_json::json!({
-            "investigation": inv_id, "analyst": new.analyst, "fallback": new.fallback,
-        })
-        .to_string(),
-    )
-    .await?;
-    write_records(&mut tx, inv_id, &new).await?;
-    tx.commit().await?;
-    stored(pool, inv_id).await
+    let audit = serde_json::json!({
+        "investigation": inv_id, "analyst": new.analyst, "fallback": new.fallback,
+    });
+    write
+        .record_event(
+            Event::new("investigated", new.event.clone())
+                .by(&new.actor)
+                .audited("incident.investigate", audit),
+        )
+        .await?;
+    write_records(write.tx(), inv_id, &new).await?;
+    write.commit().await?;
+    stored(db, inv_id).await
 }
 
 /// Writes the hypothesis and recommendation records of investigation `inv_id` and its

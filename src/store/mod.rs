@@ -36,7 +36,7 @@ use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{AnyPool, Transaction};
 
 use crate::error::{AppError, AppResult};
-pub use incident_write::{Event, IncidentWrite, Tags, Write};
+pub use incident_write::{Event, IncidentWrite, Tags, UnitOfWork, Write};
 
 /// A write transaction on the app's database (either backend).
 pub type Tx = Transaction<'static, sqlx::Any>;

@@ -15,8 +15,8 @@ use crate::chat::{self, Target};
 use crate::domain::chat::{ChannelKind, ChatEvent, Routing};
 use crate::domain::{Severity, ValidationError, required_text};
 use crate::error::{AppError, AppResult};
+use crate::store;
 use crate::store::chat::{self as cstore, Channel, NewChannel, OutboxRow};
-use crate::store::{self, audit};
 
 pub use deliver::run_worker;
 
@@ -258,18 +258,17 @@ pub async fn create_channel(
         routing: &routing,
         created_by: actor,
     };
-    let mut tx = store::begin_write(pool).await?;
-    let id = cstore::insert(&mut tx, &new, store::now()).await?;
+    let mut w = crate::store::Write::begin(pool).await?;
+    let id = cstore::insert(w.tx(), &new, store::now()).await?;
     let detail = serde_json::json!({"name": name, "kind": kind, "routing": routing});
-    audit::append(
-        &mut tx,
+    w.audit_by(
         actor,
         "chat_channel.create",
         &format!("chat_channel:{id}"),
         &detail.to_string(),
     )
     .await?;
-    tx.commit().await?;
+    w.commit().await?;
     tracing::info!(
         chat_channel.id = id,
         kind = kind.as_str(),
@@ -303,17 +302,16 @@ pub async fn update_routing(
             None => current.routing.events,
         },
     };
-    let mut tx = store::begin_write(pool).await?;
-    cstore::set_routing(&mut tx, id, &routing, store::now()).await?;
-    audit::append(
-        &mut tx,
+    let mut w = crate::store::Write::begin(pool).await?;
+    cstore::set_routing(w.tx(), id, &routing, store::now()).await?;
+    w.audit_by(
         actor,
         "chat_channel.update",
         &format!("chat_channel:{id}"),
         &serde_json::json!({"routing": routing}).to_string(),
     )
     .await?;
-    tx.commit().await?;
+    w.commit().await?;
     cstore::get(pool, id).await
 }
 
@@ -322,17 +320,16 @@ pub async fn update_routing(
 /// # Errors
 /// [`AppError::NotFound`].
 pub async fn delete_channel(pool: &AnyPool, actor: &str, id: i64) -> AppResult<()> {
-    let mut tx = store::begin_write(pool).await?;
-    cstore::delete(&mut tx, id).await?;
-    audit::append(
-        &mut tx,
+    let mut w = crate::store::Write::begin(pool).await?;
+    cstore::delete(w.tx(), id).await?;
+    w.audit_by(
         actor,
         "chat_channel.delete",
         &format!("chat_channel:{id}"),
         "{}",
     )
     .await?;
-    tx.commit().await?;
+    w.commit().await?;
     Ok(())
 }
 
@@ -365,21 +362,20 @@ pub async fn channel(
 /// not (or no longer) failed.
 pub async fn retry_message(pool: &AnyPool, actor: &str, id: i64, message: i64) -> AppResult<()> {
     cstore::get(pool, id).await?;
-    let mut tx = store::begin_write(pool).await?;
-    if !cstore::requeue(&mut tx, id, message, store::now()).await? {
+    let mut w = crate::store::Write::begin(pool).await?;
+    if !cstore::requeue(w.tx(), id, message, store::now()).await? {
         return Err(AppError::Conflict(format!(
             "message {message} of this channel is not failed (delivered, queued, or unknown)"
         )));
     }
-    audit::append(
-        &mut tx,
+    w.audit_by(
         actor,
         "chat_channel.retry",
         &format!("chat_channel:{id}"),
         &serde_json::json!({"message": message}).to_string(),
     )
     .await?;
-    tx.commit().await?;
+    w.commit().await?;
     Ok(())
 }
 

@@ -9,8 +9,8 @@ use sqlx::AnyPool;
 
 use crate::domain::{Severity, ValidationError, optional_text, required_text};
 use crate::error::{AppError, AppResult};
+use crate::store;
 use crate::store::integrations::{self as istore, Integration, IntegrationPatch, NewIntegration};
-use crate::store::{self, audit};
 
 use super::*;
 
@@ -230,18 +230,17 @@ pub async fn create_integration(
         signing_secret: signing_secret.as_deref(),
         created_by: actor,
     };
-    let mut tx = store::begin_write(pool).await?;
-    let id = istore::insert(&mut tx, &new, store::now()).await?;
+    let mut w = crate::store::Write::begin(pool).await?;
+    let id = istore::insert(w.tx(), &new, store::now()).await?;
     let detail = serde_json::json!({"name": name, "source": source, "signing_secret": signing_secret.is_some()});
-    audit::append(
-        &mut tx,
+    w.audit_by(
         actor,
         "integration.create",
         &format!("integration:{id}"),
         &detail.to_string(),
     )
     .await?;
-    tx.commit().await?;
+    w.commit().await?;
     tracing::info!(
         integration.id = id,
         source = source.as_str(),
@@ -281,23 +280,22 @@ pub async fn update_integration(
             .map(|s| parse_signing_secret(source, s))
             .transpose()?,
     };
-    let mut tx = store::begin_write(pool).await?;
-    istore::update(&mut tx, id, &patch, store::now()).await?;
+    let mut w = crate::store::Write::begin(pool).await?;
+    istore::update(w.tx(), id, &patch, store::now()).await?;
     let detail = serde_json::json!({
         "default_service": patch.default_service,
         "default_severity": patch.default_severity,
         "severity_map": patch.severity_map.is_some(),
         "signing_secret": patch.signing_secret.as_ref().map(|s| if s.is_some() { "set" } else { "removed" }),
     });
-    audit::append(
-        &mut tx,
+    w.audit_by(
         actor,
         "integration.update",
         &format!("integration:{id}"),
         &detail.to_string(),
     )
     .await?;
-    tx.commit().await?;
+    w.commit().await?;
     istore::get(pool, id).await
 }
 

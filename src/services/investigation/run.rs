@@ -148,7 +148,7 @@ type CheckedAction = (
 
 /// Checks the analyst's answer, writes it and returns it as stored.
 async fn store_investigation(
-    pool: &AnyPool,
+    pool: &store::Db,
     actor: &str,
     checked: Checked<'_>,
     notices: Vec<String>,
@@ -189,7 +189,7 @@ async fn store_investigation(
         fallback: output.fallback.as_deref(),
         now,
     };
-    let stored = investigations::save(pool, &incident.id, |current, redactor| {
+    let stored = investigations::save(pool, &incident.id, actor, |current, redactor| {
         // A Learn that committed while the analyst worked closed the incident.
         current.check_open()?;
         Ok(written.investigation(redactor, notice, dropped, recalled, &hyps, actions))

@@ -87,8 +87,7 @@ async fn write_accepted(
 ) -> AppResult<Option<i64>> {
     if let Some(s) = &draft.supersession {
         let reason = format!("contradicted by MEM-{} (PRO-{id})", s.new);
-        crate::services::memory::supersede_in(write.tx(), &user.name, s.old, s.new, &reason)
-            .await?;
+        crate::services::memory::supersede_in(write, &user.name, s.old, s.new, &reason).await?;
         return Ok(None);
     }
     let Some(mut record) = draft.record.clone() else {
@@ -104,10 +103,10 @@ async fn write_accepted(
         .await?;
     if let Some(old) = draft.runbook.as_ref().and_then(|r| r.replaces) {
         let reason = format!("new version (PRO-{id})");
-        crate::services::memory::supersede_in(write.tx(), &user.name, old, rid, &reason).await?;
+        crate::services::memory::supersede_in(write, &user.name, old, rid, &reason).await?;
     }
     if let Some(c) = &draft.consolidation {
-        mark_sources_in(write.tx(), &user.name, id, c, rid).await?;
+        mark_sources_in(write, &user.name, id, c, rid).await?;
     }
     Ok(Some(rid))
 }
@@ -275,14 +274,14 @@ pub async fn pending(pool: &AnyPool) -> AppResult<Vec<StoredProposal>> {
 /// [`AppError::Conflict`] when a source is no longer confirmed or was consolidated meanwhile
 /// (nothing is changed: the caller's transaction is dropped).
 pub async fn mark_sources_in(
-    tx: &mut Tx,
+    w: &mut impl store::UnitOfWork,
     actor: &str,
     proposal: i64,
     c: &Consolidation,
     into: i64,
 ) -> AppResult<()> {
     for s in &c.sources {
-        let r = mstore::get_in(tx, s.id).await?;
+        let r = mstore::get_in(w.tx(), s.id).await?;
         if r.validation != Validation::Confirmed || r.consolidated_into().is_some() {
             return Err(AppError::Conflict(format!(
                 "MEM-{} is {}{} since PRO-{proposal} was drafted; nothing was changed",
@@ -294,9 +293,8 @@ pub async fn mark_sources_in(
             )));
         }
         let detail = format!("consolidated into MEM-{into} (PRO-{proposal})");
-        cstore::mark_consolidated(tx, s.id, into, actor, &detail).await?;
-        audit::append(
-            tx,
+        cstore::mark_consolidated(w.tx(), s.id, into, actor, &detail).await?;
+        w.audit_by(
             actor,
             "memory.consolidate",
             &format!("MEM-{}", s.id),
