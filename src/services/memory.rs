@@ -412,6 +412,14 @@ pub async fn list(pool: &AnyPool, filter: &memory::MemoryFilter) -> AppResult<Ve
     memory::list(pool, filter).await
 }
 
+/// How many records match `filter` (its page and limit aside), counted up to `cap`.
+///
+/// # Errors
+/// Database errors.
+pub async fn count(pool: &AnyPool, filter: &memory::MemoryFilter, cap: i64) -> AppResult<i64> {
+    memory::count(pool, filter, cap).await
+}
+
 /// Whether memory holds no record at all (the Memory page then offers the sample history).
 ///
 /// # Errors

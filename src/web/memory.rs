@@ -41,12 +41,17 @@ pub struct MemoryQuery {
     /// Validation state.
     #[serde(default)]
     pub validation: String,
-    /// `newest` (default) or `oldest`; a search (`q`) orders by relevance.
+    /// `relevance` (a search's default: the best matches first), `newest` (a list's default)
+    /// or `oldest`; a search sorted by date still holds only its matches.
     #[serde(default)]
     pub sort: String,
     /// Keyset pagination: the last record id of the previous page (`MEM-` prefix allowed).
     #[serde(default)]
     pub after: String,
+    /// Keyset pagination backwards: the first record id of the next page (`MEM-` prefix
+    /// allowed); the page just before it.
+    #[serde(default)]
+    pub before: String,
     /// A search's page, from 1 (default) to [`SEARCH_PAGES`]: matches are ranked by relevance,
     /// which has no key to page on, so a search pages by position.
     #[serde(default)]
@@ -58,6 +63,17 @@ pub(super) const PAGE_SIZE: i64 = 50;
 
 /// Pages a search may go to (the best 1,000 matches at [`PAGE_SIZE`] a page).
 pub(super) const SEARCH_PAGES: i64 = 20;
+
+/// A record id from a page link (`MEM-` prefix allowed) in field `field`, `None` when empty.
+fn record_id(field: &'static str, s: &str) -> Result<Option<i64>, ValidationError> {
+    nonempty(s)
+        .map(|a| {
+            a.trim_start_matches("MEM-")
+                .parse::<i64>()
+                .map_err(|_| ValidationError::new(field, "is not a record id from this list"))
+        })
+        .transpose()
+}
 
 fn nonempty(s: &str) -> Option<String> {
     Some(s.trim()).filter(|s| !s.is_empty()).map(str::to_string)
@@ -78,25 +94,27 @@ impl MemoryQuery {
                 .transpose()?,
             include_working: false,
             limit: None,
-            oldest_first: match self.sort.trim() {
-                "" | "newest" => false,
-                "oldest" => true,
-                other => {
-                    return Err(ValidationError::new(
-                        "sort",
-                        format!("'{other}' is not an order; use newest or oldest"),
-                    ));
-                }
-            },
-            after_id: nonempty(&self.after)
-                .map(|a| {
-                    a.trim_start_matches("MEM-").parse::<i64>().map_err(|_| {
-                        ValidationError::new("after", "is not a record id from this list")
-                    })
-                })
-                .transpose()?,
+            oldest_first: self.order()? == "oldest",
+            after_id: record_id("after", &self.after)?,
+            before_id: record_id("before", &self.before)?,
             offset: Some((self.search_page()? - 1) * PAGE_SIZE),
+            by_date: nonempty(&self.q).is_some() && self.order()? != "relevance",
         })
+    }
+
+    /// The order asked for: `relevance` (the default of a search), `newest` (the default of a
+    /// list, and what `relevance` means without a search) or `oldest`.
+    pub(super) fn order(&self) -> Result<&'static str, ValidationError> {
+        let searching = nonempty(&self.q).is_some();
+        match self.sort.trim() {
+            "" | "relevance" if searching => Ok("relevance"),
+            "" | "relevance" | "newest" => Ok("newest"),
+            "oldest" => Ok("oldest"),
+            other => Err(ValidationError::new(
+                "sort",
+                format!("'{other}' is not an order; use relevance, newest or oldest"),
+            )),
+        }
     }
 
     /// The search page asked for ([`MemoryQuery::page`]), 1 when absent.
@@ -116,15 +134,10 @@ impl MemoryQuery {
         }
     }
 
-    /// Query string of the same filters (for page links), with `after` when given.
-    pub(super) fn query_string(&self, after: Option<i64>) -> String {
-        self.query_string_at(after, None)
-    }
-
-    /// Query string of the same filters with `after` or a search `page` when given.
-    pub(super) fn query_string_at(&self, after: Option<i64>, page: Option<i64>) -> String {
-        let after = after.map(|a| a.to_string());
-        let page = page.map(|p| p.to_string());
+    /// Query string of the same filters (for page links) at `cursor`: `("after", id)`,
+    /// `("before", id)`, `("page", n)`, or the first page with `None`.
+    pub(super) fn query_string(&self, cursor: Option<(&str, i64)>) -> String {
+        let at = cursor.map(|(k, v)| (k, v.to_string()));
         let mut pairs: Vec<(&str, &str)> = vec![
             ("q", self.q.as_str()),
             ("kind", self.kind.as_str()),
@@ -134,11 +147,8 @@ impl MemoryQuery {
             ("validation", self.validation.as_str()),
             ("sort", self.sort.as_str()),
         ];
-        if let Some(a) = &after {
-            pairs.push(("after", a));
-        }
-        if let Some(p) = &page {
-            pairs.push(("page", p));
+        if let Some((k, v)) = &at {
+            pairs.push((k, v));
         }
         pairs.retain(|(_, v)| !v.is_empty());
         serde_urlencoded::to_string(pairs).unwrap_or_default()

@@ -60,6 +60,12 @@ struct BrowserPage {
     embedding_progress: Option<String>,
     /// Query string of the next page.
     next: Option<String>,
+    /// Query string of the page before.
+    previous: Option<String>,
+    /// "124 records match; showing 51–100 (relevance)".
+    shown: String,
+    /// The order shown: `relevance`, `newest` or `oldest`.
+    order: &'static str,
     /// Whether this is a later page.
     later_page: bool,
     /// Query string of the first page.
@@ -105,6 +111,9 @@ pub(super) struct BrowserQuery {
     loaded: Option<String>,
 }
 
+/// Matches counted for the Memory page's "N records match" (past it: "more than").
+const COUNT_CAP: i64 = 10_001;
+
 pub(super) async fn browser_page(
     State(s): State<AppState>,
     CurrentUser(user): CurrentUser,
@@ -115,21 +124,55 @@ pub(super) async fn browser_page(
     let mut filter = bq.filter.to_filter()?;
     filter.limit = Some(PAGE_SIZE + 1);
     let mut records = msvc::list(&s.pool, &filter).await?;
-    // A search is ranked by relevance and pages by position, up to SEARCH_PAGES; a list pages
-    // by key (the last id shown).
+    // A search is ranked by relevance (or sorted by date) and pages by position, up to
+    // SEARCH_PAGES; a list pages by key (the last id shown forwards, the first backwards).
     let page = bq.filter.search_page()?;
     let full = records.len() as i64 > PAGE_SIZE;
+    let backwards = filter.q.is_none() && filter.before_id.is_some() && filter.after_id.is_none();
+    if backwards && full {
+        // The page before: the PAGE_SIZE records just before the cursor (one more was read).
+        records.remove(0);
+    }
     records.truncate(PAGE_SIZE as usize);
-    let next = match (&filter.q, records.last()) {
-        (Some(_), Some(_)) if full && page < SEARCH_PAGES => {
-            Some(bq.filter.query_string_at(None, Some(page + 1)))
-        }
-        (None, Some(m)) if full => Some(bq.filter.query_string(Some(m.id))),
-        _ => None,
+    let searching = filter.q.is_some();
+    let (next, previous) = match (searching, records.first(), records.last()) {
+        (true, Some(_), Some(_)) => (
+            (full && page < SEARCH_PAGES).then(|| bq.filter.query_string(Some(("page", page + 1)))),
+            (page > 1).then(|| bq.filter.query_string(Some(("page", page - 1)))),
+        ),
+        (false, Some(first), Some(last)) => (
+            (full || backwards).then(|| bq.filter.query_string(Some(("after", last.id)))),
+            ((backwards && full) || filter.after_id.is_some())
+                .then(|| bq.filter.query_string(Some(("before", first.id)))),
+        ),
+        _ => (None, None),
     };
-    let more_matches = filter.q.is_some() && full && next.is_none();
-    let later_page = filter.after_id.is_some() || (filter.q.is_some() && page > 1);
+    let more_matches = searching && full && next.is_none();
+    let later_page = previous.is_some();
     let first = bq.filter.query_string(None);
+    let order = bq.filter.order()?;
+    let matching = msvc::count(&s.pool, &filter, COUNT_CAP).await?;
+    let count = if matching >= COUNT_CAP {
+        format!("More than {} records match", COUNT_CAP - 1)
+    } else {
+        format!(
+            "{matching} record{} match{}",
+            if matching == 1 { "" } else { "s" },
+            if matching == 1 { "es" } else { "" }
+        )
+    };
+    let shown = match (searching, records.len()) {
+        (_, 0) => String::new(),
+        (true, n) => {
+            let from = (page - 1) * PAGE_SIZE + 1;
+            format!(
+                "{count}; showing {from}–{} ({})",
+                from + n as i64 - 1,
+                bq.filter.order()?
+            )
+        }
+        (false, _) => format!("{count}; showing {}", bq.filter.order()?),
+    };
     let items: Vec<Item> = records.into_iter().map(|m| item(m, &clock)).collect();
     let memory_empty = msvc::is_empty(&s.pool).await?;
     let (recalled, notice) = if bq.recall.trim().is_empty() {
@@ -181,9 +224,12 @@ pub(super) async fn browser_page(
         can_load_sample: user.role.includes(Role::Admin),
         embedding_progress: embedding_progress(&s.memory).await,
         next,
+        previous,
         later_page,
         first,
         more_matches,
+        shown,
+        order,
     }
     .into_response())
 }

@@ -916,9 +916,49 @@ async fn the_memory_browser_pages_through_records_and_sorts() {
         second[0] < *first.last().unwrap(),
         "continues where the first page ended"
     );
+    // The page says how many match, and pages backwards to exactly the page before.
+    let durable: Vec<String> = incidentmind::domain::MemoryKind::ALL
+        .iter()
+        .filter(|k| k.is_durable())
+        .map(|k| format!("'{}'", k.as_str()))
+        .collect();
+    let (total,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT COUNT(*) FROM records WHERE kind IN ({})",
+        durable.join(", ")
+    )))
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(
+        html.contains(&format!("{total} records match; showing newest")),
+        "the count of every durable record"
+    );
+    let link = |html: &str, id: &str| -> Option<String> {
+        html.split(r#"<a href="/memories?"#).find_map(|s| {
+            s.split_once(&format!(r#"" id="{id}""#))
+                .map(|(q, _)| q.replace("&amp;", "&").replace("&#38;", "&"))
+        })
+    };
+    assert!(link(&page(&app, &rita, "/memories").await, "previous-page").is_none());
+    let back = link(&html, "previous-page").expect("a previous page from the second");
+    assert!(back.contains("before="), "{back}");
+    assert_eq!(
+        ids(&page(&app, &rita, &format!("/memories?{back}")).await),
+        first
+    );
     let html = page(&app, &rita, "/memories?sort=oldest").await;
     let oldest = ids(&html);
     assert!(oldest.windows(2).all(|w| w[0] < w[1]), "oldest first");
+    assert!(html.contains("showing oldest"));
+    // A search honours a date order: the same matches, oldest first.
+    let html = page(&app, &rita, "/memories?q=the+to+of+and&sort=oldest").await;
+    let by_date = ids(&html);
+    assert_eq!(by_date.len(), 50);
+    assert!(
+        by_date.windows(2).all(|w| w[0] < w[1]),
+        "matches oldest first"
+    );
+    assert!(html.contains(r#"<option value="oldest" selected>"#));
     // A search is ranked by relevance and pages by position: page 2 holds other matches.
     let html = page(&app, &rita, "/memories?q=the+to+of+and").await;
     let best = ids(&html);
@@ -936,6 +976,17 @@ async fn the_memory_browser_pages_through_records_and_sorts() {
     assert!(!more.is_empty());
     assert!(more.iter().all(|i| !best.contains(i)), "no overlap");
     assert!(html.contains("First page"));
+    assert!(
+        html.contains("; showing 51–"),
+        "a search's later page says where it is"
+    );
+    let back = link(&html, "previous-page").expect("a search's previous page");
+    assert!(back.contains("page=1"), "{back}");
+    assert!(
+        page(&app, &rita, "/memories?q=the+to+of+and")
+            .await
+            .contains("(relevance)")
+    );
     for bad in ["0", "21", "two"] {
         let res = rita
             .get(app.url(&format!("/memories?q=the&page={bad}")))

@@ -227,9 +227,14 @@ pub struct MemoryFilter {
     pub oldest_first: bool,
     /// Keyset pagination without `q`: only records after this id in the list's order.
     pub after_id: Option<i64>,
+    /// Keyset pagination backwards without `q`: only the records just before this id in the
+    /// list's order (the page before the one that starts with it), still in the list's order.
+    pub before_id: Option<i64>,
     /// With `q`: skip this many of the best matches (a search's later pages; relevance has no
     /// stable key to page on). Ignored without `q`.
     pub offset: Option<i64>,
+    /// With `q`: order the matches by date ([`MemoryFilter::oldest_first`]) instead of relevance.
+    pub by_date: bool,
 }
 
 /// Durable kinds as a JSON array, for `IN (SELECT value FROM json_each(?))`.
@@ -242,7 +247,8 @@ pub(in crate::store) fn durable_kinds_json() -> String {
     serde_json::to_string(&kinds).unwrap_or_else(|_| "[]".into())
 }
 
-/// Lists records, newest first (or by relevance when `q` is set).
+/// Lists records, newest first (or by relevance when `q` is set, unless
+/// [`MemoryFilter::by_date`]).
 ///
 /// Only the filters that are set reach the SQL, so SQLite can pick the index they match
 /// (`records_incident` for an incident's records, `records_kind` for a kind): a generic
@@ -251,103 +257,177 @@ pub(in crate::store) fn durable_kinds_json() -> String {
 /// # Errors
 /// Database errors.
 pub async fn list(pool: &AnyPool, f: &MemoryFilter) -> AppResult<Vec<MemoryRecord>> {
-    use sqlx::Arguments as _;
-    let backend = Backend::of(pool);
-    let fts = f.q.as_deref().map(fts_or_query).filter(|q| !q.is_empty());
-    let mut sql = String::from(SELECT);
-    let mut args = sqlx::any::AnyArguments::default();
-    // Appends `$n` for the next argument (sqlx's QueryBuilder writes `?` for the Any driver,
-    // which PostgreSQL does not take).
-    let mut bind = |sql: &mut String, v: Value| -> AppResult<()> {
-        match v {
-            Value::Text(t) => args.add(t),
-            Value::Int(n) => args.add(n),
-        }
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("bind: {e}")))?;
-        sql.push_str(&format!("${}", args.len()));
-        Ok(())
-    };
-    enum Value {
-        Text(String),
-        Int(i64),
-    }
-    if fts.is_some() {
-        sql.push_str(" JOIN records_fts ON records_fts.rowid = r.id");
-    }
-    sql.push_str(" WHERE 1 = 1");
-    if let Some(kind) = f.kind {
-        sql.push_str(" AND r.kind = ");
-        bind(&mut sql, Value::Text(kind.as_str().into()))?;
-    }
-    if let Some(service) = f.service.as_deref() {
-        sql.push_str(" AND EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'service' AND k.value = ");
-        bind(&mut sql, Value::Text(service.into()))?;
-        sql.push(')');
-    }
-    if let Some(mode) = f.failure_mode.as_deref() {
-        sql.push_str(" AND EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'failure_mode' AND k.value = ");
-        bind(&mut sql, Value::Text(mode.into()))?;
-        sql.push(')');
-    }
-    if let Some(incident) = f.incident.as_deref() {
-        sql.push_str(" AND r.incident_id = ");
-        bind(&mut sql, Value::Text(incident.into()))?;
-    }
-    if let Some(v) = f.validation {
-        sql.push_str(" AND r.validation = ");
-        bind(&mut sql, Value::Text(v.as_str().into()))?;
-    }
-    if !(f.include_working || f.incident.is_some()) {
-        sql.push_str(" AND r.kind IN (SELECT value FROM json_each(");
-        bind(&mut sql, Value::Text(durable_kinds_json()))?;
-        sql.push_str("))");
-    }
+    let mut q = Filtered::new(Backend::of(pool), f, SELECT)?;
+    let fts = q.fts.clone();
+    let backwards = fts.is_none() && f.before_id.is_some() && f.after_id.is_none();
     let mut order = String::new();
-    match (&fts, f.after_id) {
-        (Some(q), _) => {
-            let mut p = String::new();
-            bind(&mut p, Value::Text(q.clone()))?;
-            match backend {
-                Backend::Sqlite => {
-                    sql.push_str(&format!(" AND records_fts MATCH {p}"));
-                    order = " ORDER BY bm25(records_fts, 1.0, 0.5)".into();
-                }
-                Backend::Postgres => {
-                    let q = format!("websearch_to_tsquery('incidentmind', {p})");
-                    sql.push_str(&format!(" AND records_fts.tsv @@ {q}"));
-                    order = format!(" ORDER BY ts_rank_cd(records_fts.tsv, {q}) DESC, r.id DESC");
-                }
+    match (&fts, f.after_id, f.before_id) {
+        (Some(p), _, _) => {
+            if !f.by_date {
+                order = match q.backend {
+                    Backend::Sqlite => " ORDER BY bm25(records_fts, 1.0, 0.5)".into(),
+                    Backend::Postgres => format!(
+                        " ORDER BY ts_rank_cd(records_fts.tsv, websearch_to_tsquery('incidentmind', {p})) DESC, r.id DESC"
+                    ),
+                };
             }
         }
-        (None, Some(after)) if f.oldest_first => {
-            sql.push_str(" AND r.id > ");
-            bind(&mut sql, Value::Int(after))?;
+        (None, Some(after), _) => {
+            q.sql.push_str(if f.oldest_first {
+                " AND r.id > "
+            } else {
+                " AND r.id < "
+            });
+            q.bind_int(after)?;
         }
-        (None, Some(after)) => {
-            sql.push_str(" AND r.id < ");
-            bind(&mut sql, Value::Int(after))?;
+        (None, None, Some(before)) => {
+            q.sql.push_str(if f.oldest_first {
+                " AND r.id < "
+            } else {
+                " AND r.id > "
+            });
+            q.bind_int(before)?;
         }
-        (None, None) => {}
+        (None, None, None) => {}
     }
     if order.is_empty() {
-        order = if f.oldest_first {
+        // Backwards, the page just before is read in the reverse order, then turned round.
+        order = if f.oldest_first != backwards {
             " ORDER BY r.id ASC"
         } else {
             " ORDER BY r.id DESC"
         }
         .into();
     }
-    sql.push_str(&order);
-    sql.push_str(" LIMIT ");
-    bind(&mut sql, Value::Int(f.limit.unwrap_or(200).clamp(1, 1000)))?;
+    q.sql.push_str(&order);
+    q.sql.push_str(" LIMIT ");
+    q.bind_int(f.limit.unwrap_or(200).clamp(1, 1000))?;
     if let (Some(_), Some(skip)) = (&fts, f.offset.filter(|n| *n > 0)) {
-        sql.push_str(" OFFSET ");
-        bind(&mut sql, Value::Int(skip))?;
+        q.sql.push_str(" OFFSET ");
+        q.bind_int(skip)?;
     }
-    let rows: Vec<Row> = sqlx::query_as_with(sqlx::AssertSqlSafe(sql), args)
+    let rows: Vec<Row> = sqlx::query_as_with(sqlx::AssertSqlSafe(q.sql), q.args)
         .fetch_all(pool)
         .await?;
-    rows.into_iter().map(Row::into_record).collect()
+    let mut records = rows
+        .into_iter()
+        .map(Row::into_record)
+        .collect::<AppResult<Vec<_>>>()?;
+    if backwards {
+        records.reverse();
+    }
+    Ok(records)
+}
+
+/// How many records [`list`] would give for `f` without a limit or page (the Memory page's
+/// "123 records"), counting at most `cap` (a count past it says "more than").
+///
+/// # Errors
+/// Database errors.
+pub async fn count(pool: &AnyPool, f: &MemoryFilter, cap: i64) -> AppResult<i64> {
+    let mut q = Filtered::new(Backend::of(pool), f, "SELECT r.id FROM records r")?;
+    q.sql.push_str(" LIMIT ");
+    q.bind_int(cap.max(1))?;
+    let sql = format!("SELECT COUNT(*) FROM ({}) AS matched", q.sql);
+    let (n,): (i64,) = sqlx::query_as_with(sqlx::AssertSqlSafe(sql), q.args)
+        .fetch_one(pool)
+        .await?;
+    Ok(n)
+}
+
+/// The `SELECT … WHERE …` of a [`MemoryFilter`] (without order, keyset or limit) and its
+/// arguments, numbered `$1…` (sqlx's QueryBuilder writes `?` for the Any driver, which
+/// PostgreSQL does not take).
+struct Filtered {
+    backend: Backend,
+    sql: String,
+    args: sqlx::any::AnyArguments,
+    /// The full-text query's placeholder (`$n`), when `q` is set and has terms.
+    fts: Option<String>,
+}
+
+impl Filtered {
+    fn new(backend: Backend, f: &MemoryFilter, select: &str) -> AppResult<Self> {
+        let mut q = Self {
+            backend,
+            sql: select.to_string(),
+            args: sqlx::any::AnyArguments::default(),
+            fts: None,
+        };
+        let terms = f.q.as_deref().map(fts_or_query).filter(|t| !t.is_empty());
+        if terms.is_some() {
+            q.sql
+                .push_str(" JOIN records_fts ON records_fts.rowid = r.id");
+        }
+        q.sql.push_str(" WHERE 1 = 1");
+        if let Some(kind) = f.kind {
+            q.sql.push_str(" AND r.kind = ");
+            q.bind_text(kind.as_str().into())?;
+        }
+        if let Some(service) = f.service.as_deref() {
+            q.sql.push_str(" AND EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'service' AND k.value = ");
+            q.bind_text(service.into())?;
+            q.sql.push(')');
+        }
+        if let Some(mode) = f.failure_mode.as_deref() {
+            q.sql.push_str(" AND EXISTS (SELECT 1 FROM record_keys k WHERE k.record_id = r.id AND k.key = 'failure_mode' AND k.value = ");
+            q.bind_text(mode.into())?;
+            q.sql.push(')');
+        }
+        if let Some(incident) = f.incident.as_deref() {
+            q.sql.push_str(" AND r.incident_id = ");
+            q.bind_text(incident.into())?;
+        }
+        if let Some(v) = f.validation {
+            q.sql.push_str(" AND r.validation = ");
+            q.bind_text(v.as_str().into())?;
+        }
+        if !(f.include_working || f.incident.is_some()) {
+            q.sql
+                .push_str(" AND r.kind IN (SELECT value FROM json_each(");
+            q.bind_text(durable_kinds_json())?;
+            q.sql.push_str("))");
+        }
+        if let Some(terms) = terms {
+            let placeholder = q.arg(terms)?;
+            match backend {
+                Backend::Sqlite => q
+                    .sql
+                    .push_str(&format!(" AND records_fts MATCH {placeholder}")),
+                Backend::Postgres => q.sql.push_str(&format!(
+                    " AND records_fts.tsv @@ websearch_to_tsquery('incidentmind', {placeholder})"
+                )),
+            }
+            q.fts = Some(placeholder);
+        }
+        Ok(q)
+    }
+
+    /// Adds argument `v` and gives its placeholder (`$n`).
+    fn arg<T>(&mut self, v: T) -> AppResult<String>
+    where
+        T: for<'q> sqlx::Encode<'q, sqlx::Any> + sqlx::Type<sqlx::Any> + Send + 'static,
+    {
+        use sqlx::Arguments as _;
+        self.args
+            .add(v)
+            .map_err(|e| AppError::Internal(anyhow::anyhow!("bind: {e}")))?;
+        Ok(format!("${}", self.args.len()))
+    }
+
+    /// Adds text argument `v` at the end of the SQL.
+    fn bind_text(&mut self, v: String) -> AppResult<()> {
+        let p = self.arg(v)?;
+        self.sql.push_str(&p);
+        Ok(())
+    }
+
+    /// Adds integer argument `v` at the end of the SQL.
+    fn bind_int(&mut self, v: i64) -> AppResult<()> {
+        let p = self.arg(v)?;
+        self.sql.push_str(&p);
+        Ok(())
+    }
 }
 
 /// A record's history, oldest first: `(at, actor, change, detail)`.
