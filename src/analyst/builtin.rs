@@ -3,7 +3,7 @@
 //! with climbing pool wait reads as a leak, a climbing one as load); recalled memory adds "same as
 //! INC-…" hypotheses, actions that worked before, and rules.
 //!
-//! The playbook table is in `playbook`; the tests are in `builtin_tests.rs`.
+//! The playbook table is in `playbook`; the tests are in `builtin/tests.rs`.
 
 use std::collections::BTreeSet;
 
@@ -286,5 +286,4 @@ impl Analyst for BuiltinAnalyst {
 }
 
 #[cfg(test)]
-#[path = "builtin_tests.rs"]
 mod tests;

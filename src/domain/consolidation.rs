@@ -405,5 +405,4 @@ pub fn queue_order(merged: &mut [Merged]) {
 }
 
 #[cfg(test)]
-#[path = "consolidation_tests.rs"]
 mod tests;

@@ -8,11 +8,11 @@
 //! whenever it happened.
 //!
 //! Time to detect is bounded by the incident's own window ([`first_signal`], in
-//! `insights_trend.rs` with the charts' inputs): a pasted log whose
+//! `insights/trend.rs` with the charts' inputs): a pasted log whose
 //! lines are far older than the incident (or dated after it ended) is flagged as a stale paste,
 //! listed, and not counted.
 //!
-//! The copilot's accuracy is in `insights_accuracy.rs`, the tests in `insights_tests.rs`.
+//! The copilot's accuracy is in `insights/accuracy_view.rs`, the tests in `insights/tests.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -518,15 +518,12 @@ pub fn compute(
     }
 }
 
-#[path = "insights_trend.rs"]
 mod trend;
 pub use trend::{MAX_DETECTION_LEAD, ModeTotal, StaleSignal, first_signal};
 use trend::{recurring_modes, stale_signals, weekly_mttr};
 
-#[path = "insights_accuracy.rs"]
 mod accuracy_view;
 pub use accuracy_view::{Accuracy, AccuracyWeek, GradeFacts, accuracy};
 
 #[cfg(test)]
-#[path = "insights_tests.rs"]
 mod tests;

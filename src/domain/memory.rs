@@ -545,5 +545,4 @@ pub fn is_summary(o: &MemoryRecord) -> bool {
 }
 
 #[cfg(test)]
-#[path = "memory_tests.rs"]
 mod tests;

@@ -2,7 +2,7 @@
 //! lessons as prescriptive rules, impact times whose durations are never negative, and the
 //! Markdown export. Pure: the facts come in, the document goes out.
 //!
-//! The Markdown export is in `markdown`; the tests are in `postmortem_tests.rs`.
+//! The Markdown export is in `markdown`; the tests are in `postmortem/tests.rs`.
 
 use serde::{Deserialize, Serialize};
 
@@ -554,5 +554,4 @@ impl Postmortem {
 }
 
 #[cfg(test)]
-#[path = "postmortem_tests.rs"]
 mod tests;

@@ -503,5 +503,4 @@ pub fn parse_grade(answer: &str) -> Result<bool, ValidationError> {
 }
 
 #[cfg(test)]
-#[path = "proposals_tests.rs"]
 mod tests;

@@ -480,5 +480,4 @@ fn learn_group(rows: &[&[(FieldKind, bool)]], anchored: bool) -> Option<Layout> 
 }
 
 #[cfg(test)]
-#[path = "header_tests.rs"]
 mod tests;

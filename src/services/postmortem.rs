@@ -8,18 +8,14 @@
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
 use sqlx::AnyPool;
 
-use crate::domain::memory::{MemoryRecord, NewRecord, Rule};
 use crate::domain::postmortem::{ActionOutcome, DraftFacts, Postmortem, draft};
-use crate::domain::{
-    ActionKind, ConfirmRefusal, IncidentId, IncidentState, MemoryKind, Role, Transition,
-};
+use crate::domain::{ActionKind, ConfirmRefusal, IncidentId, IncidentState, Role, Transition};
 use crate::error::{AppError, AppResult};
 use crate::store::users::User;
 use crate::store::{
-    self, Db, Event, IncidentWrite, incidents, memory as mstore, postmortems as pstore,
+    Db, Event, IncidentWrite, incidents, memory as mstore, postmortems as pstore,
     recommendations as rstore,
 };
 

@@ -28,16 +28,15 @@ use sqlx::AnyPool;
 use crate::domain::consolidation::Consolidation;
 use crate::domain::memory::NewRecord;
 use crate::domain::proposals::{
-    Alternative, KnownRunbook, MAX_ALTERNATIVES, ProposalKind, ProposalStatus, Reflection,
-    RunbookDraft, Supersession, draft_runbook, is_failing_verdict, match_runbooks,
+    Alternative, KnownRunbook, MAX_ALTERNATIVES, ProposalKind, Reflection, RunbookDraft,
+    Supersession, draft_runbook, is_failing_verdict, match_runbooks,
 };
-use crate::domain::{ActionKind, IncidentId, MemoryKind, Role, Validation};
+use crate::domain::{ActionKind, IncidentId, MemoryKind};
 use crate::error::{AppError, AppResult};
 use crate::services::investigation::GENERIC_TAGS;
-use crate::store::proposals::{self as pstore, StoredProposal};
+use crate::store::proposals::{self as pstore};
 use crate::store::recommendations::Recommendation;
-use crate::store::users::User;
-use crate::store::{self, Db, Event, IncidentWrite, Tx, consolidation as cstore, memory as mstore};
+use crate::store::{self, Event, IncidentWrite, memory as mstore};
 
 mod review;
 

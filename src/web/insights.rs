@@ -21,7 +21,6 @@ use super::layout::Layout;
 use crate::domain::insights::{Accuracy, Insights, ServiceTimes, Window, human};
 use crate::error::AppError;
 
-#[path = "insights_chart.rs"]
 mod chart;
 use chart::{Chart, Item, bars};
 

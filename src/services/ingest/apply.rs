@@ -2,6 +2,8 @@
 //! record and observation per alert, idempotent under retries and concurrency, in one
 //! `BEGIN IMMEDIATE` transaction per group.
 
+use super::parse::{AlertStatus, Delivery, IncomingGroup};
+use super::{FALLBACK_SERVICE, Source};
 use crate::domain::{IncidentId, IncidentState, NewIncident};
 use crate::error::{AppError, AppResult};
 use crate::evidence::EvidenceKind;
@@ -10,7 +12,6 @@ use crate::store::{self, alerts as astore, incidents};
 use crate::store::{Event, IncidentWrite};
 
 use super::clean::{clean_line, clean_service, clean_text, map_severity, short, skew_flags};
-use super::*;
 
 /// What a delivery did to one group.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]

@@ -1,6 +1,8 @@
 //! Integrations and their secrets: create and update them, the SHA-256 of a bearer secret, the
 //! PagerDuty signature, and the policy that authenticates a webhook delivery.
 
+use super::parse::AlertStatus;
+use super::{FALLBACK_SERVICE, NAME_MAX, SIGNING_SECRET_MAX, Source, default_severity_map};
 use std::collections::BTreeMap;
 
 use hmac::{Hmac, KeyInit, Mac};
@@ -11,8 +13,6 @@ use crate::domain::{Severity, ValidationError, optional_text, required_text};
 use crate::error::{AppError, AppResult};
 use crate::store;
 use crate::store::integrations::{self as istore, Integration, IntegrationPatch, NewIntegration};
-
-use super::*;
 
 /// SHA-256 (hex) of a bearer secret: what is stored and looked up.
 pub fn secret_digest(secret: &str) -> String {

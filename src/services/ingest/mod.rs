@@ -38,9 +38,13 @@ mod integrations;
 mod parse;
 
 // One flat namespace for callers: `services::ingest::{authenticate, parse_delivery, ingest, …}`.
-pub use apply::*;
-pub use integrations::*;
-pub use parse::*;
+pub use apply::{GroupOutcome, IngestOutcome, group_summary, ingest, summary};
+pub use integrations::{
+    Credentials, IncidentAlerts, IntegrationInput, IntegrationUpdate, authenticate,
+    create_integration, incident_alerts, integration, list_integrations, pagerduty_signature,
+    secret_digest, update_integration, verify_pagerduty_signature,
+};
+pub use parse::{AlertStatus, Delivery, IncomingAlert, IncomingGroup, parse_delivery};
 
 use std::collections::BTreeMap;
 

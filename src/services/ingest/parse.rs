@@ -2,6 +2,7 @@
 //! read by the one alert parser (`evidence::alerts::read`, strict), mapped to a [`Delivery`] of
 //! alert groups; a wrong shape is a 400 naming the field.
 
+use super::Source;
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
@@ -11,8 +12,6 @@ use crate::evidence::alerts::{self, Alert, Body, Sender};
 use crate::evidence::truncate_chars;
 
 pub use crate::evidence::alerts::AlertStatus;
-
-use super::*;
 
 /// One alert of a delivery, normalised.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,6 +1,13 @@
 //! Learn: writes exactly the plan, in one transaction, once; a repeat returns the stored result.
 
-use super::*;
+use super::{LearningsPreview, PlannedMemory, plan};
+use crate::domain::memory::MemoryRecord;
+use crate::domain::{IncidentId, IncidentState, Transition};
+use crate::error::{AppError, AppResult};
+use crate::store::users::User;
+use crate::store::{self, Db, IncidentWrite, incidents, memory as mstore, postmortems as pstore};
+use serde::Serialize;
+use sqlx::AnyPool;
 
 /// What Learn returns (also stored, so a repeat returns the same).
 #[derive(Debug, Clone, Serialize, serde::Deserialize, utoipa::ToSchema)]

@@ -1,7 +1,14 @@
 //! The learnings plan: what Learn will write for a confirmed post-mortem, shown first as a
 //! preview (duplicates of records already in memory linked, contradictions named).
 
-use super::*;
+use crate::domain::memory::{MemoryRecord, NewRecord, Rule};
+use crate::domain::postmortem::{ActionOutcome, Postmortem};
+use crate::domain::{IncidentId, IncidentState, MemoryKind, Transition};
+use crate::error::AppResult;
+use crate::store::{self, incidents, memory as mstore, postmortems as pstore};
+use serde::Serialize;
+use sqlx::AnyPool;
+use std::collections::BTreeSet;
 
 /// One record Learn will write (or link to, when it duplicates one already in memory).
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]

@@ -1,7 +1,16 @@
 //! The review side: a reviewer edits, accepts or rejects a pending proposal; the queue and the
 //! marking of a consolidation's sources.
 
-use super::*;
+use super::Draft;
+use crate::domain::consolidation::Consolidation;
+use crate::domain::proposals::ProposalStatus;
+use crate::domain::{IncidentId, Role, Validation};
+use crate::error::{AppError, AppResult};
+use crate::store::proposals::{self as pstore, StoredProposal};
+use crate::store::users::User;
+use crate::store::{self, Db, Event, IncidentWrite, Tx, consolidation as cstore, memory as mstore};
+use serde::Deserialize;
+use sqlx::AnyPool;
 
 /// A reviewer's edit of a runbook draft before accepting it (the form's textareas: one step or
 /// cause per line).

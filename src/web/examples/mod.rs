@@ -11,8 +11,16 @@ use serde_json::{Value, json};
 
 mod chat;
 mod memory_and_alerts;
-pub use chat::*;
-pub use memory_and_alerts::*;
+pub use chat::{
+    chat_channel, chat_channel_detail, chat_channel_list, chat_test_outcome, create_chat_channel,
+    update_chat_channel,
+};
+pub use memory_and_alerts::{
+    alertmanager, create_integration, create_memory, grafana, incident_alerts, integration,
+    integration_created, integration_list, integration_updated, memory_detail, memory_list,
+    memory_record, opsgenie, pagerduty, recall, retract, retracted_record, supersede,
+    superseded_record, update_integration, webhook_accepted,
+};
 
 /// The incident every example is about.
 pub const INCIDENT: &str = "INC-2026-0042";
