@@ -292,6 +292,54 @@ impl fmt::Display for ActionKind {
     }
 }
 
+/// Where a recommendation stands: proposed by the copilot, then approved (its action is
+/// simulated) or rejected by a responder, once (compare-and-set in the store). A verdict follows
+/// an approval; it is not a status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RecommendationStatus {
+    /// Waiting for a responder.
+    Proposed,
+    /// Approved: the action was simulated; a verdict may follow.
+    Approved,
+    /// Rejected with a reason.
+    Rejected,
+}
+
+impl RecommendationStatus {
+    /// The stored and API name (`proposed`, `approved`, `rejected`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Proposed => "proposed",
+            Self::Approved => "approved",
+            Self::Rejected => "rejected",
+        }
+    }
+}
+
+impl std::fmt::Display for RecommendationStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl TryFrom<String> for RecommendationStatus {
+    type Error = String;
+
+    /// Reads a stored status.
+    ///
+    /// # Errors
+    /// The text when it names no status.
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        match s.as_str() {
+            "proposed" => Ok(Self::Proposed),
+            "approved" => Ok(Self::Approved),
+            "rejected" => Ok(Self::Rejected),
+            _ => Err(format!("'{s}' is not a recommendation status")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
 

@@ -5,6 +5,7 @@
 use sqlx::AnyPool;
 
 use super::{Tx, db_time};
+use crate::domain::action::RecommendationStatus;
 use crate::error::{AppError, AppResult};
 
 /// A stored recommendation.
@@ -30,8 +31,9 @@ pub struct Recommendation {
     pub warning: Option<String>,
     /// Display order: unflagged first.
     pub position: i64,
-    /// proposed / approved / rejected.
-    pub status: String,
+    /// Proposed, approved or rejected.
+    #[sqlx(try_from = "String")]
+    pub status: RecommendationStatus,
     /// Who approved or rejected.
     pub decided_by: Option<String>,
     /// When.
@@ -224,7 +226,12 @@ pub async fn decide(
                 transcript_id = $5, approve_reason = $6
          WHERE id = $7 AND status = 'proposed'",
     )
-    .bind(if approve { "approved" } else { "rejected" })
+    .bind(if approve {
+        RecommendationStatus::Approved
+    } else {
+        RecommendationStatus::Rejected
+    }
+    .as_str())
     .bind(actor)
     .bind(db_time(at))
     .bind(if approve { None } else { reason })

@@ -567,7 +567,11 @@ pub(super) async fn build_page(
     let open_recommendations = investigation.as_ref().map_or(0, |i| {
         i.recommendations
             .iter()
-            .filter(|r| r.status == "proposed" || (r.status == "approved" && r.verdict.is_none()))
+            .filter(|r| {
+                r.status == crate::domain::action::RecommendationStatus::Proposed
+                    || (r.status == crate::domain::action::RecommendationStatus::Approved
+                        && r.verdict.is_none())
+            })
             .count()
     });
     let resolved_by_action = investigation.as_ref().is_some_and(|i| {

@@ -126,7 +126,7 @@ pub async fn approve(
     let incident = w.incident().clone();
     incident.check_open()?;
     let rec = rstore::get_in(w.tx(), id.as_str(), rid).await?;
-    if rec.status != "proposed" {
+    if rec.status != crate::domain::action::RecommendationStatus::Proposed {
         return Err(AppError::Conflict(format!(
             "recommendation {rid} is already {}",
             rec.status
@@ -195,7 +195,7 @@ pub async fn reject(
     let reason = crate::domain::required_text("reason", reason, 2000)?;
     let mut w = IncidentWrite::open(pool, id, actor, expected_version).await?;
     let rec = rstore::get_in(w.tx(), id.as_str(), rid).await?;
-    if rec.status != "proposed" {
+    if rec.status != crate::domain::action::RecommendationStatus::Proposed {
         return Err(AppError::Conflict(format!(
             "recommendation {rid} is already {}",
             rec.status
@@ -235,7 +235,7 @@ pub async fn verdict(
     let mut w = IncidentWrite::open(pool, id, actor, expected_version).await?;
     let incident = w.incident().clone();
     let rec = rstore::get_in(w.tx(), id.as_str(), rid).await?;
-    if rec.status != "approved" {
+    if rec.status != crate::domain::action::RecommendationStatus::Approved {
         return Err(AppError::Conflict(format!(
             "recommendation {rid} is {}: approve it before giving a verdict",
             rec.status

@@ -351,7 +351,7 @@ impl Before {
             .await?
             .into_iter()
             .rev()
-            .filter(|r| r.status == "rejected")
+            .filter(|r| r.status == crate::domain::action::RecommendationStatus::Rejected)
             .map(|r| (r.action_kind, r.reject_reason.unwrap_or_default()))
             .collect();
         let existing = rstore::existing_incidents(pool, &priors).await?;

@@ -45,8 +45,8 @@ pub struct RecommendationView {
     pub rationale: String,
     /// Dead-end banner or null.
     pub warning: Option<Warning>,
-    /// proposed / approved / rejected.
-    pub status: String,
+    /// Proposed, approved or rejected.
+    pub status: crate::domain::action::RecommendationStatus,
     /// Rejection reason.
     pub reject_reason: Option<String>,
     /// Why it was approved although it carried the dead-end banner: what is different this time.
