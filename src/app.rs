@@ -88,7 +88,7 @@ impl App {
             state = state.with_prometheus(crate::prometheus::Prometheus::new(p)?);
         }
         if let Some(llm) = config.llm {
-            let metered = crate::metrics::MeteredAnalyst::new(llm, state.metrics.clone());
+            let metered = crate::analyst::metered::MeteredAnalyst::new(llm, state.metrics.clone());
             state = state.with_llm(Arc::new(metered));
         }
         let router = web::router(state.clone());

@@ -20,6 +20,7 @@ pub mod identity;
 pub mod mcp;
 pub mod memory;
 pub mod metrics;
+pub mod openai;
 pub mod prometheus;
 pub mod services;
 pub mod startup;

@@ -1,6 +1,6 @@
 //! Prometheus metrics: [`Metrics`], one recorder per [`crate::AppState`] (no global
 //! recorder, so every app in a test process counts only its own requests), and what it records:
-//! HTTP requests, webhook deliveries, recall, model calls ([`MeteredAnalyst`]), and the gauges
+//! HTTP requests, webhook deliveries, recall, model calls (`analyst::metered::MeteredAnalyst`), and the gauges
 //! computed from the database at each scrape ([`Gauges`]). Rendered in the Prometheus text
 //! exposition format (version 0.0.4) by `GET /metrics` (`web::ops::metrics`).
 //!
@@ -10,11 +10,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle, PrometheusRecorder};
-
-use crate::analyst::{Analyst, AnalystError, AnalystOutput, InvestigationInput};
-use crate::domain::postmortem::{DraftFacts, Postmortem};
 
 /// Histogram buckets of the latency families, in seconds (5 ms … 60 s).
 pub const LATENCY_BUCKETS: [f64; 14] = [
@@ -240,64 +236,6 @@ impl Metrics {
         });
         self.handle.run_upkeep();
         self.handle.render()
-    }
-}
-
-/// Why a model result was replaced by the built-in one, as a metric label.
-fn fallback_reason(e: &AnalystError) -> &'static str {
-    match e {
-        AnalystError::Timeout(_) => "timeout",
-        AnalystError::Transport(_) => "transport",
-        AnalystError::InvalidOutput(_) => "invalid_output",
-    }
-}
-
-/// A model analyst that counts its calls and fallbacks in [`Metrics`] and otherwise answers
-/// exactly as the analyst it wraps.
-#[derive(Debug)]
-pub struct MeteredAnalyst {
-    inner: Arc<dyn Analyst>,
-    metrics: Metrics,
-}
-
-impl MeteredAnalyst {
-    /// Wraps `inner`, counting into `metrics`.
-    pub fn new(inner: Arc<dyn Analyst>, metrics: Metrics) -> Self {
-        Self { inner, metrics }
-    }
-}
-
-#[async_trait]
-impl Analyst for MeteredAnalyst {
-    fn name(&self) -> String {
-        self.inner.name()
-    }
-
-    fn calls_a_server(&self) -> bool {
-        self.inner.calls_a_server()
-    }
-
-    async fn investigate(&self, input: &InvestigationInput) -> Result<AnalystOutput, AnalystError> {
-        let out = self.inner.investigate(input).await;
-        let fallback = match &out {
-            // The same test the investigation service applies before using a model's answer.
-            Ok(o) if crate::analyst::llm::has_usable_items(o) => None,
-            Ok(_) => Some("unusable"),
-            Err(e) => Some(fallback_reason(e)),
-        };
-        self.metrics.model_call("investigate", fallback);
-        out
-    }
-
-    async fn draft_postmortem(
-        &self,
-        facts: &DraftFacts,
-        builtin: &Postmortem,
-    ) -> Result<Postmortem, AnalystError> {
-        let out = self.inner.draft_postmortem(facts, builtin).await;
-        self.metrics
-            .model_call("postmortem", out.as_ref().err().map(fallback_reason));
-        out
     }
 }
 

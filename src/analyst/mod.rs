@@ -10,6 +10,7 @@
 pub mod builtin;
 pub mod fallback;
 pub mod llm;
+pub mod metered;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

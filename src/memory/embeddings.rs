@@ -106,8 +106,7 @@ impl OpenAiEmbedder {
     /// # Errors
     /// When the HTTP client cannot be built.
     pub fn new(config: EmbeddingConfig) -> anyhow::Result<Self> {
-        let client =
-            crate::analyst::llm::openai_client(&config.base_url, &config.api_key, config.timeout)?;
+        let client = crate::openai::client(&config.base_url, &config.api_key, config.timeout)?;
         Ok(Self { client, config })
     }
 }

@@ -90,26 +90,6 @@ impl Rung {
     }
 }
 
-/// An async-openai client for the OpenAI-compatible server at `base_url` (ending in `/v1`),
-/// sending `api_key` as a bearer token (empty: none), every call bounded by `timeout`. It uses the
-/// plain reqwest service, without async-openai's default retry layer: one HTTP call per request,
-/// never multiplied by retries. Shared by the LLM analyst and [`crate::memory::embeddings`].
-///
-/// # Errors
-/// When the HTTP client cannot be built (TLS back end unavailable).
-pub fn openai_client(
-    base_url: &str,
-    api_key: &str,
-    timeout: Duration,
-) -> anyhow::Result<Client<OpenAIConfig>> {
-    let http = reqwest::Client::builder().timeout(timeout).build()?;
-    let config = OpenAIConfig::new()
-        .with_api_base(base_url.trim_end_matches('/'))
-        .with_api_key(api_key);
-    Ok(Client::with_config(config)
-        .with_http_service(async_openai::middleware::ReqwestService::new(http)))
-}
-
 /// The LLM analyst. What it learns about its server — the rung that answers, the request-shape
 /// adaptations, the server's context size — lives here, on the one analyst `AppState` holds;
 /// nothing is process-wide.
@@ -217,7 +197,7 @@ impl LlmAnalyst {
             );
             config.timeout = MAX_TIMEOUT;
         }
-        let client = openai_client(&config.base_url, &config.api_key, config.timeout)?;
+        let client = crate::openai::client(&config.base_url, &config.api_key, config.timeout)?;
         let http = reqwest::Client::builder()
             .timeout(PROPS_TIMEOUT.min(config.timeout))
             .build()?;

@@ -52,9 +52,7 @@ mod trust_tests;
 
 use async_trait::async_trait;
 
-pub use client::{
-    CallReport, LlmAnalyst, LlmConfig, MAX_TIMEOUT, Rung, SEED, openai_client, props_url,
-};
+pub use client::{CallReport, LlmAnalyst, LlmConfig, MAX_TIMEOUT, Rung, SEED, props_url};
 pub use parse::{
     has_usable_items, output_from_json, parse_ref, postmortem_from_json, tolerant_json,
 };
