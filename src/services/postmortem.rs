@@ -124,8 +124,8 @@ async fn facts(pool: &AnyPool, incident: &crate::domain::Incident) -> AppResult<
     })
 }
 
-/// Drafts the post-mortem: resolved → postmortem_draft. With `llm` configured the model drafts
-/// it (over the built-in draft, see [`crate::analyst::Analyst::draft_postmortem`]) and the result
+/// Drafts the post-mortem: resolved → postmortem_draft. When `analyst` calls a model server
+/// ([`crate::analyst::Analyst::calls_a_server`]) the model drafts it (over the built-in draft, see [`crate::analyst::Analyst::draft_postmortem`]) and the result
 /// is re-checked: the facts (impact, symptoms, root cause, what worked / did not work, rejected)
 /// stay the built-in ones, lessons without an ALWAYS or BECAUSE line are dropped and reported,
 /// every BECAUSE names the incident. On a timeout, a transport error or invalid output the
@@ -135,7 +135,7 @@ async fn facts(pool: &AnyPool, incident: &crate::domain::Incident) -> AppResult<
 /// [`AppError::InvalidTransition`] unless resolved; [`AppError::NotFound`].
 pub async fn draft_postmortem(
     pool: &Db,
-    llm: Option<&dyn crate::analyst::Analyst>,
+    analyst: &dyn crate::analyst::Analyst,
     user: &User,
     id: &IncidentId,
     expected_version: Option<i64>,
@@ -147,7 +147,8 @@ pub async fn draft_postmortem(
     let facts = facts(pool, &incident).await?;
     let builtin = draft(&facts);
     // The model is asked before the write transaction: a slow model never holds the lock.
-    let (pm, analyst, notice) = match llm {
+    let model = Some(analyst).filter(|a| a.calls_a_server());
+    let (pm, analyst, notice) = match model {
         None => (builtin, "built-in".to_string(), None),
         Some(a) => match a.draft_postmortem(&facts, &builtin).await.and_then(|m| {
             checked_model_draft(m, &builtin, &facts)

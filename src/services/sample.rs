@@ -200,7 +200,14 @@ pub async fn replay(
     if let Some(minutes) = p.minutes_to_resolve.filter(|m| *m > 0) {
         keep_duration(pool, &id, minutes).await?;
     }
-    let drafted = postmortem::draft_postmortem(pool, None, responder, &id, None).await?;
+    let drafted = postmortem::draft_postmortem(
+        pool,
+        &crate::analyst::builtin::BuiltinAnalyst,
+        responder,
+        &id,
+        None,
+    )
+    .await?;
     let mut pm = drafted.postmortem;
     // The evidence carries the past incident's own times; opening, mitigation and resolution
     // happened just now, during the replay. Measured against each other they would say the

@@ -144,8 +144,6 @@ pub struct AppState {
     pub memory: crate::memory::Memory,
     /// Settings.
     pub settings: std::sync::Arc<Settings>,
-    /// The LLM analyst when a model server is configured; the built-in analyst is always there.
-    pub llm: Option<std::sync::Arc<dyn crate::analyst::Analyst>>,
     /// The analyst investigations ask: the model with the built-in analyst behind it
     /// ([`crate::analyst::fallback::WithFallback`]), or the built-in analyst alone.
     pub analyst: std::sync::Arc<dyn crate::analyst::Analyst>,
@@ -175,7 +173,6 @@ impl AppState {
             limits: std::sync::Arc::new(limits::RateLimiters::new(&settings.rate_limits)),
             memory: crate::memory::Memory::new(pool.clone(), None),
             pool,
-            llm: None,
             analyst: std::sync::Arc::new(crate::analyst::fallback::WithFallback::default()),
             pages: std::sync::Arc::default(),
             metrics: crate::metrics::Metrics::new(),
@@ -207,10 +204,8 @@ impl AppState {
 
     /// Adds an LLM analyst (investigations fall back to the built-in analyst when it fails).
     pub fn with_llm(mut self, llm: std::sync::Arc<dyn crate::analyst::Analyst>) -> Self {
-        self.analyst = std::sync::Arc::new(crate::analyst::fallback::WithFallback {
-            model: Some(llm.clone()),
-        });
-        self.llm = Some(llm);
+        self.analyst =
+            std::sync::Arc::new(crate::analyst::fallback::WithFallback { model: Some(llm) });
         self
     }
 }

@@ -50,7 +50,7 @@ pub(super) async fn api_draft(
     ActionVersion(expected): ActionVersion,
 ) -> Result<Response, ApiError> {
     let id = incident_id(&id)?;
-    let stored = pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &id, expected).await?;
+    let stored = pm::draft_postmortem(&s.pool, &*s.analyst, &user.0, &id, expected).await?;
     Ok((StatusCode::CREATED, Json(stored)).into_response())
 }
 
@@ -213,7 +213,7 @@ pub(super) async fn page_draft(
     f: VersionForm,
 ) -> Result<Response, PageError> {
     let post = IncidentPost::new(&s, &user.0, &headers, &id)?;
-    let write = pm::draft_postmortem(&s.pool, s.llm.as_deref(), &user.0, &post.id, f.version);
+    let write = pm::draft_postmortem(&s.pool, &*s.analyst, &user.0, &post.id, f.version);
     post.write(f.version, KeptInput::default(), "/postmortem", write)
         .await
 }
