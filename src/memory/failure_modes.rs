@@ -16,8 +16,7 @@
 //! [`crate::evidence::MAX_OBSERVATIONS`]), and vectors are cached by text; all of it is blocking
 //! CPU work for a `spawn_blocking` caller. Evidence stays pure: the model runs here.
 
-use std::num::NonZeroUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::evidence::message::meaning_text;
 use crate::evidence::{
@@ -104,7 +103,7 @@ pub struct FailureModeMeanings {
     /// (owning tag index, `None` for a benign line; unit vector).
     prototypes: Vec<(Option<usize>, Vec<f32>)>,
     tuning: MeaningTuning,
-    cache: Mutex<lru::LruCache<String, Arc<Vec<f32>>>>,
+    cache: moka::sync::Cache<String, Arc<Vec<f32>>>,
 }
 
 impl std::fmt::Debug for FailureModeMeanings {
@@ -152,9 +151,7 @@ impl FailureModeMeanings {
             tags: catalogue().iter().map(|s| s.tag.as_str()).collect(),
             prototypes,
             tuning,
-            cache: Mutex::new(lru::LruCache::new(
-                NonZeroUsize::new(CACHE).unwrap_or(NonZeroUsize::MIN),
-            )),
+            cache: moka::sync::Cache::new(CACHE as u64),
         })
     }
 
@@ -171,18 +168,14 @@ impl FailureModeMeanings {
 
     /// Unit vectors of `texts`, from the cache or the model.
     fn vectors(&self, texts: &[String]) -> Result<Vec<Arc<Vec<f32>>>, ModelError> {
-        let mut out: Vec<Option<Arc<Vec<f32>>>> = {
-            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-            texts.iter().map(|t| cache.get(t).cloned()).collect()
-        };
+        let mut out: Vec<Option<Arc<Vec<f32>>>> = texts.iter().map(|t| self.cache.get(t)).collect();
         let missing: Vec<usize> = (0..texts.len()).filter(|&i| out[i].is_none()).collect();
         if !missing.is_empty() {
             let refs: Vec<&str> = missing.iter().map(|&i| texts[i].as_str()).collect();
             let computed = self.model.embed(&refs)?;
-            let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
             for (&i, v) in missing.iter().zip(computed) {
                 let v = Arc::new(v);
-                cache.put(texts[i].clone(), Arc::clone(&v));
+                self.cache.insert(texts[i].clone(), Arc::clone(&v));
                 out[i] = Some(v);
             }
         }

@@ -202,13 +202,13 @@ struct Inner {
     /// Until when a failing embedder is left alone.
     cooldown: Mutex<Option<Instant>>,
     /// Question text → unit vector ([`QUERY_VECTORS`]).
-    query_vectors: Mutex<lru::LruCache<String, Arc<Vec<f32>>>>,
+    query_vectors: moka::sync::Cache<String, Arc<Vec<f32>>>,
     /// Passage text → unit vector ([`PASSAGE_VECTORS`]).
-    query_passage_vectors: Mutex<lru::LruCache<String, Arc<Vec<f32>>>>,
+    query_passage_vectors: moka::sync::Cache<String, Arc<Vec<f32>>>,
     /// Woken by writers; the memory worker refreshes documents and vectors.
     wake: tokio::sync::Notify,
     /// Incident id → the recall its page showed, under the key of what it was computed from.
-    page_recalls: Mutex<lru::LruCache<String, (String, Arc<incident::IncidentRecall>)>>,
+    page_recalls: moka::sync::Cache<String, (String, Arc<incident::IncidentRecall>)>,
     /// Investigations allowed to run at once ([`Memory::investigation_slot`]).
     investigations: tokio::sync::Semaphore,
     /// Recall queries whose vectors are being computed in the background
@@ -259,10 +259,10 @@ impl Memory {
                 doc_vectors: Mutex::default(),
                 passage_vectors: Mutex::default(),
                 cooldown: Mutex::new(None),
-                query_vectors: lru_cache(QUERY_VECTORS),
-                query_passage_vectors: lru_cache(PASSAGE_VECTORS),
+                query_vectors: bounded_cache(QUERY_VECTORS),
+                query_passage_vectors: bounded_cache(PASSAGE_VECTORS),
                 wake: tokio::sync::Notify::new(),
-                page_recalls: lru_cache(PAGE_RECALLS),
+                page_recalls: bounded_cache(PAGE_RECALLS),
                 investigations: tokio::sync::Semaphore::new(investigation_slots()),
                 embedding_later: Mutex::default(),
                 page_recalls_later: Mutex::default(),
@@ -329,10 +329,11 @@ impl Memory {
     /// memory generation, the incident's version, its evidence), if any. A page view reads it
     /// instead of running recall again.
     fn page_recall(&self, incident_id: &str, key: &str) -> Option<Arc<incident::IncidentRecall>> {
-        lock(&self.inner.page_recalls)
+        self.inner
+            .page_recalls
             .get(incident_id)
             .filter(|(k, _)| k == key)
-            .map(|(_, r)| Arc::clone(r))
+            .map(|(_, r)| r)
     }
 
     /// Keeps `result` as the recall of `incident_id` under `key`.
@@ -342,7 +343,9 @@ impl Memory {
         key: String,
         result: Arc<incident::IncidentRecall>,
     ) {
-        lock(&self.inner.page_recalls).put(incident_id.to_string(), (key, result));
+        self.inner
+            .page_recalls
+            .insert(incident_id.to_string(), (key, result));
     }
 
     /// Brings memory's derived data up to date ([`embeddings::catch_up`]: the incident
@@ -616,10 +619,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// An empty LRU cache behind a mutex holding up to `capacity` entries (at least one).
-fn lru_cache<K: std::hash::Hash + Eq, V>(capacity: usize) -> Mutex<lru::LruCache<K, V>> {
-    let capacity = std::num::NonZeroUsize::new(capacity).unwrap_or(std::num::NonZeroUsize::MIN);
-    Mutex::new(lru::LruCache::new(capacity))
+/// An empty `moka` cache holding up to `capacity` entries (TinyLFU admission, LRU eviction;
+/// concurrent reads take no lock).
+fn bounded_cache<K, V>(capacity: usize) -> moka::sync::Cache<K, V>
+where
+    K: std::hash::Hash + Eq + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+{
+    moka::sync::Cache::new(capacity.max(1) as u64)
 }
 
 #[cfg(test)]

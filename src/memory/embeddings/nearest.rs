@@ -12,8 +12,8 @@ pub async fn query_vector(memory: &Memory, text: &str) -> Option<Arc<Vec<f32>>> 
         return None;
     }
     let input = embedding_input(text);
-    if let Some(v) = lock(&memory.inner.query_vectors).get(&input) {
-        return Some(Arc::clone(v));
+    if let Some(v) = memory.inner.query_vectors.get(&input) {
+        return Some(v);
     }
     let answer = tokio::time::timeout(QUERY_TIMEOUT, embedder.embed(std::slice::from_ref(&input)))
         .await
@@ -21,7 +21,7 @@ pub async fn query_vector(memory: &Memory, text: &str) -> Option<Arc<Vec<f32>>> 
     match answer {
         Ok(v) if v.len() == 1 && !v[0].is_empty() && v[0].iter().all(|x| x.is_finite()) => {
             let v = Arc::new(normalized(v.into_iter().next().unwrap_or_default()));
-            lock(&memory.inner.query_vectors).put(input, Arc::clone(&v));
+            memory.inner.query_vectors.insert(input, Arc::clone(&v));
             Some(v)
         }
         Ok(_) => None,
@@ -42,19 +42,17 @@ fn embedding_input(text: &str) -> String {
 /// is no usable embedder), without waiting on the embedder.
 pub fn cached_query_vector(memory: &Memory, text: &str) -> Option<Arc<Vec<f32>>> {
     memory.embedder_ready()?;
-    lock(&memory.inner.query_vectors)
-        .get(&embedding_input(text))
-        .cloned()
+    memory.inner.query_vectors.get(&embedding_input(text))
 }
 
 /// [`text_vectors`] from the memory's cache only: `None` unless every one of `texts` was
 /// computed already, without waiting on the embedder.
 pub fn cached_text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<Vec<f32>>>> {
     memory.embedder_ready()?;
-    let mut cache = lock(&memory.inner.query_passage_vectors);
+    let cache = &memory.inner.query_passage_vectors;
     texts
         .iter()
-        .map(|t| cache.get(&embedding_input(t)).cloned())
+        .map(|t| cache.get(&embedding_input(t)))
         .collect()
 }
 
@@ -64,10 +62,8 @@ pub fn cached_text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<
 pub async fn text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<Vec<f32>>>> {
     let embedder = memory.embedder_ready()?;
     let inputs: Vec<String> = texts.iter().map(|t| embedding_input(t)).collect();
-    let mut out: Vec<Option<Arc<Vec<f32>>>> = {
-        let mut cache = lock(&memory.inner.query_passage_vectors);
-        inputs.iter().map(|t| cache.get(t).cloned()).collect()
-    };
+    let cache = &memory.inner.query_passage_vectors;
+    let mut out: Vec<Option<Arc<Vec<f32>>>> = inputs.iter().map(|t| cache.get(t)).collect();
     let missing: Vec<String> = inputs
         .iter()
         .zip(&out)
@@ -91,11 +87,10 @@ pub async fn text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<V
             }
         };
         let mut fresh = missing.into_iter().zip(vectors);
-        let mut cache = lock(&memory.inner.query_passage_vectors);
         for slot in out.iter_mut().filter(|v| v.is_none()) {
             if let Some((text, v)) = fresh.next() {
                 let v = Arc::new(normalized(v));
-                cache.put(text, Arc::clone(&v));
+                cache.insert(text, Arc::clone(&v));
                 *slot = Some(v);
             }
         }
