@@ -83,7 +83,7 @@ pub async fn sign_in_external(
                 &refusal.to_string(),
             )
             .await?;
-            w.commit().await.map_err(crate::error::AppError::from)?;
+            w.commit().await?;
             return Err(refusal.into());
         }
     };
@@ -104,7 +104,7 @@ pub async fn sign_in_external(
                 &refusal.to_string(),
             )
             .await?;
-            w.commit().await.map_err(crate::error::AppError::from)?;
+            w.commit().await?;
             return Err(refusal.into());
         }
         Some((user, false)) if user.role != role => {
@@ -145,7 +145,7 @@ pub async fn sign_in_external(
         &format!("{} as {} (groups: {groups})", who.source, user.role),
     )
     .await?;
-    w.commit().await.map_err(crate::error::AppError::from)?;
+    w.commit().await?;
     Ok(user)
 }
 
