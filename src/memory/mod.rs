@@ -91,6 +91,7 @@ impl RecallTuning {
         "question_conditions",
         "question_actions",
         "question_rules",
+        "action_reach",
     ];
 
     /// Weights that [`RecallTuning::weights`] can set.
@@ -101,6 +102,7 @@ impl RecallTuning {
         "floor_gap",
         "floor_margin",
         "action_weight",
+        "action_band",
     ];
 
     /// Parses `name=value` pairs, comma-separated, into [`RecallTuning::weights`].

@@ -136,7 +136,7 @@ struct Cue {
 }
 
 /// What carries demand: requests, messages, users, input.
-const DEMAND: &str = r"(?:traffic|requests?|request rate|writes?|write volume|rps|qps|req/s|volume|demand|throughput|inbound|incoming|ingest(?:ion)?|arrivals?|messages?|events?|orders?|sign-?ups?|logins?|users?|sessions?|calls?|input|workload|load(?:\s+on)?)";
+const DEMAND: &str = r"(?:traffic|requests?|request rate|writes?|write volume|rps|qps|req/s|volume|demand|throughput|inbound|incoming|ingest(?:ion)?|arrivals?|messages?|events?|orders?|sign-?ups?|logins?|users?|sessions?|calls?|input|workload|load(?:\s+on)?|viewers?|visitors?|visits|audiences?|listeners?|readers?|shoppers?|buyers?|subscribers?|page ?views)";
 /// Things of which one may be hit while the rest are fine.
 const UNITS: &str = r"(?:systems?|boxes|box|hosts?|nodes?|servers?|pods?|instances?|zones?|availability zones?|azs?|regions?|tenants?|customers?|clients?|accounts?|shards?|brokers?|replicas?|proxies|proxy|workers?|machines?|racks?|clusters?|partitions?|data ?cent(?:er|re)s?|sites?|venues?|stores?|locations?|vms?|containers?|balancers?|gateways?|edges?|pops?|cells?)";
 /// A count in words or digits ("across all 4 regions", "the other two racks").
@@ -175,7 +175,24 @@ static CUES: LazyLock<Vec<Cue>> = LazyLock::new(|| {
             Some("flat"),
             &near(
                 DEMAND,
-                r"(?:doubl\w*|tripl\w*|quadrupl\w*|spik\w*|surg\w*|jump\w*|soar\w*|rose|rising|grew|growing|increas\w*|climb\w*|peak\w*|up\s+\d+\s*%|\+\s*\d+\s*%|\d+(?:\.\d+)?\s*x\b|\d+ times (?:the )?(?:normal|usual|more|higher|baseline|as (?:many|much))|(?:higher|more) than (?:normal|usual|ever|before)|above (?:normal|usual|baseline|forecast)|record high)",
+                r"(?:doubl\w*|tripl\w*|quadrupl\w*|spik\w*|surg\w*|jump\w*|soar\w*|rose|rising|grew|growing|increas\w*|climb\w*|peak\w*|up\s+\d+\s*%|\+\s*\d+\s*%|\d+(?:\.\d+)?\s*x\b|\d+ times (?:the )?(?:normal|usual|more|higher|baseline|as (?:many|much))|(?:higher|more) than (?:normal|usual|ever|before)|above (?:normal|usual|baseline|forecast)|record high|(?:two|three|four|five|six|seven|eight|nine|ten|twenty|hundred|many)fold)",
+            ),
+        ),
+        // "viewers up", "requests were up": the demand word right before "up".
+        cue(
+            &[Load],
+            "rising",
+            Some("flat"),
+            &format!(r"\b{DEMAND}\s+(?:(?:is|are|was|were|has been|have been)\s+)?up\b"),
+        ),
+        // "requests haven't moved": a movement denied reads flat (the cue holds its negator).
+        cue(
+            &[Load],
+            "flat",
+            Some("flat"),
+            &near(
+                DEMAND,
+                r"(?:has|have|had|did|does|do)(?:n't| not| never) (?:moved|budged|changed|grown|risen|increased|gone up)",
             ),
         ),
         cue(
@@ -190,7 +207,7 @@ static CUES: LazyLock<Vec<Cue>> = LazyLock::new(|| {
             None,
             &near(
                 DEMAND,
-                r"(?:flat|steady|stable|unchanged|normal|usual|ordinary|typical|baseline|nominal|as expected|in line with|same as|similar to|consistent with|no (?:higher|different) than|week over week|what it was|as before|within (?:the )?normal)",
+                r"(?:flat|steady|stable|unchanged|normal|usual|ordinary|typical|baseline|nominal|as expected|in line with|same as|similar to|consistent with|no (?:higher|different) than|week over week|what it was|as before|within (?:the )?normal|level with|on par with|unmoved)",
             ),
         ),
         // Scope.

@@ -26,6 +26,11 @@ use crate::domain::ActionKind;
 /// ([`super::siblings::favour`]).
 pub const ACTION_WEIGHT: f64 = 0.15;
 
+/// Share of the first candidate's score a candidate needs for a dead end of the action a
+/// question names to favour it ([`super::siblings::leading`]): wider than the sibling band, since
+/// the question's words, not its symptom, decide between a rule and its neighbours.
+pub const ACTION_BAND: f64 = 0.7;
+
 /// Longest text read as a question (characters): a question is a sentence or three, a report
 /// pasted into the search box is not.
 pub const QUESTION_CHARS: usize = 800;
@@ -170,7 +175,7 @@ static ACTION_CUES: LazyLock<Vec<ActionCue>> = LazyLock::new(|| {
         cue(
             BlockTrafficSource,
             &near(
-                r"block\w*|ban\w*|deny\w*|blacklist\w*|blocklist\w*|firewall\w*|cut\w* off|shut\w* off|drop\w*",
+                r"block\w*|ban\w*|deny\w*|blacklist\w*|blocklist\w*|firewall\w*|cut\w* off|shut\w* off|drop\w*|throttl\w*|rate[- ]?limit\w*",
                 r"traffic|sources?|ips?|address\w*|ranges?|requests?|clients?|senders?|destinations?|countr\w*|prefix\w*|bots?|callers?|domains?|sites?|referr\w*|networks?|them",
             ),
         ),
@@ -343,6 +348,14 @@ mod tests {
         assert_eq!(
             named_actions("Do we need to issue a new signing key?"),
             vec![ActionKind::RotateCredentials]
+        );
+        assert_eq!(
+            named_actions("Would rate-limiting the noisiest clients help?"),
+            vec![ActionKind::BlockTrafficSource]
+        );
+        assert_eq!(
+            named_actions("Can we throttle the callers from that range?"),
+            vec![ActionKind::BlockTrafficSource]
         );
         assert!(named_actions("What should I check first?").is_empty());
     }

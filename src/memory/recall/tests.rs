@@ -228,6 +228,27 @@ mod conditions_read {
     }
 
     #[test]
+    fn the_people_behind_demand_count_as_demand() {
+        assert_eq!(
+            get("Shoppers were up sevenfold during the sale", Dimension::Load),
+            ["rising"]
+        );
+        assert_eq!(
+            get("Subscribers up everywhere since the announcement", Dimension::Load),
+            ["rising"]
+        );
+        assert_eq!(
+            get("Storefront visits level with last Monday", Dimension::Load),
+            ["flat"]
+        );
+        assert_eq!(
+            get("Page views haven't moved all week", Dimension::Load),
+            ["flat"]
+        );
+        assert!(get("We set up the listeners on port 9000", Dimension::Load).is_empty());
+    }
+
+    #[test]
     fn one_unit_against_the_whole_fleet() {
         assert_eq!(
             get(
