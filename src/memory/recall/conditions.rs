@@ -166,16 +166,18 @@ static CUES: LazyLock<Vec<Cue>> = LazyLock::new(|| {
     let near_back = |a: &str, b: &str, back: usize| {
         format!(r"\b{a}\b(?:\W+\w+){{0,7}}?\W+{b}|\b{b}(?:\W+\w+){{0,{back}}}?\W+{a}\b")
     };
-    let near = |a: &str, b: &str| near_back(a, b, 0);
+    // `a` then `b` within seven words of one phrase: no comma between them (a number such as
+    // `1,400` is one word), so "viewers up everywhere, each page as before" reads one movement.
+    let in_phrase = |a: &str, b: &str| format!(r"\b{a}\b(?:[^\w,]+\w+(?:,\d+)*){{0,7}}?[^\w,]+{b}");
     vec![
         // Load.
         cue(
             &[Load],
             "rising",
             Some("flat"),
-            &near(
+            &in_phrase(
                 DEMAND,
-                r"(?:doubl\w*|tripl\w*|quadrupl\w*|spik\w*|surg\w*|jump\w*|soar\w*|rose|rising|grew|growing|increas\w*|climb\w*|peak\w*|up\s+\d+\s*%|\+\s*\d+\s*%|\d+(?:\.\d+)?\s*x\b|\d+ times (?:the )?(?:normal|usual|more|higher|baseline|as (?:many|much))|(?:higher|more) than (?:normal|usual|ever|before)|above (?:normal|usual|baseline|forecast)|record high|(?:two|three|four|five|six|seven|eight|nine|ten|twenty|hundred|many)fold)",
+                r"(?:doubl\w*|tripl\w*|quadrupl\w*|spik\w*|surg\w*|jump\w*|soar\w*|rose|rising|grew|growing|increas\w*|climb\w*|peak\w*|up\s+\d+\s*%|\+\s*\d+\s*%|\d+(?:\.\d+)?\s*x\b|(?:\d+|two|three|four|five|six|seven|eight|nine|ten|twenty|a hundred) times (?:the )?(?:normal|usual|more|higher|baseline|as (?:many|much))|(?:higher|more) than (?:normal|usual|ever|before)|above (?:normal|usual|baseline|forecast)|record high|(?:two|three|four|five|six|seven|eight|nine|ten|twenty|hundred|many)fold)",
             ),
         ),
         // "viewers up", "requests were up": the demand word right before "up".
@@ -190,7 +192,7 @@ static CUES: LazyLock<Vec<Cue>> = LazyLock::new(|| {
             &[Load],
             "flat",
             Some("flat"),
-            &near(
+            &in_phrase(
                 DEMAND,
                 r"(?:has|have|had|did|does|do)(?:n't| not| never) (?:moved|budged|changed|grown|risen|increased|gone up)",
             ),
@@ -205,7 +207,7 @@ static CUES: LazyLock<Vec<Cue>> = LazyLock::new(|| {
             &[Load],
             "flat",
             None,
-            &near(
+            &in_phrase(
                 DEMAND,
                 r"(?:flat|steady|stable|unchanged|normal|usual|ordinary|typical|baseline|nominal|as expected|in line with|same as|similar to|consistent with|no (?:higher|different) than|week over week|what it was|as before|within (?:the )?normal|level with|on par with|unmoved)",
             ),
@@ -353,6 +355,14 @@ static PROPOSAL: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
+/// A clause about what the service sends ("outbound traffic doubled", "egress bandwidth is up"):
+/// the bytes a service sends grow with its responses, not with its demand, so such a clause
+/// reads no load.
+static OUTBOUND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:outbound|outgoing|egress|upload)\s+(?:\w+\s+)?(?:traffic|bandwidth|bytes|throughput|volume)\b")
+        .expect("static regex")
+});
+
 /// A clause that dumps state from a tool ("kubectl get deploy …", "helm status …"): it names
 /// objects, it does not report a change.
 static TOOL_OUTPUT: LazyLock<Regex> = LazyLock::new(|| {
@@ -432,8 +442,14 @@ pub fn readings(text: &str) -> Vec<Reading> {
         if PROPOSAL.is_match(&clause) || TOOL_OUTPUT.is_match(&clause) {
             continue;
         }
-        let mut found: BTreeSet<(Dimension, &'static str)> = BTreeSet::new();
+        // What the service sends is not the demand on it.
+        let outbound = OUTBOUND.is_match(&clause);
+        // Each cue's first match: its dimensions, the value read and where it stands.
+        let mut matches: Vec<(&'static [Dimension], &'static str, usize, usize)> = Vec::new();
         for c in CUES.iter() {
+            if outbound && c.dimensions == [Dimension::Load] {
+                continue;
+            }
             let Some(m) = c.pattern.find(&clause) else {
                 continue;
             };
@@ -442,11 +458,21 @@ pub fn readings(text: &str) -> Vec<Reading> {
             } else {
                 Some(c.value)
             };
-            for d in value
-                .into_iter()
-                .flat_map(|v| c.dimensions.iter().map(move |d| (*d, v)))
-            {
-                found.insert(d);
+            if let Some(v) = value {
+                matches.push((c.dimensions, v, m.start(), m.end()));
+            }
+        }
+        // A cue inside a longer one that reads another value of its dimension is part of that
+        // one ("nine times normal" is a surge, not normal demand): the longer reading stands.
+        let inside = |&(dims, v, s, e): &(&'static [Dimension], &'static str, usize, usize)| {
+            matches.iter().any(|&(d2, v2, s2, e2)| {
+                v2 != v && d2 == dims && s2 <= s && e <= e2 && e2 - s2 > e - s
+            })
+        };
+        let mut found: BTreeSet<(Dimension, &'static str)> = BTreeSet::new();
+        for m in matches.iter().filter(|m| !inside(m)) {
+            for d in m.0 {
+                found.insert((*d, m.1));
             }
         }
         // A clause that says a kind of change did not happen (or is long past) reports no change

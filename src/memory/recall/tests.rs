@@ -230,11 +230,17 @@ mod conditions_read {
     #[test]
     fn the_people_behind_demand_count_as_demand() {
         assert_eq!(
-            get("Shoppers were up sevenfold during the sale", Dimension::Load),
+            get(
+                "Shoppers were up sevenfold during the sale",
+                Dimension::Load
+            ),
             ["rising"]
         );
         assert_eq!(
-            get("Subscribers up everywhere since the announcement", Dimension::Load),
+            get(
+                "Subscribers up everywhere since the announcement",
+                Dimension::Load
+            ),
             ["rising"]
         );
         assert_eq!(
@@ -246,6 +252,28 @@ mod conditions_read {
             ["flat"]
         );
         assert!(get("We set up the listeners on port 9000", Dimension::Load).is_empty());
+        // One movement per phrase: the comma ends the subject's reach.
+        assert_eq!(
+            get(
+                "Shoppers up across the board, each basket as big as before",
+                Dimension::Load
+            ),
+            ["rising"]
+        );
+        // The longer cue stands: "N times normal" is a surge.
+        assert_eq!(
+            get(
+                "Checkouts are four times normal this morning",
+                Dimension::Load
+            ),
+            ["rising"]
+        );
+        assert_eq!(
+            get("Login volume higher than usual since noon", Dimension::Load),
+            ["rising"]
+        );
+        // What the service sends is no demand on it.
+        assert!(get("Egress traffic tripled overnight", Dimension::Load).is_empty());
     }
 
     #[test]
