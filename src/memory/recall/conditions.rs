@@ -6,6 +6,9 @@
 //! phrases of general operations vocabulary (a subject such as "traffic" near a movement such as
 //! "doubled"). A cue preceded by a negator in its clause ("no release today", "traffic did not
 //! rise") reads as the opposite value where the dimension has one, and is skipped otherwise.
+//! Demand and its movement are read within one phrase (no comma between them); a cue inside a
+//! longer one that reads another value of its dimension is part of it ("four times normal" is a
+//! surge); a clause about what the service sends (outbound or egress traffic) reads no load.
 //! Pure functions: no I/O; [`super::siblings`] compares the conditions of a query with those of
 //! its first candidates.
 
@@ -166,9 +169,12 @@ static CUES: LazyLock<Vec<Cue>> = LazyLock::new(|| {
     let near_back = |a: &str, b: &str, back: usize| {
         format!(r"\b{a}\b(?:\W+\w+){{0,7}}?\W+{b}|\b{b}(?:\W+\w+){{0,{back}}}?\W+{a}\b")
     };
-    // `a` then `b` within seven words of one phrase: no comma between them (a number such as
-    // `1,400` is one word), so "viewers up everywhere, each page as before" reads one movement.
-    let in_phrase = |a: &str, b: &str| format!(r"\b{a}\b(?:[^\w,]+\w+(?:,\d+)*){{0,7}}?[^\w,]+{b}");
+    // `a` then `b` within seven words of one phrase, or `b` right before `a` ("flat traffic"):
+    // no comma between them (a number such as `1,400` is one word), so "viewers up everywhere,
+    // each page as before" reads one movement.
+    let in_phrase = |a: &str, b: &str| {
+        format!(r"\b{a}\b(?:[^\w,]+\w+(?:,\d+)*){{0,7}}?[^\w,]+{b}|\b{b}[^\w,]+{a}\b")
+    };
     vec![
         // Load.
         cue(
@@ -463,14 +469,19 @@ pub fn readings(text: &str) -> Vec<Reading> {
             }
         }
         // A cue inside a longer one that reads another value of its dimension is part of that
-        // one ("nine times normal" is a surge, not normal demand): the longer reading stands.
-        let inside = |&(dims, v, s, e): &(&'static [Dimension], &'static str, usize, usize)| {
-            matches.iter().any(|&(d2, v2, s2, e2)| {
-                v2 != v && d2 == dims && s2 <= s && e <= e2 && e2 - s2 > e - s
+        // one ("nine times normal" is a surge, not normal demand): the longer reading stands, and
+        // over the same words the cue listed first (the more specific).
+        let inside = |i: usize| {
+            let (dims, v, s, e) = matches[i];
+            matches.iter().enumerate().any(|(j, &(d2, v2, s2, e2))| {
+                v2 != v && d2 == dims && s2 <= s && e <= e2 && (e2 - s2 > e - s || j < i)
             })
         };
         let mut found: BTreeSet<(Dimension, &'static str)> = BTreeSet::new();
-        for m in matches.iter().filter(|m| !inside(m)) {
+        for m in (0..matches.len())
+            .filter(|i| !inside(*i))
+            .map(|i| &matches[i])
+        {
             for d in m.0 {
                 found.insert((*d, m.1));
             }

@@ -10,7 +10,10 @@
 //! - **the tempting action** ("is raising the timeout enough?", "would a rollback help?"): the
 //!   action kinds a question sentence names ([`named_actions`]). A lesson learned where that very
 //!   action was tried and did not help (a dead end of that kind) is the warning the question is
-//!   after, when its incident's symptom matches (the candidates the sibling stage compares).
+//!   after, when its incident's symptom matches: the first candidates within [`ACTION_BAND`] of
+//!   the first's score ([`super::siblings::leading`]), the first itself included. A lesson's own
+//!   words often lose to a neighbour's at the record level even when its incident leads; the
+//!   named action is what tells the question's answer from the neighbour's.
 //!
 //! Pure functions: no I/O. Recall applies them to the first candidates of the incident-level
 //! ranking ([`super::siblings`]).
@@ -28,7 +31,9 @@ pub const ACTION_WEIGHT: f64 = 0.15;
 
 /// Share of the first candidate's score a candidate needs for a dead end of the action a
 /// question names to favour it ([`super::siblings::leading`]): wider than the sibling band, since
-/// the question's words, not its symptom, decide between a rule and its neighbours.
+/// a question shares fewer words with its answer's report than an incident does, so its right
+/// answer ranks further from the first. Stable at ±20 % of its gap to the first
+/// (docs/benchmarks.md).
 pub const ACTION_BAND: f64 = 0.7;
 
 /// Longest text read as a question (characters): a question is a sentence or three, a report

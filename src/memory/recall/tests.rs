@@ -262,10 +262,7 @@ mod conditions_read {
         );
         // The longer cue stands: "N times normal" is a surge.
         assert_eq!(
-            get(
-                "Checkouts are four times normal this morning",
-                Dimension::Load
-            ),
+            get("Orders are four times normal this morning", Dimension::Load),
             ["rising"]
         );
         assert_eq!(
