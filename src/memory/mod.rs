@@ -92,6 +92,7 @@ impl RecallTuning {
         "question_actions",
         "question_rules",
         "action_reach",
+        "question_prior",
     ];
 
     /// Weights that [`RecallTuning::weights`] can set.
@@ -103,6 +104,7 @@ impl RecallTuning {
         "floor_margin",
         "action_weight",
         "action_band",
+        "question_prior",
     ];
 
     /// Parses `name=value` pairs, comma-separated, into [`RecallTuning::weights`].

@@ -337,6 +337,7 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     // The record level ("parts").
     let mut fused = fuse_records(
         tuning,
+        asked.is_some(),
         &index,
         &incidents,
         [text_list, rules_list, scope_list],

@@ -36,6 +36,14 @@ pub const ACTION_WEIGHT: f64 = 0.15;
 /// (docs/benchmarks.md).
 pub const ACTION_BAND: f64 = 0.7;
 
+/// Weight of the incident-level ranking as a list at the record level for a question (an
+/// incident's recall uses [`super::fusion::INCIDENT_PRIOR`], 1.0): a question shares few words
+/// with the record that answers it (its rule names the advice, the question the situation), so
+/// which past incident the whole question matches, read over each incident's document and
+/// passages, counts for more than the record's own word and meaning lists. Stable at ±20 %
+/// (docs/benchmarks.md).
+pub const QUESTION_PRIOR: f64 = 1.75;
+
 /// Longest text read as a question (characters): a question is a sentence or three, a report
 /// pasted into the search box is not.
 pub const QUESTION_CHARS: usize = 800;
