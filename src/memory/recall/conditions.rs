@@ -7,8 +7,8 @@
 //! "doubled"). A cue preceded by a negator in its clause ("no release today", "traffic did not
 //! rise") reads as the opposite value where the dimension has one, and is skipped otherwise.
 //! Demand and its movement are read within one phrase (no comma between them); a cue inside a
-//! longer one that reads another value of its dimension is part of it ("four times normal" is a
-//! surge); a clause about what the service sends (outbound or egress traffic) reads no load.
+//! longer one that reads another value of its dimension is part of it ("five times the usual"
+//! is a surge); a clause about what the service sends (outbound or egress traffic) reads no load.
 //! Pure functions: no I/O; [`super::siblings`] compares the conditions of a query with those of
 //! its first candidates.
 
@@ -469,7 +469,7 @@ pub fn readings(text: &str) -> Vec<Reading> {
             }
         }
         // A cue inside a longer one that reads another value of its dimension is part of that
-        // one ("nine times normal" is a surge, not normal demand): the longer reading stands, and
+        // one ("demand five times the usual" is a surge, not usual demand): the longer reading stands, and
         // over the same words the cue listed first (the more specific).
         let inside = |i: usize| {
             let (dims, v, s, e) = matches[i];

@@ -260,9 +260,12 @@ mod conditions_read {
             ),
             ["rising"]
         );
-        // The longer cue stands: "N times normal" is a surge.
+        // The longer cue stands: "N times the usual" is a surge.
         assert_eq!(
-            get("Orders are four times normal this morning", Dimension::Load),
+            get(
+                "Refund requests are six times the usual this morning",
+                Dimension::Load
+            ),
             ["rising"]
         );
         assert_eq!(
