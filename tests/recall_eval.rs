@@ -156,15 +156,16 @@ async fn questions_are_answered_by_the_right_lesson_on_the_prescriptive_set() {
     if let Some(report) = report_of("../shared/data/recall-dev-prescriptive.json").await {
         check(
             &report,
-            // Measured 2026-12-07: 0.875 / 0.906 / 0.857 / 0.800 / 0.950 / 0.938; plain BM25
-            // 0.500 queries, 0.075 questions. Below the recall issue's targets (queries 0.95,
-            // questions 0.85 and hit@3 0.975): these floors hold what is reached, one miss each.
+            // Measured 2026-12-07 (issue #53's second pass): 0.875 / 0.906 / 0.857 / 0.875 /
+            // 0.975 / 0.938; plain BM25 0.500 queries, 0.075 questions. Questions meet the
+            // issue's 0.85 and 0.975 (floors one miss under); queries 0.95 and must-warn 100 %
+            // are not reached yet: these floors hold what is, one miss each.
             &Floors {
                 hit1: 0.8,
                 mrr: 0.85,
                 hard_hit1: 0.78,
-                prescriptive_hit1: 0.775,
-                prescriptive_hit3: 0.925,
+                prescriptive_hit1: 0.85,
+                prescriptive_hit3: 0.95,
                 must_warn: 0.93,
             },
         );

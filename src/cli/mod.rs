@@ -185,11 +185,13 @@ pub enum EvalCommand {
         /// Recall mechanisms to turn off, comma-separated (ablation): doc_bm25, doc_vector,
         /// passages, passage_mean, part_vector, part_bm25, keys, negation, load_shape,
         /// incident_prior, score_fusion, siblings, sibling_records, service_notes, lexical_floor,
-        /// question_conditions, question_actions, question_rules.
+        /// question_conditions, question_actions, question_rules, action_reach,
+        /// question_prior.
         #[arg(long, default_value = "")]
         ablate: String,
         /// Recall weights set to another value, comma-separated `name=value` (stability checks):
-        /// sibling_weight, sibling_band, incident_prior, floor_gap, floor_margin, action_weight.
+        /// sibling_weight, sibling_band, incident_prior, floor_gap, floor_margin, action_weight,
+        /// action_band, question_prior.
         #[arg(long = "set", default_value = "")]
         weights: String,
         /// Keep the database after replaying the past incidents at this path and reuse it on

@@ -91,6 +91,8 @@ impl RecallTuning {
         "question_conditions",
         "question_actions",
         "question_rules",
+        "action_reach",
+        "question_prior",
     ];
 
     /// Weights that [`RecallTuning::weights`] can set.
@@ -101,6 +103,8 @@ impl RecallTuning {
         "floor_gap",
         "floor_margin",
         "action_weight",
+        "action_band",
+        "question_prior",
     ];
 
     /// Parses `name=value` pairs, comma-separated, into [`RecallTuning::weights`].

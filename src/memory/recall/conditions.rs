@@ -6,6 +6,9 @@
 //! phrases of general operations vocabulary (a subject such as "traffic" near a movement such as
 //! "doubled"). A cue preceded by a negator in its clause ("no release today", "traffic did not
 //! rise") reads as the opposite value where the dimension has one, and is skipped otherwise.
+//! Demand and its movement are read within one phrase (no comma between them); a cue inside a
+//! longer one that reads another value of its dimension is part of it ("five times the usual"
+//! is a surge); a clause about what the service sends (outbound or egress traffic) reads no load.
 //! Pure functions: no I/O; [`super::siblings`] compares the conditions of a query with those of
 //! its first candidates.
 
@@ -136,7 +139,7 @@ struct Cue {
 }
 
 /// What carries demand: requests, messages, users, input.
-const DEMAND: &str = r"(?:traffic|requests?|request rate|writes?|write volume|rps|qps|req/s|volume|demand|throughput|inbound|incoming|ingest(?:ion)?|arrivals?|messages?|events?|orders?|sign-?ups?|logins?|users?|sessions?|calls?|input|workload|load(?:\s+on)?)";
+const DEMAND: &str = r"(?:traffic|requests?|request rate|writes?|write volume|rps|qps|req/s|volume|demand|throughput|inbound|incoming|ingest(?:ion)?|arrivals?|messages?|events?|orders?|sign-?ups?|logins?|users?|sessions?|calls?|input|workload|load(?:\s+on)?|viewers?|visitors?|visits|audiences?|listeners?|readers?|shoppers?|buyers?|subscribers?|page ?views)";
 /// Things of which one may be hit while the rest are fine.
 const UNITS: &str = r"(?:systems?|boxes|box|hosts?|nodes?|servers?|pods?|instances?|zones?|availability zones?|azs?|regions?|tenants?|customers?|clients?|accounts?|shards?|brokers?|replicas?|proxies|proxy|workers?|machines?|racks?|clusters?|partitions?|data ?cent(?:er|re)s?|sites?|venues?|stores?|locations?|vms?|containers?|balancers?|gateways?|edges?|pops?|cells?)";
 /// A count in words or digits ("across all 4 regions", "the other two racks").
@@ -166,16 +169,38 @@ static CUES: LazyLock<Vec<Cue>> = LazyLock::new(|| {
     let near_back = |a: &str, b: &str, back: usize| {
         format!(r"\b{a}\b(?:\W+\w+){{0,7}}?\W+{b}|\b{b}(?:\W+\w+){{0,{back}}}?\W+{a}\b")
     };
-    let near = |a: &str, b: &str| near_back(a, b, 0);
+    // `a` then `b` within seven words of one phrase, or `b` right before `a` ("flat traffic"):
+    // no comma between them (a number such as `1,400` is one word), so "viewers up everywhere,
+    // each page as before" reads one movement.
+    let in_phrase = |a: &str, b: &str| {
+        format!(r"\b{a}\b(?:[^\w,]+\w+(?:,\d+)*){{0,7}}?[^\w,]+{b}|\b{b}[^\w,]+{a}\b")
+    };
     vec![
         // Load.
         cue(
             &[Load],
             "rising",
             Some("flat"),
-            &near(
+            &in_phrase(
                 DEMAND,
-                r"(?:doubl\w*|tripl\w*|quadrupl\w*|spik\w*|surg\w*|jump\w*|soar\w*|rose|rising|grew|growing|increas\w*|climb\w*|peak\w*|up\s+\d+\s*%|\+\s*\d+\s*%|\d+(?:\.\d+)?\s*x\b|\d+ times (?:the )?(?:normal|usual|more|higher|baseline|as (?:many|much))|(?:higher|more) than (?:normal|usual|ever|before)|above (?:normal|usual|baseline|forecast)|record high)",
+                r"(?:doubl\w*|tripl\w*|quadrupl\w*|spik\w*|surg\w*|jump\w*|soar\w*|rose|rising|grew|growing|increas\w*|climb\w*|peak\w*|up\s+\d+\s*%|\+\s*\d+\s*%|\d+(?:\.\d+)?\s*x\b|(?:\d+|two|three|four|five|six|seven|eight|nine|ten|twenty|a hundred) times (?:the )?(?:normal|usual|more|higher|baseline|as (?:many|much))|(?:higher|more) than (?:normal|usual|ever|before)|above (?:normal|usual|baseline|forecast)|record high|(?:two|three|four|five|six|seven|eight|nine|ten|twenty|hundred|many)fold)",
+            ),
+        ),
+        // "viewers up", "requests were up": the demand word right before "up".
+        cue(
+            &[Load],
+            "rising",
+            Some("flat"),
+            &format!(r"\b{DEMAND}\s+(?:(?:is|are|was|were|has been|have been)\s+)?up\b"),
+        ),
+        // "requests haven't moved": a movement denied reads flat (the cue holds its negator).
+        cue(
+            &[Load],
+            "flat",
+            Some("flat"),
+            &in_phrase(
+                DEMAND,
+                r"(?:has|have|had|did|does|do)(?:n't| not| never) (?:moved|budged|changed|grown|risen|increased|gone up)",
             ),
         ),
         cue(
@@ -188,9 +213,9 @@ static CUES: LazyLock<Vec<Cue>> = LazyLock::new(|| {
             &[Load],
             "flat",
             None,
-            &near(
+            &in_phrase(
                 DEMAND,
-                r"(?:flat|steady|stable|unchanged|normal|usual|ordinary|typical|baseline|nominal|as expected|in line with|same as|similar to|consistent with|no (?:higher|different) than|week over week|what it was|as before|within (?:the )?normal)",
+                r"(?:flat|steady|stable|unchanged|normal|usual|ordinary|typical|baseline|nominal|as expected|in line with|same as|similar to|consistent with|no (?:higher|different) than|week over week|what it was|as before|within (?:the )?normal|level with|on par with|unmoved)",
             ),
         ),
         // Scope.
@@ -336,6 +361,14 @@ static PROPOSAL: LazyLock<Regex> = LazyLock::new(|| {
         .expect("static regex")
 });
 
+/// A clause about what the service sends ("outbound traffic doubled", "egress bandwidth is up"):
+/// the bytes a service sends grow with its responses, not with its demand, so such a clause
+/// reads no load.
+static OUTBOUND: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(?:outbound|outgoing|egress|upload)\s+(?:\w+\s+)?(?:traffic|bandwidth|bytes|throughput|volume)\b")
+        .expect("static regex")
+});
+
 /// A clause that dumps state from a tool ("kubectl get deploy …", "helm status …"): it names
 /// objects, it does not report a change.
 static TOOL_OUTPUT: LazyLock<Regex> = LazyLock::new(|| {
@@ -415,8 +448,14 @@ pub fn readings(text: &str) -> Vec<Reading> {
         if PROPOSAL.is_match(&clause) || TOOL_OUTPUT.is_match(&clause) {
             continue;
         }
-        let mut found: BTreeSet<(Dimension, &'static str)> = BTreeSet::new();
+        // What the service sends is not the demand on it.
+        let outbound = OUTBOUND.is_match(&clause);
+        // Each cue's first match: its dimensions, the value read and where it stands.
+        let mut matches: Vec<(&'static [Dimension], &'static str, usize, usize)> = Vec::new();
         for c in CUES.iter() {
+            if outbound && c.dimensions == [Dimension::Load] {
+                continue;
+            }
             let Some(m) = c.pattern.find(&clause) else {
                 continue;
             };
@@ -425,11 +464,26 @@ pub fn readings(text: &str) -> Vec<Reading> {
             } else {
                 Some(c.value)
             };
-            for d in value
-                .into_iter()
-                .flat_map(|v| c.dimensions.iter().map(move |d| (*d, v)))
-            {
-                found.insert(d);
+            if let Some(v) = value {
+                matches.push((c.dimensions, v, m.start(), m.end()));
+            }
+        }
+        // A cue inside a longer one that reads another value of its dimension is part of that
+        // one ("demand five times the usual" is a surge, not usual demand): the longer reading stands, and
+        // over the same words the cue listed first (the more specific).
+        let inside = |i: usize| {
+            let (dims, v, s, e) = matches[i];
+            matches.iter().enumerate().any(|(j, &(d2, v2, s2, e2))| {
+                v2 != v && d2 == dims && s2 <= s && e <= e2 && (e2 - s2 > e - s || j < i)
+            })
+        };
+        let mut found: BTreeSet<(Dimension, &'static str)> = BTreeSet::new();
+        for m in (0..matches.len())
+            .filter(|i| !inside(*i))
+            .map(|i| &matches[i])
+        {
+            for d in m.0 {
+                found.insert((*d, m.1));
             }
         }
         // A clause that says a kind of change did not happen (or is long past) reports no change

@@ -122,9 +122,11 @@ pub(super) fn fuse_incidents(lists: Vec<IncidentList>, score_share: f64) -> Vec<
 }
 
 /// Fuses the record-level lists (`[text, rules, scope]` and the semantic one) by rank, then adds
-/// each record's incident's rank as one more list.
+/// each record's incident's rank as one more list (weighted [`INCIDENT_PRIOR`], or for a question,
+/// `asked`, [`super::question::QUESTION_PRIOR`]).
 pub(super) fn fuse_records(
     tuning: &RecallTuning,
+    asked: bool,
     index: &RecallIndex,
     incidents: &[IncidentMatch],
     [text_list, rules_list, scope_list]: [Vec<Candidate>; 3],
@@ -167,7 +169,12 @@ pub(super) fn fuse_records(
     // A record inherits its incident's relevance: the incident-level ranking is one more list at
     // the record level, each record at its incident's rank.
     if tuning.on("incident_prior") && !fused.is_empty() {
-        let prior = tuning.value("incident_prior", INCIDENT_PRIOR);
+        let prior = match asked {
+            true if tuning.on("question_prior") => {
+                tuning.value("question_prior", super::question::QUESTION_PRIOR)
+            }
+            _ => tuning.value("incident_prior", INCIDENT_PRIOR),
+        };
         let rank_of: HashMap<&str, usize> = incidents
             .iter()
             .enumerate()

@@ -305,7 +305,15 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
                 })
                 .collect();
             let weight = tuning.value("action_weight", question::ACTION_WEIGHT);
-            siblings::favour(&mut incidents, &close, &dead_ends, weight, &mut factors);
+            // The warning is the answer wherever the symptom matches: the first candidates
+            // within the action band, not only the siblings recall could not tell apart.
+            let reach = if tuning.on("action_reach") {
+                let band = tuning.value("action_band", question::ACTION_BAND);
+                siblings::leading(&incidents, band)
+            } else {
+                close
+            };
+            siblings::favour(&mut incidents, &reach, &dead_ends, weight, &mut factors);
         }
     }
 
@@ -329,6 +337,7 @@ pub async fn recall(memory: &Memory, q: &RecallQuery) -> AppResult<RecallResult>
     // The record level ("parts").
     let mut fused = fuse_records(
         tuning,
+        asked.is_some(),
         &index,
         &incidents,
         [text_list, rules_list, scope_list],

@@ -10,7 +10,10 @@
 //! - **the tempting action** ("is raising the timeout enough?", "would a rollback help?"): the
 //!   action kinds a question sentence names ([`named_actions`]). A lesson learned where that very
 //!   action was tried and did not help (a dead end of that kind) is the warning the question is
-//!   after, when its incident's symptom matches (the candidates the sibling stage compares).
+//!   after, when its incident's symptom matches: the first candidates within [`ACTION_BAND`] of
+//!   the first's score ([`super::siblings::leading`]), the first itself included. A lesson's own
+//!   words often lose to a neighbour's at the record level even when its incident leads; the
+//!   named action is what tells the question's answer from the neighbour's.
 //!
 //! Pure functions: no I/O. Recall applies them to the first candidates of the incident-level
 //! ranking ([`super::siblings`]).
@@ -25,6 +28,21 @@ use crate::domain::ActionKind;
 /// Share of its score a sibling gains when it holds a dead end of an action the question names
 /// ([`super::siblings::favour`]).
 pub const ACTION_WEIGHT: f64 = 0.15;
+
+/// Share of the first candidate's score a candidate needs for a dead end of the action a
+/// question names to favour it ([`super::siblings::leading`]): wider than the sibling band, since
+/// a question shares fewer words with its answer's report than an incident does, so its right
+/// answer ranks further from the first. Stable at ±20 % of its gap to the first
+/// (docs/benchmarks.md).
+pub const ACTION_BAND: f64 = 0.7;
+
+/// Weight of the incident-level ranking as a list at the record level for a question (an
+/// incident's recall uses [`super::fusion::INCIDENT_PRIOR`], 1.0): a question shares few words
+/// with the record that answers it (its rule names the advice, the question the situation), so
+/// which past incident the whole question matches, read over each incident's document and
+/// passages, counts for more than the record's own word and meaning lists. Stable at ±20 %
+/// (docs/benchmarks.md).
+pub const QUESTION_PRIOR: f64 = 1.75;
 
 /// Longest text read as a question (characters): a question is a sentence or three, a report
 /// pasted into the search box is not.
@@ -170,7 +188,7 @@ static ACTION_CUES: LazyLock<Vec<ActionCue>> = LazyLock::new(|| {
         cue(
             BlockTrafficSource,
             &near(
-                r"block\w*|ban\w*|deny\w*|blacklist\w*|blocklist\w*|firewall\w*|cut\w* off|shut\w* off|drop\w*",
+                r"block\w*|ban\w*|deny\w*|blacklist\w*|blocklist\w*|firewall\w*|cut\w* off|shut\w* off|drop\w*|throttl\w*|rate[- ]?limit\w*",
                 r"traffic|sources?|ips?|address\w*|ranges?|requests?|clients?|senders?|destinations?|countr\w*|prefix\w*|bots?|callers?|domains?|sites?|referr\w*|networks?|them",
             ),
         ),
@@ -343,6 +361,14 @@ mod tests {
         assert_eq!(
             named_actions("Do we need to issue a new signing key?"),
             vec![ActionKind::RotateCredentials]
+        );
+        assert_eq!(
+            named_actions("Would rate-limiting the noisiest clients help?"),
+            vec![ActionKind::BlockTrafficSource]
+        );
+        assert_eq!(
+            named_actions("Can we throttle the callers from that range?"),
+            vec![ActionKind::BlockTrafficSource]
         );
         assert!(named_actions("What should I check first?").is_empty());
     }

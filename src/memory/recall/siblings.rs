@@ -114,6 +114,21 @@ fn close(incidents: &[IncidentMatch], band: f64) -> Vec<usize> {
     if close.len() < 2 { Vec::new() } else { close }
 }
 
+/// Ids of the first [`SIBLING_TOP`] of `incidents` (best first) whose score is at least `band`
+/// times the first's, the first always among them: the candidates whose symptom matches the
+/// query well enough for a warning of theirs to answer a question ([`favour`]).
+pub fn leading(incidents: &[IncidentMatch], band: f64) -> Vec<String> {
+    let Some(first) = incidents.first().map(|m| m.score) else {
+        return Vec::new();
+    };
+    incidents
+        .iter()
+        .take(SIBLING_TOP)
+        .filter(|m| m.score >= band * first)
+        .map(|m| m.incident_id.clone())
+        .collect()
+}
+
 /// Ids of the siblings [`rerank`] compares (see [`close`]), whose reports it needs; empty when
 /// recall's first candidate is clear.
 pub fn candidates(incidents: &[IncidentMatch], band: f64) -> Vec<String> {

@@ -228,6 +228,55 @@ mod conditions_read {
     }
 
     #[test]
+    fn the_people_behind_demand_count_as_demand() {
+        assert_eq!(
+            get(
+                "Shoppers were up sevenfold during the sale",
+                Dimension::Load
+            ),
+            ["rising"]
+        );
+        assert_eq!(
+            get(
+                "Subscribers up everywhere since the announcement",
+                Dimension::Load
+            ),
+            ["rising"]
+        );
+        assert_eq!(
+            get("Storefront visits level with last Monday", Dimension::Load),
+            ["flat"]
+        );
+        assert_eq!(
+            get("Page views haven't moved all week", Dimension::Load),
+            ["flat"]
+        );
+        assert!(get("We set up the listeners on port 9000", Dimension::Load).is_empty());
+        // One movement per phrase: the comma ends the subject's reach.
+        assert_eq!(
+            get(
+                "Shoppers up across the board, each basket as big as before",
+                Dimension::Load
+            ),
+            ["rising"]
+        );
+        // The longer cue stands: "N times the usual" is a surge.
+        assert_eq!(
+            get(
+                "Refund requests are six times the usual this morning",
+                Dimension::Load
+            ),
+            ["rising"]
+        );
+        assert_eq!(
+            get("Login volume higher than usual since noon", Dimension::Load),
+            ["rising"]
+        );
+        // What the service sends is no demand on it.
+        assert!(get("Egress traffic tripled overnight", Dimension::Load).is_empty());
+    }
+
+    #[test]
     fn one_unit_against_the_whole_fleet() {
         assert_eq!(
             get(
