@@ -11,11 +11,11 @@
 //! - Learn marking an earlier record contradicted drafts a **supersession**
 //!   ([`draft_supersession_in`], in Learn's transaction).
 //!
-//! A reviewer accepts ([`accept`]: the draft's record goes through `services::memory::write_in`,
-//! the one write path — redaction, citation rules, audit, then embeddings by the memory worker;
-//! a consolidation then marks its sources `consolidated_into` the new rule, a supersession marks
-//! the older record superseded) or rejects with a reason ([`reject`]). Both are on the audit log
-//! and the incident timeline.
+//! A reviewer accepts ([`accept`]: the draft's record goes through the incident write's
+//! `write_memory`, the one write path — redaction, citation rules, audit, then embeddings by the
+//! memory worker; a consolidation then marks its sources `consolidated_into` the new rule, a
+//! supersession marks the older record superseded) or rejects with a reason ([`reject`]). Both
+//! are on the audit log and the incident timeline.
 //!
 //! The four kinds share one [`Draft`] and one queue, here; the review side (edit, accept,
 //! reject) is in `review`.
@@ -86,7 +86,7 @@ fn specific(tags: &[String]) -> Vec<String> {
 }
 
 /// The failure modes a record will carry once written: its own plus those derived from its text
-/// (what `services::memory::write_in` adds), so the preview shows what is written.
+/// (what `IncidentWrite::write_memory` adds), so the preview shows what is written.
 fn written_tags(tags: &[String], text: &str) -> Vec<String> {
     let mut all: BTreeSet<String> = tags.iter().cloned().collect();
     all.extend(crate::memory::recall::derive_tags(text));
