@@ -207,15 +207,15 @@ pub async fn draft_reflection_in(
     .await
 }
 
-/// Puts a draft about `incident` in the review queue in `w` (a write that is not that
-/// incident's: a consolidation spans several): inserts the proposal (nothing when one with the
-/// same `origin` exists), with an incident timeline event and a `proposal.draft` audit entry,
-/// by the write's actor. Returns the new proposal's id.
+/// Puts a draft about `incident` in the review queue in `w` (an incident write, or a `Write`
+/// when the step is not that incident's: a consolidation spans several): inserts the proposal
+/// (nothing when one with the same `origin` exists), with an incident timeline event and a
+/// `proposal.draft` audit entry, by the write's actor. Returns the new proposal's id.
 ///
 /// # Errors
 /// Database errors.
 pub(crate) async fn queue(
-    w: &mut store::Write,
+    w: &mut impl store::UnitOfWork,
     kind: ProposalKind,
     incident: &IncidentId,
     origin: &str,
@@ -223,7 +223,7 @@ pub(crate) async fn queue(
     draft: &Draft,
 ) -> AppResult<Option<i64>> {
     let json = serde_json::to_value(draft).map_err(|e| AppError::Internal(e.into()))?;
-    let (actor, at) = (w.actor().to_string(), store::now());
+    let (actor, at) = (w.actor().to_string(), w.at());
     let Some(pid) = pstore::insert(
         w.tx(),
         kind,
@@ -239,16 +239,20 @@ pub(crate) async fn queue(
         return Ok(None);
     };
     let detail = format!("{} PRO-{pid} drafted for the review queue", kind.as_str());
-    w.record_event(incident, Event::new("proposal_drafted", detail))
+    w.record_event_on(incident, Event::new("proposal_drafted", detail))
         .await?;
     let audit = serde_json::json!({"kind": kind, "incident": incident.as_str(), "origin": origin});
-    w.audit("proposal.draft", &format!("PRO-{pid}"), &audit.to_string())
-        .await?;
+    w.audit_by(
+        &actor,
+        "proposal.draft",
+        &format!("PRO-{pid}"),
+        &audit.to_string(),
+    )
+    .await?;
     Ok(Some(pid))
 }
 
-/// [`queue`] inside an incident write: the proposal, its `proposal_drafted` event and its
-/// `proposal.draft` audit entry, by the write's actor.
+/// [`queue`] on the incident of the incident write `w`.
 ///
 /// # Errors
 /// Database errors.
@@ -259,29 +263,8 @@ pub(crate) async fn queue_on(
     title: &str,
     draft: &Draft,
 ) -> AppResult<Option<i64>> {
-    let json = serde_json::to_value(draft).map_err(|e| AppError::Internal(e.into()))?;
-    let (incident, actor, at) = (w.incident().id.clone(), w.actor().to_string(), w.at());
-    let Some(pid) = pstore::insert(
-        w.tx(),
-        kind,
-        incident.as_str(),
-        origin,
-        title,
-        &json,
-        &actor,
-        at,
-    )
-    .await?
-    else {
-        return Ok(None);
-    };
-    let detail = format!("{} PRO-{pid} drafted for the review queue", kind.as_str());
-    w.record_event(Event::new("proposal_drafted", detail))
-        .await?;
-    let audit = serde_json::json!({"kind": kind, "incident": incident.as_str(), "origin": origin});
-    w.audit("proposal.draft", &format!("PRO-{pid}"), &audit.to_string())
-        .await?;
-    Ok(Some(pid))
+    let incident = w.incident().id.clone();
+    queue(w, kind, &incident, origin, title, draft).await
 }
 
 fn known_runbook(r: &crate::domain::memory::MemoryRecord) -> KnownRunbook {

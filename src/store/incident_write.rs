@@ -265,21 +265,15 @@ impl IncidentWrite {
     pub async fn record_event(&mut self, event: Event<'_>) -> AppResult<i64> {
         let actor = event.actor.unwrap_or(&self.actor).to_string();
         let id = self.incident.id.clone();
-        let event_id = self
-            .notices
-            .event(
-                &mut self.tx,
-                &id,
-                self.at,
-                &actor,
-                event.kind,
-                &event.detail,
-            )
-            .await?;
-        if let Some((action, detail)) = &event.audit {
-            audit::append(&mut self.tx, &actor, action, id.as_str(), detail).await?;
-        }
-        Ok(event_id)
+        record(
+            &mut self.tx,
+            &mut self.notices,
+            &id,
+            self.at,
+            &actor,
+            &event,
+        )
+        .await
     }
 
     /// Appends an audit entry about something the write did that is not an incident event
@@ -351,27 +345,7 @@ impl IncidentWrite {
         } else {
             redact_record_elsewhere(&mut self.tx, &mut r).await?;
         }
-        let (id, created) = insert_record(&mut self.tx, r.clone(), tags).await?;
-        if created && r.kind.is_durable() {
-            audit::append(
-                &mut self.tx,
-                &r.author,
-                "memory.write",
-                &format!("MEM-{id}"),
-                &record_audit(id, &r),
-            )
-            .await?;
-            if let Some(inc) = r.incident_id.as_deref()
-                && let Ok(iid) = IncidentId::parse(inc)
-            {
-                let detail = format!("{} MEM-{id}", r.kind);
-                let at = super::now();
-                self.notices
-                    .event(&mut self.tx, &iid, at, &r.author, "memory_written", &detail)
-                    .await?;
-            }
-        }
-        Ok((id, created))
+        insert_announced(&mut self.tx, &mut self.notices, r, tags).await
     }
 
     /// The transaction, for what only this aggregate writes (evidence rows, recommendations,
@@ -396,11 +370,19 @@ impl IncidentWrite {
 }
 
 /// What both units of work ([`IncidentWrite`], [`Write`]) offer a step that can run in either
-/// (a supersession written by a reviewer's decision or by a note's new version): the
-/// transaction and an audit entry.
+/// (a supersession written by a reviewer's decision or by a note's new version, a proposal put
+/// in the review queue): the transaction, who writes and when, an audit entry and an event on
+/// an incident.
 pub trait UnitOfWork: Send {
     /// The transaction, for rows only this step writes.
     fn tx(&mut self) -> &mut Tx;
+
+    /// Who writes (empty for [`Write::begin`]).
+    fn actor(&self) -> &str;
+
+    /// The instant the step stamps its rows with (an incident write's one instant; now for a
+    /// [`Write`]).
+    fn at(&self) -> jiff::Timestamp;
 
     /// Appends `action` on `subject` with `detail` to the audit log, by `actor`.
     fn audit_by(
@@ -410,11 +392,27 @@ pub trait UnitOfWork: Send {
         subject: &str,
         detail: &str,
     ) -> impl Future<Output = AppResult<()>> + Send;
+
+    /// Records `event` on `incident` (timeline row, audit entry when audited, change notice),
+    /// by the event's actor or the write's. Returns the timeline event's id.
+    fn record_event_on(
+        &mut self,
+        incident: &IncidentId,
+        event: Event<'_>,
+    ) -> impl Future<Output = AppResult<i64>> + Send;
 }
 
 impl UnitOfWork for IncidentWrite {
     fn tx(&mut self) -> &mut Tx {
-        IncidentWrite::tx(self)
+        &mut self.tx
+    }
+
+    fn actor(&self) -> &str {
+        &self.actor
+    }
+
+    fn at(&self) -> jiff::Timestamp {
+        self.at
     }
 
     fn audit_by(
@@ -426,11 +424,32 @@ impl UnitOfWork for IncidentWrite {
     ) -> impl Future<Output = AppResult<()>> + Send {
         IncidentWrite::audit_by(self, actor, action, subject, detail)
     }
+
+    async fn record_event_on(&mut self, incident: &IncidentId, event: Event<'_>) -> AppResult<i64> {
+        let actor = event.actor.unwrap_or(&self.actor).to_string();
+        record(
+            &mut self.tx,
+            &mut self.notices,
+            incident,
+            self.at,
+            &actor,
+            &event,
+        )
+        .await
+    }
 }
 
 impl UnitOfWork for Write {
     fn tx(&mut self) -> &mut Tx {
-        Write::tx(self)
+        &mut self.tx
+    }
+
+    fn actor(&self) -> &str {
+        &self.actor
+    }
+
+    fn at(&self) -> jiff::Timestamp {
+        super::now()
     }
 
     fn audit_by(
@@ -441,6 +460,14 @@ impl UnitOfWork for Write {
         detail: &str,
     ) -> impl Future<Output = AppResult<()>> + Send {
         Write::audit_by(self, actor, action, subject, detail)
+    }
+
+    fn record_event_on(
+        &mut self,
+        incident: &IncidentId,
+        event: Event<'_>,
+    ) -> impl Future<Output = AppResult<i64>> + Send {
+        self.record_event(incident, event)
     }
 }
 
@@ -525,6 +552,57 @@ async fn insert_record(tx: &mut Tx, mut r: NewRecord, tags: Tags) -> AppResult<(
         r.failure_modes = all.into_iter().collect();
     }
     memory::insert(tx, &r, super::now()).await
+}
+
+/// What both units write for one event on `incident` by `actor` at `at`: the timeline row (with
+/// its chat outbox rows), its audit entry when the event is [`Event::audited`], and its change
+/// notice. Returns the timeline event's id.
+async fn record(
+    tx: &mut Tx,
+    notices: &mut Notices,
+    incident: &IncidentId,
+    at: jiff::Timestamp,
+    actor: &str,
+    event: &Event<'_>,
+) -> AppResult<i64> {
+    let event_id = notices
+        .event(tx, incident, at, actor, event.kind, &event.detail)
+        .await?;
+    if let Some((action, detail)) = &event.audit {
+        audit::append(tx, actor, action, incident.as_str(), detail).await?;
+    }
+    Ok(event_id)
+}
+
+/// Inserts record `r` (already redacted, see [`insert_record`]); a durable one newly written
+/// is audited (`memory.write`) and, when it has an incident, recorded on that incident's
+/// timeline (`memory_written`, by its author). Returns the id and whether it was newly written.
+async fn insert_announced(
+    tx: &mut Tx,
+    notices: &mut Notices,
+    r: NewRecord,
+    tags: Tags,
+) -> AppResult<(i64, bool)> {
+    let (id, created) = insert_record(tx, r.clone(), tags).await?;
+    if created && r.kind.is_durable() {
+        audit::append(
+            tx,
+            &r.author,
+            "memory.write",
+            &format!("MEM-{id}"),
+            &record_audit(id, &r),
+        )
+        .await?;
+        if let Some(inc) = r.incident_id.as_deref()
+            && let Ok(iid) = IncidentId::parse(inc)
+        {
+            let detail = format!("{} MEM-{id}", r.kind);
+            notices
+                .event(tx, &iid, super::now(), &r.author, "memory_written", &detail)
+                .await?;
+        }
+    }
+    Ok((id, created))
 }
 
 /// The `memory.write` audit detail of record `id`.
@@ -683,21 +761,15 @@ impl Write {
     ) -> AppResult<i64> {
         let actor = event.actor.unwrap_or(&self.actor).to_string();
         let at = super::now();
-        let event_id = self
-            .notices
-            .event(
-                &mut self.tx,
-                incident,
-                at,
-                &actor,
-                event.kind,
-                &event.detail,
-            )
-            .await?;
-        if let Some((action, detail)) = &event.audit {
-            audit::append(&mut self.tx, &actor, action, incident.as_str(), detail).await?;
-        }
-        Ok(event_id)
+        record(
+            &mut self.tx,
+            &mut self.notices,
+            incident,
+            at,
+            &actor,
+            &event,
+        )
+        .await
     }
 
     /// Writes one memory record outside an incident write (a note, an import): as
@@ -708,27 +780,7 @@ impl Write {
     /// As [`IncidentWrite::write_memory`].
     pub async fn write_memory(&mut self, mut r: NewRecord, tags: Tags) -> AppResult<(i64, bool)> {
         redact_record_elsewhere(&mut self.tx, &mut r).await?;
-        let (id, created) = insert_record(&mut self.tx, r.clone(), tags).await?;
-        if created && r.kind.is_durable() {
-            audit::append(
-                &mut self.tx,
-                &r.author,
-                "memory.write",
-                &format!("MEM-{id}"),
-                &record_audit(id, &r),
-            )
-            .await?;
-            if let Some(inc) = r.incident_id.as_deref()
-                && let Ok(iid) = IncidentId::parse(inc)
-            {
-                let detail = format!("{} MEM-{id}", r.kind);
-                let at = super::now();
-                self.notices
-                    .event(&mut self.tx, &iid, at, &r.author, "memory_written", &detail)
-                    .await?;
-            }
-        }
-        Ok((id, created))
+        insert_announced(&mut self.tx, &mut self.notices, r, tags).await
     }
 
     /// The transaction.
