@@ -1038,48 +1038,20 @@ async fn a_cached_incident_page_shows_every_change_at_once() {
         "the investigation is on the page"
     );
 
-    sqlx::query("UPDATE incidents SET title = 'Search answers nothing at all' WHERE id = $1")
-        .bind(&id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    // A title change alone bumps no counter; a timeline row written beside it does.
-    sqlx::query(
-        "INSERT INTO timeline_events (incident_id, at, actor, kind, detail) \
-         VALUES ($1, '2026-11-29T15:00:00Z', 'rita', 'note', 'renamed')",
+    rename_behind_the_app(&app, &id, "Search answers nothing at all", "15:00").await;
+    let renamed = page_showing(
+        &app,
+        &b,
+        &format!("/incidents/{id}"),
+        "Search answers nothing at all",
+        incidentmind::web::page_cache::STAMP_TTL * 3,
+        "a write from elsewhere shows within the stamp's time to live",
     )
-    .bind(&id)
-    .execute(&app.pool)
-    .await
-    .unwrap();
-    let written = std::time::Instant::now();
-    let renamed = loop {
-        let html = page(&app, &b, &format!("/incidents/{id}")).await;
-        if html.contains("Search answers nothing at all") {
-            break html;
-        }
-        assert!(
-            written.elapsed() < incidentmind::web::page_cache::STAMP_TTL * 3,
-            "a write from elsewhere shows within the stamp's time to live"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    .await;
 
     // A write that announces itself on the change hub (a background task's incident write, or
     // on PostgreSQL another instance's, heard through LISTEN) shows on the very next view.
-    sqlx::query("UPDATE incidents SET title = 'Search is back to empty answers' WHERE id = $1")
-        .bind(&id)
-        .execute(&app.pool)
-        .await
-        .unwrap();
-    sqlx::query(
-        "INSERT INTO timeline_events (incident_id, at, actor, kind, detail) \
-         VALUES ($1, '2026-11-29T15:01:00Z', 'rita', 'note', 'renamed again')",
-    )
-    .bind(&id)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    rename_behind_the_app(&app, &id, "Search is back to empty answers", "15:01").await;
     app.db
         .changes()
         .publish(incidentmind::store::changes::Change {
@@ -1090,18 +1062,15 @@ async fn a_cached_incident_page_shows_every_change_at_once() {
             origin: "elsewhere".into(),
         });
     // The notice reaches the pages' cache on its own task: give it a moment, not a TTL.
-    let announced = std::time::Instant::now();
-    loop {
-        let html = page(&app, &b, &format!("/incidents/{id}")).await;
-        if html.contains("Search is back to empty answers") {
-            break;
-        }
-        assert!(
-            announced.elapsed() < std::time::Duration::from_millis(500),
-            "an announced write shows at once, not after the stamp's time to live"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    page_showing(
+        &app,
+        &b,
+        &format!("/incidents/{id}"),
+        "Search is back to empty answers",
+        std::time::Duration::from_millis(500),
+        "an announced write shows at once, not after the stamp's time to live",
+    )
+    .await;
 
     let other = app.browser("victor").await;
     let as_reviewer = page(&app, &other, &format!("/incidents/{id}")).await;
@@ -1110,6 +1079,46 @@ async fn a_cached_incident_page_shows_every_change_at_once() {
         "the other viewer sees their own header"
     );
     assert!(renamed.contains("rita"));
+}
+
+/// Renames incident `id` to `title` straight in the database, as another process would, with a
+/// timeline row at `hh_mm` (a title change alone bumps no counter; the row beside it does).
+async fn rename_behind_the_app(app: &TestApp, id: &str, title: &str, hh_mm: &str) {
+    sqlx::query("UPDATE incidents SET title = $1 WHERE id = $2")
+        .bind(title)
+        .bind(id)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO timeline_events (incident_id, at, actor, kind, detail) \
+         VALUES ($1, '2026-11-29T{hh_mm}:00Z', 'rita', 'note', 'renamed')"
+    )))
+    .bind(id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+}
+
+/// The page at `path` once it contains `needle`, asked again every 10 ms; fails with `why`
+/// when that takes longer than `within`.
+async fn page_showing(
+    app: &TestApp,
+    client: &Client,
+    path: &str,
+    needle: &str,
+    within: std::time::Duration,
+    why: &str,
+) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        let html = page(app, client, path).await;
+        if html.contains(needle) {
+            return html;
+        }
+        assert!(started.elapsed() < within, "{why}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
 
 /// Every `<input …>` / `<textarea …>` opening tag of `html` named `name`.
