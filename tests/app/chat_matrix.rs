@@ -52,6 +52,32 @@ async fn wait_about(
     }
 }
 
+/// What the outbox holds for `incident` (event, status, attempts, last error) and the
+/// homeserver's log tail: the message of every assertion below that depends on timing.
+async fn state(app: &TestApp, hs: &Synapse, incident: &str, started: Instant) -> String {
+    let rows: Vec<(String, String, i64, Option<String>)> = sqlx::query_as(
+        "SELECT event, status, attempts, last_error FROM chat_outbox WHERE incident_id = $1 ORDER BY id",
+    )
+    .bind(incident)
+    .fetch_all(&app.pool)
+    .await
+    .unwrap_or_default();
+    let logs = hs.logs();
+    let tail: String = logs
+        .lines()
+        .rev()
+        .take(40)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join("\n");
+    format!(
+        "{:.1} s into the test; outbox of {incident}: {rows:?}\nhomeserver log tail:\n{tail}",
+        started.elapsed().as_secs_f64()
+    )
+}
+
 /// Teaches the app one incident with a failed remediation (raise the pool limit: "did not
 /// resolve"), through the normal workflow: investigate, approve, verdict, resolve, draft,
 /// confirm, learn. Returns its id.
@@ -84,6 +110,7 @@ async fn a_matrix_room_gets_the_first_read_with_its_dead_end_and_the_incident_in
         );
         return;
     };
+    let started = Instant::now();
     let dir = tempfile::tempdir().unwrap();
     let mut hs = Synapse::start(&py, dir.path()).await;
     let owner = hs.register("oncall").await;
@@ -171,13 +198,15 @@ async fn a_matrix_room_gets_the_first_read_with_its_dead_end_and_the_incident_in
         "firing",
     )
     .await;
-    let first = wait_about(&hs, &owner, &room, &id, 1, 30).await;
+    // Deadlines here are for a loaded CI machine; the figure that matters is printed (and
+    // measured against its floor in chat-bench), not asserted in a timed test.
+    let first = wait_about(&hs, &owner, &room, &id, 1, 90).await;
     let latency = webhook.elapsed();
     eprintln!(
         "first read in the room {:.2} s after the webhook",
         latency.as_secs_f64()
     );
-    assert_eq!(first.len(), 1, "{}", hs.logs());
+    assert_eq!(first.len(), 1, "{}", state(&app, &hs, &id, started).await);
     let root = &first[0];
     let body = root["content"]["body"].as_str().unwrap();
     assert!(
@@ -248,29 +277,44 @@ async fn a_matrix_room_gets_the_first_read_with_its_dead_end_and_the_incident_in
         "resolved",
     )
     .await;
-    let got = wait_about(&hs, &owner, &room, &id, 3, 30).await;
-    assert_eq!(got.len(), 3, "{got:?}");
+    let got = wait_about(&hs, &owner, &room, &id, 3, 90).await;
+    assert_eq!(
+        got.len(),
+        3,
+        "{got:?}\n{}",
+        state(&app, &hs, &id, started).await
+    );
 
     // The homeserver dies; the incident is resolved meanwhile; it comes back.
     hs.stop();
     assert_eq!(app.resolve(&id).await.status(), StatusCode::OK);
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let failing: i64 = sqlx::query_scalar(
-        "SELECT attempts FROM chat_outbox WHERE event = 'resolved' AND status = 'pending'",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let tried_by = Instant::now() + Duration::from_secs(60);
+    let failing = loop {
+        let attempts: Option<i64> = sqlx::query_scalar(
+            "SELECT attempts FROM chat_outbox WHERE incident_id = $1 AND event = 'resolved'
+               AND status = 'pending'",
+        )
+        .bind(&id)
+        .fetch_optional(&app.pool)
+        .await
+        .unwrap();
+        if attempts.is_some_and(|a| a >= 1) || Instant::now() > tried_by {
+            break attempts;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert!(
-        failing >= 1,
-        "delivery was tried while the homeserver was down"
+        failing.is_some_and(|a| a >= 1),
+        "delivery was tried while the homeserver was down: {}",
+        state(&app, &hs, &id, started).await
     );
     hs.start_again().await;
-    let got = wait_about(&hs, &owner, &room, &id, 4, 60).await;
+    let got = wait_about(&hs, &owner, &room, &id, 4, 90).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     let got_now = about(&hs, &owner, &room, &id).await;
-    assert_eq!(got.len(), 4);
-    assert_eq!(got_now.len(), 4, "nothing doubled");
+    let now = state(&app, &hs, &id, started).await;
+    assert_eq!(got.len(), 4, "{now}");
+    assert_eq!(got_now.len(), 4, "nothing doubled: {now}");
 
     eprintln!("---- the room, as read through the client-server API ----");
     for e in &got_now {
@@ -301,7 +345,8 @@ async fn a_matrix_room_gets_the_first_read_with_its_dead_end_and_the_incident_in
             "A known dead end was approved anyway",
             "Every alert resolved; the incident is still open",
             "Resolved"
-        ]
+        ],
+        "{now}"
     );
     for later in &got_now[1..] {
         assert_eq!(

@@ -123,7 +123,7 @@ impl Synapse {
             .spawn()
             .expect("start synapse");
         self.child = Some(child);
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             let up = self
                 .client
@@ -141,7 +141,7 @@ impl Synapse {
             }
             assert!(
                 Instant::now() < deadline,
-                "synapse not ready in 60 s: {}",
+                "synapse not ready in 120 s: {}",
                 self.logs()
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
