@@ -2,7 +2,12 @@
 //! (`GET /incidents/{id}/events`) on one instance, on loopback.
 //!
 //! Usage: `cargo run --release --example live-bench -- [--streams 2000] [--changes 30]
-//! [--seconds 5] [--connections 50]`
+//! [--seconds 5] [--connections 50] [--server URL --server-pid PID --token TOKEN]`
+//!
+//! With `--server`, the app under test is a separate `incidentmind serve` (started with
+//! `--live-streams-per-user` above `--streams` and `--api-rate-per-token 0`); its resident set is read
+//! from `/proc/PID/status`, so the RSS growth is the server's alone, and "commit" is when this
+//! process sent the write (the commit follows it): the figure is an upper bound.
 //!
 //! Builds the app as `serve` does (`App::build`, a fresh SQLite file, no embedding model),
 //! opens one incident, then:
@@ -41,6 +46,10 @@ struct Args {
     changes: usize,
     seconds: u64,
     connections: usize,
+    /// A separate server under test: its base URL, its process id and a responder's token.
+    server: Option<String>,
+    server_pid: Option<u32>,
+    token: Option<String>,
 }
 
 fn args() -> Args {
@@ -49,6 +58,9 @@ fn args() -> Args {
         changes: 30,
         seconds: 5,
         connections: 50,
+        server: None,
+        server_pid: None,
+        token: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -59,6 +71,9 @@ fn args() -> Args {
             "--changes" => a.changes = v.parse().expect("--changes N"),
             "--seconds" => a.seconds = v.parse().expect("--seconds N"),
             "--connections" => a.connections = v.parse().expect("--connections N"),
+            "--server" => a.server = Some(v.trim_end_matches('/').to_string()),
+            "--server-pid" => a.server_pid = Some(v.parse().expect("--server-pid PID")),
+            "--token" => a.token = Some(v.clone()),
             other => panic!("unknown option {other}"),
         }
         i += 2;
@@ -66,9 +81,11 @@ fn args() -> Args {
     a
 }
 
-/// The resident set of this process, MiB (`VmRSS` of `/proc/self/status`; 0 elsewhere).
-fn rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
+/// The resident set of process `pid` (this one when `None`), MiB (`VmRSS` of
+/// `/proc/PID/status`; 0 elsewhere).
+fn rss_mib(pid: Option<u32>) -> f64 {
+    let path = pid.map_or_else(|| "/proc/self/status".to_string(), |p| format!("/proc/{p}/status"));
+    std::fs::read_to_string(path)
         .ok()
         .and_then(|s| {
             s.lines()
@@ -164,6 +181,31 @@ async fn open_stream(addr: std::net::SocketAddr, path: String, token: String, go
     });
 }
 
+/// The id of `incident`'s newest timeline event, read over the API (its `timeline`).
+async fn newest_event(
+    client: &reqwest::Client,
+    base: &str,
+    incident: &str,
+    token: &str,
+) -> anyhow::Result<i64> {
+    let v: serde_json::Value = client
+        .get(format!("{base}/api/v1/incidents/{incident}"))
+        .bearer_auth(token)
+        .send()
+        .await?
+        .json()
+        .await?;
+    let events = v
+        .get("timeline")
+        .and_then(|e| e.as_array())
+        .ok_or_else(|| anyhow::anyhow!("no timeline in {v}"))?;
+    events
+        .iter()
+        .filter_map(|e| e.get("id").and_then(serde_json::Value::as_i64))
+        .max()
+        .ok_or_else(|| anyhow::anyhow!("no event in {v}"))
+}
+
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -176,23 +218,38 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 async fn main() -> anyhow::Result<()> {
     let a = args();
     let dir = tempfile::tempdir()?;
-    let db = dir.path().join("live-bench.db");
-    let mut settings = Settings::default();
-    settings.live.streams_per_user = a.streams + 10;
-    settings.rate_limits.api_per_token = 0;
-    let app = App::build(Config {
-        settings,
-        ..Config::new(db.to_str().expect("utf-8"))
-    })
-    .await?;
-    let token = add_user(app.pool(), "rita", "responder", None).await?;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let base = format!("http://{addr}");
-    let router = app.router.clone();
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
+    // In-process (the default): the app is built here, as `serve` builds it.
+    let (app, base, token) = match (&a.server, &a.token) {
+        (Some(server), Some(token)) => (None, server.clone(), token.clone()),
+        (Some(_), None) => anyhow::bail!("--server needs --token (a responder's API token)"),
+        (None, _) => {
+            let db = dir.path().join("live-bench.db");
+            let mut settings = Settings::default();
+            settings.live.streams_per_user = a.streams + 10;
+            settings.rate_limits.api_per_token = 0;
+            let app = App::build(Config {
+                settings,
+                ..Config::new(db.to_str().expect("utf-8"))
+            })
+            .await?;
+            let token = add_user(app.pool(), "rita", "responder", None).await?;
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+            let base = format!("http://{}", listener.local_addr()?);
+            let router = app.router.clone();
+            tokio::spawn(async move {
+                let _ = axum::serve(listener, router).await;
+            });
+            (Some(app), base, token)
+        }
+    };
+    let addr: std::net::SocketAddr = base
+        .trim_start_matches("http://")
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--server must be http://IP:PORT: {e}"))?;
+    let pid = if app.is_some() { None } else { a.server_pid };
+    if app.is_none() && pid.is_none() {
+        println!("(no --server-pid: the RSS figures are this client's, not the server's)");
+    }
     let client = reqwest::Client::new();
     let created: serde_json::Value = client
         .post(format!("{base}/api/v1/incidents"))
@@ -217,7 +274,7 @@ async fn main() -> anyhow::Result<()> {
     );
 
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let rss_before = rss_mib();
+    let rss_before = rss_mib(pid);
     let got: Deliveries = Arc::default();
     let opened = Instant::now();
     let path = format!("/incidents/{id}/events");
@@ -229,7 +286,7 @@ async fn main() -> anyhow::Result<()> {
         futures::future::join_all(opens).await;
     }
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let rss_after = rss_mib();
+    let rss_after = rss_mib(pid);
     let per_1000 = (rss_after - rss_before) / (a.streams as f64 / 1000.0);
     println!(
         "{} streams open in {:.1} s; RSS {rss_before:.1} → {rss_after:.1} MiB: {per_1000:.1} MiB per 1,000 streams",
@@ -237,21 +294,24 @@ async fn main() -> anyhow::Result<()> {
         opened.elapsed().as_secs_f64()
     );
 
-    // Commit times: when this process's hub hands the notice out.
+    // Commit times: when this process's hub hands the notice out (in-process), or when the
+    // write was sent (a separate server: read back as the newest event id after it).
     let committed: Arc<Mutex<HashMap<i64, Instant>>> = Arc::default();
-    let mut sub = app
-        .state
-        .pool
-        .changes()
-        .subscribe(&incidentmind::domain::IncidentId::parse(&id)?);
-    let seen = Arc::clone(&committed);
-    tokio::spawn(async move {
-        while let Ok(Some(c)) = sub.next().await {
-            seen.lock()
-                .expect("commits")
-                .insert(c.event_id, Instant::now());
-        }
-    });
+    if let Some(app) = &app {
+        let mut sub = app
+            .state
+            .pool
+            .changes()
+            .subscribe(&incidentmind::domain::IncidentId::parse(&id)?);
+        let seen = Arc::clone(&committed);
+        tokio::spawn(async move {
+            while let Ok(Some(c)) = sub.next().await {
+                seen.lock()
+                    .expect("commits")
+                    .insert(c.event_id, Instant::now());
+            }
+        });
+    }
     for i in 0..a.changes {
         // Resolve and reopen in turn: each is one incident write with one timeline event.
         let (step, body) = if i % 2 == 0 {
@@ -262,6 +322,7 @@ async fn main() -> anyhow::Result<()> {
         } else {
             ("reopen", serde_json::json!({}))
         };
+        let sent = Instant::now();
         let res = client
             .post(format!("{base}/api/v1/incidents/{id}/{step}"))
             .bearer_auth(&token)
@@ -269,6 +330,14 @@ async fn main() -> anyhow::Result<()> {
             .send()
             .await?;
         assert!(res.status().is_success(), "{step}: {}", res.status());
+        if app.is_none() {
+            let newest = newest_event(&client, &base, &id, &token).await?;
+            committed
+                .lock()
+                .expect("commits")
+                .entry(newest)
+                .or_insert(sent);
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
