@@ -5,7 +5,7 @@
 //! [--seconds 5] [--connections 50] [--server URL --server-pid PID --token TOKEN]`
 //!
 //! With `--server`, the app under test is a separate `incidentmind serve` (started with
-//! `--live-streams-per-user` above `--streams` and `--api-rate-per-token 0`); its resident set is read
+//! `--live-streams-per-user` above `--streams` and `--rate-api-token 0`); its resident set is read
 //! from `/proc/PID/status`, so the RSS growth is the server's alone, and "commit" is when this
 //! process sent the write (the commit follows it): the figure is an upper bound.
 //!
