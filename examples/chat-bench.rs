@@ -1,7 +1,11 @@
 //! Chat delivery benchmark (issue #50): how soon an alert-opened incident's first message, with
 //! the memory's first read, is in the room, and what a configured channel costs the webhook.
 //!
-//! Usage: `cargo run --release --example chat-bench -- [--incidents 30] [--embeddings builtin|off]`
+//! Usage: `cargo run --release --example chat-bench -- [--incidents 30] [--pace-ms 0]
+//! [--embeddings builtin|off]`
+//!
+//! `--pace-ms N` waits N ms after each webhook: a burst (0, the default) measures an alert storm,
+//! a pace of a few seconds the first read of an incident that arrives alone.
 //!
 //! Builds the app as `serve` does ([`incidentmind::App::build`] and
 //! [`incidentmind::App::spawn_background`], so the outbox worker and the memory worker run with
@@ -15,6 +19,10 @@
 //!    incident the time from sending its webhook to its "Incident opened" message arriving at
 //!    the stand-in (the first read waits for the incident's recall, up to the channel's
 //!    `first_read_wait`).
+//!
+//! 3. **The chat service down**: the stand-in answers 503 while 1,000 "Resolved" messages queue
+//!    (the incidents are resolved and reopened in turn), then comes back; every message must be
+//!    delivered, each once, within 60 s.
 //!
 //! Ten unmeasured webhooks come first, so run 1 is not charged the warm-up.
 //!
@@ -33,6 +41,10 @@ use serde_json::{Value, json};
 
 /// Floor: the first read in the room at most this long after the webhook was sent (p99).
 const FIRST_READ_MAX: Duration = Duration::from_secs(5);
+/// Messages queued while the chat service is down.
+const OUTAGE_MESSAGES: usize = 1000;
+/// Floor: all of them delivered, each once, this soon after it is back.
+const OUTAGE_DEADLINE: Duration = Duration::from_secs(60);
 /// Floor: the webhook's p99 with a channel at most this share above without…
 const WEBHOOK_SLOWER_MAX: f64 = 0.10;
 /// …or this many milliseconds, whichever is larger.
@@ -41,29 +53,48 @@ const WEBHOOK_SLACK_MS: f64 = 2.0;
 /// Messages the stand-in received: the Slack body's fallback text and its arrival time.
 type Inbox = Arc<Mutex<Vec<(String, Instant)>>>;
 
-/// Starts the stand-in Slack incoming webhook on loopback; returns its URL and its inbox.
-async fn stand_in() -> anyhow::Result<(String, Inbox)> {
+/// The stand-in's state: what it received, and whether it is down (answering 503, taking
+/// nothing).
+#[derive(Clone, Default)]
+struct StandIn {
+    inbox: Inbox,
+    down: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Starts the stand-in Slack incoming webhook on loopback; returns its URL and its state.
+async fn stand_in() -> anyhow::Result<(String, StandIn)> {
     async fn take(
-        axum::extract::State(inbox): axum::extract::State<Inbox>,
+        axum::extract::State(s): axum::extract::State<StandIn>,
         body: axum::body::Bytes,
-    ) -> &'static str {
+    ) -> (axum::http::StatusCode, &'static str) {
+        if s.down.load(std::sync::atomic::Ordering::SeqCst) {
+            return (axum::http::StatusCode::SERVICE_UNAVAILABLE, "down");
+        }
         let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         let text = v["text"].as_str().unwrap_or_default().to_string();
-        if let Ok(mut got) = inbox.lock() {
+        if let Ok(mut got) = s.inbox.lock() {
             got.push((text, Instant::now()));
         }
-        "ok"
+        (axum::http::StatusCode::OK, "ok")
     }
-    let inbox: Inbox = Arc::default();
+    let state = StandIn::default();
     let app = axum::Router::new()
         .route("/services/T0/B0/bench", axum::routing::post(take))
-        .with_state(inbox.clone());
+        .with_state(state.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/services/T0/B0/bench", listener.local_addr()?);
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    Ok((url, inbox))
+    Ok((url, state))
+}
+
+/// How many "Resolved" messages the stand-in took.
+fn count_resolved(inbox: &Inbox) -> usize {
+    inbox
+        .lock()
+        .map(|g| g.iter().filter(|(t, _)| t.starts_with("Resolved")).count())
+        .unwrap_or(0)
 }
 
 /// p50, p99 and max of `times` in milliseconds.
@@ -85,6 +116,7 @@ async fn fire(
     secret: &str,
     prefix: &str,
     n: usize,
+    pace: Duration,
 ) -> anyhow::Result<(Vec<(String, Instant)>, Vec<Duration>)> {
     let mut sent = Vec::with_capacity(n);
     let mut latencies = Vec::with_capacity(n);
@@ -116,6 +148,7 @@ async fn fire(
             .ok_or_else(|| anyhow::anyhow!("no incident in {v}"))?
             .to_string();
         sent.push((id, t));
+        tokio::time::sleep(pace).await;
     }
     Ok((sent, latencies))
 }
@@ -137,6 +170,7 @@ fn main() -> anyhow::Result<()> {
 async fn run() -> anyhow::Result<()> {
     let mut incidents = 30usize;
     let mut with_model = true;
+    let mut pace = Duration::ZERO;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || {
@@ -145,6 +179,7 @@ async fn run() -> anyhow::Result<()> {
         };
         match a.as_str() {
             "--incidents" => incidents = value()?.parse()?,
+            "--pace-ms" => pace = Duration::from_millis(value()?.parse()?),
             "--embeddings" => {
                 with_model = match value()?.as_str() {
                     "builtin" => true,
@@ -153,7 +188,7 @@ async fn run() -> anyhow::Result<()> {
                 }
             }
             other => anyhow::bail!(
-                "unknown argument {other}; usage: chat-bench [--incidents 30] [--embeddings builtin|off]"
+                "unknown argument {other}; usage: chat-bench [--incidents 30] [--pace-ms 0] [--embeddings builtin|off]"
             ),
         }
     }
@@ -197,11 +232,21 @@ async fn run() -> anyhow::Result<()> {
         .as_str()
         .ok_or_else(|| anyhow::anyhow!("no integration secret in {v}"))?
         .to_string();
-    let (hook, inbox) = stand_in().await?;
+    let (hook, stand) = stand_in().await?;
+    let inbox = stand.inbox.clone();
 
-    println!("{incidents} alert-opened incidents per run, one webhook after another");
-    fire(&client, &base, &secret, "BenchWarmUp", 10).await?;
-    let (_, before) = fire(&client, &base, &secret, "BenchBefore", incidents).await?;
+    if pace.is_zero() {
+        println!("{incidents} alert-opened incidents per run, one webhook after another");
+    } else {
+        println!(
+            "{incidents} alert-opened incidents per run, a webhook every {} ms",
+            pace.as_millis()
+        );
+    }
+    fire(&client, &base, &secret, "BenchWarmUp", 10, Duration::ZERO).await?;
+    let (before_sent, before) =
+        fire(&client, &base, &secret, "BenchBefore", incidents, pace).await?;
+    let before_ids: Vec<String> = before_sent.into_iter().map(|(id, _)| id).collect();
     let res = client
         .post(format!("{base}/api/v1/chat/channels"))
         .bearer_auth(&admin)
@@ -214,7 +259,7 @@ async fn run() -> anyhow::Result<()> {
         status.as_u16() == 201,
         "channel answered {status}: {channel}"
     );
-    let (sent, with) = fire(&client, &base, &secret, "BenchWith", incidents).await?;
+    let (sent, with) = fire(&client, &base, &secret, "BenchWith", incidents, pace).await?;
     // Every incident's opening message, or the wait runs out.
     let deadline = Instant::now() + FIRST_READ_MAX * 4;
     let mut first_reads: Vec<Duration> = Vec::new();
@@ -276,9 +321,60 @@ async fn run() -> anyhow::Result<()> {
         if webhook_ok { "PASS" } else { "FAIL" },
         WEBHOOK_SLOWER_MAX * 100.0
     );
+
+    // The chat service down: OUTAGE_MESSAGES "Resolved" messages queue (resolve, then reopen,
+    // round the incidents opened so far), then it comes back.
+    let mut opened: Vec<String> = sent.iter().map(|(id, _)| id.clone()).collect();
+    opened.extend(before_ids);
+    let resolved_before = count_resolved(&inbox);
+    stand.down.store(true, std::sync::atomic::Ordering::SeqCst);
+    let queued_at = Instant::now();
+    for k in 0..OUTAGE_MESSAGES {
+        let id = &opened[k % opened.len()];
+        for (step, body) in [
+            (
+                "resolve",
+                json!({"summary": format!("outage round {k}"), "root_cause": "bench"}),
+            ),
+            ("reopen", json!({})),
+        ] {
+            let res = client
+                .post(format!("{base}/api/v1/incidents/{id}/{step}"))
+                .bearer_auth(&admin)
+                .json(&body)
+                .send()
+                .await?;
+            anyhow::ensure!(res.status().is_success(), "{step} {id}: {}", res.status());
+        }
+    }
+    println!(
+        "chat service down: {OUTAGE_MESSAGES} messages queued in {:.1} s",
+        queued_at.elapsed().as_secs_f64()
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    stand.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    let back = Instant::now();
+    let mut got_back;
+    loop {
+        got_back = count_resolved(&inbox) - resolved_before;
+        if got_back >= OUTAGE_MESSAGES || back.elapsed() > OUTAGE_DEADLINE * 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let all_in = back.elapsed();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let settled = count_resolved(&inbox) - resolved_before;
+    let outage_ok = settled == OUTAGE_MESSAGES && all_in <= OUTAGE_DEADLINE;
+    println!(
+        "  {} after the chat service came back: {got_back} of {OUTAGE_MESSAGES} delivered in {:.1} s, {settled} after 2 s more (each once: {}; floor 60 s)",
+        if outage_ok { "PASS" } else { "FAIL" },
+        all_in.as_secs_f64(),
+        settled == OUTAGE_MESSAGES
+    );
     println!(
         "{}",
-        if read_ok && webhook_ok {
+        if read_ok && webhook_ok && outage_ok {
             "PASS"
         } else {
             "FAIL"

@@ -84,7 +84,10 @@ fn args() -> Args {
 /// The resident set of process `pid` (this one when `None`), MiB (`VmRSS` of
 /// `/proc/PID/status`; 0 elsewhere).
 fn rss_mib(pid: Option<u32>) -> f64 {
-    let path = pid.map_or_else(|| "/proc/self/status".to_string(), |p| format!("/proc/{p}/status"));
+    let path = pid.map_or_else(
+        || "/proc/self/status".to_string(),
+        |p| format!("/proc/{p}/status"),
+    );
     std::fs::read_to_string(path)
         .ok()
         .and_then(|s| {

@@ -116,8 +116,8 @@ fn a_structured_line_is_read_by_its_message() {
 /// it, a failure under `CI=true`).
 #[test]
 fn the_shared_signature_set_meets_the_floors() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/data/signatures-dev.json");
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/data/signatures-dev.json");
     if !path.exists() {
         skip::skip(
             "failure_modes",

@@ -294,6 +294,67 @@ fn tags_of_incident(incident: &Incident, observations: &[MemoryRecord]) -> Vec<S
     tags.into_iter().collect()
 }
 
+/// The text an incident's recall asks with: its title, description and up to ten evidence
+/// lines (the line itself, not the statement around it: "ERROR template seen 12 times …"), each
+/// cut at 300 characters, redacted with the incident's map `redactor`: an address is the
+/// placeholder its records carry (the texts are stored redacted with it; an imported record may
+/// not be).
+fn query_text(incident: &Incident, observations: &[MemoryRecord], redactor: &Redactor) -> String {
+    let mut text = format!("{}\n{}", incident.title, incident.description);
+    for o in observations.iter().filter(|o| !is_summary(o)).take(10) {
+        let line = o
+            .data
+            .get("example")
+            .and_then(|e| e.as_str())
+            .unwrap_or(&o.text);
+        text.push('\n');
+        text.push_str(crate::evidence::truncate_chars(line, 300));
+    }
+    redactor.clone().redact(&text)
+}
+
+/// The query of an incident's recall ([`query_text`], its service and failure-mode `tags`, its
+/// own records excluded) for the `k` best records, read from a wider pool.
+fn incident_query(
+    incident: &Incident,
+    observations: &[MemoryRecord],
+    tags: &[String],
+    redactor: &Redactor,
+    k: usize,
+    cached_vectors_only: bool,
+) -> RecallQuery {
+    RecallQuery {
+        text: query_text(incident, observations, redactor),
+        service: Some(incident.service.clone()),
+        failure_modes: tags.to_vec(),
+        exclude_incident: Some(incident.id.to_string()),
+        // A wider pool than shown, so each past incident's similarity sums its best records.
+        k: k.max(INCIDENT_POOL),
+        cached_vectors_only,
+        ..Default::default()
+    }
+}
+
+/// Whether the page recall of `incident` with its `observations` (most salient first) would
+/// have its query's vectors: a read of the redaction map and of the memory's caches, no recall
+/// and no model call; when it would not, their computation starts in the background. A caller
+/// that may wait for the full recall (the chat's first read) asks this before recalling.
+///
+/// # Errors
+/// Database errors.
+pub(super) async fn page_recall_ready(
+    memory: &Memory,
+    incident: &Incident,
+    observations: &[MemoryRecord],
+) -> AppResult<bool> {
+    if memory.embedder_ready().is_none() {
+        return Ok(true);
+    }
+    let redactor = redaction::peek(memory.pool(), incident.id.as_str()).await?;
+    let q = incident_query(incident, observations, &[], &redactor, 0, true);
+    Ok(recall::query_vectors_ready(memory, &q))
+}
+
 /// The recall of an incident: descriptive text of the incident and its evidence lines (redacted
 /// with the incident's map `redactor`, so an address is the placeholder its records carry), its
 /// service and failure modes, excluding its own records; ordered by past incident
@@ -312,30 +373,14 @@ pub async fn ranked_recall(
     k: usize,
     cached_vectors_only: bool,
 ) -> AppResult<RecallResult> {
-    let mut text = format!("{}\n{}", incident.title, incident.description);
-    for o in observations.iter().filter(|o| !is_summary(o)).take(10) {
-        // The line itself, not the statement around it ("ERROR template seen 12 times …").
-        let line = o
-            .data
-            .get("example")
-            .and_then(|e| e.as_str())
-            .unwrap_or(&o.text);
-        text.push('\n');
-        text.push_str(crate::evidence::truncate_chars(line, 300));
-    }
-    // Redacted with the incident's map: an address is the placeholder its records carry (the
-    // texts are stored redacted with it; an imported record may not be).
-    let text = redactor.clone().redact(&text);
-    let q = RecallQuery {
-        text,
-        service: Some(incident.service.clone()),
-        failure_modes: tags.to_vec(),
-        exclude_incident: Some(incident.id.to_string()),
-        // A wider pool than shown, so each past incident's similarity sums its best records.
-        k: k.max(INCIDENT_POOL),
+    let q = incident_query(
+        incident,
+        observations,
+        tags,
+        redactor,
+        k,
         cached_vectors_only,
-        ..Default::default()
-    };
+    );
     let mut result = recall::recall(memory, &q).await?;
     incidents_first(&mut result.results, &result.incidents);
     // A record another incident superseded or contradicted stays below what replaced it, and

@@ -457,6 +457,20 @@ impl Memory {
         recall_past_for_page(self, incident, observations, tags, k).await
     }
 
+    /// Whether [`Memory::recall_for_page`] of `incident` with these `observations` would have its
+    /// query's vectors: a cache read, no recall and no model call; when it would not, their
+    /// computation starts in the background ([`incident::page_recall_ready`]).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn page_recall_ready(
+        &self,
+        incident: &crate::domain::Incident,
+        observations: &[crate::domain::memory::MemoryRecord],
+    ) -> AppResult<bool> {
+        incident::page_recall_ready(self, incident, observations).await
+    }
+
     /// The page recall kept for `incident` with these `observations` (in any order) at
     /// the memory's recall generation `(epoch, generation)` (as the database says it,
     /// [`crate::store::incidents::page_state`]), without any other read: `None` when none is

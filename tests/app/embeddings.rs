@@ -407,3 +407,44 @@ async fn a_new_incident_page_never_waits_on_the_embedder() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// The chat's first read waits for its recall's query vectors by asking the memory's caches
+/// (`Memory::page_recall_ready`), not by recalling on every poll (issue #50: a burst of
+/// alert-opened incidents slowed the webhooks): the first ask starts the computation and says
+/// "not yet", a later one says ready, and the page recall then has them.
+#[tokio::test]
+async fn a_first_read_waits_for_its_query_vectors_with_a_cache_read() {
+    let (app, _e, stub) = app_with_stub(false).await;
+    stub.delay_ms
+        .store(400, std::sync::atomic::Ordering::SeqCst);
+    let id = app
+        .open_incident("Checkout stalls on the card processor", "checkout")
+        .await;
+    let incident = incidentmind::store::incidents::get(
+        &app.pool,
+        &incidentmind::domain::IncidentId::parse(&id).unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        !app.memory.page_recall_ready(&incident, &[]).await.unwrap(),
+        "the query's vectors are not computed before anyone asked"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while !app.memory.page_recall_ready(&incident, &[]).await.unwrap() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the vectors were never computed"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let page = app
+        .memory
+        .recall_for_page(&incident, &[], &[], 5)
+        .await
+        .unwrap();
+    assert!(
+        !page.recall.vectors_pending,
+        "the page recall has the vectors the readiness check saw"
+    );
+}

@@ -297,6 +297,62 @@ pub(super) struct VectorLists {
     pub(super) pending: bool,
 }
 
+/// What a query's vectors are computed from ([`query_texts`]).
+pub(super) struct QueryTexts {
+    /// The query's passages ([`crate::memory::documents::passages_of`]).
+    pub passages: Vec<String>,
+    /// Whether it is read passage by passage (more than one, and the tuning says so).
+    pub by_passage: bool,
+    /// Whether it is a report: its vector is the mean of its passages'.
+    pub report: bool,
+    /// What is embedded: a report's passages (one pass over short texts, not a second over the
+    /// whole, which the model would truncate anyway); a few sentences' whole and passages in one
+    /// batch; else the whole.
+    pub texts: Vec<String>,
+}
+
+/// The texts `text`'s query vectors are computed from (see [`QueryTexts`]).
+pub(super) fn query_texts(memory: &Memory, text: &str) -> QueryTexts {
+    let tuning = memory.tuning();
+    let passages = crate::memory::documents::passages_of(text);
+    let by_passage = tuning.on("passages") && passages.len() > 1;
+    let report = by_passage && passages.len() >= LONG_QUERY && tuning.on("passage_mean");
+    let texts: Vec<String> = if report {
+        passages.clone()
+    } else if by_passage {
+        std::iter::once(text.to_string())
+            .chain(passages.iter().cloned())
+            .collect()
+    } else {
+        vec![text.to_string()]
+    };
+    QueryTexts {
+        passages,
+        by_passage,
+        report,
+        texts,
+    }
+}
+
+/// Whether `text`'s query vectors are computed already (always, without an embedder): a read of
+/// the memory's caches, no model call. When they are not, their computation is started in the
+/// background ([`Memory::embed_later`]).
+pub(super) fn vectors_ready(memory: &Memory, text: &str) -> bool {
+    if memory.embedder_ready().is_none() {
+        return true;
+    }
+    let q = query_texts(memory, text);
+    let cached = if q.by_passage {
+        embeddings::cached_text_vectors(memory, &q.texts).is_some()
+    } else {
+        embeddings::cached_query_vector(memory, text).is_some()
+    };
+    if !cached {
+        memory.embed_later(q.texts, q.by_passage);
+    }
+    cached
+}
+
 /// The vector lists of a query: the nearest records, the nearest incident documents and, passage
 /// by passage, the nearest incidents. With `wait` false (a page view), only vectors already
 /// computed are used; missing ones are computed in the background ([`Memory::embed_later`]) and
@@ -308,23 +364,12 @@ pub(super) async fn vector_lists(
     exclude: Option<&str>,
     wait: bool,
 ) -> VectorLists {
-    let tuning = memory.tuning();
-    // Passage by passage, when the query has more than one (an incident's report and evidence).
-    let query_passages = crate::memory::documents::passages_of(text);
-    let by_passage = tuning.on("passages") && query_passages.len() > 1;
-    let report = by_passage && query_passages.len() >= LONG_QUERY && tuning.on("passage_mean");
-    // What is embedded: a report's passages (its vector is their mean: one pass over short
-    // texts, not a second over the whole, which the model would truncate anyway); a few
-    // sentences' whole and passages in one batch; else the whole.
-    let texts: Vec<String> = if report {
-        query_passages.clone()
-    } else if by_passage {
-        std::iter::once(text.to_string())
-            .chain(query_passages.iter().cloned())
-            .collect()
-    } else {
-        vec![text.to_string()]
-    };
+    let QueryTexts {
+        passages: query_passages,
+        by_passage,
+        report,
+        texts,
+    } = query_texts(memory, text);
     let vectors = if !by_passage {
         if wait {
             embeddings::query_vector(memory, text)

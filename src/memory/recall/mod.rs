@@ -198,6 +198,13 @@ pub struct IncidentMatch {
 /// Candidates each incident-level list contributes.
 const INCIDENT_LIST: usize = 30;
 
+/// Whether recall of `q` would have its query's vectors (always, without an embedder): the
+/// text as recall reads it ([`expand`]), then a read of the memory's caches, no model call. When
+/// they are not computed, their computation starts in the background.
+pub(crate) fn query_vectors_ready(memory: &Memory, q: &RecallQuery) -> bool {
+    lists::vectors_ready(memory, &expand(q, memory.tuning()).text)
+}
+
 /// Runs the recall pipeline.
 ///
 /// # Errors

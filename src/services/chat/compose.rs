@@ -200,6 +200,11 @@ async fn first_read(
     may_wait: bool,
 ) -> AppResult<Option<Vec<Section>>> {
     let (sorted, tags) = incident_tags(pool, incident).await?;
+    // Waiting for the query's vectors costs a cache read, not a recall per poll (issue #50:
+    // a burst of alert-opened incidents must not slow the webhooks).
+    if may_wait && !memory.page_recall_ready(incident, &sorted).await? {
+        return Ok(None);
+    }
     let recalled = memory
         .recall_for_page(incident, &sorted, &tags, FIRST_READ_K)
         .await?;

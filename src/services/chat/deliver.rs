@@ -51,6 +51,9 @@ pub async fn run_worker(
             return;
         }
     };
+    // When the last round claimed something, a first read may be waiting on its recall
+    // (retried every FIRST_READ_POLL): look again that soon, not after a whole `poll`.
+    let mut busy_until = tokio::time::Instant::now();
     loop {
         if *stop.borrow() {
             return;
@@ -62,11 +65,19 @@ pub async fn run_worker(
                 0
             }
         };
-        if worked == 0 {
-            tokio::select! {
-                () = tokio::time::sleep(settings.poll) => {}
-                _ = stop.changed() => {}
-            }
+        let now = tokio::time::Instant::now();
+        if worked > 0 {
+            busy_until = now + settings.first_read_wait;
+            continue;
+        }
+        let pause = if now < busy_until {
+            settings.poll.min(FIRST_READ_POLL)
+        } else {
+            settings.poll
+        };
+        tokio::select! {
+            () = tokio::time::sleep(pause) => {}
+            _ = stop.changed() => {}
         }
     }
 }
