@@ -160,8 +160,19 @@ async fn walkthrough(tools: &Tools, checks: &Checks) {
     scroll_to(&c, "#observations").await;
     checks.page(&c, "04-observations").await;
 
-    // The raw lines, paged.
-    click(&c, "#observations a.lines").await;
+    // The raw lines, paged: those of the pool's error template (the pool-stats line, with no
+    // idle connection and requests waiting, is pool exhaustion too, in the same group).
+    c.wait()
+        .at_most(std::time::Duration::from_secs(10))
+        .for_element(Locator::XPath(
+            "//*[@id='observations']//li[contains(., 'Connection is not available')]//a[@class='lines']",
+        ))
+        .await
+        .expect("the pool error's line link")
+        .click()
+        .await
+        .expect("click the pool error's line link");
+    settle(&c).await;
     wait_for_text(&c, "#evidence-lines", "HikariPool-1").await;
     checks.page(&c, "05-evidence-lines").await;
     c.back().await.expect("back");
