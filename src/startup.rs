@@ -104,6 +104,37 @@ pub fn fix_model_threads() -> usize {
     rayon::current_num_threads()
 }
 
+/// Niceness of the threads that do background model work ([`lower_this_thread`]): the
+/// memory's backfill and the vectors a page view or a chat first read asks for later. At 10 a
+/// busy background thread gets about a tenth of a core that a request thread wants (the
+/// kernel's weight table: 110 against 1,024 for nice 0; sched(7)), so a webhook or a page view
+/// that arrives while the model runs is not queued behind it, and the background work still
+/// finishes under sustained load.
+pub const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's scheduling priority to [`BACKGROUND_NICE`] (setpriority(2) with
+/// `PRIO_PROCESS` and the caller's thread: on Linux the nice value is a per-thread attribute,
+/// sched(7)). Raising niceness needs no privilege. Returns whether it was set: `false` on
+/// other systems or when the kernel refused (a seccomp profile), which only costs the
+/// priority.
+pub fn lower_this_thread() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: `gettid` and `setpriority` take and return integers only; they change this
+        // thread's scheduling weight and nothing a Rust invariant depends on.
+        #[allow(unsafe_code)]
+        let ok = unsafe {
+            let tid = libc::gettid();
+            libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, BACKGROUND_NICE)
+        };
+        ok == 0
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
 /// Arenas allowed: one per core of the machines this is sized for (2).
 pub const ARENAS: i32 = 2;
 

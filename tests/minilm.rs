@@ -78,3 +78,19 @@ fn the_built_in_model_reproduces_the_sentence_transformers_reference_vectors() {
         assert!((norm - 1.0).abs() < 1e-4, "unit length, got {norm}");
     }
 }
+
+/// The background lane (the backfill, vectors a page view asks for later) computes what the
+/// request lane computes, on its own lower-priority threads.
+#[tokio::test]
+async fn the_background_lane_computes_the_same_vectors() {
+    use incidentmind::memory::embeddings::Embedder;
+    let embedder = BuiltinEmbedder::load(&incidentmind::memory::minilm::default_dir())
+        .expect("the model under models/ loads");
+    let texts = vec![
+        "checkout latency rose after the deploy".to_string(),
+        "disk almost full on the log volume".to_string(),
+    ];
+    let now = embedder.embed(&texts).await.expect("embeds");
+    let later = embedder.embed_background(&texts).await.expect("embeds");
+    assert_eq!(now, later);
+}

@@ -33,6 +33,7 @@ pub use nearest::{
     CHANCE_SAMPLE, Nearest, cached_query_vector, cached_text_vectors, chance_level, mean_direction,
     nearest_by_passages, nearest_documents, nearest_records, query_vector, text_vectors,
 };
+pub(crate) use nearest::{query_vector_in, text_vectors_in};
 pub use worker::{backfill, catch_up, progress, run_worker};
 
 /// Why an embedding call produced no vectors.
@@ -72,11 +73,69 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     /// [`EmbedError`] when the endpoint fails, is slow or answers with something else.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
 
+    /// As [`Self::embed`], for work nobody waits on (the backfill, vectors a page view or a chat
+    /// first read asks for later): the built-in model runs it on threads of lower priority
+    /// ([`crate::startup::BACKGROUND_NICE`]), so requests that arrive meanwhile are not queued
+    /// behind it. An endpoint has no such lane: the default is [`Self::embed`].
+    ///
+    /// # Errors
+    /// As [`Self::embed`].
+    async fn embed_background(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.embed(texts).await
+    }
+
     /// The built-in model behind this embedder, if it is the built-in one: what the failure-mode
     /// fallback ([`crate::memory::failure_modes`]) runs on, its rule being tuned on that model.
     fn builtin_model(&self) -> Option<Arc<MiniLm>> {
         None
     }
+}
+
+/// Who waits on an embedding: a request ([`Lane::Interactive`], the blocking pool at normal
+/// priority) or nobody ([`Lane::Background`], [`Embedder::embed_background`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// A request waits on it (a search, an investigation, an MCP call).
+    Interactive,
+    /// Nobody waits on it (the backfill; vectors a page view asks for later).
+    Background,
+}
+
+impl Lane {
+    /// Embeds `texts` on this lane.
+    ///
+    /// # Errors
+    /// As [`Embedder::embed`].
+    pub async fn embed(
+        self,
+        embedder: &dyn Embedder,
+        texts: &[String],
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
+        match self {
+            Lane::Interactive => embedder.embed(texts).await,
+            Lane::Background => embedder.embed_background(texts).await,
+        }
+    }
+}
+
+/// The threads the built-in model's background lane runs on: as many as rayon's global pool
+/// (the model's matrix products split over `rayon::join`, which stays on the pool it is called
+/// in), each at [`crate::startup::BACKGROUND_NICE`]. Built on first use; `None` if the threads
+/// could not be started (the lane then runs on the blocking pool).
+fn background_threads() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(rayon::current_num_threads())
+            .thread_name(|i| format!("embed-background-{i}"))
+            .start_handler(|_| {
+                crate::startup::lower_this_thread();
+            })
+            .build()
+            .map_err(|e| tracing::warn!(error = %e, "background model threads not started"))
+            .ok()
+    })
+    .as_ref()
 }
 
 /// Connection settings of an OpenAI-compatible embeddings endpoint.
@@ -171,7 +230,8 @@ fn check_shape(inputs: usize, vectors: &[Vec<f32>]) -> Result<(), EmbedError> {
 }
 
 /// [`Embedder`] over the built-in model ([`MiniLm`]), run on tokio's blocking pool so the async
-/// runtime never waits on a forward pass.
+/// runtime never waits on a forward pass; background work on threads of lower priority
+/// ([`Embedder::embed_background`]).
 #[derive(Debug, Clone)]
 pub struct BuiltinEmbedder {
     model: Arc<MiniLm>,
@@ -214,6 +274,23 @@ impl Embedder for BuiltinEmbedder {
         .await
         .map_err(|e| EmbedError::Transport(format!("embedding task failed: {e}")))?
         .map_err(|e| EmbedError::Invalid(e.to_string()))
+    }
+
+    async fn embed_background(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let Some(threads) = background_threads() else {
+            return self.embed(texts).await;
+        };
+        let model = Arc::clone(&self.model);
+        let texts = texts.to_vec();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        threads.spawn(move || {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            // The receiver is gone only when the caller gave up (a timeout): nothing to tell.
+            let _ = tx.send(model.embed(&refs));
+        });
+        rx.await
+            .map_err(|e| EmbedError::Transport(format!("embedding task failed: {e}")))?
+            .map_err(|e| EmbedError::Invalid(e.to_string()))
     }
 }
 
@@ -305,6 +382,22 @@ mod tests {
         assert!(check_shape(2, &[vec![1.0, 0.0], vec![1.0]]).is_err());
         assert!(check_shape(1, &[vec![f32::NAN]]).is_err());
         assert!(check_shape(1, &[vec![]]).is_err());
+    }
+
+    /// The background lane's threads run at the background niceness (field 19 of
+    /// `/proc/thread-self/stat`, proc(5)), so a request thread is not queued behind them.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_background_lane_runs_at_lower_priority() {
+        let nice_here = || {
+            let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("proc");
+            // The command name (field 2) is in parentheses and may hold spaces: count after it.
+            let after = &stat[stat.rfind(')').expect("stat") + 2..];
+            after.split(' ').nth(16).expect("field 19").parse::<i32>().expect("nice")
+        };
+        let threads = background_threads().expect("background threads start");
+        assert_eq!(threads.install(nice_here), crate::startup::BACKGROUND_NICE);
+        assert_eq!(nice_here(), 0, "the caller's thread keeps its priority");
     }
 
     #[test]

@@ -561,9 +561,9 @@ impl Memory {
         let memory = self.clone();
         tokio::spawn(async move {
             if passages {
-                embeddings::text_vectors(&memory, &texts).await;
+                embeddings::text_vectors_in(&memory, &texts, embeddings::Lane::Background).await;
             } else if let Some(text) = texts.first() {
-                embeddings::query_vector(&memory, text).await;
+                embeddings::query_vector_in(&memory, text, embeddings::Lane::Background).await;
             }
             lock(&memory.inner.embedding_later).remove(&key);
         });

@@ -448,3 +448,66 @@ async fn a_first_read_waits_for_its_query_vectors_with_a_cache_read() {
         "the page recall has the vectors the readiness check saw"
     );
 }
+
+/// While an "opened" message waits for its first read, the outbox worker keeps it under its
+/// claim and writes nothing (issue #50: writing every waiting row back each poll took SQLite's
+/// write lock hundreds of times a second in an alert storm, and webhooks queued behind it):
+/// the row's schedule and attempts stay as they were until it is delivered, with its first read.
+#[tokio::test]
+async fn a_first_read_waits_under_its_claim_without_writing_the_outbox() {
+    use crate::chat::{Receiver, channel, fast, worker};
+    let (app, _e, stub) = app_with_stub(false).await;
+    stub.delay_ms
+        .store(1500, std::sync::atomic::Ordering::SeqCst);
+    let rx = Receiver::start().await;
+    channel(
+        &app,
+        json!({"name": "on-call", "kind": "slack_webhook", "url": format!("{}/slack/wait", rx.base)}),
+    )
+    .await;
+    let _w = worker(&app, fast("https://im.example"));
+    app.open_incident("Checkout stalls on the card processor", "checkout")
+        .await;
+    let row = || async {
+        sqlx::query_as::<_, (String, i64, String, Option<String>)>(
+            "SELECT next_attempt_at, attempts, status, claimed_until FROM chat_outbox
+              WHERE event = 'opened'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap()
+    };
+    let queued = row().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut seen_waiting = 0;
+    loop {
+        let now = row().await;
+        if now.2 != "pending" {
+            break;
+        }
+        if now.3.is_some() {
+            seen_waiting += 1;
+            assert_eq!(
+                (&now.0, now.1),
+                (&queued.0, queued.1),
+                "a waiting first read is not written back while it waits"
+            );
+        }
+        assert!(std::time::Instant::now() < deadline, "never delivered: {now:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(seen_waiting >= 3, "the message waited under its claim ({seen_waiting} looks)");
+    let got = rx.wait_for("slack/wait", 1, 30).await;
+    let text = got[0]["text"].as_str().unwrap_or_default().to_string();
+    assert!(text.starts_with("Incident opened"), "{text}");
+    let (status, attempts): (String, i64) =
+        sqlx::query_as("SELECT status, attempts FROM chat_outbox WHERE event = 'opened'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        (status.as_str(), attempts),
+        ("delivered", 1),
+        "one attempt: the one that delivered it"
+    );
+}

@@ -27,7 +27,7 @@ async fn embed_all(
     let mut last_err = None;
     for chunk in order.chunks(BATCH) {
         let batch: Vec<String> = chunk.iter().map(|&i| prepared[i].clone()).collect();
-        match embedder.embed(&batch).await.and_then(|v| {
+        match embedder.embed_background(&batch).await.and_then(|v| {
             check_shape(batch.len(), &v)?;
             Ok(v)
         }) {
@@ -40,7 +40,7 @@ async fn embed_all(
             Err(e) if batch.len() == 1 => last_err = Some(e),
             Err(e) => {
                 for &i in chunk {
-                    match embedder.embed(std::slice::from_ref(&prepared[i])).await {
+                    match embedder.embed_background(std::slice::from_ref(&prepared[i])).await {
                         Ok(mut v) if v.len() == 1 && !v[0].is_empty() => {
                             any_ok = true;
                             out[i] = normalized(v.remove(0));

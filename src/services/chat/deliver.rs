@@ -51,29 +51,27 @@ pub async fn run_worker(
             return;
         }
     };
-    // When the last round claimed something, a first read may be waiting on its recall
-    // (retried every FIRST_READ_POLL): look again that soon, not after a whole `poll`.
-    let mut busy_until = tokio::time::Instant::now();
+    let mut waiting = Waiting::default();
     loop {
         if *stop.borrow() {
             return;
         }
-        let worked = match deliver_due(&pool, &memory, &settings, &client).await {
+        let claimed = match deliver_due(&pool, &memory, &settings, &client, &mut waiting).await {
             Ok(n) => n,
             Err(e) => {
                 tracing::warn!(error = %e, "chat delivery round failed");
                 0
             }
         };
-        let now = tokio::time::Instant::now();
-        if worked > 0 {
-            busy_until = now + settings.first_read_wait;
+        if claimed > 0 {
             continue;
         }
-        let pause = if now < busy_until {
-            settings.poll.min(FIRST_READ_POLL)
-        } else {
+        // A first read waiting on its recall is looked at again after FIRST_READ_POLL, not
+        // after a whole `poll`.
+        let pause = if waiting.rows.is_empty() {
             settings.poll
+        } else {
+            settings.poll.min(FIRST_READ_POLL)
         };
         tokio::select! {
             () = tokio::time::sleep(pause) => {}
@@ -82,7 +80,46 @@ pub async fn run_worker(
     }
 }
 
-/// One round: claims due messages and tries each once. Returns how many were claimed.
+/// "Opened" messages whose first read waits for its recall's query vectors, kept by the
+/// worker that claimed them (issue #50). While they wait nothing is written: their claim (the
+/// [`LEASE`]) keeps other workers off them and keeps the incident's later messages behind them,
+/// and they are composed again every [`FIRST_READ_POLL`] from the memory's caches (reads
+/// only). Writing each one back to the outbox on every poll took SQLite's write lock hundreds
+/// of times a second in an alert storm, and the webhooks queued behind it. A row still waiting
+/// after half its lease is written back and claimed again later, so a lease never runs out
+/// under a live worker; a worker that dies leaves its rows to the next claim after the lease.
+#[derive(Debug, Default)]
+pub struct Waiting {
+    /// Each row, when it was claimed and when to compose it again.
+    rows: Vec<(OutboxRow, tokio::time::Instant, tokio::time::Instant)>,
+}
+
+impl Waiting {
+    /// How many messages wait for their first read.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether none waits.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+/// What became of one message tried once.
+enum Tried {
+    /// Delivered, failed for good, or written back for a later attempt.
+    Done,
+    /// The chat service failed in a way that may pass: the channel's other messages wait until
+    /// then.
+    Deferred(jiff::Timestamp),
+    /// Its first read waits for the recall's vectors: kept in [`Waiting`], nothing written.
+    Waits,
+}
+
+/// One round: the waiting rows that are due to be looked at again, then newly claimed ones,
+/// each tried once; rows whose first read still waits go back into `waiting`. Returns how
+/// many rows were newly claimed.
 ///
 /// # Errors
 /// Database errors of the claim.
@@ -91,20 +128,36 @@ pub async fn deliver_due(
     memory: &Memory,
     settings: &ChatSettings,
     client: &reqwest::Client,
+    waiting: &mut Waiting,
 ) -> AppResult<usize> {
-    let rows = cstore::claim(pool, store::now(), LEASE, BATCH).await?;
+    let now = tokio::time::Instant::now();
+    let mut rows: Vec<(OutboxRow, tokio::time::Instant)> = Vec::new();
+    let mut kept = Vec::with_capacity(waiting.rows.len());
+    for (row, claimed, next) in std::mem::take(&mut waiting.rows) {
+        if now.duration_since(claimed) >= LEASE / 2 {
+            // Written back: claimed again on a later round, with a fresh lease.
+            cstore::retry_later(pool, row.id, store::now(), store::now(), far(), None).await?;
+        } else if now >= next {
+            rows.push((row, claimed));
+        } else {
+            kept.push((row, claimed, next));
+        }
+    }
+    waiting.rows = kept;
+    let fresh = cstore::claim(pool, store::now(), LEASE, BATCH).await?;
+    let n = fresh.len();
+    rows.extend(fresh.into_iter().map(|r| (r, now)));
     if rows.is_empty() {
         return Ok(0);
     }
-    let n = rows.len();
     let channels: BTreeMap<i64, Channel> = cstore::list(pool)
         .await?
         .into_iter()
         .map(|c| (c.id, c))
         .collect();
-    let mut by_channel: BTreeMap<i64, Vec<OutboxRow>> = BTreeMap::new();
-    for r in rows {
-        by_channel.entry(r.channel_id).or_default().push(r);
+    let mut by_channel: BTreeMap<i64, Vec<(OutboxRow, tokio::time::Instant)>> = BTreeMap::new();
+    for (r, claimed) in rows {
+        by_channel.entry(r.channel_id).or_default().push((r, claimed));
     }
     let rounds = by_channel.into_iter().filter_map(|(id, rows)| {
         let channel = channels.get(&id)?;
@@ -112,34 +165,43 @@ pub async fn deliver_due(
             pool, memory, settings, client, channel, rows,
         ))
     });
-    futures::future::join_all(rounds).await;
+    let again = tokio::time::Instant::now() + FIRST_READ_POLL;
+    for still in futures::future::join_all(rounds).await {
+        waiting
+            .rows
+            .extend(still.into_iter().map(|(r, claimed)| (r, claimed, again)));
+    }
     Ok(n)
 }
 
 /// Tries `rows` of `channel` in order; after a failure that may pass, the rest wait as long.
+/// Returns the rows whose first read still waits.
 async fn deliver_channel(
     pool: &AnyPool,
     memory: &Memory,
     settings: &ChatSettings,
     client: &reqwest::Client,
     channel: &Channel,
-    rows: Vec<OutboxRow>,
-) {
+    rows: Vec<(OutboxRow, tokio::time::Instant)>,
+) -> Vec<(OutboxRow, tokio::time::Instant)> {
     let mut deferred: Option<jiff::Timestamp> = None;
-    for row in rows {
+    let mut still = Vec::new();
+    for (row, claimed) in rows {
         let result = match deferred {
             Some(until) => cstore::retry_later(pool, row.id, store::now(), until, far(), None)
                 .await
-                .map(|_| None),
+                .map(|_| Tried::Done),
             None => deliver_one(pool, memory, settings, client, channel, &row).await,
         };
         match result {
-            Ok(Some(until)) => deferred = Some(until),
-            Ok(None) => {}
+            Ok(Tried::Deferred(until)) => deferred = Some(until),
+            Ok(Tried::Waits) => still.push((row, claimed)),
+            Ok(Tried::Done) => {}
             Err(e) => tracing::warn!(chat_channel.id = channel.id, outbox.id = row.id, error = %e,
                 "chat message not recorded"),
         }
     }
+    still
 }
 
 /// A deadline never reached (a row deferred without an attempt keeps its own).
@@ -147,8 +209,7 @@ fn far() -> jiff::Timestamp {
     jiff::Timestamp::MAX
 }
 
-/// Tries one message. Returns the instant its channel's other messages should wait for when
-/// the chat service failed in a way that may pass.
+/// Tries one message ([`Tried`]).
 async fn deliver_one(
     pool: &AnyPool,
     memory: &Memory,
@@ -156,21 +217,17 @@ async fn deliver_one(
     client: &reqwest::Client,
     channel: &Channel,
     row: &OutboxRow,
-) -> AppResult<Option<jiff::Timestamp>> {
+) -> AppResult<Tried> {
     let now = store::now();
     let give_up = later(now, settings.give_up_after);
     let message = match compose(pool, memory, settings, row, now).await {
         Ok(Composed::Ready(m)) => m,
-        Ok(Composed::NotYet) => {
-            cstore::retry_later(pool, row.id, now, later(now, FIRST_READ_POLL), far(), None)
-                .await?;
-            return Ok(None);
-        }
+        Ok(Composed::NotYet) => return Ok(Tried::Waits),
         Err(e) => {
             let next = later(now, backoff(row.attempts, settings.backoff_max));
             let error = format!("could not compose the message: {e}");
             cstore::retry_later(pool, row.id, now, next, give_up, Some(&error)).await?;
-            return Ok(None);
+            return Ok(Tried::Done);
         }
     };
     let root = match channel.kind {
@@ -190,13 +247,13 @@ async fn deliver_one(
             cstore::delivered(pool, row.id, sent.remote_id.as_deref(), store::now()).await?;
             tracing::info!(chat_channel.id = channel.id, outbox.id = row.id,
                 incident.id = %row.incident_id, event = %row.event, "chat message delivered");
-            Ok(None)
+            Ok(Tried::Done)
         }
         Err(SendError::Refused { message: error, .. }) => {
             tracing::warn!(chat_channel.id = channel.id, outbox.id = row.id, error = %error,
                 "chat message refused");
             cstore::failed(pool, row.id, &error).await?;
-            Ok(None)
+            Ok(Tried::Done)
         }
         Err(SendError::Transient {
             retry_after,
@@ -214,7 +271,7 @@ async fn deliver_one(
                 tracing::warn!(chat_channel.id = channel.id, outbox.id = row.id, error = %error,
                     "chat message given up");
             }
-            Ok(Some(next))
+            Ok(Tried::Deferred(next))
         }
     }
 }
