@@ -131,6 +131,7 @@ impl App {
             self.state.pool.pool().clone(),
             self.state.memory.clone(),
             self.state.settings.chat.clone(),
+            std::sync::Arc::clone(&self.state.foreground),
             stop.clone(),
         ));
         let memory = self.state.memory.clone();

@@ -17,6 +17,7 @@ pub mod domain;
 pub mod error;
 pub mod evidence;
 pub mod identity;
+pub mod load;
 pub mod mcp;
 pub mod memory;
 pub mod metrics;

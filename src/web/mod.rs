@@ -163,6 +163,8 @@ pub struct AppState {
     pub oidc: Option<std::sync::Arc<crate::identity::Oidc>>,
     /// Who follows which incident live ([`live::Live`]).
     pub live: std::sync::Arc<live::Live>,
+    /// Write requests in flight, which the chat outbox yields to ([`crate::load::Foreground`]).
+    pub foreground: std::sync::Arc<crate::load::Foreground>,
 }
 
 impl AppState {
@@ -187,6 +189,7 @@ impl AppState {
             }),
             settings: std::sync::Arc::new(settings),
             live: std::sync::Arc::default(),
+            foreground: std::sync::Arc::default(),
         }
     }
 
@@ -544,6 +547,10 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(sessions)
         .layer(axum::middleware::from_fn_with_state(
+            std::sync::Arc::clone(&state.foreground),
+            count_writes,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::error_page_layout,
         ))
@@ -570,6 +577,25 @@ pub fn router(state: AppState) -> Router {
         ops::count_requests,
     ))
     .with_state(state)
+}
+
+/// Counts each write request (any method but `GET`, `HEAD` and `OPTIONS`) while it runs, for
+/// background work that yields to writes ([`crate::load::Foreground`]).
+async fn count_writes(
+    axum::extract::State(foreground): axum::extract::State<std::sync::Arc<crate::load::Foreground>>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let reads = [
+        axum::http::Method::GET,
+        axum::http::Method::HEAD,
+        axum::http::Method::OPTIONS,
+    ];
+    if reads.contains(req.method()) {
+        return next.run(req).await;
+    }
+    let _counted = foreground.enter();
+    next.run(req).await
 }
 
 /// The incident a request is about, for its log span: the path segment the route names

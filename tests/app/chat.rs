@@ -115,6 +115,7 @@ pub(crate) fn worker(app: &TestApp, settings: ChatSettings) -> tokio::sync::watc
         app.pool.clone(),
         app.memory.clone(),
         settings,
+        std::sync::Arc::clone(&app.foreground),
         stopped,
     ));
     stop
@@ -573,6 +574,7 @@ async fn two_workers_on_one_database_deliver_each_message_once() {
             pool,
             memory,
             fast("https://im.example"),
+            std::sync::Arc::default(),
             stopped.clone(),
         ));
     }

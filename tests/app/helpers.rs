@@ -19,6 +19,8 @@ pub struct TestApp {
     pub db: incidentmind::store::Db,
     /// The app's memory (same pool, same caches and embedder as its handlers).
     pub memory: incidentmind::memory::Memory,
+    /// The app's count of write requests in flight (what its chat worker yields to).
+    pub foreground: std::sync::Arc<incidentmind::load::Foreground>,
     pub responder: String,
     pub reviewer: String,
     pub admin: String,
@@ -331,6 +333,7 @@ async fn spawn_app_listening(
     let pool = built.state.pool.pool().clone();
     let db = built.state.pool.clone();
     let memory = built.state.memory.clone();
+    let foreground = std::sync::Arc::clone(&built.state.foreground);
     let responder = add_user(&pool, "rita", "responder", Some(PASSWORD))
         .await
         .expect("user");
@@ -359,6 +362,7 @@ async fn spawn_app_listening(
         pool,
         db,
         memory,
+        foreground,
         responder,
         reviewer,
         admin,

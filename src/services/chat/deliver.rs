@@ -12,6 +12,7 @@
 //! messages of the batch, so a dead service costs one timeout per round, not one per message.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::AnyPool;
@@ -21,6 +22,7 @@ use super::{ChatSettings, RETRY_AFTER_MAX, target_of};
 use crate::chat::{self, SendError};
 use crate::domain::chat::ChannelKind;
 use crate::error::AppResult;
+use crate::load::Foreground;
 use crate::memory::Memory;
 use crate::store;
 use crate::store::chat::{self as cstore, Channel, OutboxRow};
@@ -36,12 +38,22 @@ const BATCH: i64 = 50;
 /// How soon an "opened" message waiting for its first read is looked at again.
 const FIRST_READ_POLL: Duration = Duration::from_millis(250);
 
+/// How long without a write request counts as a quiet moment ([`Foreground`]).
+const QUIET: Duration = Duration::from_millis(25);
+
+/// How long one round waits for a quiet moment at most: in a storm that never pauses, messages
+/// still go out, one round after another, this much later.
+const YIELD_MAX: Duration = Duration::from_secs(2);
+
 /// The worker: delivers due messages until `stop` turns true; sleeps [`ChatSettings::poll`]
-/// when nothing is due.
+/// when nothing is due. Before each round that has messages to compose it waits for a moment
+/// without write requests ([`QUIET`]), at most [`YIELD_MAX`]: a burst of webhooks is answered
+/// first, and its messages follow (issue #50: a channel never slows a webhook).
 pub async fn run_worker(
     pool: AnyPool,
     memory: Memory,
     settings: ChatSettings,
+    foreground: Arc<Foreground>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
     let client = match chat::client() {
@@ -56,7 +68,16 @@ pub async fn run_worker(
         if *stop.borrow() {
             return;
         }
-        let claimed = match deliver_due(&pool, &memory, &settings, &client, &mut waiting).await {
+        let claimed = match deliver_due(
+            &pool,
+            &memory,
+            &settings,
+            &client,
+            &foreground,
+            &mut waiting,
+        )
+        .await
+        {
             Ok(n) => n,
             Err(e) => {
                 tracing::warn!(error = %e, "chat delivery round failed");
@@ -128,6 +149,7 @@ pub async fn deliver_due(
     memory: &Memory,
     settings: &ChatSettings,
     client: &reqwest::Client,
+    foreground: &Foreground,
     waiting: &mut Waiting,
 ) -> AppResult<usize> {
     let now = tokio::time::Instant::now();
@@ -150,6 +172,7 @@ pub async fn deliver_due(
     if rows.is_empty() {
         return Ok(0);
     }
+    foreground.yield_to_writes(QUIET, YIELD_MAX).await;
     let channels: BTreeMap<i64, Channel> = cstore::list(pool)
         .await?
         .into_iter()
