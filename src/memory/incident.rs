@@ -335,24 +335,26 @@ fn incident_query(
     }
 }
 
-/// Whether the page recall of `incident` with its `observations` (most salient first) would
-/// have its query's vectors: a read of the redaction map and of the memory's caches, no recall
-/// and no model call; when it would not, their computation starts in the background. A caller
-/// that may wait for the full recall (the chat's first read) asks this before recalling.
+/// What the page recall of `incident` with its `observations` (most salient first) still waits
+/// for: `None` when its query's vectors are computed (or there is no embedder). A read of the
+/// redaction map and of the memory's caches, no recall and no model call; when they are not
+/// computed, their computation starts in the background. A caller that may wait for the full
+/// recall (the chat's first read) asks this before recalling, and then asks the
+/// [`recall::PendingVectors`] alone.
 ///
 /// # Errors
 /// Database errors.
-pub(super) async fn page_recall_ready(
+pub(super) async fn page_recall_pending(
     memory: &Memory,
     incident: &Incident,
     observations: &[MemoryRecord],
-) -> AppResult<bool> {
+) -> AppResult<Option<recall::PendingVectors>> {
     if memory.embedder_ready().is_none() {
-        return Ok(true);
+        return Ok(None);
     }
     let redactor = redaction::peek(memory.pool(), incident.id.as_str()).await?;
     let q = incident_query(incident, observations, &[], &redactor, 0, true);
-    Ok(recall::query_vectors_ready(memory, &q))
+    Ok(recall::query_vectors_pending(memory, &q))
 }
 
 /// The recall of an incident: descriptive text of the incident and its evidence lines (redacted

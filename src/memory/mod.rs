@@ -457,18 +457,19 @@ impl Memory {
         recall_past_for_page(self, incident, observations, tags, k).await
     }
 
-    /// Whether [`Memory::recall_for_page`] of `incident` with these `observations` would have its
-    /// query's vectors: a cache read, no recall and no model call; when it would not, their
-    /// computation starts in the background ([`incident::page_recall_ready`]).
+    /// What [`Memory::recall_for_page`] of `incident` with these `observations` still waits
+    /// for: `None` when its query's vectors are computed; else a handle whose
+    /// [`recall::PendingVectors::ready`] is a cache read. No recall and no model call; the
+    /// computation starts in the background ([`incident::page_recall_pending`]).
     ///
     /// # Errors
     /// Database errors.
-    pub async fn page_recall_ready(
+    pub async fn page_recall_pending(
         &self,
         incident: &crate::domain::Incident,
         observations: &[crate::domain::memory::MemoryRecord],
-    ) -> AppResult<bool> {
-        incident::page_recall_ready(self, incident, observations).await
+    ) -> AppResult<Option<recall::PendingVectors>> {
+        incident::page_recall_pending(self, incident, observations).await
     }
 
     /// The page recall kept for `incident` with these `observations` (in any order) at

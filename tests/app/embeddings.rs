@@ -409,7 +409,7 @@ async fn a_new_incident_page_never_waits_on_the_embedder() {
 }
 
 /// The chat's first read waits for its recall's query vectors by asking the memory's caches
-/// (`Memory::page_recall_ready`), not by recalling on every poll (issue #50: a burst of
+/// (`Memory::page_recall_pending`), not by recalling on every poll (issue #50: a burst of
 /// alert-opened incidents slowed the webhooks): the first ask starts the computation and says
 /// "not yet", a later one says ready, and the page recall then has them.
 #[tokio::test]
@@ -426,18 +426,26 @@ async fn a_first_read_waits_for_its_query_vectors_with_a_cache_read() {
     )
     .await
     .unwrap();
-    assert!(
-        !app.memory.page_recall_ready(&incident, &[]).await.unwrap(),
-        "the query's vectors are not computed before anyone asked"
-    );
+    let pending = app
+        .memory
+        .page_recall_pending(&incident, &[])
+        .await
+        .unwrap()
+        .expect("the query's vectors are not computed before anyone asked");
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while !app.memory.page_recall_ready(&incident, &[]).await.unwrap() {
+    // The handle alone says when they are ready: a cache read.
+    while !pending.ready(&app.memory) {
         assert!(
             std::time::Instant::now() < deadline,
             "the vectors were never computed"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    assert_eq!(
+        app.memory.page_recall_pending(&incident, &[]).await.unwrap(),
+        None,
+        "ready for the page recall too"
+    );
     let page = app
         .memory
         .recall_for_page(&incident, &[], &[], 5)

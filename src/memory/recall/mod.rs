@@ -198,11 +198,28 @@ pub struct IncidentMatch {
 /// Candidates each incident-level list contributes.
 const INCIDENT_LIST: usize = 30;
 
-/// Whether recall of `q` would have its query's vectors (always, without an embedder): the
-/// text as recall reads it ([`expand`]), then a read of the memory's caches, no model call. When
-/// they are not computed, their computation starts in the background.
-pub(crate) fn query_vectors_ready(memory: &Memory, q: &RecallQuery) -> bool {
-    lists::vectors_ready(memory, &expand(q, memory.tuning()).text)
+/// The query vectors a recall waits for, being computed in the background: asking
+/// [`PendingVectors::ready`] again is a read of the memory's caches, no database read and no
+/// model call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingVectors {
+    /// The query's text as recall reads it ([`expand`]).
+    text: String,
+}
+
+impl PendingVectors {
+    /// Whether the vectors are computed now (when a job was dropped, it is started again).
+    pub fn ready(&self, memory: &Memory) -> bool {
+        lists::vectors_ready(memory, &self.text)
+    }
+}
+
+/// What recall of `q` still waits for (`None`: nothing, or no embedder): the text as recall
+/// reads it ([`expand`]), then a read of the memory's caches, no model call. When the vectors are
+/// not computed, their computation starts in the background.
+pub(crate) fn query_vectors_pending(memory: &Memory, q: &RecallQuery) -> Option<PendingVectors> {
+    let text = expand(q, memory.tuning()).text;
+    (!lists::vectors_ready(memory, &text)).then_some(PendingVectors { text })
 }
 
 /// Runs the recall pipeline.

@@ -19,7 +19,7 @@ use crate::domain::{ActionKind, Incident, IncidentId, MemoryKind};
 use crate::error::{AppError, AppResult};
 use crate::evidence::redact::redact_once;
 use crate::memory::Memory;
-use crate::memory::recall::Why;
+use crate::memory::recall::{PendingVectors, Why};
 use crate::services::investigation::{Warning, dead_end_warnings, incident_tags};
 use crate::store::chat::{self as cstore, OutboxRow};
 use crate::store::{self, incidents, memory as mstore, recommendations as rstore};
@@ -35,8 +35,9 @@ const ROOT_CAUSE_MAX: usize = 240;
 pub enum Composed {
     /// Ready to post.
     Ready(Message),
-    /// The first read is still being computed; ask again shortly.
-    NotYet,
+    /// The first read is still being computed; ask again shortly: when the query's vectors
+    /// are what it waits for, once they are ready ([`PendingVectors::ready`], a cache read).
+    NotYet(Option<PendingVectors>),
 }
 
 /// Composes the message of outbox `row` at `now`.
@@ -71,11 +72,13 @@ pub async fn compose(
         ChatEvent::Opened => {
             let created = store::parse_db_time(&row.created_at)?;
             let waited = now.duration_since(created).unsigned_abs();
-            let Some(read) =
-                first_read(pool, memory, &incident, waited < settings.first_read_wait).await?
-            else {
-                return Ok(Composed::NotYet);
-            };
+            let read =
+                match first_read(pool, memory, &incident, waited < settings.first_read_wait)
+                    .await?
+                {
+                    Ok(read) => read,
+                    Err(pending) => return Ok(Composed::NotYet(pending)),
+                };
             let mut sections = vec![line(&format!(
                 "{} on {}, opened by {actor}",
                 incident.severity, incident.service
@@ -192,24 +195,25 @@ fn clean(s: &str) -> String {
 }
 
 /// The memory's first read of `incident`: its most similar past incident and the known dead
-/// ends. `None` while recall's matches by meaning are still computed and `may_wait`.
+/// ends. While recall's matches by meaning are still computed and `may_wait`, what it waits
+/// for instead.
 async fn first_read(
     pool: &AnyPool,
     memory: &Memory,
     incident: &Incident,
     may_wait: bool,
-) -> AppResult<Option<Vec<Section>>> {
+) -> AppResult<Result<Vec<Section>, Option<PendingVectors>>> {
     let (sorted, tags) = incident_tags(pool, incident).await?;
     // Waiting for the query's vectors costs a cache read, not a recall per poll (issue #50:
     // a burst of alert-opened incidents must not slow the webhooks).
-    if may_wait && !memory.page_recall_ready(incident, &sorted).await? {
-        return Ok(None);
+    if may_wait && let Some(pending) = memory.page_recall_pending(incident, &sorted).await? {
+        return Ok(Err(Some(pending)));
     }
     let recalled = memory
         .recall_for_page(incident, &sorted, &tags, FIRST_READ_K)
         .await?;
     if recalled.recall.vectors_pending && may_wait {
-        return Ok(None);
+        return Ok(Err(None));
     }
     let mut sections = Vec::new();
     match recalled.similar.first() {
@@ -266,7 +270,7 @@ async fn first_read(
             lines: dead_ends.iter().map(|l| clean(l)).collect(),
         });
     }
-    Ok(Some(sections))
+    Ok(Ok(sections))
 }
 
 /// Every known dead end of the page, in its words: for each action that failed, the banner the

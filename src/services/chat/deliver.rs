@@ -24,6 +24,7 @@ use crate::domain::chat::ChannelKind;
 use crate::error::AppResult;
 use crate::load::Foreground;
 use crate::memory::Memory;
+use crate::memory::recall::PendingVectors;
 use crate::store;
 use crate::store::chat::{self as cstore, Channel, OutboxRow};
 
@@ -111,8 +112,24 @@ pub async fn run_worker(
 /// under a live worker; a worker that dies leaves its rows to the next claim after the lease.
 #[derive(Debug, Default)]
 pub struct Waiting {
-    /// Each row, when it was claimed and when to compose it again.
-    rows: Vec<(OutboxRow, tokio::time::Instant, tokio::time::Instant)>,
+    rows: Vec<Wait>,
+}
+
+/// One message waiting for its first read.
+#[derive(Debug)]
+struct Wait {
+    row: OutboxRow,
+    /// When this worker claimed it.
+    claimed: tokio::time::Instant,
+    /// When to look at it again.
+    next: tokio::time::Instant,
+    /// The query vectors it waits for, when that is what it waits for: looked at with a cache
+    /// read, and the message composed again (with its database reads) only once they are
+    /// ready or the wait is over.
+    pending: Option<PendingVectors>,
+    /// When its first read stops waiting ([`ChatSettings::first_read_wait`] after the row was
+    /// queued).
+    until: jiff::Timestamp,
 }
 
 impl Waiting {
@@ -135,7 +152,7 @@ enum Tried {
     /// then.
     Deferred(jiff::Timestamp),
     /// Its first read waits for the recall's vectors: kept in [`Waiting`], nothing written.
-    Waits,
+    Waits(Option<PendingVectors>),
 }
 
 /// One round: the waiting rows that are due to be looked at again, then newly claimed ones,
@@ -155,14 +172,18 @@ pub async fn deliver_due(
     let now = tokio::time::Instant::now();
     let mut rows: Vec<(OutboxRow, tokio::time::Instant)> = Vec::new();
     let mut kept = Vec::with_capacity(waiting.rows.len());
-    for (row, claimed, next) in std::mem::take(&mut waiting.rows) {
-        if now.duration_since(claimed) >= LEASE / 2 {
+    for mut w in std::mem::take(&mut waiting.rows) {
+        if now.duration_since(w.claimed) >= LEASE / 2 {
             // Written back: claimed again on a later round, with a fresh lease.
-            cstore::retry_later(pool, row.id, store::now(), store::now(), far(), None).await?;
-        } else if now >= next {
-            rows.push((row, claimed));
+            cstore::retry_later(pool, w.row.id, store::now(), store::now(), far(), None).await?;
+        } else if now < w.next {
+            kept.push(w);
+        } else if w.pending.as_ref().is_some_and(|p| !p.ready(memory)) && store::now() < w.until
+        {
+            w.next = now + FIRST_READ_POLL;
+            kept.push(w);
         } else {
-            kept.push((row, claimed, next));
+            rows.push((w.row, w.claimed));
         }
     }
     waiting.rows = kept;
@@ -188,11 +209,21 @@ pub async fn deliver_due(
             pool, memory, settings, client, channel, rows,
         ))
     });
-    let again = tokio::time::Instant::now() + FIRST_READ_POLL;
+    let next = tokio::time::Instant::now() + FIRST_READ_POLL;
     for still in futures::future::join_all(rounds).await {
         waiting
             .rows
-            .extend(still.into_iter().map(|(r, claimed)| (r, claimed, again)));
+            .extend(still.into_iter().map(|(row, claimed, pending)| {
+                let until = store::parse_db_time(&row.created_at)
+                    .map_or_else(|_| store::now(), |t| later(t, settings.first_read_wait));
+                Wait {
+                    row,
+                    claimed,
+                    next,
+                    pending,
+                    until,
+                }
+            }));
     }
     Ok(n)
 }
@@ -206,7 +237,7 @@ async fn deliver_channel(
     client: &reqwest::Client,
     channel: &Channel,
     rows: Vec<(OutboxRow, tokio::time::Instant)>,
-) -> Vec<(OutboxRow, tokio::time::Instant)> {
+) -> Vec<(OutboxRow, tokio::time::Instant, Option<PendingVectors>)> {
     let mut deferred: Option<jiff::Timestamp> = None;
     let mut still = Vec::new();
     for (row, claimed) in rows {
@@ -218,7 +249,7 @@ async fn deliver_channel(
         };
         match result {
             Ok(Tried::Deferred(until)) => deferred = Some(until),
-            Ok(Tried::Waits) => still.push((row, claimed)),
+            Ok(Tried::Waits(pending)) => still.push((row, claimed, pending)),
             Ok(Tried::Done) => {}
             Err(e) => tracing::warn!(chat_channel.id = channel.id, outbox.id = row.id, error = %e,
                 "chat message not recorded"),
@@ -245,7 +276,7 @@ async fn deliver_one(
     let give_up = later(now, settings.give_up_after);
     let message = match compose(pool, memory, settings, row, now).await {
         Ok(Composed::Ready(m)) => m,
-        Ok(Composed::NotYet) => return Ok(Tried::Waits),
+        Ok(Composed::NotYet(pending)) => return Ok(Tried::Waits(pending)),
         Err(e) => {
             let next = later(now, backoff(row.attempts, settings.backoff_max));
             let error = format!("could not compose the message: {e}");
