@@ -105,7 +105,7 @@ pub fn fix_model_threads() -> usize {
 }
 
 /// Niceness of the threads that do background model work ([`lower_this_thread`]): the
-/// memory's backfill and the vectors a page view or a chat first read asks for later. At 10 a
+/// memory's backfill of stored records and incident documents. At 10 a
 /// busy background thread gets about a tenth of a core that a request thread wants (the
 /// kernel's weight table: 110 against 1,024 for nice 0; sched(7)), so a webhook or a page view
 /// that arrives while the model runs is not queued behind it, and the background work still

@@ -33,7 +33,6 @@ pub use nearest::{
     CHANCE_SAMPLE, Nearest, cached_query_vector, cached_text_vectors, chance_level, mean_direction,
     nearest_by_passages, nearest_documents, nearest_records, query_vector, text_vectors,
 };
-pub(crate) use nearest::{query_vector_in, text_vectors_in};
 pub use worker::{backfill, catch_up, progress, run_worker};
 
 /// Why an embedding call produced no vectors.
@@ -73,8 +72,8 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     /// [`EmbedError`] when the endpoint fails, is slow or answers with something else.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>, EmbedError>;
 
-    /// As [`Self::embed`], for work nobody waits on (the backfill, vectors a page view or a chat
-    /// first read asks for later): the built-in model runs it on threads of lower priority
+    /// As [`Self::embed`], for work nobody waits on (the backfill of stored records and
+    /// documents): the built-in model runs it on threads of lower priority
     /// ([`crate::startup::BACKGROUND_NICE`]), so requests that arrive meanwhile are not queued
     /// behind it. An endpoint has no such lane: the default is [`Self::embed`].
     ///
@@ -88,33 +87,6 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     /// fallback ([`crate::memory::failure_modes`]) runs on, its rule being tuned on that model.
     fn builtin_model(&self) -> Option<Arc<MiniLm>> {
         None
-    }
-}
-
-/// Who waits on an embedding: a request ([`Lane::Interactive`], the blocking pool at normal
-/// priority) or nobody ([`Lane::Background`], [`Embedder::embed_background`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lane {
-    /// A request waits on it (a search, an investigation, an MCP call).
-    Interactive,
-    /// Nobody waits on it (the backfill; vectors a page view asks for later).
-    Background,
-}
-
-impl Lane {
-    /// Embeds `texts` on this lane.
-    ///
-    /// # Errors
-    /// As [`Embedder::embed`].
-    pub async fn embed(
-        self,
-        embedder: &dyn Embedder,
-        texts: &[String],
-    ) -> Result<Vec<Vec<f32>>, EmbedError> {
-        match self {
-            Lane::Interactive => embedder.embed(texts).await,
-            Lane::Background => embedder.embed_background(texts).await,
-        }
     }
 }
 

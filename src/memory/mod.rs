@@ -561,10 +561,12 @@ impl Memory {
         }
         let memory = self.clone();
         tokio::spawn(async move {
+            // At the request lane's priority: somebody looks for these soon (a page's next
+            // view, a chat first read), so they go before the backfill.
             if passages {
-                embeddings::text_vectors_in(&memory, &texts, embeddings::Lane::Background).await;
+                embeddings::text_vectors(&memory, &texts).await;
             } else if let Some(text) = texts.first() {
-                embeddings::query_vector_in(&memory, text, embeddings::Lane::Background).await;
+                embeddings::query_vector(&memory, text).await;
             }
             lock(&memory.inner.embedding_later).remove(&key);
         });

@@ -7,15 +7,6 @@ use super::*;
 /// embedder within [`QUERY_TIMEOUT`]. `None` without an embedder, for empty text, or when the
 /// embedder failed (logged; the embedder is then left alone for [`FAILURE_COOLDOWN`]).
 pub async fn query_vector(memory: &Memory, text: &str) -> Option<Arc<Vec<f32>>> {
-    query_vector_in(memory, text, Lane::Interactive).await
-}
-
-/// [`query_vector`] on `lane`.
-pub(crate) async fn query_vector_in(
-    memory: &Memory,
-    text: &str,
-    lane: Lane,
-) -> Option<Arc<Vec<f32>>> {
     let embedder = memory.embedder_ready()?;
     if text.trim().is_empty() {
         return None;
@@ -24,11 +15,8 @@ pub(crate) async fn query_vector_in(
     if let Some(v) = memory.inner.query_vectors.get(&input) {
         return Some(v);
     }
-    let answer = tokio::time::timeout(
-        QUERY_TIMEOUT,
-        lane.embed(embedder.as_ref(), std::slice::from_ref(&input)),
-    )
-    .await
+    let answer = tokio::time::timeout(QUERY_TIMEOUT, embedder.embed(std::slice::from_ref(&input)))
+        .await
         .unwrap_or(Err(EmbedError::Timeout(QUERY_TIMEOUT)));
     match answer {
         Ok(v) if v.len() == 1 && !v[0].is_empty() && v[0].iter().all(|x| x.is_finite()) => {
@@ -72,15 +60,6 @@ pub fn cached_text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<
 /// from [`query_vector`]'s) or embedded in one batch within [`QUERY_TIMEOUT`]. `None` as for
 /// [`query_vector`].
 pub async fn text_vectors(memory: &Memory, texts: &[String]) -> Option<Vec<Arc<Vec<f32>>>> {
-    text_vectors_in(memory, texts, Lane::Interactive).await
-}
-
-/// [`text_vectors`] on `lane`.
-pub(crate) async fn text_vectors_in(
-    memory: &Memory,
-    texts: &[String],
-    lane: Lane,
-) -> Option<Vec<Arc<Vec<f32>>>> {
     let embedder = memory.embedder_ready()?;
     let inputs: Vec<String> = texts.iter().map(|t| embedding_input(t)).collect();
     let cache = &memory.inner.query_passage_vectors;
@@ -92,7 +71,7 @@ pub(crate) async fn text_vectors_in(
         .map(|(t, _)| t.clone())
         .collect();
     if !missing.is_empty() {
-        let answer = tokio::time::timeout(QUERY_TIMEOUT, lane.embed(embedder.as_ref(), &missing))
+        let answer = tokio::time::timeout(QUERY_TIMEOUT, embedder.embed(&missing))
             .await
             .unwrap_or(Err(EmbedError::Timeout(QUERY_TIMEOUT)))
             .and_then(|v| {
