@@ -218,6 +218,8 @@ struct Inner {
     /// Recall queries whose vectors are being computed in the background
     /// ([`Memory::embed_later`]), by their texts.
     embedding_later: Mutex<std::collections::HashSet<String>>,
+    /// Turns of the queued background query embeddings ([`EMBED_LATER_RUNNING`]).
+    embedding_turns: tokio::sync::Semaphore,
     /// Incidents whose page recall is being computed in the background
     /// ([`Memory::recall_page_later`]).
     page_recalls_later: Mutex<std::collections::HashSet<String>>,
@@ -229,8 +231,16 @@ struct Inner {
     failure_modes: std::sync::OnceLock<Option<Arc<failure_modes::FailureModeMeanings>>>,
 }
 
-/// Background query embeddings at once ([`Memory::embed_later`]); more wait for a later view.
-const EMBED_LATER_MAX: usize = 4;
+/// Background query embeddings queued at once ([`Memory::embed_later`]): they run
+/// [`EMBED_LATER_RUNNING`] at a time, in turn; a query over this many is left for a later view.
+/// An alert storm of a hundred new incidents, each with a chat first read waiting for its
+/// vectors, fits; dropping the ones over a handful made each wait for its reader's next look
+/// (issue #50: a 100-incident storm's last first read came 8 s after its webhook).
+const EMBED_LATER_MAX: usize = 256;
+
+/// Background query embeddings computed at once: the model uses both cores for one text
+/// already; more at once would only interleave them.
+const EMBED_LATER_RUNNING: usize = 2;
 
 /// Background page recalls at once ([`Memory::recall_page_later`]): about the cores, so a burst
 /// of new incidents does not take the CPU from the pages being served; more wait for a later
@@ -269,6 +279,7 @@ impl Memory {
                 page_recalls: bounded_cache(PAGE_RECALLS),
                 investigations: tokio::sync::Semaphore::new(investigation_slots()),
                 embedding_later: Mutex::default(),
+                embedding_turns: tokio::sync::Semaphore::new(EMBED_LATER_RUNNING),
                 page_recalls_later: Mutex::default(),
                 catching_up: tokio::sync::Mutex::new(()),
                 failure_modes: std::sync::OnceLock::new(),
@@ -544,8 +555,9 @@ impl Memory {
     /// Computes the vectors of a recall query in the background, into the caches a later recall
     /// reads, so that a page view never waits on the embedder: `texts` as
     /// [`embeddings::text_vectors`] does when `passages`, else the first as
-    /// [`embeddings::query_vector`] does. One job per query, at most [`EMBED_LATER_MAX`] at once
-    /// (a query over that is left for a later view). Must be called inside the tokio runtime.
+    /// [`embeddings::query_vector`] does. One job per query, at most [`EMBED_LATER_MAX`] queued
+    /// (a query over that is left for a later view), [`EMBED_LATER_RUNNING`] computed at once.
+    /// Must be called inside the tokio runtime.
     /// Returns whether the vectors are coming (false without a usable embedder or texts).
     pub fn embed_later(&self, texts: Vec<String>, passages: bool) -> bool {
         if self.embedder_ready().is_none() || texts.is_empty() {
@@ -561,8 +573,10 @@ impl Memory {
         }
         let memory = self.clone();
         tokio::spawn(async move {
-            // At the request lane's priority: somebody looks for these soon (a page's next
-            // view, a chat first read), so they go before the backfill.
+            // In turn (the semaphore is fair), at the requests' priority: somebody looks for
+            // these soon (a page's next view, a chat first read), so they go before the
+            // backfill. The semaphore is never closed.
+            let _turn = memory.inner.embedding_turns.acquire().await.ok();
             if passages {
                 embeddings::text_vectors(&memory, &texts).await;
             } else if let Some(text) = texts.first() {
