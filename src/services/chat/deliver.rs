@@ -42,13 +42,13 @@ const FIRST_READ_POLL: Duration = Duration::from_millis(250);
 /// How long without a write request counts as a quiet moment ([`Foreground`]).
 const QUIET: Duration = Duration::from_millis(25);
 
-/// How long one round waits for a quiet moment at most: in a storm that never pauses, messages
-/// still go out, one round after another, this much later.
-const YIELD_MAX: Duration = Duration::from_secs(2);
+/// How long one round waits for quiet moments at most, all its messages together: in a storm
+/// that never pauses, messages still go out, one round after another, this much later.
+const YIELD_MAX: Duration = Duration::from_secs(3);
 
 /// The worker: delivers due messages until `stop` turns true; sleeps [`ChatSettings::poll`]
-/// when nothing is due. Before each round that has messages to compose it waits for a moment
-/// without write requests ([`QUIET`]), at most [`YIELD_MAX`]: a burst of webhooks is answered
+/// when nothing is due. Before it composes each message it waits for a moment without write
+/// requests ([`QUIET`]), at most [`YIELD_MAX`] in a round: a burst of webhooks is answered
 /// first, and its messages follow (issue #50: a channel never slows a webhook).
 pub async fn run_worker(
     pool: AnyPool,
@@ -193,7 +193,7 @@ pub async fn deliver_due(
     if rows.is_empty() {
         return Ok(0);
     }
-    foreground.yield_to_writes(QUIET, YIELD_MAX).await;
+    let yield_until = tokio::time::Instant::now() + YIELD_MAX;
     let channels: BTreeMap<i64, Channel> = cstore::list(pool)
         .await?
         .into_iter()
@@ -206,7 +206,13 @@ pub async fn deliver_due(
     let rounds = by_channel.into_iter().filter_map(|(id, rows)| {
         let channel = channels.get(&id)?;
         Some(deliver_channel(
-            pool, memory, settings, client, channel, rows,
+            pool,
+            memory,
+            settings,
+            client,
+            (foreground, yield_until),
+            channel,
+            rows,
         ))
     });
     let next = tokio::time::Instant::now() + FIRST_READ_POLL;
@@ -235,6 +241,7 @@ async fn deliver_channel(
     memory: &Memory,
     settings: &ChatSettings,
     client: &reqwest::Client,
+    (foreground, yield_until): (&Foreground, tokio::time::Instant),
     channel: &Channel,
     rows: Vec<(OutboxRow, tokio::time::Instant)>,
 ) -> Vec<(OutboxRow, tokio::time::Instant, Option<PendingVectors>)> {
@@ -245,7 +252,11 @@ async fn deliver_channel(
             Some(until) => cstore::retry_later(pool, row.id, store::now(), until, far(), None)
                 .await
                 .map(|_| Tried::Done),
-            None => deliver_one(pool, memory, settings, client, channel, &row).await,
+            None => {
+                let left = yield_until.saturating_duration_since(tokio::time::Instant::now());
+                foreground.yield_to_writes(QUIET, left).await;
+                deliver_one(pool, memory, settings, client, channel, &row).await
+            }
         };
         match result {
             Ok(Tried::Deferred(until)) => deferred = Some(until),
