@@ -89,13 +89,19 @@ mod tests {
         let waited = f
             .yield_to_writes(Duration::from_millis(20), Duration::from_secs(5))
             .await;
-        assert!(waited < Duration::from_millis(5), "quiet: no wait ({waited:?})");
+        assert!(
+            waited < Duration::from_millis(5),
+            "quiet: no wait ({waited:?})"
+        );
         let held = f.enter();
         assert!(!f.is_quiet(Duration::ZERO), "a write in flight");
         let waited = f
             .yield_to_writes(Duration::from_millis(20), Duration::from_millis(80))
             .await;
-        assert!(waited >= Duration::from_millis(80), "bounded wait ran out: {waited:?}");
+        assert!(
+            waited >= Duration::from_millis(80),
+            "bounded wait ran out: {waited:?}"
+        );
         drop(held);
         assert!(!f.is_quiet(Duration::from_secs(60)), "one just ended");
         let waited = f

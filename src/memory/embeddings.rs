@@ -365,7 +365,12 @@ mod tests {
             let stat = std::fs::read_to_string("/proc/thread-self/stat").expect("proc");
             // The command name (field 2) is in parentheses and may hold spaces: count after it.
             let after = &stat[stat.rfind(')').expect("stat") + 2..];
-            after.split(' ').nth(16).expect("field 19").parse::<i32>().expect("nice")
+            after
+                .split(' ')
+                .nth(16)
+                .expect("field 19")
+                .parse::<i32>()
+                .expect("nice")
         };
         let threads = background_threads().expect("background threads start");
         assert_eq!(threads.install(nice_here), crate::startup::BACKGROUND_NICE);

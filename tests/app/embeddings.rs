@@ -442,7 +442,10 @@ async fn a_first_read_waits_for_its_query_vectors_with_a_cache_read() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(
-        app.memory.page_recall_pending(&incident, &[]).await.unwrap(),
+        app.memory
+            .page_recall_pending(&incident, &[])
+            .await
+            .unwrap(),
         None,
         "ready for the page recall too"
     );
@@ -501,10 +504,16 @@ async fn a_first_read_waits_under_its_claim_without_writing_the_outbox() {
                 "a waiting first read is not written back while it waits"
             );
         }
-        assert!(std::time::Instant::now() < deadline, "never delivered: {now:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never delivered: {now:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert!(seen_waiting >= 3, "the message waited under its claim ({seen_waiting} looks)");
+    assert!(
+        seen_waiting >= 3,
+        "the message waited under its claim ({seen_waiting} looks)"
+    );
     let got = rx.wait_for("slack/wait", 1, 30).await;
     let text = got[0]["text"].as_str().unwrap_or_default().to_string();
     assert!(text.starts_with("Incident opened"), "{text}");

@@ -40,7 +40,10 @@ async fn embed_all(
             Err(e) if batch.len() == 1 => last_err = Some(e),
             Err(e) => {
                 for &i in chunk {
-                    match embedder.embed_background(std::slice::from_ref(&prepared[i])).await {
+                    match embedder
+                        .embed_background(std::slice::from_ref(&prepared[i]))
+                        .await
+                    {
                         Ok(mut v) if v.len() == 1 && !v[0].is_empty() => {
                             any_ok = true;
                             out[i] = normalized(v.remove(0));

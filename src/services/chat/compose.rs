@@ -72,13 +72,12 @@ pub async fn compose(
         ChatEvent::Opened => {
             let created = store::parse_db_time(&row.created_at)?;
             let waited = now.duration_since(created).unsigned_abs();
-            let read =
-                match first_read(pool, memory, &incident, waited < settings.first_read_wait)
-                    .await?
-                {
-                    Ok(read) => read,
-                    Err(pending) => return Ok(Composed::NotYet(pending)),
-                };
+            let read = match first_read(pool, memory, &incident, waited < settings.first_read_wait)
+                .await?
+            {
+                Ok(read) => read,
+                Err(pending) => return Ok(Composed::NotYet(pending)),
+            };
             let mut sections = vec![line(&format!(
                 "{} on {}, opened by {actor}",
                 incident.severity, incident.service

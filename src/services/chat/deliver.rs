@@ -178,8 +178,7 @@ pub async fn deliver_due(
             cstore::retry_later(pool, w.row.id, store::now(), store::now(), far(), None).await?;
         } else if now < w.next {
             kept.push(w);
-        } else if w.pending.as_ref().is_some_and(|p| !p.ready(memory)) && store::now() < w.until
-        {
+        } else if w.pending.as_ref().is_some_and(|p| !p.ready(memory)) && store::now() < w.until {
             w.next = now + FIRST_READ_POLL;
             kept.push(w);
         } else {
@@ -201,7 +200,10 @@ pub async fn deliver_due(
         .collect();
     let mut by_channel: BTreeMap<i64, Vec<(OutboxRow, tokio::time::Instant)>> = BTreeMap::new();
     for (r, claimed) in rows {
-        by_channel.entry(r.channel_id).or_default().push((r, claimed));
+        by_channel
+            .entry(r.channel_id)
+            .or_default()
+            .push((r, claimed));
     }
     let rounds = by_channel.into_iter().filter_map(|(id, rows)| {
         let channel = channels.get(&id)?;
