@@ -111,6 +111,7 @@ pub async fn revoke_token(
         .await?;
     }
     w.commit().await?;
+    users::accounts_changed();
     Ok(token)
 }
 
@@ -202,6 +203,7 @@ pub async fn set_password(pool: &AnyPool, actor: &str, name: &str, new: &str) ->
     w.audit_by(actor, "user.password_change", &user.name, "sessions ended")
         .await?;
     w.commit().await?;
+    users::accounts_changed();
     Ok(User {
         generation: user.generation + 1,
         ..user
@@ -238,6 +240,7 @@ pub async fn set_disabled(
         w.audit_by(actor, action, &user.name, detail).await?;
     }
     w.commit().await?;
+    users::accounts_changed();
     Ok(changed)
 }
 

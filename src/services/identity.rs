@@ -146,6 +146,8 @@ pub async fn sign_in_external(
     )
     .await?;
     w.commit().await?;
+    // A role changed from the claims: the user's other sessions and tokens are checked again.
+    users::accounts_changed();
     Ok(user)
 }
 

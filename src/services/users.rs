@@ -65,6 +65,13 @@ pub async fn token_generation(pool: &AnyPool, digest: &str) -> AppResult<Option<
     crate::store::tokens::user_generation(pool, digest).await
 }
 
+/// This process's count of committed changes to who may sign in
+/// ([`crate::store::users::accounts_epoch`]): a check of a token or a session made under one
+/// count is not reused once it moved.
+pub fn accounts_epoch() -> u64 {
+    crate::store::users::accounts_epoch()
+}
+
 /// Records a use of the token with `digest` (at most once a minute per token: the caller
 /// decides).
 ///

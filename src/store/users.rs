@@ -122,6 +122,22 @@ pub async fn find(pool: &AnyPool, id: i64) -> AppResult<Option<User>> {
     row.map(UserRow::into_user).transpose()
 }
 
+/// This process's count of committed changes to who may sign in: a token revoked, a user
+/// disabled or enabled, a password or a role changed ([`accounts_changed`]). A request's check
+/// of a token or a session remembered under one count is not reused once the count moved.
+static ACCOUNTS_EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// The count of [`ACCOUNTS_EPOCH`] now.
+pub fn accounts_epoch() -> u64 {
+    ACCOUNTS_EPOCH.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Says that a change to who may sign in was committed: call it after the commit, so a check
+/// that read the database before the commit is not reused after it.
+pub fn accounts_changed() {
+    ACCOUNTS_EPOCH.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+}
+
 /// The generation of enabled user `id` (`None` for a disabled or unknown one): the one read a
 /// signed-in request makes when the user is already known, so a password change, a disable or
 /// a role change made on any instance ends the session at its next request.

@@ -79,20 +79,34 @@ impl IntoResponse for AuthRejection {
 /// a request signed in with a token or a session reads only the user's generation (sessions) or
 /// the token's liveness and its user's generation (tokens) while the entry is fresh, never the
 /// whole user (on two cores the whole read costs 190 µs of CPU: `page-bench --also /api/v1/me`
-/// answered 5,550 req/s against 11,830 for `/healthz`). A revocation, a disable, a password or
-/// role change made anywhere (the CLI, another instance) counts at the next request, since it
-/// moves what is read; a time zone changed elsewhere shows within the TTL. `moka` caches (time
+/// answered 5,550 req/s against 11,830 for `/healthz`), and that read answers for
+/// [`CHECK_FRESH`] unless this process changed an account meanwhile. A revocation, a disable, a
+/// password or role change made here counts at the next request; made elsewhere (the CLI,
+/// another instance) within [`CHECK_FRESH`], since it moves what is read; a time zone changed
+/// elsewhere shows within the TTL. `moka` caches (time
 /// to live, at most 4,096 entries each), and the tokens whose last use was written this minute.
 /// Held in [`AppState`].
 pub struct KnownUsers {
     by_token: moka::sync::Cache<String, User>,
     by_id: moka::sync::Cache<i64, User>,
+    /// Tokens whose liveness was read from the database within [`CHECK_FRESH`], with the
+    /// accounts count ([`crate::services::users::accounts_epoch`]) read before that read.
+    checked_tokens: moka::sync::Cache<String, u64>,
+    /// The same for users' generations (sessions).
+    checked_ids: moka::sync::Cache<i64, u64>,
     /// Tokens whose last use was written in the last minute.
     touched: moka::sync::Cache<String, ()>,
 }
 
 /// How long [`KnownUsers`] trusts an entry.
 pub const KNOWN_USER_TTL: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// How long a token's liveness or a user's generation, read from the database, answers for
+/// the next requests, unless this process changed an account since (issue #56: the read on
+/// every request was a SQLite round trip that held the incident page and its 304 at 28 % of
+/// `/healthz`). A revocation, disable, password or role change made through this instance
+/// counts at its next request; one made on another instance or with the CLI within this long.
+pub const CHECK_FRESH: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Entries [`KnownUsers`] keeps per key kind.
 const KNOWN_USERS: u64 = 4096;
@@ -105,9 +119,17 @@ impl Default for KnownUsers {
                 .time_to_live(KNOWN_USER_TTL)
                 .build()
         }
+        fn checked<K: std::hash::Hash + Eq + Send + Sync + 'static>() -> moka::sync::Cache<K, u64> {
+            moka::sync::Cache::builder()
+                .max_capacity(KNOWN_USERS)
+                .time_to_live(CHECK_FRESH)
+                .build()
+        }
         Self {
             by_token: cache(),
             by_id: cache(),
+            checked_tokens: checked(),
+            checked_ids: checked(),
             touched: moka::sync::Cache::builder()
                 .max_capacity(KNOWN_USERS)
                 .time_to_live(std::time::Duration::from_secs(60))
@@ -146,6 +168,18 @@ impl KnownUsers {
     /// Forgets the token with `digest` (it no longer authenticates).
     pub fn forget_token(&self, digest: &str) {
         self.by_token.invalidate(digest);
+        self.checked_tokens.invalidate(digest);
+    }
+
+    /// Whether the token with `digest` was found live within [`CHECK_FRESH`], under accounts
+    /// count `epoch`.
+    fn token_checked(&self, digest: &str, epoch: u64) -> bool {
+        self.checked_tokens.get(digest) == Some(epoch)
+    }
+
+    /// Whether user `id`'s generation was read within [`CHECK_FRESH`], under `epoch`.
+    fn id_checked(&self, id: i64, epoch: u64) -> bool {
+        self.checked_ids.get(&id) == Some(epoch)
     }
 
     /// Whether the token with `digest` is used for the first time this minute (its last use is
@@ -158,9 +192,11 @@ impl KnownUsers {
     /// Forgets every entry of user `id` (after a change to the user).
     pub fn forget(&self, id: i64) {
         self.by_id.invalidate(&id);
+        self.checked_ids.invalidate(&id);
         for (digest, user) in &self.by_token {
             if user.id == id {
                 self.by_token.invalidate(digest.as_str());
+                self.checked_tokens.invalidate(digest.as_str());
             }
         }
     }
@@ -207,16 +243,20 @@ impl FromRequestParts<AppState> for CurrentUser {
 }
 
 /// The user of an `Authorization: Bearer` request: a live token (not revoked, not expired) of
-/// an enabled user, checked in the database on every request (a revocation or a disable on any
-/// instance counts at once); the user itself comes from [`KnownUsers`] while its generation is
-/// unchanged. Records the token's use at most once a minute.
+/// an enabled user, checked in the database at most every [`CHECK_FRESH`] and at the next
+/// request after this process changed an account (a revocation or a disable here counts at
+/// once, on another instance within [`CHECK_FRESH`]); the user itself comes from [`KnownUsers`]
+/// while its generation is unchanged. Records the token's use at most once a minute.
 async fn token_user(parts: &Parts, state: &AppState) -> Result<User, AuthRejection> {
     let Some(token) = bearer_token(&parts.headers) else {
         return Err(AuthRejection::Api(AppError::Unauthenticated));
     };
     let digest = crate::services::users::token_digest(&token);
     let pool = &state.pool;
+    // Read before the database: a change committed after it moves the count.
+    let epoch = crate::services::users::accounts_epoch();
     let known = match state.users.by_token(&digest) {
+        Some(u) if state.users.token_checked(&digest, epoch) => Ok(Some(u)),
         Some(u) => match crate::services::users::token_generation(pool, &digest).await {
             Ok(Some(g)) if g == u.generation => Ok(Some(u)),
             Ok(Some(_)) => crate::services::users::by_token(pool, &digest).await,
@@ -228,6 +268,9 @@ async fn token_user(parts: &Parts, state: &AppState) -> Result<User, AuthRejecti
     match known {
         Ok(Some(u)) => {
             state.users.put_token(&digest, &u);
+            if !state.users.token_checked(&digest, epoch) {
+                state.users.checked_tokens.insert(digest.clone(), epoch);
+            }
             if state.users.first_use_this_minute(&digest) {
                 let (pool, digest) = (pool.clone(), digest.clone());
                 tokio::spawn(async move {
@@ -255,8 +298,9 @@ const SESSION_GENERATION: &str = "generation";
 
 /// The user signed in on `session`, if any: refused (and the session ended) once the user was
 /// disabled or their generation moved (a password change, a role change from claims) since the
-/// session was made — read from the database on every request, so it holds on every instance
-/// whatever caches the session.
+/// session was made — read from the database at most every [`CHECK_FRESH`] and at the next
+/// request after this process changed an account, so it holds on every instance (within
+/// [`CHECK_FRESH`]) whatever caches the session.
 ///
 /// # Errors
 /// Session store and database errors.
@@ -274,7 +318,9 @@ pub async fn session_user(state: &AppState, session: &Session) -> AppResult<Opti
         .map_err(|e| AppError::Internal(e.into()))?
         .unwrap_or(0);
     let pool = &state.pool;
+    let epoch = crate::services::users::accounts_epoch();
     let user = match state.users.by_id(user_id) {
+        Some(u) if state.users.id_checked(user_id, epoch) => Some(u),
         Some(u) => match crate::services::users::generation(pool, user_id).await? {
             Some(g) if g == u.generation => Some(u),
             Some(_) => crate::services::users::by_id(pool, user_id).await?,
@@ -285,6 +331,9 @@ pub async fn session_user(state: &AppState, session: &Session) -> AppResult<Opti
     match user {
         Some(u) if u.generation == made_under => {
             state.users.put_id(&u);
+            if !state.users.id_checked(u.id, epoch) {
+                state.users.checked_ids.insert(u.id, epoch);
+            }
             Ok(Some(u))
         }
         _ => {

@@ -365,3 +365,32 @@ async fn the_proxy_headers_count_from_a_trusted_address_and_are_ignored_from_ano
         .unwrap();
     assert_eq!(n, 0, "nobody made from an untrusted header");
 }
+
+/// A token revoked elsewhere (another instance, the CLI: here, straight in the database) is
+/// refused within `CHECK_FRESH` of the revocation, though this instance reuses a check of the
+/// token for that long (issue #56: no database read on every request).
+#[tokio::test]
+async fn a_token_revoked_on_another_instance_is_refused_within_a_second() {
+    let app = spawn_app().await;
+    assert_eq!(me_status(&app, &app.responder).await, StatusCode::OK);
+    sqlx::query("UPDATE api_tokens SET revoked_at = $1 WHERE revoked_at IS NULL")
+        .bind(incidentmind::store::db_time(incidentmind::store::now()))
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let revoked = std::time::Instant::now();
+    let bound = incidentmind::web::auth::CHECK_FRESH + std::time::Duration::from_millis(500);
+    loop {
+        let status = me_status(&app, &app.responder).await;
+        if status == StatusCode::UNAUTHORIZED {
+            break;
+        }
+        assert_eq!(status, StatusCode::OK);
+        assert!(
+            revoked.elapsed() < bound,
+            "still accepted {:?} after the revocation",
+            revoked.elapsed()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
