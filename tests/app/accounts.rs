@@ -132,6 +132,17 @@ async fn an_expired_token_is_refused_and_a_bad_lifetime_is_a_422_in_words() {
     .execute(&app.pool)
     .await
     .unwrap();
+    // A check of the token answers for `CHECK_FRESH` (issue #56): an expiry is honoured within
+    // that long of it, here written straight into the database.
+    let expired = std::time::Instant::now();
+    while me_status(&app, &token).await == StatusCode::OK {
+        assert!(
+            expired.elapsed()
+                < incidentmind::web::auth::CHECK_FRESH + std::time::Duration::from_millis(500),
+            "an expired token still accepted"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     assert_eq!(me_status(&app, &token).await, StatusCode::UNAUTHORIZED);
     assert_eq!(mcp_status(&app, &token).await, StatusCode::UNAUTHORIZED);
     let res = rita
