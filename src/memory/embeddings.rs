@@ -103,6 +103,9 @@ fn background_threads() -> Option<&'static rayon::ThreadPool> {
             .start_handler(|_| {
                 crate::startup::lower_this_thread();
             })
+            // rayon aborts the process on a panic in `spawn` unless a handler takes it; the
+            // caller then gets a dropped reply (an embedding error), as from `spawn_blocking`.
+            .panic_handler(|_| tracing::error!("a background embedding panicked"))
             .build()
             .map_err(|e| tracing::warn!(error = %e, "background model threads not started"))
             .ok()

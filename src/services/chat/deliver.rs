@@ -104,9 +104,10 @@ pub async fn run_worker(
 
 /// "Opened" messages whose first read waits for its recall's query vectors, kept by the
 /// worker that claimed them (issue #50). While they wait nothing is written: their claim (the
-/// [`LEASE`]) keeps other workers off them and keeps the incident's later messages behind them,
-/// and they are composed again every [`FIRST_READ_POLL`] from the memory's caches (reads
-/// only). Writing each one back to the outbox on every poll took SQLite's write lock hundreds
+/// [`LEASE`]) keeps other workers off them and keeps the incident's later messages behind them;
+/// every [`FIRST_READ_POLL`] their pending query vectors are looked up in the memory's caches
+/// ([`PendingVectors::ready`]), and a message is composed again only once they are ready or its
+/// wait is over. Writing each one back to the outbox on every poll took SQLite's write lock hundreds
 /// of times a second in an alert storm, and the webhooks queued behind it. A row still waiting
 /// after half its lease is written back and claimed again later, so a lease never runs out
 /// under a live worker; a worker that dies leaves its rows to the next claim after the lease.
@@ -130,18 +131,6 @@ struct Wait {
     /// When its first read stops waiting ([`ChatSettings::first_read_wait`] after the row was
     /// queued).
     until: jiff::Timestamp,
-}
-
-impl Waiting {
-    /// How many messages wait for their first read.
-    pub fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    /// Whether none waits.
-    pub fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
 }
 
 /// What became of one message tried once.
