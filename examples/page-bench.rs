@@ -7,7 +7,8 @@
 //! [--embeddings builtin|off] [--new 30] [--also PATH]…` (`--also` measures more paths
 //! saturated, for information, e.g. `/api/v1/me` for the cost of authentication alone;
 //! `--wrk PATH` also measures `/healthz`, the page and its 304 saturated from `wrk`, an external
-//! load generator, as issue #56 measured them, and judges the page's p99 there too).
+//! load generator, as issue #56 measured them, in single runs and in interleaved rounds, and
+//! judges the page's p99 there too).
 //!
 //! Builds the real router (`incidentmind::router` over an `AppState` wired as `serve` wires it,
 //! with the built-in embedding model unless `--embeddings off`) on a fresh SQLite file, replays
@@ -18,8 +19,12 @@
 //!    token, with a session cookie, and revalidated with `If-None-Match`: 304) and the JSON
 //!    `GET /api/v1/incidents/{id}` revalidated, `--connections` client tasks for `--seconds`,
 //!    each sending one request after another on its own keep-alive connection. This gives each
-//!    route's capacity; the floors are the page's rate ≥ 50 % of `/healthz`'s and the 304's
-//!    ≥ 80 % (of the mean of two `/healthz` runs, one before and one after the page's).
+//!    route's capacity, for information. The floors — the page's rate ≥ 50 % of `/healthz`'s and
+//!    the 304's ≥ 80 % — are judged on `--rounds` (5) interleaved rounds of `--round-seconds`
+//!    (2) each: `/healthz`, the page, the 304, `/healthz` again, each round's shares of the mean
+//!    of its two `/healthz` runs, the median over the rounds judged. On this shared 2-core
+//!    machine two 8 s runs of the 304, a minute apart, measured 110 % and 63 % of `/healthz`: the drift
+//!    between runs minutes apart is larger than the gap measured, and interleaving cancels it.
 //!    Latency here is queueing: with `c` connections always waiting, the mean is `c / rate`
 //!    (Little's law). It is printed, and the page's p99 is judged in the paced run.
 //! 2. **Paced (open loop)**: the same connections send the page at a fixed total rate, 50 % of
@@ -290,6 +295,75 @@ async fn wrk(
     Ok(f)
 }
 
+/// Who sends a saturated run: this process's clients ([`load`]) or `wrk` ([`wrk`]).
+#[derive(Clone, Copy)]
+enum Sender<'a> {
+    InProcess,
+    Wrk(&'a str),
+}
+
+impl Sender<'_> {
+    /// `probe` saturated from `connections` connections for `seconds`.
+    async fn saturate(
+        self,
+        probe: &Probe,
+        connections: usize,
+        seconds: u64,
+    ) -> anyhow::Result<Figures> {
+        match self {
+            Self::InProcess => load(probe, connections, seconds).await,
+            Self::Wrk(bin) => wrk(bin, probe, connections, seconds).await,
+        }
+    }
+}
+
+/// The page's and its 304's shares of `/healthz`'s rate, measured in `rounds` interleaved
+/// rounds (`/healthz`, the page, the 304, `/healthz` again, `seconds` each) so that the
+/// machine's drift from one run to the next (other tenants, frequency) moves both sides of a
+/// share alike: each round's share is of the mean of its two `/healthz` runs, and the shares
+/// judged are the medians over the rounds (an A-B-A design). Returns the per-round shares of
+/// the page and of the 304, and the page's and 304's unexpected answers.
+async fn interleaved(
+    sender: Sender<'_>,
+    health: &Probe,
+    page: &Probe,
+    not_modified: &Probe,
+    connections: usize,
+    seconds: u64,
+    rounds: usize,
+) -> anyhow::Result<(Vec<f64>, Vec<f64>, usize)> {
+    let (mut pages, mut revalidated, mut errors) = (Vec::new(), Vec::new(), 0);
+    let mut before = sender.saturate(health, connections, seconds).await?.rate;
+    for _ in 0..rounds {
+        let pg = sender.saturate(page, connections, seconds).await?;
+        let nm = sender.saturate(not_modified, connections, seconds).await?;
+        let after = sender.saturate(health, connections, seconds).await?.rate;
+        let base = ((before + after) / 2.0).max(1e-9);
+        pages.push(pg.rate / base);
+        revalidated.push(nm.rate / base);
+        errors += pg.errors + nm.errors;
+        before = after;
+    }
+    Ok((pages, revalidated, errors))
+}
+
+/// The median of `values` (0 when empty).
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Shares as percentages, for printing: `[72 81 79]`.
+fn percents(values: &[f64]) -> String {
+    let each: Vec<String> = values.iter().map(|v| format!("{:.0}", v * 100.0)).collect();
+    format!("[{}]", each.join(" "))
+}
+
 /// The one-minute load average (`/proc/loadavg`), for the record: other work on the machine
 /// moves every figure.
 fn load_average() -> String {
@@ -437,6 +511,8 @@ async fn run() -> anyhow::Result<()> {
     let mut new_incidents = 30usize;
     let mut also: Vec<String> = Vec::new();
     let mut wrk_bin: Option<String> = None;
+    let mut rounds = 5usize;
+    let mut round_seconds = 2u64;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut value = || {
@@ -456,8 +532,10 @@ async fn run() -> anyhow::Result<()> {
             }
             "--also" => also.push(value()?),
             "--wrk" => wrk_bin = Some(value()?),
+            "--rounds" => rounds = value()?.parse::<usize>()?.max(1),
+            "--round-seconds" => round_seconds = value()?.parse::<u64>()?.max(1),
             other => anyhow::bail!(
-                "unknown argument {other}; usage: page-bench [--connections 200] [--seconds 10] [--embeddings builtin|off] [--new 30] [--also PATH]… [--wrk PATH]"
+                "unknown argument {other}; usage: page-bench [--connections 200] [--seconds 10] [--embeddings builtin|off] [--new 30] [--also PATH]… [--wrk PATH] [--rounds 5] [--round-seconds 2]"
             ),
         }
     }
@@ -636,6 +714,34 @@ async fn run() -> anyhow::Result<()> {
         .await?;
         show(path, &f);
     }
+    // The shares judged: interleaved rounds (see `interleaved`), medians over the rounds.
+    let health_probe = Probe::token(&format!("{base}/healthz"), &token);
+    let revalidate = page_etag
+        .as_ref()
+        .map(|tag| page.clone().with("if-none-match", tag, 304));
+    let rounds_in_process = match &revalidate {
+        Some(nm) => {
+            let (pages, nms, errors) = interleaved(
+                Sender::InProcess,
+                &health_probe,
+                &page,
+                nm,
+                connections,
+                round_seconds,
+                rounds,
+            )
+            .await?;
+            println!(
+                "interleaved ({rounds} rounds of /healthz, page, 304, /healthz, {round_seconds} s each): page {} % of /healthz, median {:.0} %; 304 {} %, median {:.0} %; errors {errors}",
+                percents(&pages),
+                median(&pages) * 100.0,
+                percents(&nms),
+                median(&nms) * 100.0
+            );
+            Some((median(&pages), median(&nms), errors))
+        }
+        None => None,
+    };
     let target = health.rate * PAGE_RATE_MIN;
     println!(
         "paced at {target:.0} req/s in total ({:.0} % of /healthz's rate), latency from when due:",
@@ -677,20 +783,9 @@ async fn run() -> anyhow::Result<()> {
             show("/healthz", &h1);
             let pg = wrk(bin, &page, connections, seconds).await?;
             show("/incidents/{id}", &pg);
-            let nm = match &page_etag {
-                Some(tag) => {
-                    let f = wrk(
-                        bin,
-                        &page.clone().with("if-none-match", tag, 304),
-                        connections,
-                        seconds,
-                    )
-                    .await?;
-                    show("/incidents/{id} 304", &f);
-                    Some(f)
-                }
-                None => None,
-            };
+            if let Some(nm) = &revalidate {
+                show("/incidents/{id} 304", &wrk(bin, nm, connections, seconds).await?);
+            }
             let h2 = wrk(
                 bin,
                 &Probe::token(&format!("{base}/healthz"), &token),
@@ -699,7 +794,30 @@ async fn run() -> anyhow::Result<()> {
             )
             .await?;
             show("/healthz (again)", &h2);
-            Some(((h1.rate + h2.rate) / 2.0, pg, nm))
+            let shares = match &revalidate {
+                Some(nm) => {
+                    let (pages, nms, errors) = interleaved(
+                        Sender::Wrk(bin),
+                        &health_probe,
+                        &page,
+                        nm,
+                        connections,
+                        round_seconds,
+                        rounds,
+                    )
+                    .await?;
+                    println!(
+                        "  interleaved from wrk ({rounds} rounds): page {} % of /healthz, median {:.0} %; 304 {} %, median {:.0} %; errors {errors}",
+                        percents(&pages),
+                        median(&pages) * 100.0,
+                        percents(&nms),
+                        median(&nms) * 100.0
+                    );
+                    Some((median(&pages), median(&nms), errors))
+                }
+                None => None,
+            };
+            Some((pg, shares))
         }
         None => None,
     };
@@ -738,12 +856,17 @@ async fn run() -> anyhow::Result<()> {
         load_average()
     );
 
-    let share = incident.rate / health.rate.max(1e-9);
+    // Judged on the interleaved rounds' medians; the single runs above are for information.
+    let (share, nm_share, rounds_errors) = rounds_in_process.unwrap_or((
+        incident.rate / health.rate.max(1e-9),
+        0.0,
+        0,
+    ));
     let share_ok = share >= PAGE_RATE_MIN;
     let p99_ok = steady.p99 <= PAGE_P99_MAX_MS;
     let verdict = |ok: bool| if ok { "PASS" } else { "FAIL" };
     println!(
-        "  {} incident page saturated rate {:.0} % of /healthz (floor {:.0} %)",
+        "  {} incident page saturated rate {:.0} % of /healthz, median of the interleaved rounds (floor {:.0} %)",
         verdict(share_ok),
         share * 100.0,
         PAGE_RATE_MIN * 100.0
@@ -755,14 +878,13 @@ async fn run() -> anyhow::Result<()> {
         PAGE_RATE_MIN * 100.0
     );
     let nm_ok = not_modified.as_ref().is_some_and(|f| {
-        let s = f.rate / health.rate.max(1e-9);
         println!(
-            "  {} revalidated page (304) {:.0} % of /healthz (floor {:.0} %)",
-            verdict(s >= NOT_MODIFIED_RATE_MIN),
-            s * 100.0,
+            "  {} revalidated page (304) {:.0} % of /healthz, median of the interleaved rounds (floor {:.0} %)",
+            verdict(nm_share >= NOT_MODIFIED_RATE_MIN),
+            nm_share * 100.0,
             NOT_MODIFIED_RATE_MIN * 100.0
         );
-        s >= NOT_MODIFIED_RATE_MIN && f.errors == 0
+        nm_share >= NOT_MODIFIED_RATE_MIN && f.errors == 0 && rounds_errors == 0
     });
     if not_modified.is_none() {
         println!("  FAIL revalidated page (304): the page carries no ETag");
@@ -773,8 +895,8 @@ async fn run() -> anyhow::Result<()> {
         verdict(first_ok)
     );
     let wrk_ok = match &by_wrk {
-        Some((health_rate, pg, nm)) => {
-            let share = pg.rate / health_rate.max(1e-9);
+        Some((pg, shares)) => {
+            let (share, nm_share, rounds_errors) = shares.unwrap_or((0.0, 0.0, 1));
             println!(
                 "  {} from wrk: incident page {:.0} % of /healthz (floor {:.0} %), p99 {:.2} ms at {connections} connections (floor {PAGE_P99_MAX_MS} ms)",
                 verdict(share >= PAGE_RATE_MIN && pg.p99 <= PAGE_P99_MAX_MS && pg.errors == 0),
@@ -782,7 +904,6 @@ async fn run() -> anyhow::Result<()> {
                 PAGE_RATE_MIN * 100.0,
                 pg.p99
             );
-            let nm_share = nm.as_ref().map_or(0.0, |f| f.rate / health_rate.max(1e-9));
             println!(
                 "  {} from wrk: revalidated page (304) {:.0} % of /healthz (floor {:.0} %)",
                 verdict(nm_share >= NOT_MODIFIED_RATE_MIN),
@@ -792,6 +913,7 @@ async fn run() -> anyhow::Result<()> {
             share >= PAGE_RATE_MIN
                 && pg.p99 <= PAGE_P99_MAX_MS
                 && pg.errors == 0
+                && rounds_errors == 0
                 && nm_share >= NOT_MODIFIED_RATE_MIN
         }
         None => true,

@@ -133,10 +133,25 @@ impl Default for Settings {
     }
 }
 
-/// Shared state of every handler: the database pool, organizational memory (with its embedder
-/// and caches), the settings and the optional model.
+/// Shared state of every handler: a handle on one [`SharedState`] (the database pool,
+/// organizational memory with its embedder and caches, the settings, the optional model…), whose
+/// fields it gives access to (`state.pool`). axum clones the state for every request at every
+/// layer that takes it and at the handler; a clone is one reference count here (issue #56: the
+/// 17 fields cloned and dropped one by one were a tenth of `/healthz`'s CPU at 200 connections).
 #[derive(Debug, Clone)]
-pub struct AppState {
+pub struct AppState(std::sync::Arc<SharedState>);
+
+impl std::ops::Deref for AppState {
+    type Target = SharedState;
+
+    fn deref(&self) -> &SharedState {
+        &self.0
+    }
+}
+
+/// What [`AppState`] holds, built once at start ([`AppState::new`] and its `with_…` methods).
+#[derive(Debug, Clone)]
+pub struct SharedState {
     /// The one database (SQLite or PostgreSQL, see [`crate::store::Backend`]): its pool, and the
     /// change notices of its incident writes (`pool.changes()`, [`crate::store::changes`]).
     pub pool: crate::store::Db,
@@ -171,7 +186,7 @@ impl AppState {
     /// Builds the state with the built-in analyst only and a memory without embeddings.
     pub fn new(pool: impl Into<crate::store::Db>, settings: Settings) -> Self {
         let pool = pool.into();
-        Self {
+        Self(std::sync::Arc::new(SharedState {
             limits: std::sync::Arc::new(limits::RateLimiters::new(&settings.rate_limits)),
             memory: crate::memory::Memory::new(pool.clone(), None),
             pool,
@@ -190,24 +205,30 @@ impl AppState {
             settings: std::sync::Arc::new(settings),
             live: std::sync::Arc::default(),
             foreground: std::sync::Arc::default(),
-        }
+        }))
+    }
+
+    /// The fields, to change while the state is still being built (a copy of them if the state
+    /// was already shared, which the `with_…` methods are not called after).
+    fn parts(&mut self) -> &mut SharedState {
+        std::sync::Arc::make_mut(&mut self.0)
     }
 
     /// Uses `prometheus` as the Prometheus source.
     pub fn with_prometheus(mut self, prometheus: crate::prometheus::Prometheus) -> Self {
-        self.prometheus = Some(std::sync::Arc::new(prometheus));
+        self.parts().prometheus = Some(std::sync::Arc::new(prometheus));
         self
     }
 
     /// Uses `memory` (built over the same pool, typically with an embedder).
     pub fn with_memory(mut self, memory: crate::memory::Memory) -> Self {
-        self.memory = memory;
+        self.parts().memory = memory;
         self
     }
 
     /// Adds an LLM analyst (investigations fall back to the built-in analyst when it fails).
     pub fn with_llm(mut self, llm: std::sync::Arc<dyn crate::analyst::Analyst>) -> Self {
-        self.analyst =
+        self.parts().analyst =
             std::sync::Arc::new(crate::analyst::fallback::WithFallback { model: Some(llm) });
         self
     }
