@@ -185,6 +185,10 @@ impl KnownUsers {
     /// Whether the token with `digest` is used for the first time this minute (its last use is
     /// then written).
     pub fn first_use_this_minute(&self, digest: &str) -> bool {
+        // A read first: on every request but the minute's first, no key is built or written.
+        if self.touched.contains_key(digest) {
+            return false;
+        }
         let entry = self.touched.entry(digest.to_string()).or_insert(());
         entry.is_fresh()
     }
@@ -255,19 +259,27 @@ async fn token_user(parts: &Parts, state: &AppState) -> Result<User, AuthRejecti
     let pool = &state.pool;
     // Read before the database: a change committed after it moves the count.
     let epoch = crate::services::users::accounts_epoch();
+    // The user, and whether it was read from the database (then it is remembered; a cache
+    // hit is not written again: an insert costs a cache write on every request).
     let known = match state.users.by_token(&digest) {
-        Some(u) if state.users.token_checked(&digest, epoch) => Ok(Some(u)),
+        Some(u) if state.users.token_checked(&digest, epoch) => Ok(Some((u, false))),
         Some(u) => match crate::services::users::token_generation(pool, &digest).await {
-            Ok(Some(g)) if g == u.generation => Ok(Some(u)),
-            Ok(Some(_)) => crate::services::users::by_token(pool, &digest).await,
+            Ok(Some(g)) if g == u.generation => Ok(Some((u, false))),
+            Ok(Some(_)) => crate::services::users::by_token(pool, &digest)
+                .await
+                .map(|u| u.map(|u| (u, true))),
             Ok(None) => Ok(None),
             Err(e) => Err(e),
         },
-        None => crate::services::users::by_token(pool, &digest).await,
+        None => crate::services::users::by_token(pool, &digest)
+            .await
+            .map(|u| u.map(|u| (u, true))),
     };
     match known {
-        Ok(Some(u)) => {
-            state.users.put_token(&digest, &u);
+        Ok(Some((u, read))) => {
+            if read {
+                state.users.put_token(&digest, &u);
+            }
             if !state.users.token_checked(&digest, epoch) {
                 state.users.checked_tokens.insert(digest.clone(), epoch);
             }
@@ -319,18 +331,25 @@ pub async fn session_user(state: &AppState, session: &Session) -> AppResult<Opti
         .unwrap_or(0);
     let pool = &state.pool;
     let epoch = crate::services::users::accounts_epoch();
+    // As for a token: whether the user was read from the database (then remembered).
     let user = match state.users.by_id(user_id) {
-        Some(u) if state.users.id_checked(user_id, epoch) => Some(u),
+        Some(u) if state.users.id_checked(user_id, epoch) => Some((u, false)),
         Some(u) => match crate::services::users::generation(pool, user_id).await? {
-            Some(g) if g == u.generation => Some(u),
-            Some(_) => crate::services::users::by_id(pool, user_id).await?,
+            Some(g) if g == u.generation => Some((u, false)),
+            Some(_) => crate::services::users::by_id(pool, user_id)
+                .await?
+                .map(|u| (u, true)),
             None => None,
         },
-        None => crate::services::users::by_id(pool, user_id).await?,
+        None => crate::services::users::by_id(pool, user_id)
+            .await?
+            .map(|u| (u, true)),
     };
     match user {
-        Some(u) if u.generation == made_under => {
-            state.users.put_id(&u);
+        Some((u, read)) if u.generation == made_under => {
+            if read {
+                state.users.put_id(&u);
+            }
             if !state.users.id_checked(u.id, epoch) {
                 state.users.checked_ids.insert(u.id, epoch);
             }
