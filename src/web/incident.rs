@@ -651,7 +651,9 @@ pub(super) async fn show_page(
     let notice = q.duplicate.map(|e| {
         format!("That content is already evidence #{e} on this incident (same SHA-256): nothing was added.")
     });
-    let page = build_page(
+    // Boxed, as in `cached_page`: a render's future is large, and a view that needs none
+    // (a 304, a cached copy) should not carry or move it.
+    let page = Box::pin(build_page(
         &state,
         &user,
         &headers,
@@ -659,7 +661,7 @@ pub(super) async fn show_page(
         KeptInput::default(),
         None,
         notice,
-    )
+    ))
     .await?;
     Ok(page.into_response())
 }
@@ -688,8 +690,19 @@ async fn cached_page(
     let page = state
         .pages
         .get_or_render(key, async {
-            let (status, page) =
-                build_page(state, user, headers, id, KeptInput::default(), None, None).await?;
+            // Boxed: the render's future (database reads, recall) is many kilobytes, and
+            // inline it would make every view's future that size, moved on every request,
+            // the 304s' too (issue #56: the page's 304 cost more than the JSON's).
+            let (status, page) = Box::pin(build_page(
+                state,
+                user,
+                headers,
+                id,
+                KeptInput::default(),
+                None,
+                None,
+            ))
+            .await?;
             let html = axum::body::Bytes::from(page.render().map_err(|e| {
                 PageError(AppError::Internal(anyhow::anyhow!("incident page: {e}")))
             })?);
