@@ -820,7 +820,10 @@ async fn run() -> anyhow::Result<()> {
             show("/incidents/{id}", &pg);
             if revalidate.is_some() {
                 let nm = revalidation(&page).await?;
-                show("/incidents/{id} 304", &wrk(bin, &nm, connections, seconds).await?);
+                show(
+                    "/incidents/{id} 304",
+                    &wrk(bin, &nm, connections, seconds).await?,
+                );
             }
             let h2 = wrk(
                 bin,
@@ -892,11 +895,8 @@ async fn run() -> anyhow::Result<()> {
     );
 
     // Judged on the interleaved rounds' medians; the single runs above are for information.
-    let (share, nm_share, rounds_errors) = rounds_in_process.unwrap_or((
-        incident.rate / health.rate.max(1e-9),
-        0.0,
-        0,
-    ));
+    let (share, nm_share, rounds_errors) =
+        rounds_in_process.unwrap_or((incident.rate / health.rate.max(1e-9), 0.0, 0));
     let share_ok = share >= PAGE_RATE_MIN;
     let p99_ok = steady.p99 <= PAGE_P99_MAX_MS;
     let verdict = |ok: bool| if ok { "PASS" } else { "FAIL" };
