@@ -678,7 +678,23 @@ async fn healthz() -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    use super::incident_of_path;
+    use super::{AppState, incident_of_path};
+
+    /// axum clones the state for every request at every layer that takes it: it stays one
+    /// pointer, and its clones share one `SharedState` (issue #56: cloned field by field it was
+    /// a tenth of `/healthz`'s CPU).
+    #[tokio::test]
+    async fn the_state_is_one_pointer_and_its_clones_share_what_it_holds() {
+        assert_eq!(
+            std::mem::size_of::<AppState>(),
+            std::mem::size_of::<usize>()
+        );
+        let pool = sqlx::AnyPool::connect_lazy("sqlite::memory:").expect("lazy pool");
+        let state = AppState::new(pool, super::Settings::default());
+        let copy = state.clone();
+        assert!(std::sync::Arc::ptr_eq(&state.0, &copy.0));
+        assert!(std::sync::Arc::ptr_eq(&state.pages, &copy.pages));
+    }
 
     #[test]
     fn the_log_span_names_the_incident_of_page_and_api_routes_only_when_well_formed() {
