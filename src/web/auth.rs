@@ -259,27 +259,18 @@ async fn token_user(parts: &Parts, state: &AppState) -> Result<User, AuthRejecti
     let pool = &state.pool;
     // Read before the database: a change committed after it moves the count.
     let epoch = crate::services::users::accounts_epoch();
-    // The user, and whether it was read from the database (then it is remembered; a cache
-    // hit is not written again: an insert costs a cache write on every request).
     let known = match state.users.by_token(&digest) {
-        Some(u) if state.users.token_checked(&digest, epoch) => Ok(Some((u, false))),
+        Some(u) if state.users.token_checked(&digest, epoch) => Ok(Some(u)),
         Some(u) => match crate::services::users::token_generation(pool, &digest).await {
-            Ok(Some(g)) if g == u.generation => Ok(Some((u, false))),
-            Ok(Some(_)) => crate::services::users::by_token(pool, &digest)
-                .await
-                .map(|u| u.map(|u| (u, true))),
+            Ok(Some(g)) if g == u.generation => Ok(Some(u)),
+            Ok(Some(_)) => token_owner(state, &digest).await,
             Ok(None) => Ok(None),
             Err(e) => Err(e),
         },
-        None => crate::services::users::by_token(pool, &digest)
-            .await
-            .map(|u| u.map(|u| (u, true))),
+        None => token_owner(state, &digest).await,
     };
     match known {
-        Ok(Some((u, read))) => {
-            if read {
-                state.users.put_token(&digest, &u);
-            }
+        Ok(Some(u)) => {
             if !state.users.token_checked(&digest, epoch) {
                 state.users.checked_tokens.insert(digest.clone(), epoch);
             }
@@ -303,6 +294,32 @@ async fn token_user(parts: &Parts, state: &AppState) -> Result<User, AuthRejecti
         }
         Err(e) => Err(AuthRejection::Api(e)),
     }
+}
+
+/// The owner of the live token with `digest`, read from the database and remembered in
+/// [`KnownUsers`] (only a read is written there: a cache hit written again on every request
+/// was a cache insert per request, issue #56). `None` for a revoked, expired or unknown token.
+///
+/// # Errors
+/// Database errors.
+async fn token_owner(state: &AppState, digest: &str) -> AppResult<Option<User>> {
+    let user = crate::services::users::by_token(&state.pool, digest).await?;
+    if let Some(u) = &user {
+        state.users.put_token(digest, u);
+    }
+    Ok(user)
+}
+
+/// User `id` read from the database and remembered in [`KnownUsers`], as [`token_owner`].
+///
+/// # Errors
+/// Database errors.
+async fn user_by_id(state: &AppState, id: i64) -> AppResult<Option<User>> {
+    let user = crate::services::users::by_id(&state.pool, id).await?;
+    if let Some(u) = &user {
+        state.users.put_id(u);
+    }
+    Ok(user)
 }
 
 /// Session key holding the user's generation when the session was made.
@@ -331,25 +348,17 @@ pub async fn session_user(state: &AppState, session: &Session) -> AppResult<Opti
         .unwrap_or(0);
     let pool = &state.pool;
     let epoch = crate::services::users::accounts_epoch();
-    // As for a token: whether the user was read from the database (then remembered).
     let user = match state.users.by_id(user_id) {
-        Some(u) if state.users.id_checked(user_id, epoch) => Some((u, false)),
+        Some(u) if state.users.id_checked(user_id, epoch) => Some(u),
         Some(u) => match crate::services::users::generation(pool, user_id).await? {
-            Some(g) if g == u.generation => Some((u, false)),
-            Some(_) => crate::services::users::by_id(pool, user_id)
-                .await?
-                .map(|u| (u, true)),
+            Some(g) if g == u.generation => Some(u),
+            Some(_) => user_by_id(state, user_id).await?,
             None => None,
         },
-        None => crate::services::users::by_id(pool, user_id)
-            .await?
-            .map(|u| (u, true)),
+        None => user_by_id(state, user_id).await?,
     };
     match user {
-        Some((u, read)) if u.generation == made_under => {
-            if read {
-                state.users.put_id(&u);
-            }
+        Some(u) if u.generation == made_under => {
             if !state.users.id_checked(u.id, epoch) {
                 state.users.checked_ids.insert(u.id, epoch);
             }
