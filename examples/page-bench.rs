@@ -383,6 +383,29 @@ async fn revalidation(page: &Probe) -> anyhow::Result<Probe> {
     Ok(page.clone().with("if-none-match", &tag, 304))
 }
 
+/// [`interleaved`] rounds from `sender`, printed after `label`: the page's and the 304's median
+/// shares of `/healthz` and the unexpected answers.
+async fn judged_rounds(
+    sender: Sender<'_>,
+    label: &str,
+    health: &Probe,
+    page: &Probe,
+    connections: usize,
+    seconds: u64,
+    rounds: usize,
+) -> anyhow::Result<(f64, f64, usize)> {
+    let (pages, nms, errors) =
+        interleaved(sender, health, page, connections, seconds, rounds).await?;
+    println!(
+        "{label}: page {} % of /healthz, median {:.0} %; 304 {} %, median {:.0} %; errors {errors}",
+        percents(&pages),
+        median(&pages) * 100.0,
+        percents(&nms),
+        median(&nms) * 100.0
+    );
+    Ok((median(&pages), median(&nms), errors))
+}
+
 /// The median of `values` (0 when empty).
 fn median(values: &[f64]) -> f64 {
     let mut v = values.to_vec();
@@ -752,29 +775,21 @@ async fn run() -> anyhow::Result<()> {
     }
     // The shares judged: interleaved rounds (see `interleaved`), medians over the rounds.
     let health_probe = Probe::token(&format!("{base}/healthz"), &token);
-    let revalidate = page_etag
-        .as_ref()
-        .map(|tag| page.clone().with("if-none-match", tag, 304));
-    let rounds_in_process = match &revalidate {
-        Some(_) => {
-            let (pages, nms, errors) = interleaved(
+    let rounds_in_process = match &page_etag {
+        Some(_) => Some(
+            judged_rounds(
                 Sender::InProcess,
+                &format!(
+                    "interleaved ({rounds} rounds of /healthz, page, 304, /healthz, {round_seconds} s each)"
+                ),
                 &health_probe,
                 &page,
                 connections,
                 round_seconds,
                 rounds,
             )
-            .await?;
-            println!(
-                "interleaved ({rounds} rounds of /healthz, page, 304, /healthz, {round_seconds} s each): page {} % of /healthz, median {:.0} %; 304 {} %, median {:.0} %; errors {errors}",
-                percents(&pages),
-                median(&pages) * 100.0,
-                percents(&nms),
-                median(&nms) * 100.0
-            );
-            Some((median(&pages), median(&nms), errors))
-        }
+            .await?,
+        ),
         None => None,
     };
     let target = health.rate * PAGE_RATE_MIN;
@@ -808,51 +823,36 @@ async fn run() -> anyhow::Result<()> {
             println!(
                 "saturated from wrk ({bin}, 2 threads, {connections} connections, {seconds} s each):"
             );
-            let h1 = wrk(
-                bin,
-                &Probe::token(&format!("{base}/healthz"), &token),
-                connections,
-                seconds,
-            )
-            .await?;
-            show("/healthz", &h1);
+            show(
+                "/healthz",
+                &wrk(bin, &health_probe, connections, seconds).await?,
+            );
             let pg = wrk(bin, &page, connections, seconds).await?;
             show("/incidents/{id}", &pg);
-            if revalidate.is_some() {
+            if page_etag.is_some() {
                 let nm = revalidation(&page).await?;
                 show(
                     "/incidents/{id} 304",
                     &wrk(bin, &nm, connections, seconds).await?,
                 );
             }
-            let h2 = wrk(
-                bin,
-                &Probe::token(&format!("{base}/healthz"), &token),
-                connections,
-                seconds,
-            )
-            .await?;
-            show("/healthz (again)", &h2);
-            let shares = match &revalidate {
-                Some(_) => {
-                    let (pages, nms, errors) = interleaved(
+            show(
+                "/healthz (again)",
+                &wrk(bin, &health_probe, connections, seconds).await?,
+            );
+            let shares = match &page_etag {
+                Some(_) => Some(
+                    judged_rounds(
                         Sender::Wrk(bin),
+                        &format!("  interleaved from wrk ({rounds} rounds)"),
                         &health_probe,
                         &page,
                         connections,
                         round_seconds,
                         rounds,
                     )
-                    .await?;
-                    println!(
-                        "  interleaved from wrk ({rounds} rounds): page {} % of /healthz, median {:.0} %; 304 {} %, median {:.0} %; errors {errors}",
-                        percents(&pages),
-                        median(&pages) * 100.0,
-                        percents(&nms),
-                        median(&nms) * 100.0
-                    );
-                    Some((median(&pages), median(&nms), errors))
-                }
+                    .await?,
+                ),
                 None => None,
             };
             Some((pg, shares))
